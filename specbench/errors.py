@@ -1,0 +1,27 @@
+"""Errors that reach the user as one line: each names the file, key or URL at fault."""
+
+
+class SpecbenchError(Exception):
+    """Base class; ``str(err)`` is the whole message the CLI prints."""
+
+    exit_code = 2
+
+
+class SuiteError(SpecbenchError):
+    """A suite file is malformed: wrong key, wrong type, missing file."""
+
+
+class DatasetError(SpecbenchError):
+    """A prompt set cannot be loaded (missing, malformed row, unknown recipe)."""
+
+
+class LaunchError(SpecbenchError):
+    """A server could not be started, or died while starting."""
+
+
+class ServerError(SpecbenchError):
+    """A server at a URL is unreachable or does not serve the model."""
+
+
+class ResultsError(SpecbenchError):
+    """A results file or directory is missing or unreadable."""
