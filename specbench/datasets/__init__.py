@@ -1,0 +1,24 @@
+"""Benchmark prompt sets loaded exactly as the speculative-decoding papers load them.
+
+Public API: ``DatasetSpec`` (one suite ``datasets:`` entry), ``check_available`` (pre-flight, no
+server needed), ``load_prompts`` (deterministic selection) and ``REGISTRY`` / ``RECIPES``.
+See docs/datasets.md for every set's source, fields, categories and default recipe.
+"""
+
+from specbench.datasets.loader import load_prompts, select
+from specbench.datasets.recipes import RECIPES
+from specbench.datasets.registry import REGISTRY, DatasetDef
+from specbench.datasets.sources import DATA_DIR_ENV, check_available, data_root
+from specbench.datasets.spec import DatasetSpec
+
+__all__ = [
+    "DATA_DIR_ENV",
+    "RECIPES",
+    "REGISTRY",
+    "DatasetDef",
+    "DatasetSpec",
+    "check_available",
+    "data_root",
+    "load_prompts",
+    "select",
+]

@@ -1,0 +1,170 @@
+"""``DatasetSpec``: one entry of a suite's ``datasets:`` list, validated when the suite is read.
+
+Every mistake (unknown key, wrong type, unknown set / recipe / option value, missing file) is a
+one-line ``SuiteError`` naming the suite file and key, before any server is started.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from specbench.datasets.files import SUFFIXES
+from specbench.datasets.registry import COMMON_OPTIONS, REGISTRY, SPEED_CONFIGS, DatasetDef
+from specbench.errors import SuiteError
+
+BASE_KEYS = ("name", "source", "path", "requests", "selection", "seed", "recipe")
+SELECTIONS = ("first", "shuffle")
+
+
+def _str(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError("must be a non-empty string")
+    return value
+
+
+def _positive_int(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"must be a positive integer, got {value!r}")
+    return value
+
+
+def _choice(*allowed: str) -> Callable[[Any], str]:
+    def check(value: Any) -> str:
+        if value not in allowed:
+            raise ValueError(f"must be one of {', '.join(allowed)}, got {value!r}")
+        return value
+
+    return check
+
+
+def _names(value: Any) -> tuple[str, ...]:
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)) or not items or not all(isinstance(v, str) and v for v in items):
+        raise ValueError("must be a category name or a non-empty list of names")
+    return tuple(items)
+
+
+OPTION_CHECKS: dict[str, Callable[[Any], Any]] = {
+    "variant": _choice("sanitized", "full"),
+    "turns": _positive_int,
+    "config": _choice(*SPEED_CONFIGS),
+    "categories": _names,
+    "system": _str,
+    "field": _str,
+    "category_field": _str,
+    "id_field": _str,
+}
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """A prompt set as the suite asks for it; ``options`` holds only the set-specific keys given."""
+
+    name: str
+    source: str
+    path: Path | None = None
+    requests: int | None = None
+    selection: str = "first"
+    seed: int = 0
+    recipe: str | None = None
+    options: dict = field(default_factory=dict, hash=False)
+
+    @property
+    def definition(self) -> DatasetDef:
+        return REGISTRY[self.source]
+
+    @property
+    def effective_recipe(self) -> str:
+        return self.recipe or self.definition.default_recipe
+
+    @property
+    def effective_options(self) -> dict[str, Any]:
+        """Set defaults overlaid with the suite's options: what the loader actually uses."""
+        return {**COMMON_OPTIONS, **self.definition.options, **self.options}
+
+    def describe(self) -> dict[str, Any]:
+        """Plain-data record of the resolved choices, for stamping into results."""
+        opts = {k: list(v) if isinstance(v, tuple) else v for k, v in self.effective_options.items() if v is not None}
+        return {
+            "name": self.name, "source": self.source, "path": str(self.path) if self.path else None,
+            "requests": self.requests, "selection": self.selection, "seed": self.seed,
+            "recipe": self.effective_recipe, "options": opts,
+        }
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any] | str, where: str, base_dir: Path) -> "DatasetSpec":
+        """Parse one ``datasets:`` entry; a bare string is shorthand for ``{name: <string>}``."""
+        if isinstance(data, str):
+            data = {"name": data}
+        if not isinstance(data, Mapping):
+            raise SuiteError(f"{where}: expected a mapping with at least 'name', got {type(data).__name__}")
+
+        def fail(key: str, msg: str) -> SuiteError:
+            return SuiteError(f"{where}.{key}: {msg}")
+
+        def get(key: str, check: Callable[[Any], Any], default: Any = None) -> Any:
+            if data.get(key) is None:
+                return default
+            try:
+                return check(data[key])
+            except ValueError as exc:
+                raise fail(key, str(exc)) from None
+
+        if "name" not in data:
+            raise SuiteError(f"{where}: missing key 'name'")
+        name = get("name", _str)
+        path = get("path", _str)
+        source = get("source", _str) or (name if name in REGISTRY else "file" if path else None)
+        if source is None:
+            raise fail("name", f"unknown data set '{name}' (known: {', '.join(REGISTRY)}); give path: for a local file")
+        if source not in REGISTRY:
+            raise fail("source", f"unknown data set '{source}' (known: {', '.join(REGISTRY)})")
+        definition = REGISTRY[source]
+
+        allowed = (*BASE_KEYS, *COMMON_OPTIONS, *definition.options)
+        for key in data:
+            if key not in allowed:
+                raise fail(str(key), f"unknown key for data set '{source}' (allowed: {', '.join(allowed)})")
+
+        if source == "file" and path is None:
+            raise fail("path", "required when source is 'file'")
+        resolved = _resolve_path(path, base_dir, fail) if path is not None else None
+
+        recipe = get("recipe", _choice(*definition.recipes))
+        options = {key: get(key, OPTION_CHECKS[key]) for key in (*COMMON_OPTIONS, *definition.options) if data.get(key) is not None}
+        known = definition.categories
+        unknown = [c for c in options.get("categories", ()) if known is not None and c not in known]
+        if unknown:
+            raise fail("categories", f"unknown categories {', '.join(unknown)} for '{source}' (known: {', '.join(known)})")
+        return cls(
+            name=name,
+            source=source,
+            path=resolved,
+            requests=get("requests", _requests),
+            selection=get("selection", _choice(*SELECTIONS), "first"),
+            seed=get("seed", _int, 0),
+            recipe=recipe,
+            options=options,
+        )
+
+
+def _int(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"must be an integer, got {value!r}")
+    return value
+
+
+def _requests(value: Any) -> int | None:
+    return None if value == "all" else _positive_int(value)
+
+
+def _resolve_path(path: str, base_dir: Path, fail: Callable[[str, str], SuiteError]) -> Path:
+    resolved = (Path(base_dir) / Path(path).expanduser()).resolve()
+    if resolved.suffix.lower() not in SUFFIXES:
+        raise fail("path", f"unsupported file type '{resolved.suffix}' (use .jsonl, .json or .parquet): {resolved}")
+    if not resolved.is_file():
+        raise fail("path", f"file not found: {resolved}")
+    return resolved
