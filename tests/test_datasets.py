@@ -207,7 +207,7 @@ def test_speed_bench_placeholder_rows_are_rejected(tmp_path):
 
 
 def test_plain_file_entry_prompt_messages_and_turns_fields():
-    entry = spec({"name": "prompts", "path": "prompts.jsonl", "requests": 20 // 5})
+    entry = spec({"name": "prompts", "path": "prompts.jsonl", "requests": 4})
     assert (entry.source, entry.path) == ("file", FIXTURES / "prompts.jsonl")
     prompts = load_prompts(entry)
     assert [p.id for p in prompts] == ["p1", "p2", "p3", "p4"]

@@ -57,7 +57,8 @@ def filter_categories(spec: DatasetSpec, items: list[Item]) -> list[Item]:
     if missing:
         known = sorted({i.category for i in items if i.category} | {t for i in items for t in i.tags})
         raise DatasetError(
-            f"data set '{spec.name}': no rows in categories {', '.join(missing)} (present: {', '.join(known) or 'none'})"
+            f"data set '{spec.name}': no rows in categories {', '.join(missing)} "
+            f"(present: {', '.join(known) or 'none'})"
         )
     return kept
 

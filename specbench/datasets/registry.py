@@ -15,11 +15,12 @@ from specbench.datasets import rows
 from specbench.datasets.rows import Item
 
 Parser = Callable[[Mapping[str, Any], str, int, Mapping[str, Any]], Item]
-HubSource = tuple[str, "str | None", str]
+HubSource = tuple[str, str | None, str]
 
 SPEED_CONFIGS = ("qualitative", "throughput_1k", "throughput_2k", "throughput_8k", "throughput_16k", "throughput_32k")
 MATH500_SUBJECTS = (
-    "Algebra", "Counting & Probability", "Geometry", "Intermediate Algebra", "Number Theory", "Prealgebra", "Precalculus",
+    "Algebra", "Counting & Probability", "Geometry", "Intermediate Algebra",
+    "Number Theory", "Prealgebra", "Precalculus",
 )
 SPEC_BENCH_SUBTASKS = ("mt_bench", "translation", "summarization", "qa", "math_reasoning", "rag")
 BUILTIN_FILE = Path(__file__).with_name("builtin.jsonl")
@@ -83,7 +84,8 @@ REGISTRY: dict[str, DatasetDef] = {
         ),
         DatasetDef(
             "mt_bench", rows.parse_mt_bench, ("plain",), "plain", {"turns": 2, "categories": None},
-            local=_fixed("mt_bench"), hub=_hub("philschmid/mt-bench", None, "train"), categories=rows.MT_BENCH_CATEGORIES,
+            local=_fixed("mt_bench"), hub=_hub("philschmid/mt-bench", None, "train"),
+            categories=rows.MT_BENCH_CATEGORIES,
         ),
         DatasetDef(
             "spec_bench", rows.parse_spec_bench, ("plain",), "plain", {"turns": None, "categories": None},

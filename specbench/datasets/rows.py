@@ -86,7 +86,8 @@ def parse_gsm8k(row: Mapping, where: str, index: int, opts: Mapping) -> Item:
 
 
 def parse_math500(row: Mapping, where: str, index: int, opts: Mapping) -> Item:
-    return Item(row_id(row, ("unique_id",), index), (text(row, "problem", where),), text(row, "subject", where), row=row)
+    problem, subject = text(row, "problem", where), text(row, "subject", where)
+    return Item(row_id(row, ("unique_id",), index), (problem,), subject, row=row)
 
 
 def parse_humaneval(row: Mapping, where: str, index: int, opts: Mapping) -> Item:
@@ -107,16 +108,15 @@ def in_mbpp_test_split(row: Mapping) -> bool:
 
 
 def parse_mt_bench(row: Mapping, where: str, index: int, opts: Mapping) -> Item:
-    key = "turns" if "turns" in row else "prompt"
-    return Item(
-        row_id(row, ("question_id", "prompt_id"), index), turn_list(row, key, where), text(row, "category", where), row=row
-    )
+    turns = turn_list(row, "turns" if "turns" in row else "prompt", where)
+    return Item(row_id(row, ("question_id", "prompt_id"), index), turns, text(row, "category", where), row=row)
 
 
 def parse_spec_bench(row: Mapping, where: str, index: int, opts: Mapping) -> Item:
     raw = text(row, "category", where)
     subtask = "mt_bench" if raw in MT_BENCH_CATEGORIES else raw
-    return Item(str(field(row, "question_id", where)), turn_list(row, "turns", where), subtask, tags=frozenset({raw}), row=row)
+    turns = turn_list(row, "turns", where)
+    return Item(str(field(row, "question_id", where)), turns, subtask, tags=frozenset({raw}), row=row)
 
 
 def parse_ultrachat(row: Mapping, where: str, index: int, opts: Mapping) -> Item:

@@ -122,12 +122,14 @@ def _missing(spec: DatasetSpec, data_dir: Path | str | None, why: str) -> Datase
 
 
 def hub_offline() -> bool:
-    return any(os.environ.get(k, "").strip().lower() in ("1", "true", "yes", "on") for k in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
+    flags = (os.environ.get(k, "").strip().lower() for k in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
+    return any(flag in ("1", "true", "yes", "on") for flag in flags)
 
 
 def hub_cached(hf_id: str) -> bool:
     """Whether the hub or datasets cache has a copy, judged from directory names only (no import)."""
-    home = Path(os.environ.get("HF_HOME") or Path(os.environ.get("XDG_CACHE_HOME") or "~/.cache") / "huggingface").expanduser()
+    xdg = Path(os.environ.get("XDG_CACHE_HOME") or "~/.cache")
+    home = Path(os.environ.get("HF_HOME") or xdg / "huggingface").expanduser()
     hub = Path(os.environ.get("HF_HUB_CACHE") or os.environ.get("HUGGINGFACE_HUB_CACHE") or home / "hub").expanduser()
     built = Path(os.environ.get("HF_DATASETS_CACHE") or home / "datasets").expanduser()
     return (hub / f"datasets--{hf_id.replace('/', '--')}").is_dir() or (built / hf_id.replace("/", "___")).is_dir()

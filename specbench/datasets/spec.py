@@ -31,6 +31,16 @@ def _positive_int(value: Any) -> int:
     return value
 
 
+def _int(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"must be an integer, got {value!r}")
+    return value
+
+
+def _requests(value: Any) -> int | None:
+    return None if value == "all" else _positive_int(value)
+
+
 def _choice(*allowed: str) -> Callable[[Any], str]:
     def check(value: Any) -> str:
         if value not in allowed:
@@ -113,7 +123,7 @@ class DatasetSpec:
             except ValueError as exc:
                 raise fail(key, str(exc)) from None
 
-        if "name" not in data:
+        if data.get("name") is None:
             raise SuiteError(f"{where}: missing key 'name'")
         name = get("name", _str)
         path = get("path", _str)
@@ -134,11 +144,13 @@ class DatasetSpec:
         resolved = _resolve_path(path, base_dir, fail) if path is not None else None
 
         recipe = get("recipe", _choice(*definition.recipes))
-        options = {key: get(key, OPTION_CHECKS[key]) for key in (*COMMON_OPTIONS, *definition.options) if data.get(key) is not None}
+        option_keys = (*COMMON_OPTIONS, *definition.options)
+        options = {key: get(key, OPTION_CHECKS[key]) for key in option_keys if data.get(key) is not None}
         known = definition.categories
         unknown = [c for c in options.get("categories", ()) if known is not None and c not in known]
         if unknown:
-            raise fail("categories", f"unknown categories {', '.join(unknown)} for '{source}' (known: {', '.join(known)})")
+            msg = f"unknown categories {', '.join(unknown)} for '{source}' (known: {', '.join(known)})"
+            raise fail("categories", msg)
         return cls(
             name=name,
             source=source,
@@ -149,16 +161,6 @@ class DatasetSpec:
             recipe=recipe,
             options=options,
         )
-
-
-def _int(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"must be an integer, got {value!r}")
-    return value
-
-
-def _requests(value: Any) -> int | None:
-    return None if value == "all" else _positive_int(value)
 
 
 def _resolve_path(path: str, base_dir: Path, fail: Callable[[str, str], SuiteError]) -> Path:
