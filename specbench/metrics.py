@@ -1,0 +1,96 @@
+"""Pure latency and throughput statistics over request records (milliseconds, numpy percentiles).
+
+ITL is per token: a chunk that carries n tokens after a gap g adds n samples of g/n, because with
+speculative decoding one chunk holds every token of a verification step. The raw per-chunk gaps
+are kept as ``step_ms`` (what other tools call ITL).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from .records import RequestRecord
+
+PERCENTILES = (50, 95, 99)
+
+
+def stats_ms(prefix: str, seconds: Sequence[float] | np.ndarray) -> dict[str, float | None]:
+    """mean and p50/p95/p99 in ms; every key present and null when there is no sample."""
+    arr = np.asarray(seconds, dtype=float)
+    out: dict[str, float | None] = {f"{prefix}_mean_ms": None, **{f"{prefix}_p{p}_ms": None for p in PERCENTILES}}
+    if arr.size:
+        out[f"{prefix}_mean_ms"] = float(arr.mean() * 1000)
+        for p, v in zip(PERCENTILES, np.percentile(arr, PERCENTILES)):
+            out[f"{prefix}_p{p}_ms"] = float(v * 1000)
+    return out
+
+
+def chunk_token_counts(rec: RequestRecord) -> np.ndarray:
+    """Tokens per content chunk; spread evenly when only the request total is known."""
+    n = len(rec.chunk_times)
+    if rec.chunk_tokens and len(rec.chunk_tokens) == n:
+        return np.asarray(rec.chunk_tokens, dtype=float)
+    if rec.output_tokens and n:
+        return np.full(n, rec.output_tokens / n)
+    return np.ones(n)
+
+
+def token_itl(rec: RequestRecord) -> np.ndarray:
+    """Per-token inter-token latencies (s) of one request."""
+    if len(rec.chunk_times) < 2:
+        return np.empty(0)
+    gaps = np.diff(np.asarray(rec.chunk_times))
+    tokens = chunk_token_counts(rec)[1:]
+    keep = tokens > 0
+    gaps, tokens = gaps[keep], tokens[keep]
+    if np.all(tokens == np.round(tokens)):
+        return np.repeat(gaps / tokens, tokens.astype(int))
+    # Fractional spread (only the request total known): weight each gap's per-token value by its share.
+    per_token = gaps / tokens
+    reps = np.maximum(1, np.round(tokens).astype(int))
+    return np.repeat(per_token, reps)
+
+
+def tpot(rec: RequestRecord) -> float | None:
+    if not rec.ok or not rec.output_tokens or rec.output_tokens <= 1:
+        return None
+    return (rec.latency - rec.ttft) / (rec.output_tokens - 1)
+
+
+def latency_stats(records: Sequence[RequestRecord]) -> dict[str, float | None]:
+    ok = [r for r in records if r.ok]
+    itl = np.concatenate([token_itl(r) for r in ok]) if ok else np.empty(0)
+    steps = np.concatenate([np.diff(r.chunk_times) for r in ok if len(r.chunk_times) > 1] or [np.empty(0)])
+    tpots = [t for t in (tpot(r) for r in ok) if t is not None]
+    out: dict[str, float | None] = {}
+    out.update(stats_ms("latency", [r.latency for r in ok]))
+    out.update(stats_ms("ttft", [r.ttft for r in ok]))
+    out.update(stats_ms("itl", itl))
+    out.update(stats_ms("tpot", tpots))
+    out.update(stats_ms("step", steps))
+    return out
+
+
+def throughput(records: Sequence[RequestRecord], wall_s: float) -> dict[str, float | int | None]:
+    """Σ output tokens and completed requests over the phase's wall time; failed requests add nothing."""
+    ok = [r for r in records if r.ok]
+    tokens = sum(r.output_tokens or 0 for r in ok)
+    prompt = [r.prompt_tokens for r in ok if r.prompt_tokens is not None]
+    return {
+        "requests": len(ok),
+        "output_tokens": tokens,
+        "prompt_tokens": sum(prompt) if len(prompt) == len(ok) and ok else None,
+        "request_throughput_rps": len(ok) / wall_s if wall_s > 0 and ok else None,
+        "output_throughput_tps": tokens / wall_s if wall_s > 0 and ok else None,
+        "duration_s": wall_s,
+    }
+
+
+def token_sources(records: Sequence[RequestRecord]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for r in records:
+        if r.ok:
+            out[r.token_source] = out.get(r.token_source, 0) + 1
+    return out

@@ -1,0 +1,67 @@
+"""Live terminal progress for a run (rich): one bar per phase with tokens/s and running acceptance."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from .acceptance import decode_steps
+
+
+class RunProgress:
+    """Callable progress sink the runner reports events to; quiet mode prints one line per cell."""
+
+    def __init__(self, console: Console, quiet: bool = False) -> None:
+        self.console, self.quiet = console, quiet
+        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                            TextColumn("{task.fields[stats]}"), TimeElapsedColumn(), TimeRemainingColumn(),
+                            console=console, disable=quiet, transient=False)
+        self.task = None
+        self.tokens = self.steps = self.step_tokens = 0
+        self.t0 = None
+
+    def __enter__(self) -> "RunProgress":
+        self.bar.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.bar.__exit__(*exc)
+
+    def __call__(self, event: str, **kw) -> None:
+        getattr(self, f"_on_{event}", lambda **_: None)(**kw)
+
+    def _on_server(self, config: str, launching: bool) -> None:
+        self.console.print(f"[bold]{config}[/]: {'starting server' if launching else 'using server at URL'}", highlight=False)
+
+    def _on_phase(self, config, dataset, point, total, warmup) -> None:
+        if self.task is not None:
+            self.bar.update(self.task, visible=not warmup)
+            self.bar.stop_task(self.task)
+        label = f"{config} · {dataset} · {point}" + (" (warm-up)" if warmup else "")
+        self.tokens = self.steps = self.step_tokens = 0
+        self.task = self.bar.add_task(label, total=total, stats="")
+
+    def _on_request(self, record) -> None:
+        if self.task is None:
+            return
+        self.tokens += record.output_tokens or 0
+        steps = decode_steps(record)
+        self.steps += len(steps)
+        self.step_tokens += sum(steps)
+        elapsed = self.bar.tasks[-1].elapsed or 0
+        stats = f"{self.tokens / elapsed:7.1f} tok/s" if elapsed else ""
+        if self.steps:
+            stats += f"  accept len {self.step_tokens / self.steps:.2f}"
+        self.bar.update(self.task, advance=1, stats=stats)
+
+    def _on_cell_done(self, rows) -> None:
+        if self.quiet:
+            r = rows[-1] if rows else None
+            if r:
+                print(f"done {r['run']} {r['dataset']}: {r['requests']} req, {r['output_throughput_tps'] or 0:.1f} tok/s", flush=True)
+
+    def _on_config_failed(self, config, error) -> None:
+        self.console.print(f"[red]{config}: {error.splitlines()[0]}[/]", highlight=False)
+
+    def _on_interrupt(self) -> None:
+        self.console.print("[yellow]stopping: finishing requests in flight (Ctrl-C again to abort)[/]")

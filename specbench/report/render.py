@@ -1,0 +1,118 @@
+"""Markdown / JSON / CSV renderings of result records.
+
+The markdown table is the one teams paste into PRs (``../shared/reference/results_example.md``):
+missing values print as ``—`` (or ``-`` inside the per-position cell), never as 0.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+FORMATS = ("markdown", "json", "csv")
+DASH = "—"
+
+Record = dict[str, Any]
+
+
+def _num(value: Any, digits: int, suffix: str = "", missing: str = DASH) -> str:
+    if value is None:
+        return missing
+    return f"{value:.{digits}f}{suffix}"
+
+
+def _pair(r: Record, prefix: str) -> str:
+    return f"{_num(r.get(f'{prefix}_mean_ms'), 2)}/{_num(r.get(f'{prefix}_p95_ms'), 2)}"
+
+
+def _pct(value: Any, missing: str = DASH) -> str:
+    return missing if value is None else f"{value * 100:.2f}%"
+
+
+def _positions(r: Record) -> str:
+    return "/".join(_pct(r.get(f"acceptance_pos_{i}"), missing="-") for i in (1, 2, 3))
+
+
+#: (header, cell) pairs of the comparison table, in order
+COLUMNS: list[tuple[str, Callable[[Record], str]]] = [
+    ("Dataset", lambda r: str(r["dataset"])),
+    ("Run", lambda r: str(r["run"])),
+    ("Req", lambda r: str(r.get("requests", DASH))),
+    ("Output tok/s", lambda r: _num(r.get("output_throughput_tps"), 2)),
+    ("Speedup", lambda r: _num(r.get("speedup_vs_baseline"), 3, "x")),
+    ("Latency mean/p95 ms", lambda r: _pair(r, "latency")),
+    ("TTFT mean/p95 ms", lambda r: _pair(r, "ttft")),
+    ("ITL mean/p95 ms", lambda r: _pair(r, "itl")),
+    ("TPOT mean/p95 ms", lambda r: _pair(r, "tpot")),
+    ("Accept rate", lambda r: _pct(r.get("acceptance_rate"))),
+    ("Accept p1/p2/p3", _positions),
+    ("Accept len", lambda r: _num(r.get("mean_acceptance_length"), 3)),
+]
+
+
+def _md_row(cells: Sequence[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def markdown_table(records: Sequence[Record], columns: Sequence[tuple[str, Callable[[Record], str]]] = COLUMNS) -> str:
+    lines = [_md_row([h for h, _ in columns]), _md_row(["---"] * len(columns))]
+    lines += [_md_row([cell(r) for _, cell in columns]) for r in records]
+    return "\n".join(lines)
+
+
+def _has_extras(records: Sequence[Record]) -> bool:
+    return any("concurrency" in r or "status" in r for r in records)
+
+
+def markdown(records: Sequence[Record], meta: dict[str, Any] | None = None) -> str:
+    """The comparison table; runs made by specbench also get their sweep columns and notes."""
+    columns = list(COLUMNS)
+    if _has_extras(records):
+        if len({r.get("concurrency") for r in records}) > 1:
+            columns.insert(2, ("Conc", lambda r: str(r.get("concurrency", DASH))))
+        if any((r.get("ci95") or {}).get("speedup_vs_baseline") for r in records):
+            columns.insert(columns.index(next(c for c in columns if c[0] == "Speedup")) + 1,
+                           ("Speedup 95% CI", _ci))
+        if any(r.get("fidelity_identical") is not None for r in records):
+            columns.append(("Same output", lambda r: _pct(r.get("fidelity_identical"))))
+        if any(r.get("failed_requests") for r in records) or any(r.get("status") == "failed" for r in records):
+            columns.append(("Failed", _failed))
+    table = markdown_table(records, columns)
+    notes = (meta or {}).get("notes")
+    return table if not notes else table + "\n\n" + "\n".join(f"- {n}" for n in notes)
+
+
+def _ci(r: Record) -> str:
+    ci = (r.get("ci95") or {}).get("speedup_vs_baseline")
+    return f"{ci[0]:.3f}–{ci[1]:.3f}" if ci else DASH
+
+
+def _failed(r: Record) -> str:
+    failed = r.get("failed_requests") or 0
+    return "cell failed" if r.get("status") == "failed" else str(failed)
+
+
+def to_csv(records: Sequence[Record]) -> str:
+    """One row per cell, every key as a column; nested values as JSON, missing as empty."""
+    keys: list[str] = []
+    for r in records:
+        keys += [k for k in r if k not in keys]
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=keys, lineterminator="\n")
+    writer.writeheader()
+    for r in records:
+        writer.writerow({k: json.dumps(v) if isinstance(v, (dict, list)) else ("" if v is None else v) for k, v in r.items()})
+    return buf.getvalue().rstrip("\n")
+
+
+def render(records: Sequence[Record], fmt: str, meta: dict[str, Any] | None = None) -> str:
+    if fmt == "markdown":
+        return markdown(records, meta)
+    if fmt == "json":
+        return json.dumps(list(records), indent=2)
+    if fmt == "csv":
+        return to_csv(records)
+    raise ValueError(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")

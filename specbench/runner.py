@@ -1,0 +1,369 @@
+"""Orchestration: for each config, launch (or reach) its server; for each data set and load point,
+warm up, snapshot /metrics, drive, snapshot again → a cell; write results after every cell.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import os
+import platform
+import signal
+import time
+from collections.abc import Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from . import __version__
+from .client import RequestSpec
+from .datasets import check_available, load_prompts
+from .drive import Phase, drive
+from .errors import LaunchError, ServerError, SpecbenchError, SuiteError
+from .launch import Engine, ServerProcess, load_engine, reap_all
+from .launch.process import free_port, port_in_use
+from .measure import PhaseInfo, add_comparisons, order_row, summarize_cell
+from .records import Prompt, RequestRecord
+from .report.render import markdown
+from .scrape import scrape
+from .store import RunDir
+from .suite import ServerConfig, Suite
+
+
+@dataclass
+class LoadPoint:
+    concurrency: int
+    request_rate: float | None = None
+
+    @property
+    def label(self) -> str:
+        return f"rate {self.request_rate:g}/s" if self.request_rate is not None else f"c={self.concurrency}"
+
+
+def load_points(suite: Suite) -> list[LoadPoint]:
+    if suite.load.request_rate:
+        cap = suite.load.concurrency[0] if suite.raw.get("load", {}).get("concurrency") else 0
+        return [LoadPoint(cap, r) for r in suite.load.request_rate]
+    return [LoadPoint(c) for c in suite.load.concurrency]
+
+
+@dataclass
+class Server:
+    """A reachable server for one config: launched by us or given as a URL."""
+
+    config: ServerConfig
+    url: str
+    engine: Engine
+    process: ServerProcess | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class RunOutcome:
+    path: Path
+    rows: list[dict[str, Any]]
+    failed_configs: dict[str, str]
+    interrupted: bool = False
+
+    @property
+    def exit_code(self) -> int:
+        if self.interrupted:
+            return 130
+        return 1 if self.failed_configs or any(r.get("status") != "ok" for r in self.rows) else 0
+
+
+Progress = Callable[..., None]
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def default_output(suite: Suite, root: Path = Path("results")) -> Path:
+    return root / f"{suite.name}-{dt.datetime.now().strftime('%Y%m%d-%H%M%S')}"
+
+
+def preflight(suite: Suite) -> dict[str, list[Prompt]]:
+    """Everything that can fail before a server starts: engines, engine binaries, prompt sets."""
+    for config in suite.configs:
+        engine = load_engine(config.engine or suite.engine)
+        if config.launched:
+            python = engine.python(suite.server.python)
+            if os.sep in python and not os.access(python, os.X_OK):
+                raise LaunchError(f"config {config.name!r}: engine Python not found: {python} "
+                                  f"(prepare it with `specbench setup cpu`, or set server.python / SPECBENCH_ENGINE_PYTHON)")
+            if config.port and port_in_use(suite.server.host, config.port):
+                raise LaunchError(f"config {config.name!r}: port {config.port} on {suite.server.host} is already in use")
+    prompts = {}
+    for spec in suite.datasets:
+        check_available(spec, suite.data_dir)
+        prompts[spec.name] = load_prompts(spec, suite.data_dir)
+        if not prompts[spec.name]:
+            raise SuiteError(f"{suite.path}: dataset {spec.name!r} yielded no prompts")
+    return prompts
+
+
+def _config_order(suite: Suite) -> list[ServerConfig]:
+    """Baseline first: every later cell can then show its speedup as soon as it is measured."""
+    base = suite.baseline
+    return ([base] if base else []) + [c for c in suite.configs if c is not base]
+
+
+async def _server_info(session: aiohttp.ClientSession, url: str, engine: Engine) -> dict[str, Any]:
+    path, key = engine.version_path
+    try:
+        async with session.get(url + path, timeout=aiohttp.ClientTimeout(total=10)) as r:
+            data = await r.json(content_type=None)
+            return {"version": data.get(key), "raw": data if engine.adapter == "sglang" else None}
+    except (aiohttp.ClientError, asyncio.TimeoutError, ValueError):
+        return {"version": None, "raw": None}
+
+
+async def _check_url(session: aiohttp.ClientSession, config: ServerConfig, model: str, engine: Engine) -> None:
+    url = config.url + engine.models_path
+    try:
+        async with session.get(url, timeout=aiohttp.ClientTimeout(total=15)) as r:
+            if r.status != 200:
+                raise ServerError(f"config {config.name!r}: GET {url} returned HTTP {r.status}")
+            served = [d.get("id") for d in (await r.json(content_type=None)).get("data", [])]
+    except (aiohttp.ClientError, asyncio.TimeoutError) as err:
+        raise ServerError(f"config {config.name!r}: cannot reach {url}: {type(err).__name__} {err}".rstrip()) from None
+    if model not in served:
+        raise ServerError(f"config {config.name!r}: {config.url} serves {served}, not the suite's model {model!r}")
+
+
+@asynccontextmanager
+async def open_server(suite: Suite, config: ServerConfig, run: RunDir, session: aiohttp.ClientSession):
+    engine = load_engine(config.engine or suite.engine)
+    if not config.launched:
+        await _check_url(session, config, suite.model, engine)
+        yield Server(config, config.url, engine, info={"engine": engine.name, "url": config.url, "launched": False})
+        return
+    host = suite.server.host
+    port = config.port or free_port(host)
+    argv = engine.argv(config=config, model=suite.model, model_path=suite.server.model_path, host=host, port=port,
+                       python=suite.server.python, extra=suite.server.args)
+    env = {**engine.env, **suite.server.env, **config.env}
+    if config.gpus is not None and engine.gpu_env:
+        env[engine.gpu_env] = config.gpus
+    url = f"http://{host}:{port}"
+    proc = ServerProcess(config.name, argv, env, run.logs / f"{config.name}.log", url, engine.health_path,
+                         engine.models_path, suite.model, suite.server.startup_timeout_s, engine.redact(argv))
+    proc.start()
+    try:
+        ready_s = await proc.wait_ready(session)
+        yield Server(config, url, engine, proc, info={
+            "engine": engine.name, "url": url, "launched": True, "argv": engine.redact(argv),
+            "env": {k: v for k, v in env.items() if "KEY" not in k.upper() and "TOKEN" not in k.upper()},
+            "ready_s": round(ready_s, 1), "log": str(proc.log_path),
+        })
+    finally:
+        proc.stop()
+
+
+def _request_spec(suite: Suite, server: Server) -> RequestSpec:
+    api_key = os.environ.get(suite.api_key_env) if suite.api_key_env else None
+    extra = {**(server.engine.data.get("request_extra") or {}), **suite.load.extra_body}
+    return RequestSpec(base_url=server.url, model=suite.model, endpoint=suite.endpoint,
+                       max_tokens=suite.load.max_tokens, temperature=suite.load.temperature, top_p=suite.load.top_p,
+                       ignore_eos=suite.load.ignore_eos, timeout_s=suite.load.timeout_s, extra_body=extra,
+                       api_key=api_key)
+
+
+def build_rows(suite: Suite, phases: list[PhaseInfo], records: list[RequestRecord]) -> list[dict[str, Any]]:
+    """Results rows for every cell measured so far, in suite order (data set, then config)."""
+    configs = {c.name: c for c in suite.configs}
+    by_cell: dict[tuple, list[PhaseInfo]] = {}
+    for p in phases:
+        by_cell.setdefault(p.cell, []).append(p)
+    rec_by: dict[tuple, list[RequestRecord]] = {}
+    rate_of = {(p.config, p.dataset, p.concurrency): p.request_rate for p in phases}
+    for r in records:
+        key = (r.config, r.dataset, r.concurrency or 0)
+        rec_by.setdefault((*key, rate_of.get(key)), []).append(r)
+    rows = []
+    for spec in suite.datasets:
+        for point in load_points(suite):
+            for config in suite.configs:
+                cell = (config.name, spec.name, point.concurrency, point.request_rate)
+                if cell not in by_cell:
+                    continue
+                c = configs[config.name]
+                rows.append(summarize_cell(by_cell[cell], rec_by.get(cell, []), method=c.label_method,
+                                           k=c.num_speculative_tokens))
+    add_comparisons(rows, [r for r in records], suite.baseline.name if suite.baseline else None)
+    return [order_row(r) for r in rows]
+
+
+def _notes(suite: Suite) -> list[str]:
+    return [
+        "Speedup = output tok/s of the run ÷ baseline's on the same data set and load point.",
+        "ITL is per token (a chunk of n tokens after a gap g gives n samples of g/n); TPOT = (latency − TTFT)/(output tokens − 1).",
+        "Acceptance: deltas of the engine's spec-decode counters over each measured phase (see acceptance_source in results.json); — = not measured.",
+        f"temperature {suite.load.temperature:g}, max_tokens {suite.load.max_tokens}, warm-up {suite.load.warmup} request(s) per phase.",
+    ]
+
+
+class Runner:
+    def __init__(self, suite: Suite, out: Path, *, resume: bool = False, progress: Progress | None = None,
+                 restart_on_failure: bool = False) -> None:
+        self.suite, self.run = suite, RunDir(out)
+        self.resume, self.progress = resume, progress or (lambda *a, **k: None)
+        self.restart_on_failure = restart_on_failure
+        self.stop = asyncio.Event()
+        self.meta: dict[str, Any] = {}
+
+    # ---- files ----
+    def _write(self) -> list[dict[str, Any]]:
+        phases, records = self.run.load_phases(), self.run.load_requests()
+        rows = build_rows(self.suite, phases, records)
+        self.meta["updated_at"] = _now()
+        self.run.write_meta(self.meta)
+        self.run.write_results(rows, markdown(rows, {"notes": _notes(self.suite)}))
+        return rows
+
+    def _start_meta(self) -> None:
+        previous = self.run.load_meta() if self.resume else {}
+        if self.resume and previous:
+            old, new = previous.get("comparability", {}), self.suite.comparability()
+            changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k) and k not in ("configs", "datasets"))
+            for group in ("configs", "datasets"):
+                o, n = old.get(group, {}), new.get(group, {})
+                changed += [f"{group}.{name}" for name in sorted(set(o) & set(n)) if o[name] != n[name]]
+            if changed:
+                raise SuiteError(f"{self.suite.path}: cannot resume {self.run.path}: the suite changed in ways that break comparability: {', '.join(changed)}")
+        self.meta = previous or {
+            "specbench_version": __version__,
+            "suite": {"name": self.suite.name, "path": str(self.suite.path), "raw": self.suite.raw},
+            "comparability": self.suite.comparability(),
+            "started_at": _now(),
+            "host": {"platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count()},
+            "servers": {},
+            "failed_configs": {},
+        }
+        self.meta.setdefault("runs", []).append({"started_at": _now(), "resume": self.resume})
+
+    # ---- measuring ----
+    async def _phase(self, session, server: Server, spec: RequestSpec, prompts: list[Prompt], dataset: str,
+                     point: LoadPoint, repeat: int) -> None:
+        cfg = server.config
+        warm = self.suite.load.warmup
+        if warm:
+            warm_prompts = [Prompt(p.id, p.dataset, p.turns[:1], p.category, p.system) for p in prompts[:warm]]
+            self.progress("phase", config=cfg.name, dataset=dataset, point=point.label, total=len(warm_prompts), warmup=True)
+            res = await drive(session, spec, warm_prompts, Phase(cfg.name, "warmup", max(point.concurrency, 1), None),
+                              on_record=lambda r: self.progress("request", record=r), stop=self.stop)
+            warm_records = res.records
+        else:
+            warm_records = []
+        total = sum(len(p.turns) for p in prompts)
+        self.progress("phase", config=cfg.name, dataset=dataset, point=point.label, total=total, warmup=False)
+        before = await scrape(session, server.url)
+        phase = Phase(cfg.name, "measure", point.concurrency, point.request_rate, seed=self.suite.load.seed + repeat, repeat=repeat)
+        result = await drive(session, spec, prompts, phase, on_record=lambda r: self.progress("request", record=r), stop=self.stop)
+        after = await scrape(session, server.url)
+        info = await _server_info(session, server.url, server.engine) if server.engine.adapter == "sglang" else {}
+        acceptance = server.engine.acceptance(before, after, cfg.num_speculative_tokens, info.get("raw"))
+        if not before.ok or not after.ok:
+            acceptance["acceptance_error"] = before.error or after.error
+        info_row = PhaseInfo(config=cfg.name, dataset=dataset, concurrency=point.concurrency,
+                             request_rate=point.request_rate, repeat=repeat, wall_s=result.wall_s,
+                             acceptance=acceptance, server={k: server.info.get(k) for k in ("engine", "version", "url")},
+                             interrupted=self.stop.is_set())
+        self.run.append_phase(info_row, warm_records + result.records)
+        self.progress("cell_done", rows=self._write())
+
+    async def _config(self, session, config: ServerConfig, prompts: dict[str, list[Prompt]], done: set) -> None:
+        todo = [(spec.name, point, rep) for spec in self.suite.datasets for point in load_points(self.suite)
+                for rep in range(self.suite.load.repeats)
+                if (config.name, spec.name, point.concurrency, point.request_rate, rep) not in done]
+        if not todo:
+            return
+        self.progress("server", config=config.name, launching=config.launched)
+        async with open_server(self.suite, config, self.run, session) as server:
+            server.info.update(await _server_info(session, server.url, server.engine))
+            server.info.pop("raw", None)
+            self.meta["servers"][config.name] = server.info
+            self.run.write_meta(self.meta)
+            spec = _request_spec(self.suite, server)
+            for dataset, point, rep in todo:
+                if self.stop.is_set():
+                    return
+                if server.process is not None and not server.process.alive:
+                    raise LaunchError(f"config {config.name!r}: server died during the run (log: {server.process.log_path})")
+                await self._phase(session, server, spec, prompts[dataset], dataset, point, rep)
+                if server.process is not None and not server.process.alive:
+                    raise LaunchError(f"config {config.name!r}: server died during data set {dataset!r} (log: {server.process.log_path})")
+
+    async def execute(self) -> RunOutcome:
+        prompts = preflight(self.suite)
+        self.run.create()
+        self._start_meta()
+        done = {(p.config, p.dataset, p.concurrency, p.request_rate, p.repeat) for p in self.run.load_phases()
+                if not p.interrupted} if self.resume else set()
+        if self.resume:
+            self._drop_incomplete(done)
+        self.run.write_meta(self.meta)
+        loop = asyncio.get_running_loop()
+        handled = []
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.add_signal_handler(sig, self._on_signal)
+                handled.append(sig)
+            except (RuntimeError, ValueError):  # not the main thread: the caller owns signals
+                pass
+        failed: dict[str, str] = {}
+        connector = aiohttp.TCPConnector(limit=0, force_close=False)
+        try:
+            async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=None)) as session:
+                for config in _config_order(self.suite):
+                    if self.stop.is_set():
+                        break
+                    try:
+                        await self._config(session, config, prompts, done)
+                    except (LaunchError, ServerError) as err:
+                        failed[config.name] = str(err)
+                        self.meta["failed_configs"][config.name] = str(err)
+                        self.progress("config_failed", config=config.name, error=str(err))
+                        if self.restart_on_failure and self.meta.setdefault("restarts", {}).get(config.name, 0) < 1:
+                            self.meta["restarts"][config.name] = 1
+                            done = {(p.config, p.dataset, p.concurrency, p.request_rate, p.repeat)
+                                    for p in self.run.load_phases() if not p.interrupted}
+                            try:
+                                await self._config(session, config, prompts, done)
+                                failed.pop(config.name)
+                                self.meta["failed_configs"].pop(config.name)
+                            except (LaunchError, ServerError) as err2:
+                                failed[config.name] = str(err2)
+                                self.meta["failed_configs"][config.name] = str(err2)
+        finally:
+            for sig in handled:
+                loop.remove_signal_handler(sig)
+            reap_all()
+            self.meta["finished_at"] = _now()
+            rows = self._write()
+        return RunOutcome(self.run.path, rows, failed, interrupted=self.stop.is_set())
+
+    def _drop_incomplete(self, done: set) -> None:
+        """On resume, rewrite the raw files without phases that were cut short, so they are re-measured."""
+        phases = [p for p in self.run.load_phases() if not p.interrupted]
+        keep = {(p.config, p.dataset, p.concurrency, p.repeat) for p in phases}
+        records = [r for r in self.run.load_requests() if (r.config, r.dataset, r.concurrency or 0, r.repeat) in keep]
+        from .store import write_atomic
+        import json
+        write_atomic(self.run.path / "requests.jsonl", "".join(json.dumps(r.to_dict()) + "\n" for r in records))
+        write_atomic(self.run.path / "phases.jsonl", "".join(json.dumps(p.to_dict()) + "\n" for p in phases))
+
+    def _on_signal(self) -> None:
+        if self.stop.is_set():
+            reap_all(grace_s=2)
+            raise KeyboardInterrupt
+        self.stop.set()
+        self.progress("interrupt")
+
+
+async def run_suite(suite: Suite, out: Path, **kwargs) -> RunOutcome:
+    return await Runner(suite, out, **kwargs).execute()

@@ -1,0 +1,322 @@
+"""Suite files: YAML → validated, typed ``Suite``.
+
+Every problem is reported before anything runs, one line each, naming the file and the key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import yaml
+
+from .datasets import DatasetSpec
+from .errors import SuiteError
+
+ENDPOINTS = ("chat", "completions")
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """One column of the comparison: a server at a URL, or one specbench launches."""
+
+    name: str
+    url: str | None = None
+    method: str | None = None
+    num_speculative_tokens: int | None = None
+    drafter: str | None = None
+    speculative: dict[str, Any] = field(default_factory=dict)
+    baseline: bool = False
+    engine: str | None = None
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    port: int | None = None
+    gpus: str | None = None
+
+    @property
+    def launched(self) -> bool:
+        return self.url is None
+
+    @property
+    def label_method(self) -> str:
+        return self.method or "baseline"
+
+
+@dataclass(frozen=True)
+class LoadSpec:
+    """How hard and how long each config × data set cell is driven."""
+
+    concurrency: tuple[int, ...] = (1,)
+    request_rate: tuple[float, ...] | None = None
+    max_tokens: int = 128
+    temperature: float = 0.0
+    top_p: float | None = None
+    ignore_eos: bool = False
+    warmup: int = 2
+    repeats: int = 1
+    timeout_s: float = 600.0
+    seed: int = 0
+    extra_body: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """Settings shared by every launched server of a suite."""
+
+    model_path: str | None = None
+    python: str | None = None
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    startup_timeout_s: float = 900.0
+    host: str = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    model: str
+    endpoint: str
+    configs: tuple[ServerConfig, ...]
+    datasets: tuple[DatasetSpec, ...]
+    load: LoadSpec
+    path: Path
+    engine: str = "vllm"
+    server: ServerSpec = field(default_factory=ServerSpec)
+    data_dir: Path | None = None
+    api_key_env: str | None = None
+    gate: dict[str, Any] | None = None
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def baseline(self) -> ServerConfig | None:
+        marked = [c for c in self.configs if c.baseline]
+        if marked:
+            return marked[0]
+        named = [c for c in self.configs if c.name == "baseline"]
+        return named[0] if named else None
+
+    def comparability(self) -> dict[str, Any]:
+        """What must match between two runs for their numbers to be compared (resume, gate)."""
+        return {
+            "suite": self.name,
+            "model": self.model,
+            "endpoint": self.endpoint,
+            "max_tokens": self.load.max_tokens,
+            "temperature": self.load.temperature,
+            "top_p": self.load.top_p,
+            "ignore_eos": self.load.ignore_eos,
+            "warmup": self.load.warmup,
+            "datasets": {d.name: _fingerprint(self.raw_dataset(d.name)) for d in self.datasets},
+            "configs": {c.name: _fingerprint(self.raw_config(c.name)) for c in self.configs},
+        }
+
+    def raw_dataset(self, name: str) -> dict[str, Any]:
+        return next((d for d in self.raw.get("datasets", []) if d.get("name") == name), {})
+
+    def raw_config(self, name: str) -> dict[str, Any]:
+        return next((c for c in self.raw.get("configs", []) if c.get("name") == name), {})
+
+
+def _fingerprint(obj: Any) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+# --- validation -------------------------------------------------------------------------------
+
+_TOP = {
+    "name": str, "model": str, "endpoint": str, "engine": str, "configs": list, "datasets": list,
+    "load": dict, "server": dict, "data_dir": str, "api_key_env": str, "gate": dict, "description": str,
+}
+_CONFIG = {
+    "name": str, "url": str, "method": str, "num_speculative_tokens": int, "drafter": str,
+    "speculative": dict, "baseline": bool, "engine": str, "args": list, "env": dict, "port": int,
+    "gpus": (str, int),
+}
+_LOAD = {
+    "concurrency": (int, list), "request_rate": (int, float, list), "max_tokens": int,
+    "temperature": (int, float), "top_p": (int, float), "ignore_eos": bool, "warmup": int,
+    "repeats": int, "timeout_s": (int, float), "seed": int, "extra_body": dict,
+}
+_SERVER = {
+    "model_path": str, "python": str, "args": list, "env": dict, "startup_timeout_s": (int, float),
+    "host": str,
+}
+
+
+def _type_name(t: type | tuple[type, ...]) -> str:
+    names = [x.__name__ for x in (t if isinstance(t, tuple) else (t,))]
+    return {"str": "a string", "int": "an integer", "float": "a number", "bool": "true/false",
+            "list": "a list", "dict": "a mapping"}.get(names[0], names[0]) if len(names) == 1 else " or ".join(names)
+
+
+def _check_keys(data: Any, schema: dict[str, Any], where: str, problems: list[str]) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        problems.append(f"{where}: expected a mapping, got {type(data).__name__}")
+        return {}
+    clean: dict[str, Any] = {}
+    for key, value in data.items():
+        if key not in schema:
+            problems.append(f"{where}.{key}: unknown key (allowed: {', '.join(sorted(schema))})")
+            continue
+        expected = schema[key]
+        types = expected if isinstance(expected, tuple) else (expected,)
+        if isinstance(value, bool) and bool not in types:
+            problems.append(f"{where}.{key}: expected {_type_name(expected)}, got {value!r}")
+            continue
+        if not isinstance(value, types):
+            problems.append(f"{where}.{key}: expected {_type_name(expected)}, got {value!r}")
+            continue
+        clean[key] = value
+    return clean
+
+
+def _positive_list(value: Any, kind: type, where: str, problems: list[str]) -> tuple | None:
+    items = value if isinstance(value, list) else [value]
+    if not items or any(isinstance(v, bool) or not isinstance(v, (int, float) if kind is float else int) or v <= 0 for v in items):
+        problems.append(f"{where}: expected a positive {'number' if kind is float else 'integer'} or a list of them, got {value!r}")
+        return None
+    return tuple(kind(v) for v in items)
+
+
+def _check_url(url: str, where: str, problems: list[str]) -> None:
+    parsed = urlparse(url)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        problems.append(f"{where}: not an http(s) URL: {url!r}")
+        return
+    try:
+        parsed.port
+    except ValueError:
+        problems.append(f"{where}: bad port in URL {url!r}")
+
+
+def parse_suite(data: Any, path: Path) -> Suite:
+    """Validate a suite mapping; raise one ``SuiteError`` listing every problem, one per line."""
+    problems: list[str] = []
+    where = str(path)
+    top = _check_keys(data, _TOP, where, problems)
+    for key in ("name", "model", "configs", "datasets"):
+        if key not in top and isinstance(data, dict) and key not in data:
+            problems.append(f"{where}.{key}: required key missing")
+    endpoint = top.get("endpoint", "chat")
+    if endpoint not in ENDPOINTS:
+        problems.append(f"{where}.endpoint: expected one of {', '.join(ENDPOINTS)}, got {endpoint!r}")
+
+    base = path.parent
+    configs: list[ServerConfig] = []
+    for i, raw in enumerate(top.get("configs") or []):
+        cwhere = f"{where}: configs[{i}]"
+        c = _check_keys(raw, _CONFIG, cwhere, problems)
+        if "name" not in c:
+            problems.append(f"{cwhere}.name: required key missing")
+            continue
+        if "url" in c:
+            _check_url(c["url"], f"{cwhere}.url", problems)
+        if "port" in c and not 0 < c["port"] < 65536:
+            problems.append(f"{cwhere}.port: expected 1-65535, got {c['port']}")
+        k = c.get("num_speculative_tokens")
+        if k is not None and k < 1:
+            problems.append(f"{cwhere}.num_speculative_tokens: expected a positive integer, got {k}")
+        if k is not None and not c.get("method"):
+            problems.append(f"{cwhere}.method: required when num_speculative_tokens is given")
+        configs.append(ServerConfig(
+            name=c["name"], url=c.get("url", "").rstrip("/") or None, method=c.get("method"),
+            num_speculative_tokens=k, drafter=c.get("drafter"), speculative=dict(c.get("speculative", {})),
+            baseline=c.get("baseline", False), engine=c.get("engine"),
+            args=tuple(str(a) for a in c.get("args", [])), env={str(k2): str(v) for k2, v in c.get("env", {}).items()},
+            port=c.get("port"), gpus=str(c["gpus"]) if "gpus" in c else None,
+        ))
+    names = [c.name for c in configs]
+    for dup in sorted({n for n in names if names.count(n) > 1}):
+        problems.append(f"{where}: configs: name {dup!r} used more than once")
+    if isinstance(top.get("configs"), list) and not top["configs"]:
+        problems.append(f"{where}.configs: at least one config is needed")
+
+    datasets: list[DatasetSpec] = []
+    for i, raw in enumerate(top.get("datasets") or []):
+        try:
+            datasets.append(DatasetSpec.from_mapping(raw, f"{where}: datasets[{i}]", base))
+        except SuiteError as err:
+            problems.append(str(err))
+    dnames = [d.name for d in datasets]
+    for dup in sorted({n for n in dnames if dnames.count(n) > 1}):
+        problems.append(f"{where}: datasets: name {dup!r} used more than once")
+    if isinstance(top.get("datasets"), list) and not top["datasets"]:
+        problems.append(f"{where}.datasets: at least one data set is needed")
+
+    lraw = _check_keys(top.get("load", {}), _LOAD, f"{where}: load", problems)
+    load_kwargs: dict[str, Any] = {k: v for k, v in lraw.items() if k not in ("concurrency", "request_rate")}
+    if "concurrency" in lraw:
+        conc = _positive_list(lraw["concurrency"], int, f"{where}: load.concurrency", problems)
+        if conc:
+            load_kwargs["concurrency"] = conc
+    if "request_rate" in lraw:
+        rate = _positive_list(lraw["request_rate"], float, f"{where}: load.request_rate", problems)
+        if rate:
+            load_kwargs["request_rate"] = rate
+    for key in ("max_tokens", "repeats"):
+        if key in lraw and lraw[key] < 1:
+            problems.append(f"{where}: load.{key}: expected a positive integer, got {lraw[key]}")
+    if "warmup" in lraw and lraw["warmup"] < 0:
+        problems.append(f"{where}: load.warmup: expected 0 or more, got {lraw['warmup']}")
+    if "temperature" in lraw and lraw["temperature"] < 0:
+        problems.append(f"{where}: load.temperature: expected 0 or more, got {lraw['temperature']}")
+    if "timeout_s" in lraw and lraw["timeout_s"] <= 0:
+        problems.append(f"{where}: load.timeout_s: expected a positive number, got {lraw['timeout_s']}")
+    for key in ("temperature", "top_p", "timeout_s"):
+        if key in load_kwargs and load_kwargs[key] is not None:
+            load_kwargs[key] = float(load_kwargs[key])
+
+    sraw = _check_keys(top.get("server", {}), _SERVER, f"{where}: server", problems)
+    server = ServerSpec(
+        model_path=sraw.get("model_path"), python=sraw.get("python"),
+        args=tuple(str(a) for a in sraw.get("args", [])),
+        env={str(k): str(v) for k, v in sraw.get("env", {}).items()},
+        startup_timeout_s=float(sraw.get("startup_timeout_s", 900.0)), host=sraw.get("host", "127.0.0.1"),
+    )
+
+    data_dir = None
+    if "data_dir" in top:
+        data_dir = (base / os.path.expanduser(top["data_dir"])).resolve()
+        if not data_dir.is_dir():
+            problems.append(f"{where}.data_dir: directory not found: {data_dir}")
+
+    gate = top.get("gate")
+    if gate is not None:
+        try:
+            from .gate import GateSpec
+
+            GateSpec.from_mapping(gate, f"{where}: gate")
+        except SuiteError as err:
+            problems.append(str(err))
+
+    if problems:
+        raise SuiteError("\n".join(problems))
+    return Suite(
+        name=top["name"], model=top["model"], endpoint=endpoint, configs=tuple(configs),
+        datasets=tuple(datasets), load=LoadSpec(**load_kwargs), path=path,
+        engine=top.get("engine", "vllm"), server=server, data_dir=data_dir,
+        api_key_env=top.get("api_key_env"), gate=gate, raw=data,
+    )
+
+
+def load_suite(path: str | Path) -> Suite:
+    """Read and validate a suite file."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise SuiteError(f"{path}: suite file not found") from None
+    except OSError as err:
+        raise SuiteError(f"{path}: cannot read suite file: {err.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark else ""
+        raise SuiteError(f"{path}{line}: not valid YAML: {getattr(err, 'problem', err)}") from None
+    return parse_suite(data, path)
