@@ -327,6 +327,32 @@ def test_unreachable_hub_fails_fast(monkeypatch):
         check_available(spec("humaneval"), None)
 
 
+def test_hub_used_only_without_local_copy(monkeypatch, tmp_path):
+    import datasets as hf_datasets
+
+    calls = []
+
+    def fake_load_dataset(hf_id, config=None, split=None):
+        calls.append((hf_id, config, split))
+        return [{"question": "2+2?", "answer": "#### 4"}, {"question": "3+3?", "answer": "#### 6"}]
+
+    monkeypatch.setattr(hf_datasets, "load_dataset", fake_load_dataset)
+    (tmp_path / "hf_home" / "hub" / "datasets--openai--gsm8k").mkdir(parents=True)
+    check_available(spec("gsm8k"), None)
+    prompts = load_prompts(spec({"name": "gsm8k", "recipe": "plain"}), None)
+    assert calls == [("openai/gsm8k", "main", "test")]
+    assert [(p.id, p.turns) for p in prompts] == [("0", ("2+2?",)), ("1", ("3+3?",))]
+
+    def broken(*args, **kwargs):
+        raise ConnectionError("Couldn't reach\nthe hub")
+
+    monkeypatch.setattr(hf_datasets, "load_dataset", broken)
+    with pytest.raises(DatasetError, match="from the hub failed \\(Couldn't reach the hub\\)") as err:
+        load_prompts(spec("gsm8k"), None)
+    assert "\n" not in str(err.value)
+    check_available(spec("builtin"), None)
+
+
 @needs_shared
 def test_env_data_dir_and_available(monkeypatch):
     monkeypatch.setenv("SPECBENCH_DATA_DIR", str(SHARED))
