@@ -116,7 +116,8 @@ class Suite:
         }
 
     def raw_dataset(self, name: str) -> dict[str, Any]:
-        return next((d for d in self.raw.get("datasets", []) if d.get("name") == name), {})
+        entries = [d if isinstance(d, dict) else {"name": d} for d in self.raw.get("datasets", [])]
+        return next((d for d in entries if d.get("name") == name), {})
 
     def raw_config(self, name: str) -> dict[str, Any]:
         return next((c for c in self.raw.get("configs", []) if c.get("name") == name), {})
