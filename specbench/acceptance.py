@@ -151,6 +151,7 @@ def stream_summary(records: Sequence[RequestRecord], k: int | None) -> dict:
     sa = stream_acceptance(records, k)
     return {
         "stream_steps": sa.steps or None,
+        "stream_accepted_tokens": (sa.tokens - sa.steps) if sa.steps else None,
         "stream_mean_acceptance_length": sa.mean_acceptance_length,
         "stream_acceptance_rate": sa.acceptance_rate(),
         "stream_acceptance_joint": sa.joint() or None,
@@ -160,13 +161,16 @@ def stream_summary(records: Sequence[RequestRecord], k: int | None) -> dict:
     }
 
 
-def agreement(counter_len: float | None, stream_len: float | None, tolerance: float = 0.05) -> dict:
-    """Compare server-counter and stream-derived acceptance length; flag a relative gap over ``tolerance``.
+def agreement(counter_accepted: int | None, stream_accepted: int | None, requests: int) -> dict:
+    """Compare accepted draft tokens seen by the server's counters and in the stream's chunk sizes.
 
-    They differ when other traffic hit the server in the window, when the engine merged several
-    steps into one chunk, or when the last step of a request was cut by max_tokens.
+    Accepted tokens (not acceptance length) are compared because engines such as n-gram skip the
+    draft on steps with no match: the counters then see fewer drafts than the stream sees steps.
+    Allowed gap: one token per request (max_tokens or EOS can cut a request's last step) plus 5%.
+    A larger gap means other traffic in the window, or an engine that merges steps into one chunk.
     """
-    if counter_len is None or stream_len is None:
-        return {"acceptance_length_diff": None, "acceptance_sources_agree": None}
-    diff = stream_len - counter_len
-    return {"acceptance_length_diff": diff, "acceptance_sources_agree": abs(diff) <= tolerance * counter_len}
+    if counter_accepted is None or stream_accepted is None:
+        return {"acceptance_tokens_diff": None, "acceptance_sources_agree": None}
+    diff = stream_accepted - counter_accepted
+    return {"acceptance_tokens_diff": diff,
+            "acceptance_sources_agree": abs(diff) <= requests + 0.05 * counter_accepted}

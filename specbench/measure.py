@@ -164,7 +164,9 @@ def summarize_cell(phases: Sequence[PhaseInfo], records: Sequence[RequestRecord]
     for key in ("spec_drafts", "spec_draft_tokens", "spec_accepted_tokens"):
         row[key] = acceptance.get(key)
     row.update(acc.stream_summary(measured, k))
-    row.update(acc.agreement(row["mean_acceptance_length"], row["stream_mean_acceptance_length"]))
+    row.update(acc.agreement(row["spec_accepted_tokens"], row["stream_accepted_tokens"], row["requests"]))
+    row["draft_step_share"] = (row["spec_drafts"] / row["stream_steps"]
+                               if row["spec_drafts"] and row["stream_steps"] else None)
     req_stats = acc.request_stats_acceptance(measured)
     row["request_stats_mean_acceptance_length"] = req_stats["mean_acceptance_length"] if req_stats else None
     failed = [r for r in measured if not r.ok]

@@ -158,7 +158,7 @@ async def open_server(suite: Suite, config: ServerConfig, run: RunDir, session: 
         yield Server(config, url, engine, proc, info={
             "engine": engine.name, "url": url, "launched": True, "argv": engine.redact(argv),
             "env": {k: v for k, v in env.items() if "KEY" not in k.upper() and "TOKEN" not in k.upper()},
-            "ready_s": round(ready_s, 1), "log": str(proc.log_path),
+            "ready_s": round(ready_s, 1), "log": str(proc.log_path), "pid": proc.proc.pid,
         })
     finally:
         proc.stop()
@@ -209,14 +209,23 @@ def _notes(suite: Suite) -> list[str]:
 
 class Runner:
     def __init__(self, suite: Suite, out: Path, *, resume: bool = False, progress: Progress | None = None,
-                 restart_on_failure: bool = False) -> None:
+                 restart_on_failure: bool = False, only_configs: list[str] | None = None,
+                 on_phase: Callable[[PhaseInfo, list[RequestRecord]], None] | None = None) -> None:
+        """``only_configs`` and ``on_phase`` let a distributed driver run one config per worker and
+        receive each phase's data as it completes (see ``specbench.parallel``)."""
         self.suite, self.run = suite, RunDir(out)
+        self.only_configs = only_configs
+        self.on_phase = on_phase or self._store_phase
         self.resume, self.progress = resume, progress or (lambda *a, **k: None)
         self.restart_on_failure = restart_on_failure
         self.stop = asyncio.Event()
         self.meta: dict[str, Any] = {}
 
     # ---- files ----
+    def _store_phase(self, info: PhaseInfo, records: list[RequestRecord]) -> None:
+        self.run.append_phase(info, records)
+        self.progress("cell_done", rows=self._write())
+
     def _write(self) -> list[dict[str, Any]]:
         phases, records = self.run.load_phases(), self.run.load_requests()
         rows = build_rows(self.suite, phases, records)
@@ -273,8 +282,7 @@ class Runner:
                              request_rate=point.request_rate, repeat=repeat, wall_s=result.wall_s,
                              acceptance=acceptance, server={k: server.info.get(k) for k in ("engine", "version", "url")},
                              interrupted=self.stop.is_set())
-        self.run.append_phase(info_row, warm_records + result.records)
-        self.progress("cell_done", rows=self._write())
+        self.on_phase(info_row, warm_records + result.records)
 
     async def _config(self, session, config: ServerConfig, prompts: dict[str, list[Prompt]], done: set) -> None:
         todo = [(spec.name, point, rep) for spec in self.suite.datasets for point in load_points(self.suite)
@@ -294,7 +302,9 @@ class Runner:
                     return
                 if server.process is not None and not server.process.alive:
                     raise LaunchError(f"config {config.name!r}: server died during the run (log: {server.process.log_path})")
-                await self._phase(session, server, spec, prompts[dataset], dataset, point, rep)
+                pool = prompts[dataset]
+                chosen = pool[: self.suite.load.prompts_at(point.concurrency, len(pool))]
+                await self._phase(session, server, spec, chosen, dataset, point, rep)
                 if server.process is not None and not server.process.alive:
                     raise LaunchError(f"config {config.name!r}: server died during data set {dataset!r} (log: {server.process.log_path})")
 
@@ -320,6 +330,8 @@ class Runner:
         try:
             async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=None)) as session:
                 for config in _config_order(self.suite):
+                    if self.only_configs is not None and config.name not in self.only_configs:
+                        continue
                     if self.stop.is_set():
                         break
                     try:

@@ -62,6 +62,15 @@ class LoadSpec:
     timeout_s: float = 600.0
     seed: int = 0
     extra_body: dict[str, Any] = field(default_factory=dict)
+    workload: str = "fixed"
+
+    def prompts_at(self, concurrency: int, available: int) -> int:
+        """Prompts per load point: all of the data set's (fixed), or the profilings sizes
+        (22/88/128/220/440/880 at C=1/8/32/64/128/256, else 4 per stream and at least 22)."""
+        if self.workload != "profilings":
+            return available
+        sizes = {1: 22, 8: 88, 32: 128, 64: 220, 128: 440, 256: 880}
+        return min(available, sizes.get(concurrency, max(22, 4 * concurrency)))
 
 
 @dataclass(frozen=True)
@@ -141,8 +150,9 @@ _CONFIG = {
 _LOAD = {
     "concurrency": (int, list), "request_rate": (int, float, list), "max_tokens": int,
     "temperature": (int, float), "top_p": (int, float), "ignore_eos": bool, "warmup": int,
-    "repeats": int, "timeout_s": (int, float), "seed": int, "extra_body": dict,
+    "repeats": int, "timeout_s": (int, float), "seed": int, "extra_body": dict, "workload": str,
 }
+WORKLOADS = ("fixed", "profilings")
 _SERVER = {
     "model_path": str, "python": str, "args": list, "env": dict, "startup_timeout_s": (int, float),
     "host": str,
@@ -264,6 +274,8 @@ def parse_suite(data: Any, path: Path) -> Suite:
             problems.append(f"{where}: load.{key}: expected a positive integer, got {lraw[key]}")
     if "warmup" in lraw and lraw["warmup"] < 0:
         problems.append(f"{where}: load.warmup: expected 0 or more, got {lraw['warmup']}")
+    if "workload" in lraw and lraw["workload"] not in WORKLOADS:
+        problems.append(f"{where}: load.workload: expected one of {', '.join(WORKLOADS)}, got {lraw['workload']!r}")
     if "temperature" in lraw and lraw["temperature"] < 0:
         problems.append(f"{where}: load.temperature: expected 0 or more, got {lraw['temperature']}")
     if "timeout_s" in lraw and lraw["timeout_s"] <= 0:

@@ -81,8 +81,32 @@ def markdown(records: Sequence[Record], meta: dict[str, Any] | None = None) -> s
         if any(r.get("failed_requests") for r in records) or any(r.get("status") == "failed" for r in records):
             columns.append(("Failed", _failed))
     table = markdown_table(records, columns)
+    sweep = sweep_table(records)
+    if sweep:
+        table += "\n\n" + sweep
     notes = (meta or {}).get("notes")
     return table if not notes else table + "\n\n" + "\n".join(f"- {n}" for n in notes)
+
+
+def sweep_table(records: Sequence[Record]) -> str | None:
+    """Speedup vs concurrency per data set and config, with the crossover where it drops below 1."""
+    from ..compare import crossover
+
+    loads = sorted({r.get("concurrency") for r in records if r.get("concurrency") is not None})
+    if len(loads) < 2:
+        return None
+    header = ["Dataset", "Run", *[f"c={c}" for c in loads], "Crossover"]
+    lines = [_md_row(header), _md_row(["---"] * len(header))]
+    keys = list(dict.fromkeys((r["dataset"], r["run"]) for r in records if r.get("speedup_vs_baseline") is not None))
+    for dataset, run in keys:
+        by_c = {r.get("concurrency"): r.get("speedup_vs_baseline") for r in records
+                if r["dataset"] == dataset and r["run"] == run}
+        if all(v == 1.0 for v in by_c.values() if v is not None):
+            continue  # the baseline itself
+        cross = crossover([(c, by_c.get(c)) for c in loads])
+        lines.append(_md_row([dataset, run, *[_num(by_c.get(c), 3, "x") for c in loads],
+                              f"c={cross:g}" if cross is not None else "none (pays off at every load)"]))
+    return "Speedup vs concurrency\n\n" + "\n".join(lines)
 
 
 def _ci(r: Record) -> str:
