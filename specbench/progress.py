@@ -35,8 +35,7 @@ class RunProgress:
 
     def _on_phase(self, config, dataset, point, total, warmup) -> None:
         if self.task is not None:
-            self.bar.update(self.task, visible=not warmup)
-            self.bar.stop_task(self.task)
+            self.bar.remove_task(self.task)
         label = f"{config} · {dataset} · {point}" + (" (warm-up)" if warmup else "")
         self.tokens = self.steps = self.step_tokens = 0
         self.task = self.bar.add_task(label, total=total, stats="")
@@ -54,11 +53,24 @@ class RunProgress:
             stats += f"  accept len {self.step_tokens / self.steps:.2f}"
         self.bar.update(self.task, advance=1, stats=stats)
 
-    def _on_cell_done(self, rows) -> None:
+    def _on_cell_done(self, row) -> None:
+        if self.task is not None:
+            self.bar.remove_task(self.task)
+            self.task = None
+        if row is None:
+            return
+        tps, speed, length = row.get("output_throughput_tps"), row.get("speedup_vs_baseline"), row.get("mean_acceptance_length")
+        parts = [f"{row['run']} · {row['dataset']}", f"{row['requests']} req",
+                 f"{tps:.1f} tok/s" if tps is not None else "— tok/s",
+                 f"{speed:.3f}x" if speed is not None else "speedup —",
+                 f"accept len {length:.2f}" if length is not None else "accept len —"]
+        if row.get("failed_requests"):
+            parts.append(f"[red]{row['failed_requests']} failed[/]")
+        line = "  ".join(parts)
         if self.quiet:
-            r = rows[-1] if rows else None
-            if r:
-                print(f"done {r['run']} {r['dataset']}: {r['requests']} req, {r['output_throughput_tps'] or 0:.1f} tok/s", flush=True)
+            print("done " + line.replace("[red]", "").replace("[/]", ""), flush=True)
+        else:
+            self.console.print("[green]✓[/] " + line, highlight=False)
 
     def _on_config_failed(self, config, error) -> None:
         self.console.print(f"[red]{config}: {error.splitlines()[0]}[/]", highlight=False)

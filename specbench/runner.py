@@ -224,7 +224,11 @@ class Runner:
     # ---- files ----
     def _store_phase(self, info: PhaseInfo, records: list[RequestRecord]) -> None:
         self.run.append_phase(info, records)
-        self.progress("cell_done", rows=self._write())
+        rows = self._write()
+        row = next((r for r in rows if r["run"] == info.config and r["dataset"] == info.dataset
+                    and r.get("concurrency") == (info.concurrency if info.request_rate is None else None)
+                    and r.get("request_rate") == info.request_rate), None)
+        self.progress("cell_done", row=row)
 
     def _write(self) -> list[dict[str, Any]]:
         phases, records = self.run.load_phases(), self.run.load_requests()
