@@ -94,6 +94,9 @@ class _Stream:
         usage = msg.get("usage")
         choices = msg.get("choices") or []
         rec = self.record
+        stats = (msg.get("metrics") or {}).get("speculative_decoding") or msg.get("speculative_decoding_stats")
+        if stats:
+            rec.spec_stats = stats
         if usage:
             if usage.get("prompt_tokens") is not None:
                 rec.prompt_tokens = usage["prompt_tokens"]
@@ -119,9 +122,8 @@ class _Stream:
             self.token_ids.extend(ids)
         if choice.get("finish_reason"):
             rec.finish_reason = choice["finish_reason"]
-        stats = choice.get("speculative_decoding_stats") or msg.get("speculative_decoding_stats")
-        if stats:
-            rec.spec_stats = stats
+        if choice.get("speculative_decoding_stats"):
+            rec.spec_stats = choice["speculative_decoding_stats"]
         if text or (n or 0) > 0:
             rec.chunk_times.append(now)
             rec.chunk_tokens.append(n if n is not None else -1)

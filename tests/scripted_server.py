@@ -39,6 +39,7 @@ class Script:
     die_after: int | None = None
     version: str = "scripted-1.0"
     extra_engine_label: bool = False
+    spec_stats: bool = False  # vLLM >= 0.32 --per-request-spec-decode-metrics summary
 
 
 class ScriptedServer:
@@ -176,7 +177,14 @@ class ScriptedServer:
             finish = "length" if i == len(sched) - 1 else None
             await send(chunk("".join(t for _, t in toks), [t for t, _ in toks], done, finish))
         if (body.get("stream_options") or {}).get("include_usage"):
-            await send({"id": f"req-{number}", "choices": [], "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": done, "total_tokens": prompt_tokens + done}})
+            final: dict = {"id": f"req-{number}", "choices": [], "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": done, "total_tokens": prompt_tokens + done}}
+            if self.s.spec_stats and self.s.k:
+                steps = len(sched) - 1
+                accepted = sum(n - 1 for n in sched[1:])
+                final["metrics"] = {"speculative_decoding": {
+                    "mean_acceptance_length": 1 + accepted / steps, "num_spec_steps": steps,
+                    "num_accepted_draft_tokens": accepted, "num_draft_tokens": steps * self.s.k, "num_spec_tokens": self.s.k}}
+            await send(final)
         await send("[DONE]")
         return resp
 

@@ -32,7 +32,7 @@ def write_suite(tmp_path: Path, prompts_file: Path, urls: dict[str, str], **load
 @pytest.fixture
 async def servers():
     base, base_runner, base_url = await start(Script(pattern=[1], ttft_s=0.02, gap_s=0.01))
-    spec, spec_runner, spec_url = await start(Script(pattern=PATTERN, k=K, ttft_s=0.02, gap_s=0.01))
+    spec, spec_runner, spec_url = await start(Script(pattern=PATTERN, k=K, ttft_s=0.02, gap_s=0.01, spec_stats=True))
     yield {"baseline": base_url, "spec": spec_url, "base_server": base, "spec_server": spec}
     await base_runner.cleanup()
     await spec_runner.cleanup()
@@ -54,6 +54,8 @@ async def test_known_answers(tmp_path, prompts_file, servers):
     assert spec["spec_drafts"] == 6 * 9  # warm-up excluded by the /metrics window
     assert spec["stream_mean_acceptance_length"] == pytest.approx(21 / 9)
     assert spec["acceptance_sources_agree"] is True
+    assert spec["request_stats_mean_acceptance_length"] == pytest.approx(1 + 12 / 9)  # per-request stats source
+    assert base["request_stats_mean_acceptance_length"] is None
     assert spec["stream_tokens_per_step_histogram"] == {"1": 18, "2": 18, "4": 18}
     assert base["mean_acceptance_length"] is None and base["acceptance_rate"] is None  # missing, never 0
     assert base["speedup_vs_baseline"] == pytest.approx(1.0)

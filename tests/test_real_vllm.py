@@ -89,6 +89,8 @@ async def test_real_vllm_baseline_vs_ngram(tmp_path):
     assert spec["stream_steps"] >= spec["spec_drafts"]
     assert abs(spec["stream_accepted_tokens"] - spec["spec_accepted_tokens"]) <= spec["requests"]
     assert spec["acceptance_sources_agree"] is True
+    # vLLM's per-request stats (--per-request-spec-decode-metrics summary) sum to the same counters
+    assert spec["request_stats_mean_acceptance_length"] == pytest.approx(spec["mean_acceptance_length"], rel=0.02)
     assert spec["token_count_source"] == {"usage_continuous": 3}
     for r in (base, spec):
         assert r["output_throughput_tps"] > 0 and r["ttft_mean_ms"] > 0 and r["tpot_mean_ms"] > 0

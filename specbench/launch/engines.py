@@ -148,7 +148,7 @@ class VllmAdapter:
         if config.num_speculative_tokens is not None:
             body[spec["k_key"]] = config.num_speculative_tokens
         body.update(config.speculative)
-        return [spec["flag"], json.dumps(body, separators=(",", ":"))]
+        return [spec["flag"], json.dumps(body, separators=(",", ":")), *spec.get("extra_flags", [])]
 
     @staticmethod
     def acceptance(engine: Engine, before, after, k, server_info) -> dict[str, Any]:
