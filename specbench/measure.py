@@ -119,6 +119,8 @@ def category_breakdown(records: Sequence[RequestRecord], k: int | None) -> dict[
             "latency_mean_ms": lat["latency_mean_ms"],
             "stream_mean_acceptance_length": sa.mean_acceptance_length,
             "stream_acceptance_rate": sa.acceptance_rate(),
+            "stream_acceptance_joint": sa.joint() or None,
+            "stream_acceptance_conditional": sa.conditional() or None,
         }
     return out
 

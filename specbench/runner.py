@@ -203,7 +203,8 @@ def _notes(suite: Suite) -> list[str]:
         "Speedup = output tok/s of the run ÷ baseline's on the same data set and load point.",
         "ITL is per token (a chunk of n tokens after a gap g gives n samples of g/n); TPOT = (latency − TTFT)/(output tokens − 1).",
         "Acceptance: deltas of the engine's spec-decode counters over each measured phase (see acceptance_source in results.json); — = not measured.",
-        f"temperature {suite.load.temperature:g}, max_tokens {suite.load.max_tokens}, warm-up {suite.load.warmup} request(s) per phase.",
+        f"temperature {suite.load.temperature:g}, max_tokens {suite.load.max_tokens}, warm-up "
+        + ("a full matching pass" if suite.load.warmup == "pass" else f"{suite.load.warmup} request(s)") + " before each timed pass.",
     ]
 
 
@@ -263,9 +264,10 @@ class Runner:
     async def _phase(self, session, server: Server, spec: RequestSpec, prompts: list[Prompt], dataset: str,
                      point: LoadPoint, repeat: int) -> None:
         cfg = server.config
-        warm = self.suite.load.warmup
+        warm = len(prompts) if self.suite.load.warmup == "pass" else self.suite.load.warmup
         if warm:
-            warm_prompts = [Prompt(p.id, p.dataset, p.turns[:1], p.category, p.system) for p in prompts[:warm]]
+            warm_prompts = prompts if self.suite.load.warmup == "pass" else [
+                Prompt(p.id, p.dataset, p.turns[:1], p.category, p.system) for p in prompts[:warm]]
             self.progress("phase", config=cfg.name, dataset=dataset, point=point.label, total=len(warm_prompts), warmup=True)
             res = await drive(session, spec, warm_prompts, Phase(cfg.name, "warmup", max(point.concurrency, 1), None),
                               on_record=lambda r: self.progress("request", record=r), stop=self.stop)

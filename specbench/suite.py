@@ -57,7 +57,7 @@ class LoadSpec:
     temperature: float = 0.0
     top_p: float | None = None
     ignore_eos: bool = False
-    warmup: int = 2
+    warmup: int | str = 2  # requests before each timed pass, or "pass": a full matching warm pass
     repeats: int = 1
     timeout_s: float = 600.0
     seed: int = 0
@@ -149,7 +149,7 @@ _CONFIG = {
 }
 _LOAD = {
     "concurrency": (int, list), "request_rate": (int, float, list), "max_tokens": int,
-    "temperature": (int, float), "top_p": (int, float), "ignore_eos": bool, "warmup": int,
+    "temperature": (int, float), "top_p": (int, float), "ignore_eos": bool, "warmup": (int, str),
     "repeats": int, "timeout_s": (int, float), "seed": int, "extra_body": dict, "workload": str,
 }
 WORKLOADS = ("fixed", "profilings")
@@ -272,8 +272,8 @@ def parse_suite(data: Any, path: Path) -> Suite:
     for key in ("max_tokens", "repeats"):
         if key in lraw and lraw[key] < 1:
             problems.append(f"{where}: load.{key}: expected a positive integer, got {lraw[key]}")
-    if "warmup" in lraw and lraw["warmup"] < 0:
-        problems.append(f"{where}: load.warmup: expected 0 or more, got {lraw['warmup']}")
+    if "warmup" in lraw and (lraw["warmup"] != "pass" if isinstance(lraw["warmup"], str) else lraw["warmup"] < 0):
+        problems.append(f"{where}: load.warmup: expected 0 or more requests, or \"pass\", got {lraw['warmup']!r}")
     if "workload" in lraw and lraw["workload"] not in WORKLOADS:
         problems.append(f"{where}: load.workload: expected one of {', '.join(WORKLOADS)}, got {lraw['workload']!r}")
     if "temperature" in lraw and lraw["temperature"] < 0:

@@ -1,0 +1,73 @@
+"""Export a run in the layout of the public spec-decode profiling tables (``runs`` and ``requests``).
+
+Paths are ``TABLE/GPU/TARGET/SPLIT/DRAFTER-kK/part-0.parquet``; every file carries gpu, target,
+split, drafter, k, c and start (the repeat number) so files from many runs stack with pandas.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..records import RequestRecord
+from .load import RunResults
+
+RUN_COLUMNS = ["gpu", "target", "split", "drafter", "k", "c", "start", "mode", "throughput_tps", "output_tokens",
+               "requests", "steps", "guessed_tokens", "accepted_tokens", "committed_tokens", "elapsed_s",
+               "engine", "engine_version", "specbench_version"]
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "none"
+
+
+def _drafter(row: dict[str, Any], meta: dict[str, Any]) -> str:
+    raw = next((c for c in meta.get("suite", {}).get("raw", {}).get("configs", []) if c.get("name") == row["run"]), {})
+    name = raw.get("drafter") or row.get("method") or "none"
+    return _slug(str(name).split("/")[-1]) if row.get("method") not in (None, "baseline") else "none"
+
+
+def tables(results: RunResults, requests: list[RequestRecord], gpu: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The ``runs`` (one row per cell) and ``requests`` (one row per measured request) frames."""
+    meta = results.meta
+    target = meta.get("suite", {}).get("raw", {}).get("model", "unknown")
+    runs, key_of = [], {}
+    for row in results.records:
+        k = row.get("num_speculative_tokens") or 0
+        c = row.get("concurrency") or row.get("max_concurrency") or 0
+        ident = {"gpu": gpu, "target": target, "split": row["dataset"], "drafter": _drafter(row, meta), "k": k, "c": c}
+        key_of[(row["run"], row["dataset"], c)] = ident
+        runs.append({**ident, "start": 0, "mode": "load", "throughput_tps": row.get("output_throughput_tps"),
+                     "output_tokens": row.get("output_tokens"), "requests": row.get("requests"),
+                     "steps": row.get("stream_steps"), "guessed_tokens": row.get("spec_draft_tokens"),
+                     "accepted_tokens": row.get("spec_accepted_tokens"), "committed_tokens": row.get("output_tokens"),
+                     "elapsed_s": row.get("duration_s"), "engine": row.get("engine"),
+                     "engine_version": row.get("server_version"), "specbench_version": meta.get("specbench_version")})
+    reqs = []
+    for r in requests:
+        ident = key_of.get((r.config, r.dataset, r.concurrency or 0))
+        if r.phase != "measure" or ident is None:
+            continue
+        reqs.append({**ident, "start": r.repeat, "question_id": f"{r.prompt_id}#{r.turn}" if r.turn else r.prompt_id,
+                     "category": r.category, "prompt_tokens": r.prompt_tokens, "chunks": list(r.chunk_tokens),
+                     "times": [t - r.send_time for t in r.chunk_times], "output_ids": r.output_token_ids,
+                     "error": r.error})
+    return pd.DataFrame(runs, columns=RUN_COLUMNS), pd.DataFrame(reqs)
+
+
+def export(results: RunResults, requests: list[RequestRecord], out: Path, gpu: str = "cpu") -> list[Path]:
+    runs, reqs = tables(results, requests, gpu)
+    written = []
+    for name, frame in (("runs", runs), ("requests", reqs)):
+        if frame.empty:
+            continue
+        for key, part in frame.groupby(["gpu", "target", "split", "drafter", "k"], sort=False):
+            gpu_, target, split, drafter, k = key
+            path = out / name / _slug(gpu_) / _slug(target) / _slug(split) / f"{drafter}-k{k}" / "part-0.parquet"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            part.to_parquet(path, index=False)
+            written.append(path)
+    return written
