@@ -56,6 +56,10 @@ async def test_known_answers(tmp_path, prompts_file, servers):
     assert spec["acceptance_sources_agree"] is True
     assert spec["request_stats_mean_acceptance_length"] == pytest.approx(1 + 12 / 9)  # per-request stats source
     assert base["request_stats_mean_acceptance_length"] is None
+    lo, hi = spec["ci95"]["speedup_vs_baseline"]
+    assert lo <= spec["speedup_vs_baseline"] * 1.0001 and spec["speedup_vs_baseline"] <= hi * 1.0001
+    assert spec["speedup_ci_method"].startswith("bootstrap over 6 paired prompts")
+    assert spec["paired_prompts"] == 6 and spec["fidelity_identical"] == 1.0  # same prompt → same scripted tokens
     assert spec["stream_tokens_per_step_histogram"] == {"1": 18, "2": 18, "4": 18}
     assert base["mean_acceptance_length"] is None and base["acceptance_rate"] is None  # missing, never 0
     assert base["speedup_vs_baseline"] == pytest.approx(1.0)
@@ -74,6 +78,7 @@ async def test_known_answers(tmp_path, prompts_file, servers):
     assert len([r for r in records if r["phase"] == "warmup"]) == 2
     md = (tmp_path / "out" / "results.md").read_text()
     assert "| prompts | ngram_k3 | 6 |" in md and "| prompts | baseline | 6 |" in md
+    assert "| Speedup 95% CI |" in md and "| Same output |" in md
     meta = json.loads((tmp_path / "out" / "meta.json").read_text())
     assert meta["servers"]["ngram_k3"]["version"] == "scripted-1.0"
     # the request asked for per-chunk usage
@@ -107,3 +112,19 @@ async def test_cli_run_and_report(tmp_path, prompts_file, servers, capsys):
     csv_out = capsys.readouterr().out.splitlines()
     assert csv_out[0].startswith("dataset,run,method,num_speculative_tokens,requests")
     assert len(csv_out) == 3
+
+
+async def test_fidelity_flags_divergent_output(tmp_path, prompts_file):
+    base, r1, base_url = await start(Script(pattern=[1], token_ids=True))
+    spec, r2, spec_url = await start(Script(pattern=[2], k=1, token_ids=True, diverge_at=5))
+    try:
+        suite = load_suite(write_suite(tmp_path, prompts_file, {"baseline": base_url, "spec": spec_url}, warmup=0))
+        await run_suite(suite, tmp_path / "out")
+    finally:
+        await r1.cleanup()
+        await r2.cleanup()
+    rows = {r["run"]: r for r in json.loads((tmp_path / "out" / "results.json").read_text())}
+    spec_row = rows["ngram_k3"]
+    assert spec_row["fidelity_identical"] == 0.0 and spec_row["fidelity_compared"] == 6
+    assert spec_row["fidelity_unit"] == "token" and spec_row["fidelity_first_divergence_median"] == 5
+    assert "| 0.00% |" in (tmp_path / "out" / "results.md").read_text()
