@@ -186,7 +186,7 @@ def test_reference_records_without_extras():
     speed = figure_of(page, "speedup")
     spec = [r for r in records if r["run"] != "baseline" and r["speedup_vs_baseline"] is not None]
     assert len(re.findall(r'class="bar"', speed)) == len(spec)
-    assert "(1 repeat: no CI)" in speed and "no requests paired" in speed
+    assert "(no CI)" in speed and "no requests paired" in speed
     assert len(svgs(figure_of(page, "acceptance-position"), "acceptance-position")) == len({r["dataset"] for r in records})
     assert NOT_MEASURED in figure_of(page, "category-acceptance")
     assert 'id="fig-speedup-load"' not in page

@@ -446,11 +446,14 @@ def _why_missing(r: Record | None, what: str = "") -> str:
 def speedup_plot(m: Model) -> str:
     plot = "speedup"
     title = "Speed-up over the baseline, per data set"
+    methods = _unique(r["speedup_ci_method"] for r in m.records if r.get("speedup_ci_method"))
+    how = ("; here: " + "; ".join(esc(x) for x in methods)) if methods else (
+        "; Student-t over per-repeat ratios when the run has repeats")
     caption = (
         f"Bar: <b>speedup_vs_baseline</b> = output tokens/s of the config ÷ the baseline's "
         f"(<code>{esc(m.baseline)}</code>) on the same data set and load point; the black error bar is its 95% "
-        "confidence interval over repeats (Student-t on the per-repeat ratios, <code>ci95.speedup_vs_baseline</code>; "
-        "absent with a single repeat). Diamond: <b>paired speed-up</b> = Σtokens/Σlatency of the config ÷ the same "
+        f"confidence interval <code>ci95.speedup_vs_baseline</code>, computed as each row's "
+        f"<code>speedup_ci_method</code> says{how}. “no CI” = the row has none. Diamond: <b>paired speed-up</b> = Σtokens/Σlatency of the config ÷ the same "
         "for the baseline over the prompts both answered, with a 95% bootstrap interval over prompts "
         "(<code>paired_speedup_ci_low/high</code>). The dashed line at 1.0 is the baseline; a null value is "
         "written “not measured”, never drawn as 0.")
@@ -513,7 +516,7 @@ def speedup_plot(m: Model) -> str:
                 iv = _interval(r, "speedup_vs_baseline")
                 if iv:
                     svg.whisker(sx(iv[0]), sx(iv[1]), y + 13, INK, cap=5)
-                svg.text(note_x, y + 17, f"{sp:.3f}×" + (f"  [{iv[0]:.2f}–{iv[1]:.2f}]" if iv else "  (1 repeat: no CI)"),
+                svg.text(note_x, y + 17, f"{sp:.3f}×" + (f"  [{iv[0]:.2f}–{iv[1]:.2f}]" if iv else "  (no CI)"),
                          size=12)
             ps = None if r is None else r.get("paired_speedup")
             piv = None if r is None else _interval(r, "paired_speedup")
@@ -534,7 +537,7 @@ def speedup_plot(m: Model) -> str:
     svg.line(sx(1.0), top, sx(1.0), y, INK, 1.5, "5 4")
     svg.text(sx(1.0), top - 8, "baseline = 1.0", anchor="middle", size=12, fill=INK)
     svg.text(label_w + plot_w / 2, y + 38, "speed-up (×, higher is faster)", anchor="middle")
-    items = [("bar: throughput speed-up, black bar = 95% CI over repeats", "#888888", "bar", "")]
+    items = [("bar: throughput speed-up, black bar = its 95% CI", "#888888", "bar", "")]
     if has_paired:
         items.append(("diamond: paired per-prompt speed-up, grey bar = 95% bootstrap CI", "#888888", "marker", ""))
     else:
@@ -688,7 +691,7 @@ def load_plot(m: Model) -> str | None:
     items.append(("○ on the 1.0 line: crossover, where speed-up drops below 1.0", INK, "none", ""))
     caption = (
         f"Each point is one cell's <b>speedup_vs_baseline</b> (output tokens/s ÷ the baseline's at the same "
-        f"{word}), with its 95% CI over repeats when there were several. The crossover is where the line from a "
+        f"{word}), with its 95% CI (<code>ci95.speedup_vs_baseline</code>) when the row has one. The crossover is where the line from a "
         "point at or above 1.0 to the next point below 1.0 meets 1.0, linearly interpolated between the two "
         f"measured {word} values (in log({word}) when the axis drawn is logarithmic): an estimate, "
         f"not a measurement. Points that are null in results.json are listed as “not measured” under each panel.")
