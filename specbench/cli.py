@@ -36,8 +36,18 @@ def _run(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     from .report import load_results, render
 
+    if args.format == "html":
+        from .report.html import write_html
+
+        out = write_html([Path(p) for p in args.paths], Path(args.output or "report.html"))
+        print(f"wrote {out}")
+        return 0
     results = load_results(args.paths)
-    sys.stdout.write(render(results.records, args.format) + "\n")
+    text = render(results.records, args.format) + "\n"
+    if args.output:
+        Path(args.output).write_text(text)
+    else:
+        sys.stdout.write(text)
     return 0
 
 
@@ -80,7 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     report = sub.add_parser("report", help="print the comparison table of result dirs or results.json files")
     report.add_argument("paths", nargs="+")
-    report.add_argument("--format", "-f", choices=("markdown", "json", "csv"), default="markdown")
+    report.add_argument("--format", "-f", choices=("markdown", "json", "csv", "html"), default="markdown")
+    report.add_argument("--output", "-o", help="write to this file (html: default report.html)")
     report.set_defaults(func=_report)
 
     trace = sub.add_parser("trace", help="one prompt, baseline vs a speculative config, annotated token by token")

@@ -84,8 +84,23 @@ def markdown(records: Sequence[Record], meta: dict[str, Any] | None = None) -> s
     sweep = sweep_table(records)
     if sweep:
         table += "\n\n" + sweep
-    notes = (meta or {}).get("notes")
+    notes = list((meta or {}).get("notes") or []) + warnings(records)
     return table if not notes else table + "\n\n" + "\n".join(f"- {n}" for n in notes)
+
+
+def warnings(records: Sequence[Record]) -> list[str]:
+    """Lines that must travel with the table: disagreeing sources, failed or cut cells."""
+    out = []
+    for r in records:
+        where = f"{r['run']} / {r['dataset']}" + (f" / c={r['concurrency']}" if r.get("concurrency") is not None else "")
+        if r.get("acceptance_sources_agree") is False:
+            out.append(f"⚠ {where}: accepted tokens seen in the stream differ from the server counters by "
+                       f"{r.get('acceptance_tokens_diff')} (other traffic in the window, or steps merged into one chunk)")
+        if r.get("stream_merged_chunks"):
+            out.append(f"⚠ {where}: {r['stream_merged_chunks']} chunks carried more than k+1 tokens (merged steps): stream acceptance is overstated")
+        if r.get("status") in ("failed", "interrupted"):
+            out.append(f"⚠ {where}: cell {r['status']} ({r.get('failed_requests') or 0} failed requests: {r.get('errors') or {}})")
+    return out
 
 
 def sweep_table(records: Sequence[Record]) -> str | None:
