@@ -88,6 +88,8 @@ class _Stream:
         if data == b"[DONE]":
             return False
         msg = json.loads(data)
+        if not isinstance(msg, dict):
+            raise json.JSONDecodeError("not a JSON object", data.decode(errors="replace"), 0)
         if "error" in msg and not msg.get("choices"):
             err = msg["error"]
             raise _ServerSaid(err.get("message", str(err)) if isinstance(err, dict) else str(err))

@@ -72,7 +72,9 @@ def combine_acceptance(windows: Sequence[dict[str, Any]], k: int | None) -> dict
             return dict(windows[0])  # engines without draft counters (SGLang length only)
         if sources:
             lengths = [w["mean_acceptance_length"] for w in windows if w.get("mean_acceptance_length") is not None]
+            rates = [w.get("acceptance_rate") for w in windows if w.get("mean_acceptance_length") is not None]
             out["mean_acceptance_length"] = float(np.mean(lengths))
+            out["acceptance_rate"] = float(np.mean(rates)) if None not in rates else None
             out["acceptance_source"] = sources[0] + f" (mean of {len(lengths)} repeats)"
         return out
     drafts = sum(w["spec_drafts"] for w in measured)

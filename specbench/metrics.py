@@ -41,10 +41,11 @@ def token_itl(rec: RequestRecord) -> np.ndarray:
     """Per-token inter-token latencies (s) of one request."""
     if len(rec.chunk_times) < 2:
         return np.empty(0)
-    gaps = np.diff(np.asarray(rec.chunk_times))
-    tokens = chunk_token_counts(rec)[1:]
-    keep = tokens > 0
-    gaps, tokens = gaps[keep], tokens[keep]
+    counts = chunk_token_counts(rec)
+    keep = counts > 0  # a chunk with text but no new token: its time belongs to the next token-bearing chunk
+    keep[0] = True
+    gaps = np.diff(np.asarray(rec.chunk_times)[keep])
+    tokens = counts[keep][1:]
     if np.all(tokens == np.round(tokens)):
         return np.repeat(gaps / tokens, tokens.astype(int))
     # Fractional spread (only the request total known): weight each gap's per-token value by its share.

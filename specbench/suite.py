@@ -120,6 +120,9 @@ class Suite:
             "top_p": self.load.top_p,
             "ignore_eos": self.load.ignore_eos,
             "warmup": self.load.warmup,
+            "extra_body": self.load.extra_body,
+            "engine": self.engine,
+            "model_path": self.server.model_path,
             "datasets": {d.name: _fingerprint(self.raw_dataset(d.name)) for d in self.datasets},
             "configs": {c.name: _fingerprint(self.raw_config(c.name)) for c in self.configs},
         }

@@ -350,8 +350,6 @@ def test_combine_acceptance_sglang_length_only():
     assert two["acceptance_source"].endswith("(mean of 2 repeats)")
 
 
-@pytest.mark.xfail(reason="BUG: combine_acceptance drops SGLang's acceptance_rate when repeats > 1 "
-                          "(one repeat keeps (len-1)/k, two repeats give null)", strict=True)
 def test_combine_acceptance_sglang_rate_kept_over_repeats():
     eng = load_engine("sglang")
     w = eng.acceptance(snap("sglang_before.txt"), snap("sglang_after.txt"), 3, None)

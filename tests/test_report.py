@@ -143,7 +143,8 @@ def test_extra_columns_for_specbench_runs():
     spec = [c.strip() for c in lines[3].strip("|").split("|")]
     assert spec[2] == "4" and spec[header.index("Speedup 95% CI")] == "1.100–1.300"
     assert spec[-2:] == ["50.00%", "cell failed"]
-    assert lines[-3:] == ["", "- first note", "- second note"]
+    assert lines[-4:-1] == ["", "- first note", "- second note"]
+    assert lines[-1].startswith("- ⚠ spec / d / c=4: cell failed (2 failed requests")
 
 
 # ---------------------------------------------------------------- errors

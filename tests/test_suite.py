@@ -314,9 +314,6 @@ def test_comparability_fingerprints_configs_and_datasets(tmp_path, prompts):
     assert load_suite(write(tmp_path, data)).comparability() == second
 
 
-@pytest.mark.xfail(reason="BUG: Suite.comparability() ignores settings that change what is measured: "
-                          "load.extra_body (merged into every request), server.model_path (the weights), top-level engine",
-                   strict=True)
 @pytest.mark.parametrize("change", ["extra_body", "model_path", "engine"])
 def test_comparability_covers_request_body_weights_and_engine(tmp_path, prompts, change):
     data = valid(prompts)

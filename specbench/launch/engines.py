@@ -21,12 +21,18 @@ from ..scrape import MetricsSnapshot
 REPO_LAUNCHERS = Path(__file__).resolve().parents[2] / "launchers"
 
 
-def launchers_dir() -> Path:
-    return Path(os.environ.get("SPECBENCH_LAUNCHERS", REPO_LAUNCHERS))
+def launcher_dirs() -> list[Path]:
+    """``$SPECBENCH_LAUNCHERS`` (os.pathsep-separated) first, then the built-in ``launchers/``."""
+    extra = [Path(p) for p in os.environ.get("SPECBENCH_LAUNCHERS", "").split(os.pathsep) if p]
+    return [*extra, REPO_LAUNCHERS]
+
+
+def launcher_path(name: str) -> Path | None:
+    return next((d / f"{name}.yaml" for d in launcher_dirs() if (d / f"{name}.yaml").exists()), None)
 
 
 def known_engines() -> list[str]:
-    return sorted(p.stem for p in launchers_dir().glob("*.yaml"))
+    return sorted({p.stem for d in launcher_dirs() for p in d.glob("*.yaml")})
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -37,9 +43,9 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 
 
 def _read(name: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
-    path = launchers_dir() / f"{name}.yaml"
-    if not path.exists():
-        raise SuiteError(f"engine {name!r}: no launcher {path} (known: {', '.join(known_engines())})")
+    path = launcher_path(name)
+    if path is None:
+        raise SuiteError(f"engine {name!r}: no launchers/{name}.yaml (known: {', '.join(known_engines())})")
     data = yaml.safe_load(path.read_text()) or {}
     parent = data.pop("extends", None)
     if parent:
@@ -123,7 +129,7 @@ def load_engine(name: str) -> Engine:
     data = _read(name)
     adapter = data.get("adapter", name)
     if adapter not in ADAPTERS:
-        raise SuiteError(f"{launchers_dir() / (name + '.yaml')}: adapter {adapter!r} unknown (known: {', '.join(ADAPTERS)})")
+        raise SuiteError(f"{launcher_path(name)}: adapter {adapter!r} unknown (known: {', '.join(ADAPTERS)})")
     return Engine(name=data.get("name", name), adapter=adapter, data=data)
 
 
@@ -169,14 +175,20 @@ class SglangAdapter:
         _needs_drafter(engine, config)
         spec = engine.data["speculative"]
         method = config.method.lower()
+        extras = dict(config.speculative)
+        drafter = config.drafter or extras.pop("model", None)
         out = [spec["algorithm_flag"], method.upper()]
-        if config.drafter:
-            out += [spec["drafter_flag"], config.drafter]
+        if drafter:
+            out += [spec["drafter_flag"], drafter]
         if config.num_speculative_tokens is not None:
             k_flag = spec["k_flags"].get(method, spec["k_flags"]["default"])
             out += [k_flag, str(config.num_speculative_tokens)]
-        for key, value in config.speculative.items():
-            out += [f"--speculative-{key.replace('_', '-')}", str(value)]
+        for key, value in extras.items():
+            flag = f"--speculative-{key.replace('_', '-')}"
+            if value is True:
+                out.append(flag)  # SGLang's boolean flags are store_true
+            elif value is not False and value is not None:
+                out += [flag, str(value)]
         return out
 
     @staticmethod
