@@ -51,11 +51,11 @@ def _messages(prompt: Prompt, answers: list[str], turn: int) -> list[dict[str, s
 
 
 async def _conversation(
-    session: aiohttp.ClientSession, spec: RequestSpec, prompt: Prompt, phase: Phase,
+    session: aiohttp.ClientSession, spec: RequestSpec, prompt: Prompt, phase: Phase, sink: list[RequestRecord],
     on_record: Callable[[RequestRecord], None] | None, stop: asyncio.Event | None,
-) -> list[RequestRecord]:
+) -> None:
+    """One prompt's turns in order; each record lands in ``sink`` as soon as it ends, even if cancelled."""
     answers: list[str] = []
-    out: list[RequestRecord] = []
     for turn in range(len(prompt.turns)):
         if stop is not None and stop.is_set():
             break
@@ -63,14 +63,18 @@ async def _conversation(
             prompt_id=prompt.id, dataset=prompt.dataset, config=phase.config, turn=turn,
             category=prompt.category, phase=phase.phase, concurrency=phase.concurrency, repeat=phase.repeat,
         )
-        await stream_request(session, spec, _messages(prompt, answers, turn), rec)
-        out.append(rec)
+        try:
+            await stream_request(session, spec, _messages(prompt, answers, turn), rec)
+        except asyncio.CancelledError:
+            rec.error = "cancelled: run stopped before the request finished"
+            sink.append(rec)
+            raise
+        sink.append(rec)
         if on_record:
             on_record(rec)
         if rec.error is not None:
             break
         answers.append(rec.text)
-    return out
 
 
 async def drive(
@@ -80,30 +84,38 @@ async def drive(
     phase: Phase,
     on_record: Callable[[RequestRecord], None] | None = None,
     stop: asyncio.Event | None = None,
+    grace_s: float = 10.0,
 ) -> PhaseResult:
-    """Run every prompt once; the wall time spans first dispatch to last completion."""
+    """Run every prompt once; the wall time spans first dispatch to last completion.
+
+    When ``stop`` is set no new request starts; requests in flight get ``grace_s`` to finish and
+    are then cancelled (recorded with an error, never dropped).
+    """
     records: list[RequestRecord] = []
     started = time.perf_counter()
-    if phase.request_rate is None:
+    tasks: list[asyncio.Task] = []
+
+    async def closed_loop() -> None:
         queue = list(reversed(prompts))
 
         async def worker() -> None:
             while queue and not (stop is not None and stop.is_set()):
-                records.extend(await _conversation(session, spec, queue.pop(), phase, on_record, stop))
+                await _conversation(session, spec, queue.pop(), phase, records, on_record, stop)
 
         await asyncio.gather(*(worker() for _ in range(min(phase.concurrency, len(prompts)) or 1)))
-    else:
+
+    async def open_loop() -> None:
         rng = random.Random(phase.seed)
         limit = asyncio.Semaphore(phase.concurrency) if phase.concurrency > 0 else None
-        tasks: list[asyncio.Task] = []
-        next_at = started
+        arrivals: list[asyncio.Task] = []
+        next_at = time.perf_counter()
 
         async def one(p: Prompt) -> None:
             if limit is None:
-                records.extend(await _conversation(session, spec, p, phase, on_record, stop))
+                await _conversation(session, spec, p, phase, records, on_record, stop)
                 return
             async with limit:
-                records.extend(await _conversation(session, spec, p, phase, on_record, stop))
+                await _conversation(session, spec, p, phase, records, on_record, stop)
 
         for p in prompts:
             if stop is not None and stop.is_set():
@@ -111,8 +123,26 @@ async def drive(
             delay = next_at - time.perf_counter()
             if delay > 0:
                 await asyncio.sleep(delay)
-            tasks.append(asyncio.create_task(one(p)))
+            arrivals.append(asyncio.create_task(one(p)))
             next_at += rng.expovariate(phase.request_rate)
-        await asyncio.gather(*tasks)
+        await asyncio.gather(*arrivals)
+
+    main = asyncio.create_task(closed_loop() if phase.request_rate is None else open_loop())
+    tasks.append(main)
+    if stop is None:
+        await main
+    else:
+        stopped = asyncio.create_task(stop.wait())
+        await asyncio.wait({main, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        if not main.done():
+            done, _ = await asyncio.wait({main}, timeout=grace_s)
+            if not done:
+                main.cancel()
+        stopped.cancel()
+        try:
+            await main
+        except asyncio.CancelledError:
+            if not stop.is_set():
+                raise
     ended = time.perf_counter()
     return PhaseResult(records=records, wall_s=ended - started, started=started, ended=ended)

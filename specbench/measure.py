@@ -45,6 +45,12 @@ class PhaseInfo:
     acceptance: dict[str, Any] = field(default_factory=dict)
     server: dict[str, Any] = field(default_factory=dict)
     interrupted: bool = False
+    server_died: bool = False
+
+    @property
+    def complete(self) -> bool:
+        """Counts as done for --resume and restarts: not cut by a stop or by the server's death."""
+        return not (self.interrupted or self.server_died)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -180,6 +186,9 @@ def summarize_cell(phases: Sequence[PhaseInfo], records: Sequence[RequestRecord]
     row["status"] = "failed" if attempted == 0 or len(failed) / attempted > failure_threshold else "ok"
     if any(p.interrupted for p in phases):
         row["status"] = "interrupted"
+    if any(p.server_died for p in phases):
+        row["status"] = "failed"
+        row["server_died"] = True
     row["token_count_source"] = token_sources(measured) or None
     row["output_throughput_tps_repeats"] = tps if len(phases) > 1 else None
     row["categories"] = category_breakdown(measured, k)

@@ -463,11 +463,14 @@ class Driver:
         r._start_meta()
         done_by: dict[str, list[dict[str, Any]]] = {}
         if self.resume:
-            done = {(p.config, p.dataset, p.concurrency, p.request_rate, p.repeat) for p in r.run.load_phases()
-                    if not p.interrupted}
-            r._drop_incomplete(done)
+            if hasattr(r, "_supersede_incomplete"):
+                r._supersede_incomplete()  # phases cut short are set aside and measured again
+            else:  # older runner
+                r._drop_incomplete({(p.config, p.dataset, p.concurrency, p.request_rate, p.repeat)
+                                    for p in r.run.load_phases() if not p.interrupted})
             for p in r.run.load_phases():
-                done_by.setdefault(p.config, []).append(p.to_dict())
+                if getattr(p, "complete", not p.interrupted):
+                    done_by.setdefault(p.config, []).append(p.to_dict())
         self.meta["parallel"] = {"mode": self.mode, **extra, "configs": {}}
         self.meta["runs"][-1]["parallel"] = self.mode
         r.run.write_meta(self.meta)
@@ -764,7 +767,8 @@ async def _run_ray(driver: Driver, suite, jobs: list[Job], address: str | None, 
                 driver.fail(job.config, f"config {job.config!r} needs {job.gpus} GPUs on one node; the largest node of "
                                         f"the Ray cluster has {largest}")
                 return
-            opts: dict[str, Any] = dict(num_cpus=cpus, num_gpus=job.gpus if job.launched else 0, max_retries=0)
+            opts: dict[str, Any] = dict(num_cpus=cpus, num_gpus=job.gpus if job.launched else 0, max_retries=0,
+                                        num_returns="streaming")
             if not job.launched:  # a URL the driver was given: measure it from the driver's node
                 opts["scheduling_strategy"] = NodeAffinitySchedulingStrategy(here, soft=False)
             payload = {"suite": suite, "config": job.config, "gpus": None, "gpus_needed": job.launched and job.gpus > 0,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import json
 import os
 import platform
 import signal
@@ -29,7 +30,7 @@ from .measure import PhaseInfo, add_comparisons, order_row, summarize_cell
 from .records import Prompt, RequestRecord
 from .report.render import markdown
 from .scrape import scrape
-from .store import RunDir
+from .store import RunDir, write_atomic
 from .suite import ServerConfig, Suite
 
 
@@ -136,7 +137,8 @@ async def _check_url(session: aiohttp.ClientSession, config: ServerConfig, model
 
 
 @asynccontextmanager
-async def open_server(suite: Suite, config: ServerConfig, run: RunDir, session: aiohttp.ClientSession):
+async def open_server(suite: Suite, config: ServerConfig, run: RunDir, session: aiohttp.ClientSession,
+                      stop: asyncio.Event | None = None):
     engine = load_engine(config.engine or suite.engine)
     if not config.launched:
         await _check_url(session, config, suite.model, engine)
@@ -154,7 +156,7 @@ async def open_server(suite: Suite, config: ServerConfig, run: RunDir, session: 
                          engine.models_path, suite.model, suite.server.startup_timeout_s, engine.redact(argv))
     proc.start()
     try:
-        ready_s = await proc.wait_ready(session)
+        ready_s = await proc.wait_ready(session, stop)
         yield Server(config, url, engine, proc, info={
             "engine": engine.name, "url": url, "launched": True, "argv": engine.redact(argv),
             "env": {k: v for k, v in env.items() if "KEY" not in k.upper() and "TOKEN" not in k.upper()},
@@ -198,6 +200,27 @@ def build_rows(suite: Suite, phases: list[PhaseInfo], records: list[RequestRecor
     return [order_row(r) for r in rows]
 
 
+SECRET_WORDS = ("key", "token", "secret", "password")
+
+
+def redact_raw(raw: Any) -> Any:
+    """The suite as written, minus secrets: values of secret-looking flags in argv lists and env keys."""
+    if isinstance(raw, dict):
+        return {k: ("***" if isinstance(k, str) and any(w in k.lower() for w in SECRET_WORDS) and not isinstance(v, (dict, list))
+                    and k != "api_key_env" else redact_raw(v)) for k, v in raw.items()}
+    if isinstance(raw, list):
+        out = []
+        for i, item in enumerate(raw):
+            prev = raw[i - 1] if i else None
+            secret_flag = isinstance(prev, str) and prev.startswith("-") and any(w in prev.lower() for w in SECRET_WORDS)
+            if isinstance(item, str) and "=" in item and item.startswith("-") and any(w in item.split("=")[0].lower() for w in SECRET_WORDS):
+                out.append(item.split("=")[0] + "=***")
+            else:
+                out.append("***" if secret_flag and isinstance(item, (str, int)) else redact_raw(item))
+        return out
+    return raw
+
+
 def _notes(suite: Suite) -> list[str]:
     return [
         "Speedup = output tok/s of the run ÷ baseline's on the same data set and load point.",
@@ -211,11 +234,13 @@ def _notes(suite: Suite) -> list[str]:
 class Runner:
     def __init__(self, suite: Suite, out: Path, *, resume: bool = False, progress: Progress | None = None,
                  restart_on_failure: bool = False, only_configs: list[str] | None = None,
-                 on_phase: Callable[[PhaseInfo, list[RequestRecord]], None] | None = None) -> None:
+                 on_phase: Callable[[PhaseInfo, list[RequestRecord]], None] | None = None,
+                 grace_s: float = 10.0) -> None:
         """``only_configs`` and ``on_phase`` let a distributed driver run one config per worker and
         receive each phase's data as it completes (see ``specbench.parallel``)."""
         self.suite, self.run = suite, RunDir(out)
         self.only_configs = only_configs
+        self.grace_s = grace_s
         self.on_phase = on_phase or self._store_phase
         self.resume, self.progress = resume, progress or (lambda *a, **k: None)
         self.restart_on_failure = restart_on_failure
@@ -244,14 +269,17 @@ class Runner:
         if self.resume and previous:
             old, new = previous.get("comparability", {}), self.suite.comparability()
             changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k) and k not in ("configs", "datasets"))
+            measured = {"configs": {p.config for p in self.run.load_phases()},
+                        "datasets": {p.dataset for p in self.run.load_phases()}}
             for group in ("configs", "datasets"):
                 o, n = old.get(group, {}), new.get(group, {})
-                changed += [f"{group}.{name}" for name in sorted(set(o) & set(n)) if o[name] != n[name]]
+                # only what has measured cells must stay the same; a config that never ran may be fixed
+                changed += [f"{group}.{name}" for name in sorted(set(o) & set(n) & measured[group]) if o[name] != n[name]]
             if changed:
                 raise SuiteError(f"{self.suite.path}: cannot resume {self.run.path}: the suite changed in ways that break comparability: {', '.join(changed)}")
         self.meta = previous or {
             "specbench_version": __version__,
-            "suite": {"name": self.suite.name, "path": str(self.suite.path), "raw": self.suite.raw},
+            "suite": {"name": self.suite.name, "path": str(self.suite.path), "raw": redact_raw(self.suite.raw)},
             "comparability": self.suite.comparability(),
             "started_at": _now(),
             "host": {"platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count()},
@@ -270,7 +298,8 @@ class Runner:
                 Prompt(p.id, p.dataset, p.turns[:1], p.category, p.system) for p in prompts[:warm]]
             self.progress("phase", config=cfg.name, dataset=dataset, point=point.label, total=len(warm_prompts), warmup=True)
             res = await drive(session, spec, warm_prompts, Phase(cfg.name, "warmup", max(point.concurrency, 1), None),
-                              on_record=lambda r: self.progress("request", record=r), stop=self.stop)
+                              on_record=lambda r: self.progress("request", record=r), stop=self.stop,
+                              grace_s=self.grace_s)
             warm_records = res.records
         else:
             warm_records = []
@@ -278,7 +307,8 @@ class Runner:
         self.progress("phase", config=cfg.name, dataset=dataset, point=point.label, total=total, warmup=False)
         before = await scrape(session, server.url)
         phase = Phase(cfg.name, "measure", point.concurrency, point.request_rate, seed=self.suite.load.seed + repeat, repeat=repeat)
-        result = await drive(session, spec, prompts, phase, on_record=lambda r: self.progress("request", record=r), stop=self.stop)
+        result = await drive(session, spec, prompts, phase, on_record=lambda r: self.progress("request", record=r), stop=self.stop,
+                              grace_s=self.grace_s)
         after = await scrape(session, server.url)
         info = await _server_info(session, server.url, server.engine) if server.engine.adapter == "sglang" else {}
         acceptance = server.engine.acceptance(before, after, cfg.num_speculative_tokens, info.get("raw"))
@@ -287,7 +317,8 @@ class Runner:
         info_row = PhaseInfo(config=cfg.name, dataset=dataset, concurrency=point.concurrency,
                              request_rate=point.request_rate, repeat=repeat, wall_s=result.wall_s,
                              acceptance=acceptance, server={k: server.info.get(k) for k in ("engine", "version", "url")},
-                             interrupted=self.stop.is_set())
+                             interrupted=self.stop.is_set(),
+                             server_died=server.process is not None and not server.process.alive)
         self.on_phase(info_row, warm_records + result.records)
 
     async def _config(self, session, config: ServerConfig, prompts: dict[str, list[Prompt]], done: set) -> None:
@@ -297,7 +328,7 @@ class Runner:
         if not todo:
             return
         self.progress("server", config=config.name, launching=config.launched)
-        async with open_server(self.suite, config, self.run, session) as server:
+        async with open_server(self.suite, config, self.run, session, self.stop) as server:
             server.info.update(await _server_info(session, server.url, server.engine))
             server.info.pop("raw", None)
             self.meta["servers"][config.name] = server.info
@@ -307,21 +338,41 @@ class Runner:
                 if self.stop.is_set():
                     return
                 if server.process is not None and not server.process.alive:
-                    raise LaunchError(f"config {config.name!r}: server died during the run (log: {server.process.log_path})")
+                    raise server.process.death("between cells")
                 pool = prompts[dataset]
                 chosen = pool[: self.suite.load.prompts_at(point.concurrency, len(pool))]
                 await self._phase(session, server, spec, chosen, dataset, point, rep)
                 if server.process is not None and not server.process.alive:
-                    raise LaunchError(f"config {config.name!r}: server died during data set {dataset!r} (log: {server.process.log_path})")
+                    raise server.process.death(f"during data set {dataset!r} ({point.label})")
+
+    def _done(self) -> set:
+        return {(p.config, p.dataset, p.concurrency, p.request_rate, p.repeat) for p in self.run.load_phases() if p.complete}
+
+    async def _config_with_restart(self, session, config: ServerConfig, prompts: dict[str, list[Prompt]]) -> str | None:
+        """Run one config; on a launch or server failure optionally restart it once. Returns the error, if any."""
+        attempts = 2 if self.restart_on_failure else 1
+        error = None
+        for attempt in range(attempts):
+            if attempt:
+                self.meta.setdefault("restarts", {})[config.name] = attempt
+                self._supersede_incomplete()
+            try:
+                await self._config(session, config, prompts, self._done())
+                return None
+            except (LaunchError, ServerError) as err:
+                error = str(err)
+                self.meta["failed_configs"][config.name] = error
+                self.progress("config_failed", config=config.name, error=error)
+                if self.stop.is_set():
+                    break
+        return error
 
     async def execute(self) -> RunOutcome:
         prompts = preflight(self.suite)
         self.run.create()
         self._start_meta()
-        done = {(p.config, p.dataset, p.concurrency, p.request_rate, p.repeat) for p in self.run.load_phases()
-                if not p.interrupted} if self.resume else set()
         if self.resume:
-            self._drop_incomplete(done)
+            self._supersede_incomplete()
         self.run.write_meta(self.meta)
         loop = asyncio.get_running_loop()
         handled = []
@@ -340,23 +391,11 @@ class Runner:
                         continue
                     if self.stop.is_set():
                         break
-                    try:
-                        await self._config(session, config, prompts, done)
-                    except (LaunchError, ServerError) as err:
-                        failed[config.name] = str(err)
-                        self.meta["failed_configs"][config.name] = str(err)
-                        self.progress("config_failed", config=config.name, error=str(err))
-                        if self.restart_on_failure and self.meta.setdefault("restarts", {}).get(config.name, 0) < 1:
-                            self.meta["restarts"][config.name] = 1
-                            done = {(p.config, p.dataset, p.concurrency, p.request_rate, p.repeat)
-                                    for p in self.run.load_phases() if not p.interrupted}
-                            try:
-                                await self._config(session, config, prompts, done)
-                                failed.pop(config.name)
-                                self.meta["failed_configs"].pop(config.name)
-                            except (LaunchError, ServerError) as err2:
-                                failed[config.name] = str(err2)
-                                self.meta["failed_configs"][config.name] = str(err2)
+                    error = await self._config_with_restart(session, config, prompts)
+                    if error is None:
+                        self.meta["failed_configs"].pop(config.name, None)
+                    else:
+                        failed[config.name] = error
         finally:
             for sig in handled:
                 loop.remove_signal_handler(sig)
@@ -365,15 +404,22 @@ class Runner:
             rows = self._write()
         return RunOutcome(self.run.path, rows, failed, interrupted=self.stop.is_set())
 
-    def _drop_incomplete(self, done: set) -> None:
-        """On resume, rewrite the raw files without phases that were cut short, so they are re-measured."""
-        phases = [p for p in self.run.load_phases() if not p.interrupted]
-        keep = {(p.config, p.dataset, p.concurrency, p.repeat) for p in phases}
-        records = [r for r in self.run.load_requests() if (r.config, r.dataset, r.concurrency or 0, r.repeat) in keep]
-        from .store import write_atomic
-        import json
+    def _supersede_incomplete(self) -> None:
+        """Before re-measuring: keep only complete phases in phases.jsonl (cut ones are listed in
+        meta.json) and mark ``superseded`` every measured request without a complete phase (cut by a
+        stop, a dead server, or a crash that tore the phase line): nothing is deleted, nothing counted twice."""
+        phases = self.run.load_phases()
+        complete = [p for p in phases if p.complete]
+        done = {(p.config, p.dataset, p.concurrency, p.repeat) for p in complete}
+        records = self.run.load_requests()
+        for r in records:
+            if r.phase == "measure" and (r.config, r.dataset, r.concurrency or 0, r.repeat) not in done:
+                r.phase = "superseded"
+        cut = [p.to_dict() for p in phases if not p.complete]
+        if cut:
+            self.meta.setdefault("superseded_phases", []).extend(cut)
         write_atomic(self.run.path / "requests.jsonl", "".join(json.dumps(r.to_dict()) + "\n" for r in records))
-        write_atomic(self.run.path / "phases.jsonl", "".join(json.dumps(p.to_dict()) + "\n" for p in phases))
+        write_atomic(self.run.path / "phases.jsonl", "".join(json.dumps(p.to_dict()) + "\n" for p in complete))
 
     def _on_signal(self) -> None:
         if self.stop.is_set():

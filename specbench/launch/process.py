@@ -79,16 +79,24 @@ class ServerProcess:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
+    def death(self, when: str) -> LaunchError:
+        """The error for a server found dead mid-run: exit code and log tail; the group is reaped."""
+        code = self.proc.poll() if self.proc else None
+        return self._fail(f"server exited with code {code} {when}")
+
     def _fail(self, why: str) -> LaunchError:
         tail = log_tail(self.log_path)
         self.stop()
         return LaunchError(f"config {self.name!r}: {why} (log: {self.log_path})\n{tail}")
 
-    async def wait_ready(self, session: aiohttp.ClientSession) -> float:
+    async def wait_ready(self, session: aiohttp.ClientSession, stop: asyncio.Event | None = None) -> float:
         """Poll until /health is 200 and /v1/models lists the model; return seconds to ready."""
         deadline = self.started_at + self.startup_timeout_s
         last = "no answer yet"
         while True:
+            if stop is not None and stop.is_set():
+                self.stop()
+                raise LaunchError(f"config {self.name!r}: stopped while the server was starting")
             if not self.alive:
                 raise self._fail(f"server exited with code {self.proc.returncode} while starting")
             if time.monotonic() > deadline:
