@@ -10,7 +10,6 @@ import json
 import os
 import platform
 import signal
-import time
 from collections.abc import Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -23,7 +22,7 @@ from . import __version__
 from .client import RequestSpec
 from .datasets import check_available, load_prompts
 from .drive import Phase, drive
-from .errors import LaunchError, ServerError, SpecbenchError, SuiteError
+from .errors import LaunchError, ServerError, SuiteError
 from .launch import Engine, ServerProcess, load_engine, reap_all
 from .launch.process import free_port, port_in_use
 from .measure import PhaseInfo, add_comparisons, order_row, summarize_cell
@@ -118,7 +117,7 @@ async def _server_info(session: aiohttp.ClientSession, url: str, engine: Engine)
     try:
         async with session.get(url + path, timeout=aiohttp.ClientTimeout(total=10)) as r:
             data = await r.json(content_type=None)
-            return {"version": data.get(key), "raw": data if engine.adapter == "sglang" else None}
+            return {"version": data.get(key), "raw": data if engine.acceptance_reads_server_info else None}
     except (aiohttp.ClientError, asyncio.TimeoutError, ValueError):
         return {"version": None, "raw": None}
 
@@ -310,7 +309,7 @@ class Runner:
         result = await drive(session, spec, prompts, phase, on_record=lambda r: self.progress("request", record=r), stop=self.stop,
                               grace_s=self.grace_s)
         after = await scrape(session, server.url)
-        info = await _server_info(session, server.url, server.engine) if server.engine.adapter == "sglang" else {}
+        info = await _server_info(session, server.url, server.engine) if server.engine.acceptance_reads_server_info else {}
         acceptance = server.engine.acceptance(before, after, cfg.num_speculative_tokens, info.get("raw"))
         if not before.ok or not after.ok:
             acceptance["acceptance_error"] = before.error or after.error

@@ -98,6 +98,11 @@ class Engine:
         return list(self.data.get("secret_flags", []))
 
     @property
+    def acceptance_reads_server_info(self) -> bool:
+        """Whether acceptance needs the version endpoint's JSON (SGLang's cumulative average)."""
+        return "server_info" in self.data.get("metrics", {})
+
+    @property
     def acceptance_source(self) -> str:
         return self.data.get("metrics", {}).get("acceptance_source", "")
 
