@@ -195,6 +195,27 @@ def claim_port(host: str) -> tuple[int, Path]:
     raise LaunchError(f"no free port on {host} after 200 tries")
 
 
+def node_log_dir(run_id: str) -> Path:
+    """Where a Ray worker writes its server's log on its node (shipped to the driver at the end)."""
+    return Path(tempfile.gettempdir()) / "specbench-logs" / re.sub(r"[^A-Za-z0-9_.-]", "_", run_id)
+
+
+def sweep_stale() -> None:
+    """Remove port claims and scratch dirs left by workers that were killed with their watchdog
+    (Ray kills a dead worker's whole process tree)."""
+    for path in list(_PORT_DIR.glob("*")) if _PORT_DIR.is_dir() else []:
+        try:
+            holder = int(path.read_text() or 0)
+        except (OSError, ValueError):
+            continue
+        if holder and not _pid_alive(holder):
+            path.unlink(missing_ok=True)
+    for path in Path(tempfile.gettempdir()).glob("specbench-w*-*"):
+        m = re.match(r"specbench-w(\d+)-", path.name)
+        if m and path.is_dir() and not _pid_alive(int(m.group(1))):
+            shutil.rmtree(path, ignore_errors=True)
+
+
 # Runs as `python -c` next to a worker: remembers the server process groups the worker starts
 # (children of the worker that lead their own session, as ServerProcess starts them) and kills
 # them if the worker dies without stopping them; removes the worker's scratch dir and port claims too.
@@ -289,10 +310,11 @@ async def run_config(job: dict[str, Any], prompts: dict[str, Any], emit: Callabl
     from .store import RunDir
 
     suite, name = job["suite"], job["config"]
-    for key, value in (job.get("env") or {}).items():
-        os.environ[key] = value
+    saved_env = {key: os.environ.get(key) for key in job.get("env") or {}}
+    os.environ.update(job.get("env") or {})
     config = next(c for c in suite.configs if c.name == name)
-    scratch = Path(tempfile.mkdtemp(prefix=f"specbench-{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}-"))
+    sweep_stale()
+    scratch = Path(tempfile.mkdtemp(prefix=f"specbench-w{os.getpid()}-{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}-"))
     watchdog = _start_watchdog(scratch)
     claim: Path | None = None
     done: dict[str, Any] = {"type": "done", "config": name, "failed": {}, "interrupted": False}
@@ -320,7 +342,8 @@ async def run_config(job: dict[str, Any], prompts: dict[str, Any], emit: Callabl
 
         run = WorkerRunDir(scratch)
         run.create()
-        run.logs = Path(job["log_dir"]) if job.get("log_dir") else scratch / "logs"
+        # gpus: straight into the run dir; ray: a node-local dir that outlives a crashed worker
+        run.logs = Path(job["log_dir"]) if job.get("log_dir") else node_log_dir(job["run_id"])
         run.logs.mkdir(parents=True, exist_ok=True)
         if job.get("done_phases"):
             (scratch / "phases.jsonl").write_text("".join(json.dumps(p) + "\n" for p in job["done_phases"]))
@@ -356,6 +379,7 @@ async def run_config(job: dict[str, Any], prompts: dict[str, Any], emit: Callabl
                     f.seek(max(0, size - MAX_LOG_BYTES))
                     text = f.read().decode(errors="replace")
                 emit({"type": "log", "config": name, "text": text, "truncated": size > MAX_LOG_BYTES})
+                log.unlink(missing_ok=True)  # shipped; kept on the node only when the worker dies
     except Exception as err:  # a worker bug must not look like a silent success
         done["failed"] = {name: f"worker error: {type(err).__name__}: {err}"}
         done["traceback"] = traceback.format_exc()
@@ -364,6 +388,11 @@ async def run_config(job: dict[str, Any], prompts: dict[str, Any], emit: Callabl
             claim.unlink(missing_ok=True)
         shutil.rmtree(scratch, ignore_errors=True)
         _stop_watchdog(watchdog)
+        for key, value in saved_env.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
     done["finished_at"] = _now()
     emit(done)
 
@@ -487,6 +516,8 @@ class Driver:
         elif kind == "server":
             info = dict(msg["info"])
             if self.mode == "ray" and info.get("log"):  # shipped here when the worker ends
+                entry = self.meta["parallel"]["configs"].setdefault(name, {})
+                entry["log_on_node"] = info["log"]
                 info["log"] = str(self.logs / f"{name}.log")
             self.meta["servers"][name] = info
             self.runner.run.write_meta(self.meta)
@@ -751,6 +782,7 @@ async def _run_ray(driver: Driver, suite, jobs: list[Job], address: str | None, 
         remote = ray.remote(_ray_config_task)
         cpus = float(os.environ.get("SPECBENCH_RAY_CPUS", "1"))
         env = _worker_env(suite)
+        run_id = f"{driver.runner.run.path.name}-{driver.meta.get('started_at', '')}"
         gens: dict[str, Any] = {}
 
         def cancel(force: bool) -> None:
@@ -772,8 +804,8 @@ async def _run_ray(driver: Driver, suite, jobs: list[Job], address: str | None, 
             if not job.launched:  # a URL the driver was given: measure it from the driver's node
                 opts["scheduling_strategy"] = NodeAffinitySchedulingStrategy(here, soft=False)
             payload = {"suite": suite, "config": job.config, "gpus": None, "gpus_needed": job.launched and job.gpus > 0,
-                       "done_phases": job.done_phases, "log_dir": None, "restart_on_failure": restart_on_failure,
-                       "env": env}
+                       "done_phases": job.done_phases, "log_dir": None, "run_id": run_id,
+                       "restart_on_failure": restart_on_failure, "env": env}
             driver.progress("server", config=job.config, launching=job.launched)
             gen = remote.options(**opts).remote(payload, prompts_ref)
             gens[job.config] = gen
@@ -791,9 +823,9 @@ async def _run_ray(driver: Driver, suite, jobs: list[Job], address: str | None, 
                     where = driver.meta["parallel"]["configs"].get(job.config, {})
                     node = f" on node {where.get('host')} ({str(where.get('node'))[:12]})" if where else ""
                     first = str(err).strip().splitlines()[0] if str(err).strip() else ""
-                    log = (driver.meta["servers"].get(job.config) or {}).get("log")
+                    log = where.get("log_on_node")
                     driver.fail(job.config, f"config {job.config!r}: Ray worker lost{node}: {type(err).__name__}: {first}"
-                                            + (f" (server log stays on that node: {log})" if log else ""))
+                                            + (f" (its server log stays on that node: {log})" if log else ""))
                     return
             finally:
                 gens.pop(job.config, None)
