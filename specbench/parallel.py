@@ -380,6 +380,10 @@ async def run_config(job: dict[str, Any], prompts: dict[str, Any], emit: Callabl
                     text = f.read().decode(errors="replace")
                 emit({"type": "log", "config": name, "text": text, "truncated": size > MAX_LOG_BYTES})
                 log.unlink(missing_ok=True)  # shipped; kept on the node only when the worker dies
+            try:
+                run.logs.rmdir()
+            except OSError:  # another config's log of the same run is still there
+                pass
     except Exception as err:  # a worker bug must not look like a silent success
         done["failed"] = {name: f"worker error: {type(err).__name__}: {err}"}
         done["traceback"] = traceback.format_exc()

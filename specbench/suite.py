@@ -247,6 +247,9 @@ def parse_suite(data: Any, path: Path) -> Suite:
     names = [c.name for c in configs]
     for dup in sorted({n for n in names if names.count(n) > 1}):
         problems.append(f"{where}: configs: name {dup!r} used more than once")
+    marked = [c.name for c in configs if c.baseline]
+    if len(marked) > 1:
+        problems.append(f"{where}: configs: baseline: true on more than one config ({', '.join(marked)})")
     if isinstance(top.get("configs"), list) and not top["configs"]:
         problems.append(f"{where}.configs: at least one config is needed")
 

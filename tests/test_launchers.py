@@ -149,15 +149,17 @@ def test_sglang_eagle3_uses_num_draft_tokens_and_extras():
     args = argv("sglang", cfg)
     assert flag(args, "--speculative-algorithm") == "EAGLE3"
     assert flag(args, "--speculative-draft-model-path") == "lmsys/eagle3"
-    assert "--speculative-num-draft-tokens" in args and "--speculative-dspark-block-size" not in args
+    # K drafted tokens: K steps of top-1, and SGLang's draft-token count includes the verified root
+    assert flag(args, "--speculative-num-draft-tokens") == "4" and "--speculative-dspark-block-size" not in args
     assert flag(args, "--speculative-eagle-topk") == "1"
     assert flag(args, "--speculative-num-steps") == "3"
+    assert args.count("--speculative-num-steps") == 1  # the extra overrides the K template, no duplicate flag
     assert flag(args, "--speculative-draft-attention-backend") == "fa3"
 
 
 def test_sglang_ngram_needs_no_drafter():
     args = argv("sglang", ServerConfig(name="ng", method="ngram", num_speculative_tokens=4))
-    assert args[len(SGLANG_BASE):] == ["--speculative-algorithm", "NGRAM", "--speculative-num-draft-tokens", "4"]
+    assert args[len(SGLANG_BASE):] == ["--speculative-algorithm", "NGRAM", "--speculative-num-draft-tokens", "5"]
 
 
 def test_sglang_boolean_extras_are_bare_flags():

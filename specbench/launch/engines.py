@@ -185,15 +185,21 @@ class SglangAdapter:
         out = [spec["algorithm_flag"], method.upper()]
         if drafter:
             out += [spec["drafter_flag"], drafter]
+        flags: dict[str, str | None] = {}  # flag → value (None: a bare store_true flag); extras override K's
         if config.num_speculative_tokens is not None:
-            k_flag = spec["k_flags"].get(method, spec["k_flags"]["default"])
-            out += [k_flag, str(config.num_speculative_tokens)]
+            k = config.num_speculative_tokens
+            template = [str(x).format(k=k, k1=k + 1) for x in spec["k_flags"].get(method, spec["k_flags"]["default"])]
+            flags.update(zip(template[::2], template[1::2]))
         for key, value in extras.items():
             flag = f"--speculative-{key.replace('_', '-')}"
             if value is True:
-                out.append(flag)  # SGLang's boolean flags are store_true
-            elif value is not False and value is not None:
-                out += [flag, str(value)]
+                flags[flag] = None
+            elif value is False or value is None:
+                flags.pop(flag, None)
+            else:
+                flags[flag] = str(value)
+        for flag, value in flags.items():
+            out += [flag] if value is None else [flag, value]
         return out
 
     @staticmethod
@@ -206,6 +212,7 @@ class SglangAdapter:
         if length is not None:
             source = "Δsglang:generation_tokens_total / Δsglang:spec_verify_calls_total over the measured phase (first token of each request is from prefill: slight upward bias)"
         elif server_info:
+            server_info = (server_info.get("decode") or [server_info])[0]  # PD disaggregation: the decode side
             states = server_info.get("internal_states") or [server_info]
             value = states[0].get(m["server_info"]["key"]) if states else None
             if value is not None:
