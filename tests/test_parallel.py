@@ -377,6 +377,7 @@ async def test_ray_mode_a_killed_worker_fails_only_its_cells_and_resume_reruns_t
     assert "Ray worker lost" in error and "WorkerCrashedError" in error
     left = Path(error.split("its server log stays on that node: ")[1].rstrip(")"))
     assert left.exists() and "$ " in left.read_text()  # for the post-mortem, on the worker's node
+    left.unlink()
     assert set(meta_of(out)["failed_configs"]) == {"ngram_k2"}
     cells = [(r["run"], r["concurrency"]) for r in rows_of(out)]
     assert cells == [("baseline", 1), ("ngram_k3", 1), ("ngram_k2", 1), ("baseline", 2), ("ngram_k3", 2)]
