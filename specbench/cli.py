@@ -22,8 +22,15 @@ def _run(args: argparse.Namespace) -> int:
     out = Path(args.resume or args.output or default_output(suite))
     console = Console(stderr=True, quiet=args.quiet)
     with RunProgress(console, quiet=args.quiet) as progress:
-        outcome = asyncio.run(run_suite(suite, out, resume=bool(args.resume), progress=progress,
-                                        restart_on_failure=args.restart_on_failure))
+        if args.parallel or args.ray:
+            from .parallel import run_parallel
+
+            work = run_parallel(suite, out, mode="ray" if args.ray else "gpus", address=args.ray,
+                                resume=bool(args.resume), progress=progress, restart_on_failure=args.restart_on_failure)
+        else:
+            work = run_suite(suite, out, resume=bool(args.resume), progress=progress,
+                             restart_on_failure=args.restart_on_failure)
+        outcome = asyncio.run(work)
     Console().print(markdown(outcome.rows), markup=False, highlight=False, soft_wrap=True)
     for name, err in outcome.failed_configs.items():
         console.print(f"[red]config {name} failed:[/] {err.splitlines()[0]}", highlight=False)
@@ -86,6 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--resume", metavar="DIR", help="continue an interrupted run in DIR, skipping completed cells")
     run.add_argument("--quiet", "-q", action="store_true", help="no live progress (CI logs)")
     run.add_argument("--restart-on-failure", action="store_true", help="restart a launched server once if it dies")
+    spread = run.add_mutually_exclusive_group()
+    spread.add_argument("--parallel", choices=("gpus",), help="run configs side by side on this machine, each on its own GPUs (SPECBENCH_GPUS or nvidia-smi -L; server.gpus_per_server); see docs/parallel.md")
+    spread.add_argument("--ray", metavar="ADDRESS", help="run each config as a task on the Ray cluster at ADDRESS ('auto': the one `ray start` made here); needs specbench[ray]; see docs/parallel.md")
     run.set_defaults(func=_run)
 
     report = sub.add_parser("report", help="print the comparison table of result dirs or results.json files")

@@ -234,12 +234,13 @@ class Runner:
     def __init__(self, suite: Suite, out: Path, *, resume: bool = False, progress: Progress | None = None,
                  restart_on_failure: bool = False, only_configs: list[str] | None = None,
                  on_phase: Callable[[PhaseInfo, list[RequestRecord]], None] | None = None,
-                 grace_s: float = 10.0) -> None:
+                 grace_s: float = 10.0, prompts: dict[str, list[Prompt]] | None = None) -> None:
         """``only_configs`` and ``on_phase`` let a distributed driver run one config per worker and
         receive each phase's data as it completes (see ``specbench.parallel``)."""
         self.suite, self.run = suite, RunDir(out)
         self.only_configs = only_configs
         self.grace_s = grace_s
+        self.prompts = prompts
         self.on_phase = on_phase or self._store_phase
         self.resume, self.progress = resume, progress or (lambda *a, **k: None)
         self.restart_on_failure = restart_on_failure
@@ -367,7 +368,7 @@ class Runner:
         return error
 
     async def execute(self) -> RunOutcome:
-        prompts = preflight(self.suite)
+        prompts = self.prompts if self.prompts is not None else preflight(self.suite)
         self.run.create()
         self._start_meta()
         if self.resume:

@@ -83,6 +83,7 @@ class ServerSpec:
     env: dict[str, str] = field(default_factory=dict)
     startup_timeout_s: float = 900.0
     host: str = "127.0.0.1"
+    gpus_per_server: int = 1
 
 
 @dataclass(frozen=True)
@@ -158,7 +159,7 @@ _LOAD = {
 WORKLOADS = ("fixed", "profilings")
 _SERVER = {
     "model_path": str, "python": str, "args": list, "env": dict, "startup_timeout_s": (int, float),
-    "host": str,
+    "host": str, "gpus_per_server": int,
 }
 
 
@@ -291,11 +292,14 @@ def parse_suite(data: Any, path: Path) -> Suite:
             load_kwargs[key] = float(load_kwargs[key])
 
     sraw = _check_keys(top.get("server", {}), _SERVER, f"{where}: server", problems)
+    if "gpus_per_server" in sraw and sraw["gpus_per_server"] < 0:
+        problems.append(f"{where}: server.gpus_per_server: expected 0 or more, got {sraw['gpus_per_server']}")
     server = ServerSpec(
         model_path=sraw.get("model_path"), python=sraw.get("python"),
         args=tuple(str(a) for a in sraw.get("args", [])),
         env={str(k): str(v) for k, v in sraw.get("env", {}).items()},
         startup_timeout_s=float(sraw.get("startup_timeout_s", 900.0)), host=sraw.get("host", "127.0.0.1"),
+        gpus_per_server=sraw.get("gpus_per_server", 1),
     )
 
     data_dir = None
