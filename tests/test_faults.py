@@ -1,0 +1,789 @@
+"""Issue #7 "Nothing lost": faults never cost what was already measured.
+
+Request failures are counted per cell with reasons; a dead server fails its config (with the log
+tail), is reaped with its whole process group, and the run goes on; ``--resume`` measures only
+what is missing and refuses an incompatible suite; SIGINT/SIGTERM write what was measured, tear
+down every launched process group and exit 130; an API key never reaches the run directory.
+
+Launched servers are the scripted server run as a fake engine: a launcher directory made at test
+time (``SPECBENCH_LAUNCHERS``) holds a copy of ``vllm.yaml`` plus engines that extend it. Every
+process they start carries a unique marker in its environment, so a test can find (and the
+fixture reap) anything that survived.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import yaml
+from aiohttp import web
+
+from scripted_server import Script, ScriptedServer
+from specbench.cli import main
+from specbench.errors import SuiteError
+from specbench.runner import Runner, run_suite
+from specbench.suite import load_suite
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPTED = ROOT / "tests" / "scripted_server.py"
+SECRET = "sk-secret-123"
+
+# ---- helpers -----------------------------------------------------------------------------------
+
+
+async def serve(port: int = 0, **script) -> tuple[ScriptedServer, web.AppRunner, str]:
+    """A scripted server in this loop; a short shutdown timeout so stalled handlers don't hold cleanup."""
+    server = ScriptedServer(Script(**script))
+    runner = web.AppRunner(server.app, access_log=None, shutdown_timeout=0.2)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", port)
+    await site.start()
+    return server, runner, f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
+
+
+@pytest.fixture
+async def scripted():
+    """Factory of in-process scripted servers, all cleaned up at teardown."""
+    runners = []
+
+    async def make(**script):
+        server, runner, url = await serve(**script)
+        runners.append(runner)
+        return server, url
+
+    yield make
+    for runner in runners:
+        await runner.cleanup()
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # closed again on exit: nothing listens there
+
+
+def write_suite(path: Path, prompts_file: Path, configs: list[dict], *, requests: int = 6, engine: str | None = None,
+                extra: dict | None = None, **load) -> Path:
+    suite = {
+        "name": "faults", "model": "smol", "endpoint": "chat", "configs": configs,
+        "datasets": [{"name": "prompts", "path": str(prompts_file), "requests": requests}],
+        "load": {"concurrency": 2, "max_tokens": 8, "temperature": 0, "warmup": 0, "timeout_s": 30, **load},
+        **(extra or {}),
+    }
+    if engine:
+        suite["engine"] = engine
+    path.write_text(yaml.safe_dump(suite))
+    return path
+
+
+def check_run_dir(out: Path) -> tuple[list[dict], list[dict], list[dict], dict]:
+    """Every file of the run is valid JSON (no torn line, no temp file left); returns its contents."""
+    assert not list(out.glob(".*.tmp")), "a temporary file was left behind"
+    rows = json.loads((out / "results.json").read_text())
+    meta = json.loads((out / "meta.json").read_text())
+    records = [json.loads(line) for line in (out / "requests.jsonl").read_text().splitlines()] \
+        if (out / "requests.jsonl").exists() else []
+    phases = [json.loads(line) for line in (out / "phases.jsonl").read_text().splitlines()] \
+        if (out / "phases.jsonl").exists() else []
+    assert (out / "results.md").exists()
+    return rows, records, phases, meta
+
+
+def cell(rows: list[dict], run: str, concurrency: int | None = None) -> dict:
+    found = [r for r in rows if r["run"] == run and (concurrency is None or r.get("concurrency") == concurrency)]
+    assert len(found) == 1, (run, concurrency, [(r["run"], r.get("concurrency")) for r in rows])
+    return found[0]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"
+
+
+def group_members(pgid: int) -> list[int]:
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            out.append(int(stat.parent.name))
+    return out
+
+
+def marked_processes(marker: str) -> list[int]:
+    """Live processes whose environment carries ``marker`` (every process a fake engine started)."""
+    needle = marker.encode()
+    out = []
+    for env in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if needle in env.read_bytes() and _alive(int(env.parent.name)):
+                out.append(int(env.parent.name))
+        except OSError:
+            continue
+    return out
+
+
+WRAPPER = '''\
+"""Fake engine: like vLLM it accepts --api-key (not enforced); with --spawn-child it starts a worker
+in its own process group (as vLLM's engine core) that outlives it unless the group is reaped;
+--die-once FLAG:N is --die-after N for the first launch only (FLAG: a file marking that it happened)."""
+import os, runpy, subprocess, sys
+args, out, spawn = sys.argv[1:], [], False
+i = 0
+while i < len(args):
+    if args[i] == "--api-key":
+        i += 2
+        continue
+    if args[i] == "--die-once":
+        flag, n = args[i + 1].rsplit(":", 1)
+        if not os.path.exists(flag):
+            open(flag, "w").close()
+            out += ["--die-after", n]
+        i += 2
+        continue
+    if args[i] == "--spawn-child":
+        spawn = True
+    else:
+        out.append(args[i])
+    i += 1
+if spawn:
+    child = subprocess.Popen(["sleep", "600"])
+    print(f"fake engine: worker pid {child.pid}", flush=True)
+print("fake engine: serving", flush=True)
+sys.argv = [SCRIPTED, *out]
+runpy.run_path(SCRIPTED, run_name="__main__")
+'''
+
+
+def _write_launchers(d: Path, marker: str) -> None:
+    d.mkdir()
+    shutil.copy(ROOT / "launchers" / "vllm.yaml", d / "vllm.yaml")
+    wrapper = d.parent / "fake_engine.py"
+    wrapper.write_text(f"SCRIPTED = {str(SCRIPTED)!r}\n" + WRAPPER)
+    common = {"extends": "vllm", "python": sys.executable, "args": ["--port", "{port}", "--model", "{model}"],
+              "env": {"SPECBENCH_FAULTS_MARKER": marker}, "gpu_env": None}
+    (d / "fake.yaml").write_text(yaml.safe_dump({**common, "name": "fake", "command": ["{python}", str(SCRIPTED)]}))
+    (d / "fake-wrapped.yaml").write_text(yaml.safe_dump({**common, "name": "fake-wrapped",
+                                                         "command": ["{python}", str(wrapper)]}))
+
+
+@pytest.fixture(scope="module")
+def launchers(tmp_path_factory) -> tuple[Path, str]:
+    """Launchers ``fake`` (the scripted server as the engine command) and ``fake-wrapped`` (through
+    a wrapper taking --api-key / --spawn-child), and the environment marker of their processes."""
+    marker = f"FAULTS_{uuid.uuid4().hex}"
+    d = tmp_path_factory.mktemp("fake") / "launchers"
+    _write_launchers(d, marker)
+    yield d, marker
+    _reap(marker)
+
+
+def _reap(marker: str) -> None:
+    """Kill what a failed test left behind (processes our fake engines started, found by marker)."""
+    for pid in marked_processes(marker):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+@pytest.fixture
+def fake_engines(launchers, monkeypatch):
+    d, marker = launchers
+    monkeypatch.setenv("SPECBENCH_LAUNCHERS", str(d))
+    monkeypatch.delenv("SPECBENCH_ENGINE_PYTHON", raising=False)
+    yield marker
+    _reap(marker)
+
+
+def run_in_thread(launchers: tuple[Path, str], suite: Path, out: Path, **kwargs):
+    """A whole run in its own thread and loop, for module-scoped fixtures shared by several tests."""
+    box = {}
+
+    def target():
+        try:
+            box["outcome"] = asyncio.run(Runner(load_suite(suite), out, **kwargs).execute())
+        except BaseException as err:  # noqa: BLE001 - re-raised in the caller's thread
+            box["error"] = err
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SPECBENCH_LAUNCHERS", str(launchers[0]))
+        mp.delenv("SPECBENCH_ENGINE_PYTHON", raising=False)
+        thread = threading.Thread(target=target)
+        thread.start()
+        thread.join(120)
+    assert not thread.is_alive(), "the run did not finish in 120 s"
+    if "error" in box:
+        raise box["error"]
+    return box["outcome"]
+
+
+# ---- 1. request failures are counted per cell, never crash the run ------------------------------
+
+FAULTS = {  # config → (scripted fault, expected reason prefix)
+    "http500": ("http500", "HTTP 500"),
+    "http429": ("http429", "HTTP 429 (retry-after 1)"),
+    "malformed": ("malformed", "malformed SSE data"),
+    "drop": ("drop", None),  # connection reset: the reason is the client error's class
+    "stall": ("stall", "timeout after 1 s"),
+}
+
+
+async def test_request_faults_counted_per_cell(tmp_path, prompts_file, scripted, capsys):
+    urls = {"baseline": (await scripted())[1]}
+    for name, (fault, _) in FAULTS.items():
+        urls[name] = (await scripted(fault=fault, fault_on=(2,)))[1]
+    urls["mostly_500"] = (await scripted(fault="http500", fault_on=(1, 2, 3, 4)))[1]  # 4/6 > 0.5
+    configs = [{"name": n, "url": u} for n, u in urls.items()]
+    suite = write_suite(tmp_path / "suite.yaml", prompts_file, configs, timeout_s=1)
+    out = tmp_path / "run"
+
+    code = await asyncio.to_thread(main, ["run", str(suite), "--output", str(out), "--quiet"])
+    printed = capsys.readouterr().out
+
+    assert code == 1, "a failed cell makes the run fail"
+    rows, records, phases, _ = check_run_dir(out)
+    assert [r["run"] for r in rows] == list(urls) and len(phases) == len(urls)
+    base = cell(rows, "baseline")
+    assert base["status"] == "ok" and base["failed_requests"] == 0 and base["errors"] is None
+    for name, (_, reason) in FAULTS.items():
+        row = cell(rows, name)
+        assert row["status"] == "ok", (name, row["errors"])  # 1 of 6 is under the threshold
+        assert row["failed_requests"] == 1, (name, row["errors"])
+        assert row["requests"] == 5, name
+        (got, count), = row["errors"].items()
+        assert count == 1
+        if reason:
+            assert got == reason, name
+        else:
+            assert got and "timeout" not in got and "HTTP" not in got, got
+    bad = cell(rows, "mostly_500")
+    assert bad["status"] == "failed" and bad["failed_requests"] == 4 and bad["errors"] == {"HTTP 500": 4}
+
+    # every request is on disk, the failed ones with their error
+    assert len(records) == 6 * len(urls)
+    errors = [r["error"] for r in records if r["error"]]
+    assert len(errors) == 5 + 4
+    assert any("retry-after 1" in e for e in errors)
+
+    md = (out / "results.md").read_text()
+    header = md.splitlines()[0]
+    assert header.rstrip(" |").endswith("Failed")
+    assert "cell failed" in md
+    assert "| prompts | http500 |" in md and "| prompts | baseline |" in md
+    assert "Failed" in printed and "cell failed" in printed
+
+
+async def test_failures_under_threshold_exit_zero(tmp_path, prompts_file, scripted):
+    _, url = await scripted(fault="http429", fault_on=(1, 3, 5))  # exactly half: not more than 0.5
+    suite = load_suite(write_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": url}]))
+    outcome = await run_suite(suite, tmp_path / "run")
+    rows, *_ = check_run_dir(tmp_path / "run")
+    assert rows[0]["status"] == "ok" and rows[0]["failed_requests"] == 3
+    assert rows[0]["errors"] == {"HTTP 429 (retry-after 1)": 3}
+    assert outcome.exit_code == 0
+
+
+async def test_every_request_failing_fails_the_cell_not_the_run(tmp_path, prompts_file, scripted):
+    _, dead = await scripted(fault="drop", fault_on=tuple(range(1, 7)))
+    _, good = await scripted()
+    suite = load_suite(write_suite(tmp_path / "suite.yaml", prompts_file,
+                                   [{"name": "baseline", "url": dead}, {"name": "second", "url": good}]))
+    outcome = await run_suite(suite, tmp_path / "run")
+    rows, *_ = check_run_dir(tmp_path / "run")
+    assert cell(rows, "baseline")["status"] == "failed" and cell(rows, "baseline")["failed_requests"] == 6
+    assert cell(rows, "second")["status"] == "ok" and cell(rows, "second")["requests"] == 6
+    assert outcome.exit_code == 1 and outcome.failed_configs == {}
+
+
+# ---- 2. a launched server that dies mid-run ---------------------------------------------------
+
+def dying_suite(path: Path, prompts_file: Path, second: bool = True, die: tuple[str, ...] = ("--die-after", "8")) -> Path:
+    # three load points of 6 requests; the first server dies on its 9th request (2nd load point),
+    # leaving behind a worker of its process group (as vLLM's engine core would)
+    configs = [{"name": "baseline", "args": [*die, "--spawn-child"]}] + ([{"name": "second"}] if second else [])
+    return write_suite(path, prompts_file, configs, engine="fake-wrapped",
+                       concurrency=[1, 2, 3], extra={"server": {"startup_timeout_s": 30}})
+
+
+def _prompts(path: Path) -> Path:
+    rows = [f'{{"prompt": "question number {i} about topic {i % 3}", "category": "cat{i % 2}"}}' for i in range(6)]
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def died(launchers, tmp_path_factory):
+    """The dying suite, no restart: (run dir, outcome, live marked processes right after the run)."""
+    tmp = tmp_path_factory.mktemp("died")
+    out = tmp / "run"
+    outcome = run_in_thread(launchers, dying_suite(tmp / "suite.yaml", _prompts(tmp / "prompts.jsonl")), out)
+    return out, outcome, marked_processes(launchers[1])
+
+
+@pytest.fixture(scope="module")
+def restarted(launchers, tmp_path_factory):
+    """The dying suite with restart_on_failure; the crash happens once, the restarted server lives on."""
+    tmp = tmp_path_factory.mktemp("restarted")
+    out = tmp / "run"
+    suite = dying_suite(tmp / "suite.yaml", _prompts(tmp / "prompts.jsonl"), second=False,
+                        die=("--die-once", f"{tmp / 'died-once'}:8"))
+    outcome = run_in_thread(launchers, suite, out, restart_on_failure=True)
+    return out, outcome, marked_processes(launchers[1])
+
+
+def test_server_death_fails_config_and_run_continues(died):
+    out, outcome, survivors = died
+    rows, records, _, meta = check_run_dir(out)
+    assert set(outcome.failed_configs) == {"baseline"} and outcome.exit_code == 1
+    assert meta["failed_configs"].keys() == {"baseline"}
+    assert "logs/baseline.log" in meta["failed_configs"]["baseline"]
+    # measured before the death: kept; measured during it: failed; after it: never sent
+    assert cell(rows, "baseline", 1)["status"] == "ok" and cell(rows, "baseline", 1)["requests"] == 6
+    assert cell(rows, "baseline", 2)["status"] == "failed" and cell(rows, "baseline", 2)["server_died"] is True
+    assert not [r for r in rows if r["run"] == "baseline" and r.get("concurrency") == 3]
+    assert all(cell(rows, "second", c)["status"] == "ok" for c in (1, 2, 3))
+    assert len([r for r in records if r["config"] == "baseline"]) == 12
+    # the dead server's group (its orphaned worker included) is gone; nothing launched survives
+    pid = meta["servers"]["baseline"]["pid"]
+    assert not _alive(pid) and group_members(pid) == []
+    assert "worker pid" in (out / "logs" / "baseline.log").read_text()
+    assert survivors == []
+
+
+def test_server_death_reports_log_tail(died):
+    out, _, _ = died
+    message = json.loads((out / "meta.json").read_text())["failed_configs"]["baseline"]
+    assert "fake engine: serving" in message, message  # the tail of logs/baseline.log
+    assert "code 3" in message, message  # the scripted server's exit status
+    assert "'prompts'" in message and "c=2" in message, message  # where it happened
+
+
+def test_restart_on_failure_completes_remaining_cells(restarted):
+    out, outcome, survivors = restarted
+    rows, _, _, meta = check_run_dir(out)
+    assert outcome.failed_configs == {} and meta["failed_configs"] == {}
+    assert meta["restarts"] == {"baseline": 1}
+    assert cell(rows, "baseline", 1)["status"] == "ok"
+    assert cell(rows, "baseline", 3)["status"] == "ok" and cell(rows, "baseline", 3)["requests"] == 6
+    log = (out / "logs" / "baseline.log").read_text()
+    assert log.count("fake engine: serving") == 2  # launched twice, one log
+    assert survivors == []
+
+
+def test_restart_remeasures_the_cell_cut_by_the_death(restarted):
+    out, outcome, _ = restarted
+    rows, records, _, meta = check_run_dir(out)
+    row = cell(rows, "baseline", 2)
+    assert row["status"] == "ok" and row["requests"] == 6 and row["repeats"] == 1, row["errors"]
+    assert outcome.exit_code == 0
+    # the cut attempt is kept, out of the numbers: its phase in meta.json, its requests marked superseded
+    assert [(p["concurrency"], p["server_died"]) for p in meta["superseded_phases"]] == [(2, True)]
+    superseded = [r for r in records if r["phase"] == "superseded"]
+    assert len(superseded) == 6 and {r["concurrency"] for r in superseded} == {2}
+    assert len([r for r in records if r["phase"] == "measure"]) == 18
+
+
+async def test_restart_gives_up_after_one_retry(tmp_path, prompts_file, fake_engines):
+    # the server dies on its first request, every time: one restart, then the config fails
+    suite = write_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "args": ["--die-after", "0"]}],
+                        engine="fake-wrapped", concurrency=[1, 2])
+    out = tmp_path / "run"
+    outcome = await Runner(load_suite(suite), out, restart_on_failure=True).execute()
+    rows, _, _, meta = check_run_dir(out)
+    assert set(outcome.failed_configs) == {"baseline"} and meta["restarts"] == {"baseline": 1}
+    assert meta["failed_configs"].keys() == {"baseline"}
+    assert (out / "logs" / "baseline.log").read_text().count("fake engine: serving") == 2
+    assert rows and all(r["status"] == "failed" for r in rows)
+    assert marked_processes(fake_engines) == []
+
+
+async def test_restart_with_nothing_left_keeps_the_failure(tmp_path, prompts_file, fake_engines):
+    suite = write_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "args": ["--die-after", "0"]}],
+                        engine="fake-wrapped")
+    outcome = await Runner(load_suite(suite), tmp_path / "run", restart_on_failure=True).execute()
+    rows, *_ = check_run_dir(tmp_path / "run")
+    assert rows[0]["status"] == "failed" and rows[0]["failed_requests"] == 6
+    assert set(outcome.failed_configs) == {"baseline"}, "every request failed, yet the config is reported fine"
+
+
+# ---- 3. resume ----------------------------------------------------------------------------------
+
+async def _first_run_with_dead_second(tmp_path, prompts_file, scripted):
+    base, base_url = await scripted()
+    port = closed_port()
+    configs = [{"name": "baseline", "url": base_url}, {"name": "spec", "url": f"http://127.0.0.1:{port}"}]
+    suite = write_suite(tmp_path / "suite.yaml", prompts_file, configs, concurrency=[1, 2], warmup=1)
+    out = tmp_path / "run"
+    outcome = await run_suite(load_suite(suite), out)
+    assert set(outcome.failed_configs) == {"spec"} and outcome.exit_code == 1
+    assert "cannot reach" in outcome.failed_configs["spec"]
+    rows, *_ = check_run_dir(out)
+    assert [r["run"] for r in rows] == ["baseline", "baseline"]
+    assert base.requests == 2 * (1 + 6)
+    return base, configs, port, out
+
+
+def _check_resumed(out: Path, base: ScriptedServer, spec: ScriptedServer) -> None:
+    assert base.requests == 2 * (1 + 6), "resume re-sent requests for cells already measured"
+    assert spec.requests == 2 * (1 + 6)
+    rows, records, phases, meta = check_run_dir(out)
+    assert sorted((r["run"], r["concurrency"]) for r in rows) == [("baseline", 1), ("baseline", 2), ("spec", 1), ("spec", 2)]
+    assert all(r["status"] == "ok" and r["requests"] == 6 for r in rows)
+    assert len(phases) == 4 and len(records) == 4 * 7
+    assert [r["resume"] for r in meta["runs"]] == [False, True]
+    assert cell(rows, "spec", 1)["speedup_vs_baseline"] is not None
+
+
+async def test_resume_same_suite_once_the_server_is_up(tmp_path, prompts_file, scripted):
+    base, configs, port, out = await _first_run_with_dead_second(tmp_path, prompts_file, scripted)
+    spec, runner, _ = await serve(port)
+    try:
+        outcome = await run_suite(load_suite(tmp_path / "suite.yaml"), out, resume=True)
+    finally:
+        await runner.cleanup()
+    assert outcome.exit_code == 0 and outcome.failed_configs == {}
+    _check_resumed(out, base, spec)
+
+
+async def test_resume_after_fixing_the_url(tmp_path, prompts_file, scripted):
+    base, configs, _, out = await _first_run_with_dead_second(tmp_path, prompts_file, scripted)
+    spec, spec_url = await scripted()
+    configs[1]["url"] = spec_url
+    suite = write_suite(tmp_path / "suite.yaml", prompts_file, configs, concurrency=[1, 2], warmup=1)
+    outcome = await run_suite(load_suite(suite), out, resume=True)
+    assert outcome.exit_code == 0 and outcome.failed_configs == {}
+    _check_resumed(out, base, spec)
+
+
+async def test_resume_clears_the_old_failure(tmp_path, prompts_file, scripted):
+    _, _, port, out = await _first_run_with_dead_second(tmp_path, prompts_file, scripted)
+    _, runner, _ = await serve(port)
+    try:
+        await run_suite(load_suite(tmp_path / "suite.yaml"), out, resume=True)
+    finally:
+        await runner.cleanup()
+    assert json.loads((out / "meta.json").read_text())["failed_configs"] == {}
+
+
+async def test_resume_refuses_a_changed_suite(tmp_path, prompts_file, scripted):
+    base, configs, _, out = await _first_run_with_dead_second(tmp_path, prompts_file, scripted)
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    suite = write_suite(tmp_path / "suite.yaml", prompts_file, configs, concurrency=[1, 2], warmup=1, max_tokens=16)
+    with pytest.raises(SuiteError, match="max_tokens"):
+        await run_suite(load_suite(suite), out, resume=True)
+    assert base.requests == 2 * 7, "nothing is sent before the check"
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before, "the run dir was touched"
+    # through the CLI: one line, exit code 2
+    assert await asyncio.to_thread(main, ["run", str(suite), "--resume", str(out), "--quiet"]) == 2
+
+
+async def test_resume_remeasures_a_torn_and_an_interrupted_phase(tmp_path, prompts_file, scripted):
+    """A crash mid-append leaves a torn last line; an interrupt leaves a phase marked interrupted."""
+    base, url = await scripted()
+    suite = write_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": url}],
+                        concurrency=[1, 2, 3])
+    out = tmp_path / "run"
+    await run_suite(load_suite(suite), out)
+    lines = (out / "phases.jsonl").read_text().splitlines()
+    first = json.loads(lines[0])
+    first["interrupted"] = True  # as if c=1 had been cut by Ctrl-C
+    (out / "phases.jsonl").write_text(json.dumps(first) + "\n" + lines[1] + "\n" + lines[2][: len(lines[2]) // 2])
+    sent = base.requests
+    outcome = await run_suite(load_suite(suite), out, resume=True)
+    assert base.requests - sent == 12, "only c=1 and the torn c=3 are measured again"
+    rows, records, phases, _ = check_run_dir(out)
+    assert outcome.exit_code == 0
+    assert sorted(r["concurrency"] for r in rows) == [1, 2, 3]
+    assert all(r["status"] == "ok" and r["requests"] == 6 and r["repeats"] == 1 for r in rows)
+    assert len(phases) == 3
+    # nothing deleted: the cut phases' requests stay on disk, marked superseded, out of the numbers
+    assert len([r for r in records if r["phase"] == "measure"]) == 18
+    assert sorted(r["concurrency"] for r in records if r["phase"] == "superseded") == [1] * 6 + [3] * 6
+
+
+async def test_resume_after_a_crash_mid_append(tmp_path, prompts_file, scripted):
+    """A crash while a phase's requests were being appended: a torn requests line, no phase line."""
+    base, url = await scripted()
+    suite = write_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": url}], concurrency=[1, 2])
+    out = tmp_path / "run"
+    await run_suite(load_suite(suite), out)
+    lines = (out / "requests.jsonl").read_text().splitlines(keepends=True)
+    (out / "requests.jsonl").write_text("".join(lines[:9]) + lines[9][:40])  # c=2: 3 records and a torn one
+    (out / "phases.jsonl").write_text((out / "phases.jsonl").read_text().splitlines(keepends=True)[0])
+    sent = base.requests
+    outcome = await run_suite(load_suite(suite), out, resume=True)
+    assert base.requests - sent == 6 and outcome.exit_code == 0
+    rows, records, phases, _ = check_run_dir(out)
+    assert [(r["concurrency"], r["requests"], r["status"]) for r in rows] == [(1, 6, "ok"), (2, 6, "ok")]
+    assert len(phases) == 2
+    assert len([r for r in records if r["phase"] == "measure"]) == 12
+    assert len([r for r in records if r["phase"] == "superseded"]) == 3  # the torn line itself is unreadable
+
+
+# ---- 4. SIGINT / SIGTERM ------------------------------------------------------------------------
+
+def _spawn_cli(args: list[str], tmp_path: Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "specbench.cli", *args], cwd=ROOT, env=os.environ.copy(),
+                            stdout=(tmp_path / "cli.out").open("w"), stderr=(tmp_path / "cli.err").open("w"))
+
+
+def _wait_for(predicate, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def _lines(path: Path) -> int:
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+def _meta_pids(out: Path) -> dict[str, int]:
+    try:
+        meta = json.loads((out / "meta.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return {name: s["pid"] for name, s in meta.get("servers", {}).items() if s.get("pid")}
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_signal_saves_measured_and_reaps_servers(tmp_path, prompts_file, fake_engines, sig):
+    # ~0.5 s per request: c=2 (2 rounds) then c=1 (4 rounds), then a second config
+    configs = [{"name": "baseline", "args": ["--gap", "0.08"]}, {"name": "second", "args": ["--gap", "0.08"]}]
+    suite = write_suite(tmp_path / "suite.yaml", prompts_file, configs, engine="fake", requests=4,
+                        concurrency=[2, 1], max_tokens=6)
+    out = tmp_path / "run"
+    proc = _spawn_cli(["run", str(suite), "--output", str(out)], tmp_path)
+    try:
+        _wait_for(lambda: _lines(out / "phases.jsonl") >= 1 or proc.poll() is not None, 30, "the first cell")
+        time.sleep(1.0)  # mid second cell (4 requests of ~0.5 s, one at a time): one in flight
+        proc.send_signal(sig)
+        code = proc.wait(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    err = (tmp_path / "cli.err").read_text()
+    assert code == 130, err
+    assert "interrupted" in err
+    rows, records, phases, meta = check_run_dir(out)
+    assert cell(rows, "baseline", 2)["status"] == "ok" and cell(rows, "baseline", 2)["requests"] == 4
+    assert cell(rows, "baseline", 1)["status"] == "interrupted"
+    assert 1 <= cell(rows, "baseline", 1)["requests"] < 4
+    assert not [r for r in rows if r["run"] == "second"], "nothing is sent after the signal"
+    assert all(r["error"] is None for r in records), "in-flight requests were let finish"
+    assert meta.get("finished_at")
+    for pid in _meta_pids(out).values():
+        assert not _alive(pid) and group_members(pid) == []
+    assert marked_processes(fake_engines) == []
+
+
+def test_second_sigint_tears_down_at_once(tmp_path, prompts_file, fake_engines):
+    configs = [{"name": "baseline", "args": ["--gap", "0.2"]}]
+    suite = write_suite(tmp_path / "suite.yaml", prompts_file, configs, engine="fake", requests=4,
+                        concurrency=[1], max_tokens=30)  # ~6 s per request
+    out = tmp_path / "run"
+    proc = _spawn_cli(["run", str(suite), "--output", str(out), "--quiet"], tmp_path)
+    try:
+        _wait_for(lambda: "baseline" in _meta_pids(out) or proc.poll() is not None, 30, "the server")
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert code == 130, (tmp_path / "cli.err").read_text()
+    check_run_dir(out)
+    pid = _meta_pids(out)["baseline"]
+    assert not _alive(pid) and group_members(pid) == []
+    assert marked_processes(fake_engines) == []
+
+
+async def test_stop_cancels_in_flight_after_grace(tmp_path, prompts_file, scripted):
+    server, url = await scripted(fault="stall", fault_on=(2,))
+    suite = write_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": url}],
+                        concurrency=[1], requests=6, timeout_s=600)
+    out = tmp_path / "run"
+    runner = Runner(load_suite(suite), out, grace_s=0.5)
+    loop = asyncio.get_running_loop()
+
+    def interrupt_when_stalled():
+        if server.requests >= 2:
+            runner._on_signal()  # what SIGINT does
+        else:
+            loop.call_later(0.05, interrupt_when_stalled)
+
+    loop.call_later(0.05, interrupt_when_stalled)
+    t0 = time.monotonic()
+    outcome = await asyncio.wait_for(runner.execute(), 10)
+    assert time.monotonic() - t0 < 5
+    assert outcome.exit_code == 130
+    rows, records, _, _ = check_run_dir(out)
+    assert rows[0]["status"] == "interrupted" and rows[0]["requests"] == 1
+    cancelled = [r for r in records if r["error"]]
+    assert len(cancelled) == 1 and "cancel" in cancelled[0]["error"], "the cancelled request is on disk, with a reason"
+
+
+def test_signal_during_startup(tmp_path, prompts_file, fake_engines):
+    # a server that never becomes healthy: `sleep` as the engine
+    launchers = Path(os.environ["SPECBENCH_LAUNCHERS"])
+    (launchers / "never-ready.yaml").write_text(yaml.safe_dump({
+        "extends": "vllm", "name": "never-ready", "python": sys.executable,
+        "command": ["{python}", "-c", "import time; time.sleep(120)"], "args": [],
+        "env": {"SPECBENCH_FAULTS_MARKER": fake_engines}}))
+    suite = write_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline"}], engine="never-ready",
+                        extra={"server": {"startup_timeout_s": 60}})
+    out = tmp_path / "run"
+    proc = _spawn_cli(["run", str(suite), "--output", str(out), "--quiet"], tmp_path)
+    try:
+        _wait_for(lambda: marked_processes(fake_engines) or proc.poll() is not None, 30, "the server")
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(timeout=3)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert code == 130
+    check_run_dir(out)
+    assert marked_processes(fake_engines) == []
+
+
+# ---- 5. API key -----------------------------------------------------------------------------------
+
+def _files_containing(root: Path, needle: str) -> list[str]:
+    return [str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and needle.encode() in p.read_bytes()]
+
+
+async def test_api_key_sent_as_bearer_never_stored(tmp_path, prompts_file, scripted, monkeypatch, capsys):
+    monkeypatch.setenv("MY_KEY", SECRET)
+    server, url = await scripted(fault="http500", fault_on=(3,))  # a failure: its message is stored too
+    suite = write_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": url}], warmup=1,
+                        extra={"api_key_env": "MY_KEY"})
+    out = tmp_path / "run"
+    code = await asyncio.to_thread(main, ["run", str(suite), "--output", str(out), "--quiet"])
+    assert code == 0
+    assert server.headers and all(h.get("Authorization") == f"Bearer {SECRET}" for h in server.headers)
+    check_run_dir(out)
+    assert _files_containing(out, SECRET) == []
+    printed = capsys.readouterr()
+    assert SECRET not in printed.out and SECRET not in printed.err
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["suite"]["raw"]["api_key_env"] == "MY_KEY"  # the variable's name is recorded, not its value
+
+
+@pytest.fixture(scope="module")
+def keyed_launch(launchers, tmp_path_factory):
+    """A launched config given the key as a server flag (and the client the key from MY_KEY)."""
+    tmp = tmp_path_factory.mktemp("keyed")
+    suite = write_suite(tmp / "suite.yaml", _prompts(tmp / "prompts.jsonl"),
+                        [{"name": "baseline", "args": ["--api-key", SECRET]}],
+                        engine="fake-wrapped", requests=2, extra={"api_key_env": "MY_KEY"})
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MY_KEY", SECRET)
+        outcome = run_in_thread(launchers, suite, tmp / "run")
+    return tmp / "run", outcome
+
+
+def test_api_key_flag_of_a_launched_server_is_redacted(keyed_launch):
+    out, outcome = keyed_launch
+    assert outcome.exit_code == 0, outcome.failed_configs
+    _, _, _, meta = check_run_dir(out)
+    argv = meta["servers"]["baseline"]["argv"]
+    assert argv[argv.index("--api-key") + 1] == "***"
+    assert SECRET not in json.dumps(meta["servers"])
+    log = (out / "logs" / "baseline.log").read_text()
+    assert "--api-key ***" in log and SECRET not in log
+
+
+def test_api_key_flag_in_no_file_of_the_run(keyed_launch):
+    out, _ = keyed_launch
+    assert _files_containing(out, SECRET) == []
+
+
+# ---- 6. real vLLM on the CPU: kill the first server mid-run -----------------------------------------
+
+ENGINE_PY = Path.home() / ".cache" / "specbench" / "engine" / "bin" / "python"
+
+
+@pytest.mark.engine
+@pytest.mark.skipif(not ENGINE_PY.exists(), reason="CPU engine not prepared: run `specbench setup cpu`")
+async def test_real_vllm_killed_mid_run(tmp_path, monkeypatch):
+    monkeypatch.delenv("SPECBENCH_LAUNCHERS", raising=False)
+    marker = f"FAULTS_{uuid.uuid4().hex}"
+    env = {"SPECBENCH_FAULTS_MARKER": marker}
+    suite_file = tmp_path / "suite.yaml"
+    suite_file.write_text(yaml.safe_dump({
+        "name": "real_kill", "model": "smol", "endpoint": "chat", "engine": "vllm-cpu",
+        "configs": [{"name": "baseline", "env": env}, {"name": "second", "env": env}],
+        "datasets": [{"name": "builtin", "categories": ["math"], "requests": 3}],
+        "load": {"concurrency": [1, 2], "max_tokens": 32, "temperature": 0, "warmup": 1},
+        "server": {"startup_timeout_s": 400},
+    }))
+    out = tmp_path / "run"
+    killed: dict[str, int] = {}
+
+    async def killer():
+        # once the first server has finished a cell, kill its whole group in the middle of the next
+        while not (_meta_pids(out).get("baseline") and _lines(out / "phases.jsonl") >= 1):
+            await asyncio.sleep(0.2)
+        await asyncio.sleep(0.5)
+        pid = _meta_pids(out)["baseline"]
+        killed["pid"], killed["members"] = pid, len(group_members(pid))
+        os.killpg(pid, signal.SIGKILL)
+
+    task = asyncio.create_task(killer())
+    try:
+        outcome = await run_suite(load_suite(suite_file), out)
+        # what is left of every launched group: a SIGKILLed engine core can take a moment to finish
+        # exiting (seen once in state R right after the run), so allow a few seconds, then nothing
+        for _ in range(100):
+            left = {name: [(m, _state(m)) for m in group_members(pid)] for name, pid in _meta_pids(out).items()}
+            if not any(left.values()):
+                break
+            await asyncio.sleep(0.1)
+        survivors = marked_processes(marker)
+        assert killed, "the run finished before the first server could be killed"
+        assert killed["members"] >= 2, "vLLM's API server and engine core share the group"
+        rows, _, _, meta = check_run_dir(out)
+        assert set(outcome.failed_configs) == {"baseline"} and outcome.exit_code == 1
+        message = meta["failed_configs"]["baseline"]
+        assert "code -9" in message and "baseline.log" in message, message  # killed by SIGKILL
+        assert len(message.splitlines()) > 1, "no log tail"
+        assert cell(rows, "baseline", 1)["status"] == "ok" and cell(rows, "baseline", 1)["requests"] == 3
+        assert all(cell(rows, "second", c)["status"] == "ok" and cell(rows, "second", c)["requests"] == 3 for c in (1, 2))
+        assert left == {"baseline": [], "second": []}, left
+        assert survivors == []
+        for pid in _meta_pids(out).values():
+            assert not _alive(pid)
+    finally:
+        task.cancel()
+        _reap(marker)
