@@ -20,7 +20,7 @@ def _run(args: argparse.Namespace) -> int:
 
     suite = load_suite(args.suite)
     out = Path(args.resume or args.output or default_output(suite))
-    console = Console(stderr=True, quiet=args.quiet)
+    console = Console(stderr=True)
     with RunProgress(console, quiet=args.quiet) as progress:
         if args.parallel or args.ray:
             from .parallel import run_parallel
@@ -29,7 +29,7 @@ def _run(args: argparse.Namespace) -> int:
                                 resume=bool(args.resume), progress=progress, restart_on_failure=args.restart_on_failure)
         else:
             work = run_suite(suite, out, resume=bool(args.resume), progress=progress,
-                             restart_on_failure=args.restart_on_failure)
+                             restart_on_failure=args.restart_on_failure, grace_s=args.grace)
         outcome = asyncio.run(work)
     Console().print(markdown(outcome.rows), markup=False, highlight=False, soft_wrap=True)
     for name, err in outcome.failed_configs.items():
@@ -93,6 +93,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--resume", metavar="DIR", help="continue an interrupted run in DIR, skipping completed cells")
     run.add_argument("--quiet", "-q", action="store_true", help="no live progress (CI logs)")
     run.add_argument("--restart-on-failure", action="store_true", help="restart a launched server once if it dies")
+    run.add_argument("--grace", type=float, default=10.0, metavar="S",
+                     help="on Ctrl-C/SIGTERM, seconds in-flight requests get to finish before they are cancelled (default 10)")
     spread = run.add_mutually_exclusive_group()
     spread.add_argument("--parallel", choices=("gpus",), help="run configs side by side on this machine, each on its own GPUs (SPECBENCH_GPUS or nvidia-smi -L; server.gpus_per_server); see docs/parallel.md")
     spread.add_argument("--ray", metavar="ADDRESS", help="run each config as a task on the Ray cluster at ADDRESS ('auto': the one `ray start` made here); needs specbench[ray]; see docs/parallel.md")

@@ -360,11 +360,11 @@ class Runner:
                 await self._config(session, config, prompts, self._done())
                 return None
             except (LaunchError, ServerError) as err:
+                if self.stop.is_set():
+                    return None  # stopped by the user, not a failure of the config
                 error = str(err)
                 self.meta["failed_configs"][config.name] = error
                 self.progress("config_failed", config=config.name, error=error)
-                if self.stop.is_set():
-                    break
         return error
 
     async def execute(self) -> RunOutcome:

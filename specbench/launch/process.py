@@ -132,6 +132,7 @@ class ServerProcess:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             pass
+        _wait_group_gone(self.proc.pid, timeout_s=10)
         return self.proc.returncode
 
 
@@ -140,6 +141,34 @@ def _signal_group(pid: int, sig: int) -> None:
         os.killpg(pid, sig)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether a member of the group still runs; zombies don't count (``killpg(pgid, 0)`` would
+    count them, and an init that never reaps orphans would make the group look alive forever)."""
+    proc = Path("/proc")
+    if not (proc / "self" / "stat").exists():
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return False
+        return True
+    for stat in proc.glob("[0-9]*/stat"):
+        try:
+            state, _ppid, group = stat.read_text().rsplit(")", 1)[1].split()[:3]
+        except (OSError, ValueError):
+            continue
+        if int(group) == pgid and state != "Z":
+            return True
+    return False
+
+
+def _wait_group_gone(pgid: int, timeout_s: float) -> None:
+    """A SIGKILLed engine core freeing its memory takes a moment to exit: wait, so the next config
+    does not start next to it."""
+    deadline = time.monotonic() + timeout_s
+    while _group_alive(pgid) and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def reap_all(grace_s: float = 10.0) -> None:
