@@ -42,7 +42,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from .errors import LaunchError, SpecbenchError, SuiteError
+from .errors import LaunchError, SuiteError
 
 MODES = ("gpus", "ray")
 RAY_EXTRA = "specbench[ray]"
@@ -603,18 +603,12 @@ def _worker_env(suite) -> dict[str, str]:
 
 def _load_prompts(suite) -> dict[str, Any]:
     """The data-set half of preflight (engines may exist only on the cluster's nodes)."""
-    from .datasets import check_available, load_prompts
     from .launch import load_engine
+    from .runner import load_suite_prompts
 
     for config in suite.configs:
         load_engine(config.engine or suite.engine)
-    prompts = {}
-    for spec in suite.datasets:
-        check_available(spec, suite.data_dir)
-        prompts[spec.name] = load_prompts(spec, suite.data_dir)
-        if not prompts[spec.name]:
-            raise SuiteError(f"{suite.path}: dataset {spec.name!r} yielded no prompts")
-    return prompts
+    return load_suite_prompts(suite)
 
 
 class _Signals:

@@ -97,6 +97,11 @@ def preflight(suite: Suite) -> dict[str, list[Prompt]]:
                                   f"(prepare it with `specbench setup cpu`, or set server.python / SPECBENCH_ENGINE_PYTHON)")
             if config.port and port_in_use(suite.server.host, config.port):
                 raise LaunchError(f"config {config.name!r}: port {config.port} on {suite.server.host} is already in use")
+    return load_suite_prompts(suite)
+
+
+def load_suite_prompts(suite: Suite) -> dict[str, list[Prompt]]:
+    """Every data set's prompts, or the one-line error of the first that cannot be had."""
     prompts = {}
     for spec in suite.datasets:
         check_available(spec, suite.data_dir)

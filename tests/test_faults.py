@@ -33,6 +33,7 @@ from aiohttp import web
 from scripted_server import Script, ScriptedServer
 from specbench.cli import main
 from specbench.errors import SuiteError
+from specbench.launch.process import group_members
 from specbench.runner import Runner, run_suite
 from specbench.suite import load_suite
 
@@ -119,18 +120,6 @@ def _state(pid: int) -> str:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except OSError:
         return "gone"
-
-
-def group_members(pgid: int) -> list[int]:
-    out = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            out.append(int(stat.parent.name))
-    return out
 
 
 def marked_processes(marker: str) -> list[int]:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from specbench.launch.process import group_members
 from specbench.runner import run_suite
 from specbench.setup_cpu import MODEL_NAME, cache_dir
 from specbench.suite import load_suite
@@ -38,18 +39,6 @@ def _alive(pid: int) -> bool:
     return Path(f"/proc/{pid}/stat").exists() and Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
 
 
-def _group_members(pgid: int) -> list[int]:
-    out = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            out.append(int(stat.parent.name))
-    return out
-
-
 async def test_real_vllm_baseline_vs_ngram(tmp_path):
     suite_file = tmp_path / "suite.yaml"
     suite_file.write_text(yaml.safe_dump({
@@ -72,7 +61,7 @@ async def test_real_vllm_baseline_vs_ngram(tmp_path):
         assert server["version"] == "0.32.0" and server["launched"] is True
         assert (out / "logs" / f"{name}.log").stat().st_size > 0
         assert not _alive(server["pid"]), f"{name} server still running"
-        assert _group_members(server["pid"]) == [], f"{name} left processes in its group"
+        assert group_members(server["pid"]) == [], f"{name} left processes in its group"
     assert "--speculative-config" in meta["servers"]["ngram_k3"]["argv"]
     assert "--speculative-config" not in meta["servers"]["baseline"]["argv"]
 

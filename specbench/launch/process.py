@@ -143,24 +143,28 @@ def _signal_group(pid: int, sig: int) -> None:
         pass
 
 
-def _group_alive(pgid: int) -> bool:
-    """Whether a member of the group still runs; zombies don't count (``killpg(pgid, 0)`` would
-    count them, and an init that never reaps orphans would make the group look alive forever)."""
-    proc = Path("/proc")
-    if not (proc / "self" / "stat").exists():
-        try:
-            os.killpg(pgid, 0)
-        except (ProcessLookupError, PermissionError):
-            return False
-        return True
-    for stat in proc.glob("[0-9]*/stat"):
+def group_members(pgid: int) -> list[int]:
+    """Live (non-zombie) pids of a process group, from /proc. Zombies don't count: ``killpg(pgid, 0)``
+    would count them, and an init that never reaps orphans would make a group look alive forever."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             state, _ppid, group = stat.read_text().rsplit(")", 1)[1].split()[:3]
         except (OSError, ValueError):
             continue
         if int(group) == pgid and state != "Z":
-            return True
-    return False
+            out.append(int(stat.parent.name))
+    return out
+
+
+def _group_alive(pgid: int) -> bool:
+    if not Path("/proc/self/stat").exists():
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return False
+        return True
+    return bool(group_members(pgid))
 
 
 def _wait_group_gone(pgid: int, timeout_s: float) -> None:
