@@ -12,6 +12,15 @@ from rich.console import Console
 from .errors import SpecbenchError
 
 
+def _event_loop_run(coro):
+    """uvloop when installed: ~10% less client CPU per streamed chunk (benchmarks/README.md)."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(coro)
+    return uvloop.run(coro)
+
+
 def _run(args: argparse.Namespace) -> int:
     from .progress import RunProgress
     from .report.render import markdown
@@ -30,7 +39,7 @@ def _run(args: argparse.Namespace) -> int:
         else:
             work = run_suite(suite, out, resume=bool(args.resume), progress=progress,
                              restart_on_failure=args.restart_on_failure, grace_s=args.grace)
-        outcome = asyncio.run(work)
+        outcome = _event_loop_run(work)
     Console().print(markdown(outcome.rows), markup=False, highlight=False, soft_wrap=True)
     for name, err in outcome.failed_configs.items():
         console.print(f"[red]config {name} failed:[/] {err.splitlines()[0]}", highlight=False)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
+import orjson
 
 from .records import RequestRecord
 
@@ -87,7 +88,7 @@ class _Stream:
         """Handle one SSE ``data:`` payload; return False at ``[DONE]``."""
         if data == b"[DONE]":
             return False
-        msg = json.loads(data)
+        msg = orjson.loads(data)  # orjson.JSONDecodeError subclasses json.JSONDecodeError
         if not isinstance(msg, dict):
             raise json.JSONDecodeError("not a JSON object", data.decode(errors="replace"), 0)
         if "error" in msg and not msg.get("choices"):
@@ -166,7 +167,7 @@ async def stream_request(
 ) -> RequestRecord:
     """Send one streamed request; never raises for request-level failures (they go in ``record.error``)."""
     stream = _Stream(record, spec.endpoint)
-    body = json.dumps(spec.payload(messages)).encode()
+    body = orjson.dumps(spec.payload(messages))
     headers = spec.headers()
     perf = time.perf_counter
     try:
@@ -178,12 +179,23 @@ async def stream_request(
                     retry = resp.headers.get("Retry-After")
                     record.error = f"HTTP {resp.status}" + (f" (retry-after {retry})" if retry else "") + (f": {detail}" if detail else "")
                     return stream.finish()
-                async for line in resp.content:
+                # One await per socket read, not per line: split SSE lines here; every line of a
+                # read is stamped with the time the read was delivered.
+                feed = stream.feed
+                rest = b""
+                going = True
+                async for data in resp.content.iter_any():
                     now = perf()
-                    if not line.startswith(b"data:"):
-                        continue
-                    if not stream.feed(line[5:].strip(), now):
+                    lines = (rest + data if rest else data).split(b"\n")
+                    rest = lines.pop()
+                    for line in lines:
+                        if line[:5] == b"data:" and not feed(line[5:].strip(), now):
+                            going = False
+                            break
+                    if not going:
                         break
+                if going and rest[:5] == b"data:":
+                    feed(rest[5:].strip(), perf())
         if not record.chunk_times and record.error is None:
             record.error = "no content chunk received"
     except TimeoutError:

@@ -8,9 +8,11 @@ feed the model's own answer back, one measured request per turn.
 from __future__ import annotations
 
 import asyncio
+import gc
 import random
 import time
 from collections.abc import Callable, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import aiohttp
@@ -92,6 +94,27 @@ async def drive(
     are then cancelled (recorded with an error, never dropped).
     """
     records: list[RequestRecord] = []
+    with _quiet_gc():
+        return await _drive(session, spec, prompts, phase, records, on_record, stop, grace_s)
+
+
+@contextmanager
+def _quiet_gc():
+    """Fewer, later GC passes while timing: a collection pausing the loop would show up as ITL."""
+    threshold = gc.get_threshold()
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 100)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*threshold)
+        gc.unfreeze()
+
+
+async def _drive(session: aiohttp.ClientSession, spec: RequestSpec, prompts: Sequence[Prompt], phase: Phase,
+                 records: list[RequestRecord], on_record: Callable[[RequestRecord], None] | None,
+                 stop: asyncio.Event | None, grace_s: float) -> PhaseResult:
     started = time.perf_counter()
     tasks: list[asyncio.Task] = []
 

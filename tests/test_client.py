@@ -326,3 +326,17 @@ def test_stream_parser_mixed_known_and_unknown_counts_falls_back_to_spread():
     rec = s.finish()
     assert rec.token_source == SOURCE_USAGE_TOTAL and rec.chunk_tokens == [] and rec.output_tokens == 3
     assert rec.output_token_ids == [7]
+
+
+async def test_sse_lines_split_across_reads_and_several_lines_per_read(session, raw_sse):
+    """The client reads whatever the socket delivers: an event cut in three writes is reassembled,
+    two events in one write are both seen, and a last event without a trailing newline still counts."""
+    one = f"data: {json.dumps(chat_chunk('Hel', 1))}\n\n".encode()
+    two = f"data: {json.dumps(chat_chunk('lo', 3))}\n\n".encode()
+    three = f"data: {json.dumps(chat_chunk('!', 4, finish='stop'))}\n\n".encode()
+    last = b'data: {"id": "x", "choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 4}}'
+    url = await raw_sse(sse_handler([one[:7], one[7:30], one[30:], two + three, last], delay=0.02))
+    rec = await run(session, url)
+    assert rec.error is None and rec.text == "Hello!"
+    assert rec.chunk_tokens == [1, 2, 1] and rec.output_tokens == 4
+    assert rec.chunk_times[0] - rec.send_time >= 0.04  # stamped when its last piece arrived
