@@ -169,3 +169,53 @@ async def _drive(session: aiohttp.ClientSession, spec: RequestSpec, prompts: Seq
                 raise
     ended = time.perf_counter()
     return PhaseResult(records=records, wall_s=ended - started, started=started, ended=ended)
+
+
+def _worker_drive(spec: RequestSpec, prompts: list[Prompt], phase: Phase) -> tuple[list[dict], float, float]:
+    """One load-generator process: its own event loop and connection pool (runs in a child process)."""
+
+    async def go() -> PhaseResult:
+        connector = aiohttp.TCPConnector(limit=0)
+        async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=None)) as session:
+            return await drive(session, spec, prompts, phase)
+
+    try:
+        import uvloop
+
+        result = uvloop.run(go())
+    except ImportError:
+        result = asyncio.run(go())
+    return [r.to_dict() for r in result.records], result.started, result.ended
+
+
+async def drive_processes(spec: RequestSpec, prompts: Sequence[Prompt], phase: Phase, processes: int,
+                          on_record: Callable[[RequestRecord], None] | None = None) -> PhaseResult:
+    """Closed-loop load from several processes, for concurrency one event loop cannot keep up with.
+
+    Prompts and streams are dealt round-robin; ``time.perf_counter`` is CLOCK_MONOTONIC, shared by
+    every process on the machine, so records merge with consistent clocks and the phase's wall time
+    runs from the earliest start to the latest end. Stop signals are not forwarded: a stop waits for
+    the workers' current phase.
+    """
+    from concurrent.futures import ProcessPoolExecutor
+    import multiprocessing
+
+    processes = max(1, min(processes, phase.concurrency, len(prompts)))
+    shares = [list(prompts[i::processes]) for i in range(processes)]
+    streams = [phase.concurrency // processes + (1 if i < phase.concurrency % processes else 0) for i in range(processes)]
+    loop = asyncio.get_running_loop()
+    with ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = [loop.run_in_executor(pool, _worker_drive, spec, share,
+                                        Phase(phase.config, phase.phase, n, None, phase.seed, phase.repeat))
+                   for share, n in zip(shares, streams)]
+        results = await asyncio.gather(*futures)
+    records: list[RequestRecord] = []
+    for dicts, _, _ in results:
+        for d in dicts:
+            rec = RequestRecord.from_dict(d)
+            rec.concurrency = phase.concurrency
+            records.append(rec)
+            if on_record:
+                on_record(rec)
+    started, ended = min(r[1] for r in results), max(r[2] for r in results)
+    return PhaseResult(records=records, wall_s=ended - started, started=started, ended=ended)

@@ -10,6 +10,7 @@ import json
 import os
 import platform
 import signal
+import time
 from collections.abc import Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ import aiohttp
 from . import __version__
 from .client import RequestSpec
 from .datasets import check_available, load_prompts
-from .drive import Phase, drive
+from .drive import Phase, drive, drive_processes
 from .errors import LaunchError, ServerError, SuiteError
 from .launch import Engine, ServerProcess, load_engine, reap_all
 from .launch.process import free_port, port_in_use
@@ -245,6 +246,7 @@ class Runner:
         self.suite, self.run = suite, RunDir(out)
         self.only_configs = only_configs
         self.grace_s = grace_s
+        self.timing = {"servers_s": 0.0, "warmup_s": 0.0, "measured_s": 0.0}
         self.prompts = prompts
         self.on_phase = on_phase or self._store_phase
         self.resume, self.progress = resume, progress or (lambda *a, **k: None)
@@ -306,15 +308,22 @@ class Runner:
                               on_record=lambda r: self.progress("request", record=r), stop=self.stop,
                               grace_s=self.grace_s)
             warm_records = res.records
+            self.timing["warmup_s"] += res.wall_s
         else:
             warm_records = []
         total = sum(len(p.turns) for p in prompts)
         self.progress("phase", config=cfg.name, dataset=dataset, point=point.label, total=total, warmup=False)
         before = await scrape(session, server.url)
         phase = Phase(cfg.name, "measure", point.concurrency, point.request_rate, seed=self.suite.load.seed + repeat, repeat=repeat)
-        result = await drive(session, spec, prompts, phase, on_record=lambda r: self.progress("request", record=r), stop=self.stop,
-                              grace_s=self.grace_s)
+        processes = self.suite.load.processes_at(point.concurrency) if point.request_rate is None else 1
+        if processes > 1:
+            result = await drive_processes(spec, prompts, phase, processes,
+                                           on_record=lambda r: self.progress("request", record=r))
+        else:
+            result = await drive(session, spec, prompts, phase, on_record=lambda r: self.progress("request", record=r),
+                                 stop=self.stop, grace_s=self.grace_s)
         after = await scrape(session, server.url)
+        self.timing["measured_s"] += result.wall_s
         info = await _server_info(session, server.url, server.engine) if server.engine.acceptance_reads_server_info else {}
         acceptance = server.engine.acceptance(before, after, cfg.num_speculative_tokens, info.get("raw"))
         if not before.ok or not after.ok:
@@ -333,7 +342,8 @@ class Runner:
         if not todo:
             return
         self.progress("server", config=config.name, launching=config.launched)
-        async with open_server(self.suite, config, self.run, session, self.stop) as server:
+        t0 = time.monotonic()
+        async with self._timed_server(open_server(self.suite, config, self.run, session, self.stop), t0) as server:
             server.info.update(await _server_info(session, server.url, server.engine))
             server.info.pop("raw", None)
             self.meta["servers"][config.name] = server.info
@@ -372,7 +382,23 @@ class Runner:
                 self.progress("config_failed", config=config.name, error=error)
         return error
 
+    @asynccontextmanager
+    async def _timed_server(self, cm, t0: float):
+        """Time spent starting and stopping servers, kept apart from the harness's own overhead."""
+        t1 = None
+        try:
+            async with cm as server:
+                self.timing["servers_s"] += time.monotonic() - t0
+                try:
+                    yield server
+                finally:
+                    t1 = time.monotonic()
+        finally:
+            if t1 is not None:
+                self.timing["servers_s"] += time.monotonic() - t1
+
     async def execute(self) -> RunOutcome:
+        t_start = time.monotonic()
         prompts = self.prompts if self.prompts is not None else preflight(self.suite)
         self.run.create()
         self._start_meta()
@@ -406,6 +432,11 @@ class Runner:
                 loop.remove_signal_handler(sig)
             reap_all()
             self.meta["finished_at"] = _now()
+            total = time.monotonic() - t_start
+            busy = sum(self.timing.values())
+            self.meta["timing"] = {**{k: round(v, 3) for k, v in self.timing.items()}, "total_s": round(total, 3),
+                                   "harness_s": round(total - busy, 3),
+                                   "harness_share": round((total - busy) / total, 4) if total else None}
             rows = self._write()
         return RunOutcome(self.run.path, rows, failed, interrupted=self.stop.is_set())
 

@@ -63,6 +63,14 @@ class LoadSpec:
     seed: int = 0
     extra_body: dict[str, Any] = field(default_factory=dict)
     workload: str = "fixed"
+    client_processes: int | str = 1  # load-generator processes; "auto": one per 256 streams, up to the cores
+
+    def processes_at(self, concurrency: int) -> int:
+        if self.client_processes == "auto":
+            import os
+
+            return max(1, min(os.cpu_count() or 1, -(-concurrency // 256)))
+        return int(self.client_processes)
 
     def prompts_at(self, concurrency: int, available: int) -> int:
         """Prompts per load point: all of the data set's (fixed), or the profilings sizes
@@ -155,6 +163,7 @@ _LOAD = {
     "concurrency": (int, list), "request_rate": (int, float, list), "max_tokens": int,
     "temperature": (int, float), "top_p": (int, float), "ignore_eos": bool, "warmup": (int, str),
     "repeats": int, "timeout_s": (int, float), "seed": int, "extra_body": dict, "workload": str,
+    "client_processes": (int, str),
 }
 WORKLOADS = ("fixed", "profilings")
 _SERVER = {
@@ -281,6 +290,9 @@ def parse_suite(data: Any, path: Path) -> Suite:
             problems.append(f"{where}: load.{key}: expected a positive integer, got {lraw[key]}")
     if "warmup" in lraw and (lraw["warmup"] != "pass" if isinstance(lraw["warmup"], str) else lraw["warmup"] < 0):
         problems.append(f"{where}: load.warmup: expected 0 or more requests, or \"pass\", got {lraw['warmup']!r}")
+    cp = lraw.get("client_processes")
+    if cp is not None and (cp != "auto" if isinstance(cp, str) else cp < 1):
+        problems.append(f"{where}: load.client_processes: expected a positive integer or \"auto\", got {cp!r}")
     if "workload" in lraw and lraw["workload"] not in WORKLOADS:
         problems.append(f"{where}: load.workload: expected one of {', '.join(WORKLOADS)}, got {lraw['workload']!r}")
     if "temperature" in lraw and lraw["temperature"] < 0:

@@ -128,3 +128,12 @@ async def test_fidelity_flags_divergent_output(tmp_path, prompts_file):
     assert spec_row["fidelity_identical"] == 0.0 and spec_row["fidelity_compared"] == 6
     assert spec_row["fidelity_unit"] == "token" and spec_row["fidelity_first_divergence_median"] == 5
     assert "| 0.00% |" in (tmp_path / "out" / "results.md").read_text()
+
+
+async def test_meta_reports_harness_overhead(tmp_path, prompts_file, servers):
+    await run_suite(load_suite(write_suite(tmp_path, prompts_file, servers)), tmp_path / "out")
+    timing = json.loads((tmp_path / "out" / "meta.json").read_text())["timing"]
+    assert timing["measured_s"] > 0 and timing["warmup_s"] > 0
+    parts = timing["measured_s"] + timing["warmup_s"] + timing["servers_s"] + timing["harness_s"]
+    assert parts == pytest.approx(timing["total_s"], abs=0.01)
+    assert 0 <= timing["harness_share"] < 1

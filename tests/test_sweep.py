@@ -59,3 +59,36 @@ async def test_concurrency_sweep_and_rate_mode(tmp_path, prompts_file):
     spec_rate = next(r for r in rate_rows if r["run"] == "ngram_k3")
     assert spec_rate["speedup_vs_baseline"] is not None and spec_rate["requests"] == 6
     assert spec_rate["mean_acceptance_length"] == pytest.approx(3.0)
+
+
+async def test_multi_process_load_generation_merges_consistent_clocks(tmp_path, prompts_file):
+    spec, r2, spec_url = await start(Script(pattern=[1, 2, 4], k=3, gap_s=0.005))
+    base, r1, base_url = await start(Script(pattern=[1], gap_s=0.005))
+    try:
+        suite = load_suite(write_suite(tmp_path, prompts_file, {"baseline": base_url, "spec": spec_url},
+                                       concurrency=4, client_processes=2, warmup=0, max_tokens=22))
+        await run_suite(suite, tmp_path / "out")
+    finally:
+        await r1.cleanup()
+        await r2.cleanup()
+    rows = {r["run"]: r for r in json.loads((tmp_path / "out" / "results.json").read_text())}
+    assert rows["ngram_k3"]["requests"] == 6 and rows["baseline"]["requests"] == 6
+    assert rows["ngram_k3"]["mean_acceptance_length"] == pytest.approx(1 + 12 / 9)  # same answer as one process
+    assert rows["ngram_k3"]["stream_mean_acceptance_length"] == pytest.approx(21 / 9)
+    records = [json.loads(l) for l in (tmp_path / "out" / "requests.jsonl").read_text().splitlines()]
+    phases = [json.loads(l) for l in (tmp_path / "out" / "phases.jsonl").read_text().splitlines()]
+    spec_records = [r for r in records if r["config"] == "ngram_k3"]
+    # every request's times fall inside its phase's wall time: the processes share one monotonic clock
+    sends = [r["send_time"] for r in spec_records]
+    ends = [r["chunk_times"][-1] for r in spec_records]
+    wall = next(p["wall_s"] for p in phases if p["config"] == "ngram_k3")
+    assert max(ends) - min(sends) <= wall + 1e-3
+    assert {r["concurrency"] for r in spec_records} == {4}
+
+
+def test_client_processes_auto():
+    from specbench.suite import LoadSpec
+
+    assert LoadSpec(client_processes="auto").processes_at(1) == 1
+    assert LoadSpec(client_processes="auto").processes_at(512) == min(2, __import__("os").cpu_count())
+    assert LoadSpec(client_processes=3).processes_at(8) == 3
