@@ -228,7 +228,8 @@ def redact_raw(raw: Any) -> Any:
 
 def _notes(suite: Suite) -> list[str]:
     return [
-        "Speedup = output tok/s of the run ÷ baseline's on the same data set and load point.",
+        "Speedup = output tok/s of the run ÷ baseline's on the same data set and load point; its 95% CI is "
+        "bootstrapped over paired prompts, or Student-t over repeats (speedup_ci_method in results.json).",
         "ITL is per token (a chunk of n tokens after a gap g gives n samples of g/n); TPOT = (latency − TTFT)/(output tokens − 1).",
         "Acceptance: deltas of the engine's spec-decode counters over each measured phase (see acceptance_source in results.json); — = not measured.",
         f"temperature {suite.load.temperature:g}, max_tokens {suite.load.max_tokens}, warm-up "
