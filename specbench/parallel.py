@@ -480,6 +480,7 @@ class Driver:
         self.interrupted = False
         self.stopping = False
         self.done_configs: set[str] = set()
+        self.t_start = time.monotonic()
 
     @property
     def meta(self) -> dict[str, Any]:
@@ -564,6 +565,11 @@ class Driver:
         from .runner import RunOutcome
 
         self.meta["finished_at"] = _now()
+        total = time.monotonic() - self.t_start
+        measured = sum(p.wall_s for p in self.runner.run.load_phases())
+        # configs run side by side, so per-config times overlap and do not add up to the total
+        self.meta["timing"] = {"total_s": round(total, 3), "measured_s": round(measured, 3),
+                               "parallel": True, "harness_s": None, "harness_share": None}
         rows = self.runner._write()
         return RunOutcome(self.runner.run.path, rows, dict(self.failed), interrupted=self.interrupted)
 
