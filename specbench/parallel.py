@@ -868,21 +868,22 @@ async def run_parallel(suite, out: Path, *, mode: Literal["gpus", "ray"], addres
     if mode == "gpus":
         gpu_ids = detect_gpus()
         prompts = preflight(suite)
-        driver = Driver(suite, out, resume=resume, progress=progress, mode=mode)
-        done_by = driver.begin({"gpus": gpu_ids, "gpus_per_server": per_server})
-        jobs = plan(suite, done_by, per_server)
-        try:
-            await _run_gpus(driver, suite, jobs, gpu_ids, prompts, restart_on_failure)
-        finally:
-            outcome = driver.finish()
-        return outcome
-    import_ray()
-    prompts = _load_prompts(suite)
+        where: dict[str, Any] = {"gpus": gpu_ids}
+
+        def run(driver, jobs):
+            return _run_gpus(driver, suite, jobs, gpu_ids, prompts, restart_on_failure)
+    else:
+        import_ray()
+        prompts = _load_prompts(suite)
+        where = {"address": address}
+
+        def run(driver, jobs):
+            return _run_ray(driver, suite, jobs, address, prompts, restart_on_failure)
     driver = Driver(suite, out, resume=resume, progress=progress, mode=mode)
-    done_by = driver.begin({"address": address, "gpus_per_server": per_server})
+    done_by = driver.begin({**where, "gpus_per_server": per_server})
     jobs = plan(suite, done_by, per_server)
     try:
-        await _run_ray(driver, suite, jobs, address, prompts, restart_on_failure)
+        await run(driver, jobs)
     finally:
         outcome = driver.finish()
     return outcome

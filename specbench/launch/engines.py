@@ -112,6 +112,9 @@ class Engine:
         values = {"python": self.python(python), "model_path": self.model_path(model_path, model),
                   "model": model, "host": host, "port": str(port)}
         base = [str(x).format(**values) for x in self.data["command"] + self.data.get("args", [])]
+        if not config.method:
+            return base + list(extra) + list(config.args)
+        _needs_drafter(self, config)
         return base + list(extra) + list(config.args) + ADAPTERS[self.adapter].spec_args(self, config)
 
     def redact(self, argv: list[str]) -> list[str]:
@@ -149,9 +152,6 @@ class VllmAdapter:
 
     @staticmethod
     def spec_args(engine: Engine, config) -> list[str]:
-        if not config.method:
-            return []
-        _needs_drafter(engine, config)
         spec = engine.data["speculative"]
         body: dict[str, Any] = {"method": config.method}
         if config.drafter:
@@ -175,9 +175,6 @@ class SglangAdapter:
 
     @staticmethod
     def spec_args(engine: Engine, config) -> list[str]:
-        if not config.method:
-            return []
-        _needs_drafter(engine, config)
         spec = engine.data["speculative"]
         method = config.method.lower()
         extras = dict(config.speculative)
