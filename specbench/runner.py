@@ -325,6 +325,10 @@ class Runner:
                                  stop=self.stop, grace_s=self.grace_s)
         after = await scrape(session, server.url)
         self.timing["measured_s"] += result.wall_s
+        died = server.process is not None and (
+            not server.process.alive
+            # a server killed mid-phase fails its requests a moment before its process is reaped
+            or (any(r.error for r in result.records) and await asyncio.to_thread(server.process.exited_within, 1.0)))
         info = await _server_info(session, server.url, server.engine) if server.engine.acceptance_reads_server_info else {}
         acceptance = server.engine.acceptance(before, after, cfg.num_speculative_tokens, info.get("raw"))
         if not before.ok or not after.ok:
@@ -333,7 +337,7 @@ class Runner:
                              request_rate=point.request_rate, repeat=repeat, wall_s=result.wall_s,
                              acceptance=acceptance, server={k: server.info.get(k) for k in ("engine", "version", "url")},
                              interrupted=self.stop.is_set(),
-                             server_died=server.process is not None and not server.process.alive)
+                             server_died=died)
         self.on_phase(info_row, warm_records + result.records)
 
     async def _config(self, session, config: ServerConfig, prompts: dict[str, list[Prompt]], done: set) -> None:

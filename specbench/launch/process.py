@@ -75,6 +75,15 @@ class ServerProcess:
         self.started_at = time.monotonic()
         _LIVE.add(self)
 
+    def exited_within(self, timeout_s: float) -> bool:
+        if self.proc is None:
+            return False
+        try:
+            self.proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+
     @property
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
