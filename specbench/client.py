@@ -1,13 +1,16 @@
 """One streamed OpenAI-compatible request → ``RequestRecord``.
 
-Timing is ``time.perf_counter()`` throughout. The client asks for cumulative usage on every chunk
-(vLLM's ``continuous_usage_stats``), so each chunk's token count is exact; when a server does not
-send it, the record says which fallback was used.
+Timing is ``time.perf_counter()`` throughout. Over ``specbench.wire`` (plain http, the default)
+a chunk's time is the kernel's receive time of the read that carried it; over aiohttp (TLS) it is
+when the loop got the read. The client asks for cumulative usage on every chunk (vLLM's
+``continuous_usage_stats``), so each chunk's token count is exact; when a server does not send
+it, the record says which fallback was used.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import time
 from dataclasses import dataclass
@@ -17,6 +20,10 @@ import aiohttp
 import orjson
 
 from .records import RequestRecord
+from .wire import Target, Wire, WireError
+
+#: what ``stream_request`` sends over: the socket client or an aiohttp session (TLS)
+Transport = Wire | aiohttp.ClientSession
 
 #: token-count sources, best first; reports name the one each request used
 SOURCE_USAGE = "usage_continuous"
@@ -44,6 +51,10 @@ class RequestSpec:
     def url(self) -> str:
         path = "/v1/chat/completions" if self.endpoint == "chat" else "/v1/completions"
         return self.base_url.rstrip("/") + path
+
+    @functools.cached_property
+    def target(self) -> Target:
+        return Target.parse(self.url)
 
     def headers(self) -> dict[str, str]:
         h = {"Content-Type": "application/json"}
@@ -159,8 +170,28 @@ class _ServerSaid(Exception):
     pass
 
 
+def open_transport(base_url: str, kind: str = "auto") -> Transport:
+    """The client for a server: the kernel-stamped socket client for http://, aiohttp for https://
+    (or when ``kind`` is "aiohttp"). Close it with ``await close_transport(t)``."""
+    if kind == "socket" or (kind == "auto" and base_url.startswith("http://")):
+        return Wire()
+    return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0), timeout=aiohttp.ClientTimeout(total=None))
+
+
+async def close_transport(transport: Transport) -> None:
+    if isinstance(transport, Wire):
+        transport.close()
+    else:
+        await transport.close()
+
+
+def transport_clock(transport: Transport) -> str:
+    """How chunk times were taken, for meta.json and the report's notes."""
+    return transport.clock if isinstance(transport, Wire) else "event-loop read time (perf_counter, aiohttp)"
+
+
 async def stream_request(
-    session: aiohttp.ClientSession,
+    transport: Transport,
     spec: RequestSpec,
     messages: list[dict[str, str]],
     record: RequestRecord,
@@ -168,34 +199,12 @@ async def stream_request(
     """Send one streamed request; never raises for request-level failures (they go in ``record.error``)."""
     stream = _Stream(record, spec.endpoint)
     body = orjson.dumps(spec.payload(messages))
-    headers = spec.headers()
-    perf = time.perf_counter
     try:
         async with asyncio.timeout(spec.timeout_s):
-            record.send_time = perf()
-            async with session.post(spec.url, data=body, headers=headers) as resp:
-                if resp.status != 200:
-                    detail = (await resp.text())[:200].replace("\n", " ")
-                    retry = resp.headers.get("Retry-After")
-                    record.error = f"HTTP {resp.status}" + (f" (retry-after {retry})" if retry else "") + (f": {detail}" if detail else "")
-                    return stream.finish()
-                # One await per socket read, not per line: split SSE lines here; every line of a
-                # read is stamped with the time the read was delivered.
-                feed = stream.feed
-                rest = b""
-                going = True
-                async for data in resp.content.iter_any():
-                    now = perf()
-                    lines = (rest + data if rest else data).split(b"\n")
-                    rest = lines.pop()
-                    for line in lines:
-                        if line[:5] == b"data:" and not feed(line[5:].strip(), now):
-                            going = False
-                            break
-                    if not going:
-                        break
-                if going and rest[:5] == b"data:":
-                    feed(rest[5:].strip(), perf())
+            if isinstance(transport, Wire):
+                await _over_wire(transport, spec, body, stream)
+            else:
+                await _over_aiohttp(transport, spec, body, stream)
         if not record.chunk_times and record.error is None:
             record.error = "no content chunk received"
     except TimeoutError:
@@ -204,8 +213,46 @@ async def stream_request(
         record.error = f"server error in stream: {err}"
     except json.JSONDecodeError as err:
         record.error = f"malformed SSE data: {err.msg}"
-    except aiohttp.ClientError as err:
+    except (aiohttp.ClientError, WireError) as err:
         record.error = f"{type(err).__name__}: {err}"
     except ConnectionError as err:
         record.error = f"{type(err).__name__}: {err}"
     return stream.finish()
+
+
+def _http_error(status: int, detail: str, retry: str | None) -> str:
+    detail = detail[:200].replace("\n", " ")
+    return f"HTTP {status}" + (f" (retry-after {retry})" if retry else "") + (f": {detail}" if detail else "")
+
+
+async def _over_wire(wire: Wire, spec: RequestSpec, body: bytes, stream: _Stream) -> None:
+    def sent(t: float) -> None:
+        stream.record.send_time = t
+
+    resp = await wire.post_stream(spec.target, body, spec.headers(), stream.feed, sent)
+    if resp.status != 200:
+        stream.record.error = _http_error(resp.status, resp.error_body.decode(errors="replace"),
+                                          resp.headers.get("retry-after"))
+
+
+async def _over_aiohttp(session: aiohttp.ClientSession, spec: RequestSpec, body: bytes, stream: _Stream) -> None:
+    perf = time.perf_counter
+    record = stream.record
+    record.send_time = perf()
+    async with session.post(spec.url, data=body, headers=spec.headers()) as resp:
+        if resp.status != 200:
+            record.error = _http_error(resp.status, await resp.text(), resp.headers.get("Retry-After"))
+            return
+        # One await per socket read, not per line: split SSE lines here; every line of a read is
+        # stamped with the time the read was delivered.
+        feed = stream.feed
+        rest = b""
+        async for data in resp.content.iter_any():
+            now = perf()
+            lines = (rest + data if rest else data).split(b"\n")
+            rest = lines.pop()
+            for line in lines:
+                if line[:5] == b"data:" and not feed(line[5:].strip(), now):
+                    return
+        if rest[:5] == b"data:":
+            feed(rest[5:].strip(), perf())

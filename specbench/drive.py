@@ -15,9 +15,7 @@ from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-import aiohttp
-
-from .client import RequestSpec, stream_request
+from .client import RequestSpec, Transport, close_transport, open_transport, stream_request
 from .records import Prompt, RequestRecord
 
 
@@ -53,7 +51,7 @@ def _messages(prompt: Prompt, answers: list[str], turn: int) -> list[dict[str, s
 
 
 async def _conversation(
-    session: aiohttp.ClientSession, spec: RequestSpec, prompt: Prompt, phase: Phase, sink: list[RequestRecord],
+    session: Transport, spec: RequestSpec, prompt: Prompt, phase: Phase, sink: list[RequestRecord],
     on_record: Callable[[RequestRecord], None] | None, stop: asyncio.Event | None,
 ) -> None:
     """One prompt's turns in order; each record lands in ``sink`` as soon as it ends, even if cancelled."""
@@ -80,7 +78,7 @@ async def _conversation(
 
 
 async def drive(
-    session: aiohttp.ClientSession,
+    session: Transport,
     spec: RequestSpec,
     prompts: Sequence[Prompt],
     phase: Phase,
@@ -112,7 +110,7 @@ def _quiet_gc():
         gc.unfreeze()
 
 
-async def _drive(session: aiohttp.ClientSession, spec: RequestSpec, prompts: Sequence[Prompt], phase: Phase,
+async def _drive(session: Transport, spec: RequestSpec, prompts: Sequence[Prompt], phase: Phase,
                  records: list[RequestRecord], on_record: Callable[[RequestRecord], None] | None,
                  stop: asyncio.Event | None, grace_s: float) -> PhaseResult:
     started = time.perf_counter()
@@ -171,13 +169,15 @@ async def _drive(session: aiohttp.ClientSession, spec: RequestSpec, prompts: Seq
     return PhaseResult(records=records, wall_s=ended - started, started=started, ended=ended)
 
 
-def _worker_drive(spec: RequestSpec, prompts: list[Prompt], phase: Phase) -> tuple[list[dict], float, float]:
+def _worker_drive(spec: RequestSpec, prompts: list[Prompt], phase: Phase, client: str) -> tuple[list[dict], float, float]:
     """One load-generator process: its own event loop and connection pool (runs in a child process)."""
 
     async def go() -> PhaseResult:
-        connector = aiohttp.TCPConnector(limit=0)
-        async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=None)) as session:
-            return await drive(session, spec, prompts, phase)
+        transport = open_transport(spec.base_url, client)
+        try:
+            return await drive(transport, spec, prompts, phase)
+        finally:
+            await close_transport(transport)
 
     try:
         import uvloop
@@ -189,7 +189,8 @@ def _worker_drive(spec: RequestSpec, prompts: list[Prompt], phase: Phase) -> tup
 
 
 async def drive_processes(spec: RequestSpec, prompts: Sequence[Prompt], phase: Phase, processes: int,
-                          on_record: Callable[[RequestRecord], None] | None = None) -> PhaseResult:
+                          on_record: Callable[[RequestRecord], None] | None = None,
+                          client: str = "auto") -> PhaseResult:
     """Closed-loop load from several processes, for concurrency one event loop cannot keep up with.
 
     Prompts and streams are dealt round-robin; ``time.perf_counter`` is CLOCK_MONOTONIC, shared by
@@ -206,7 +207,7 @@ async def drive_processes(spec: RequestSpec, prompts: Sequence[Prompt], phase: P
     loop = asyncio.get_running_loop()
     with ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn")) as pool:
         futures = [loop.run_in_executor(pool, _worker_drive, spec, share,
-                                        Phase(phase.config, phase.phase, n, None, phase.seed, phase.repeat))
+                                        Phase(phase.config, phase.phase, n, None, phase.seed, phase.repeat), client)
                    for share, n in zip(shares, streams)]
         results = await asyncio.gather(*futures)
     records: list[RequestRecord] = []

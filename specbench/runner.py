@@ -20,7 +20,7 @@ from typing import Any
 import aiohttp
 
 from . import __version__
-from .client import RequestSpec
+from .client import RequestSpec, close_transport, open_transport, transport_clock
 from .datasets import check_available, load_prompts
 from .drive import Phase, drive, drive_processes
 from .errors import LaunchError, ServerError, SuiteError
@@ -226,11 +226,13 @@ def redact_raw(raw: Any) -> Any:
     return raw
 
 
-def _notes(suite: Suite) -> list[str]:
+def _notes(suite: Suite, clocks: dict[str, str] | None = None) -> list[str]:
+    clock = sorted(set((clocks or {}).values()))
     return [
         "Speedup = output tok/s of the run ÷ baseline's on the same data set and load point; its 95% CI is "
         "bootstrapped over paired prompts, or Student-t over repeats (speedup_ci_method in results.json).",
-        "ITL is per token (a chunk of n tokens after a gap g gives n samples of g/n); TPOT = (latency − TTFT)/(output tokens − 1).",
+        "ITL is per token (a chunk of n tokens after a gap g gives n samples of g/n); TPOT = (latency − TTFT)/(output tokens − 1)."
+        + (f" Chunk times: {' / '.join(clock)}; TTFT counts from the request's first byte sent." if clock else ""),
         "Acceptance: deltas of the engine's spec-decode counters over each measured phase (see acceptance_source in results.json); — = not measured.",
         f"temperature {suite.load.temperature:g}, max_tokens {suite.load.max_tokens}, warm-up "
         + ("a full matching pass" if suite.load.warmup == "pass" else f"{suite.load.warmup} request(s)") + " before each timed pass.",
@@ -269,7 +271,7 @@ class Runner:
         rows = build_rows(self.suite, phases, records)
         self.meta["updated_at"] = _now()
         self.run.write_meta(self.meta)
-        self.run.write_results(rows, markdown(rows, {"notes": _notes(self.suite)}))
+        self.run.write_results(rows, markdown(rows, {"notes": _notes(self.suite, self.meta.get("chunk_clock"))}))
         return rows
 
     def _start_meta(self) -> None:
@@ -300,29 +302,35 @@ class Runner:
     async def _phase(self, session, server: Server, spec: RequestSpec, prompts: list[Prompt], dataset: str,
                      point: LoadPoint, repeat: int) -> None:
         cfg = server.config
-        warm = len(prompts) if self.suite.load.warmup == "pass" else self.suite.load.warmup
-        if warm:
-            warm_prompts = prompts if self.suite.load.warmup == "pass" else [
-                Prompt(p.id, p.dataset, p.turns[:1], p.category, p.system) for p in prompts[:warm]]
-            self.progress("phase", config=cfg.name, dataset=dataset, point=point.label, total=len(warm_prompts), warmup=True)
-            res = await drive(session, spec, warm_prompts, Phase(cfg.name, "warmup", max(point.concurrency, 1), None),
-                              on_record=lambda r: self.progress("request", record=r), stop=self.stop,
-                              grace_s=self.grace_s)
-            warm_records = res.records
-            self.timing["warmup_s"] += res.wall_s
-        else:
-            warm_records = []
-        total = sum(len(p.turns) for p in prompts)
-        self.progress("phase", config=cfg.name, dataset=dataset, point=point.label, total=total, warmup=False)
-        before = await scrape(session, server.url)
-        phase = Phase(cfg.name, "measure", point.concurrency, point.request_rate, seed=self.suite.load.seed + repeat, repeat=repeat)
-        processes = self.suite.load.processes_at(point.concurrency) if point.request_rate is None else 1
-        if processes > 1:
-            result = await drive_processes(spec, prompts, phase, processes,
-                                           on_record=lambda r: self.progress("request", record=r))
-        else:
-            result = await drive(session, spec, prompts, phase, on_record=lambda r: self.progress("request", record=r),
-                                 stop=self.stop, grace_s=self.grace_s)
+        transport = open_transport(server.url, self.suite.load.client)
+        self.meta.setdefault("chunk_clock", {})[cfg.name] = transport_clock(transport)
+        try:
+            warm = len(prompts) if self.suite.load.warmup == "pass" else self.suite.load.warmup
+            if warm:
+                warm_prompts = prompts if self.suite.load.warmup == "pass" else [
+                    Prompt(p.id, p.dataset, p.turns[:1], p.category, p.system) for p in prompts[:warm]]
+                self.progress("phase", config=cfg.name, dataset=dataset, point=point.label, total=len(warm_prompts), warmup=True)
+                res = await drive(transport, spec, warm_prompts, Phase(cfg.name, "warmup", max(point.concurrency, 1), None),
+                                  on_record=lambda r: self.progress("request", record=r), stop=self.stop,
+                                  grace_s=self.grace_s)
+                warm_records = res.records
+                self.timing["warmup_s"] += res.wall_s
+            else:
+                warm_records = []
+            total = sum(len(p.turns) for p in prompts)
+            self.progress("phase", config=cfg.name, dataset=dataset, point=point.label, total=total, warmup=False)
+            before = await scrape(session, server.url)
+            phase = Phase(cfg.name, "measure", point.concurrency, point.request_rate, seed=self.suite.load.seed + repeat, repeat=repeat)
+            processes = self.suite.load.processes_at(point.concurrency) if point.request_rate is None else 1
+            if processes > 1:
+                result = await drive_processes(spec, prompts, phase, processes,
+                                               on_record=lambda r: self.progress("request", record=r),
+                                               client=self.suite.load.client)
+            else:
+                result = await drive(transport, spec, prompts, phase, on_record=lambda r: self.progress("request", record=r),
+                                     stop=self.stop, grace_s=self.grace_s)
+        finally:
+            await close_transport(transport)
         after = await scrape(session, server.url)
         self.timing["measured_s"] += result.wall_s
         died = server.process is not None and (

@@ -64,6 +64,7 @@ class LoadSpec:
     extra_body: dict[str, Any] = field(default_factory=dict)
     workload: str = "fixed"
     client_processes: int | str = 1  # load-generator processes; "auto": one per 256 streams, up to the cores
+    client: str = "auto"  # "socket": kernel-stamped reads (http:// only); "aiohttp"; "auto": socket unless https
 
     def processes_at(self, concurrency: int) -> int:
         if self.client_processes == "auto":
@@ -163,9 +164,10 @@ _LOAD = {
     "concurrency": (int, list), "request_rate": (int, float, list), "max_tokens": int,
     "temperature": (int, float), "top_p": (int, float), "ignore_eos": bool, "warmup": (int, str),
     "repeats": int, "timeout_s": (int, float), "seed": int, "extra_body": dict, "workload": str,
-    "client_processes": (int, str),
+    "client_processes": (int, str), "client": str,
 }
 WORKLOADS = ("fixed", "profilings")
+CLIENTS = ("auto", "socket", "aiohttp")
 _SERVER = {
     "model_path": str, "python": str, "args": list, "env": dict, "startup_timeout_s": (int, float),
     "host": str, "gpus_per_server": int,
@@ -293,6 +295,8 @@ def parse_suite(data: Any, path: Path) -> Suite:
     cp = lraw.get("client_processes")
     if cp is not None and (cp != "auto" if isinstance(cp, str) else cp < 1):
         problems.append(f"{where}: load.client_processes: expected a positive integer or \"auto\", got {cp!r}")
+    if "client" in lraw and lraw["client"] not in CLIENTS:
+        problems.append(f"{where}: load.client: expected one of {', '.join(CLIENTS)}, got {lraw['client']!r}")
     if "workload" in lraw and lraw["workload"] not in WORKLOADS:
         problems.append(f"{where}: load.workload: expected one of {', '.join(WORKLOADS)}, got {lraw['workload']!r}")
     if "temperature" in lraw and lraw["temperature"] < 0:
@@ -319,6 +323,11 @@ def parse_suite(data: Any, path: Path) -> Suite:
         data_dir = (base / os.path.expanduser(top["data_dir"])).resolve()
         if not data_dir.is_dir():
             problems.append(f"{where}.data_dir: directory not found: {data_dir}")
+
+    if lraw.get("client") == "socket":
+        for c in configs:
+            if c.url and not c.url.startswith("http://"):
+                problems.append(f"{where}: load.client: socket speaks plain http:// only; config {c.name!r} has url {c.url!r} (use auto or aiohttp)")
 
     gate = top.get("gate")
     if gate is not None:

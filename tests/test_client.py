@@ -19,9 +19,12 @@ from specbench.client import (
     SOURCE_USAGE_TOTAL,
     RequestSpec,
     _Stream,
+    close_transport,
+    open_transport,
     stream_request,
 )
 from specbench.records import RequestRecord
+from specbench.wire import Wire
 
 MSGS = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hello there"}]
 MAX = 1 + 7  # one prefill token + one cycle of pattern 1,2,4
@@ -31,10 +34,12 @@ def new_record() -> RequestRecord:
     return RequestRecord(prompt_id="p0", dataset="d", config="c")
 
 
-@pytest.fixture
-async def session():
-    async with aiohttp.ClientSession() as s:
-        yield s
+@pytest.fixture(params=["socket", "aiohttp"])
+async def session(request):
+    """Every client test runs over both transports: kernel-stamped sockets and aiohttp (TLS)."""
+    transport = open_transport("http://127.0.0.1", request.param)
+    yield transport
+    await close_transport(transport)
 
 
 @pytest.fixture
@@ -196,7 +201,10 @@ async def test_stall_times_out(session, raw_sse):
 async def test_connection_dropped_mid_stream(session, scripted):
     _, url = await scripted(pattern=[1], fault="drop", fault_on=(1,))
     rec = await run(session, url)
-    assert rec.error is not None and rec.error.startswith("ClientPayloadError")
+    expected = "WireError: 127.0.0.1:" if isinstance(session, Wire) else "ClientPayloadError"
+    assert rec.error is not None and rec.error.startswith(expected), rec.error
+    if isinstance(session, Wire):
+        assert rec.error.endswith("server closed the connection mid-response")
     assert not rec.ok
 
 
@@ -205,7 +213,11 @@ async def test_connection_refused(session):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     rec = await run(session, f"http://127.0.0.1:{port}")
-    assert rec.error.startswith("ClientConnectorError") and not rec.ok
+    if isinstance(session, Wire):
+        assert rec.error == f"WireError: 127.0.0.1:{port}: cannot connect: Connection refused"
+    else:
+        assert rec.error.startswith("ClientConnectorError")
+    assert not rec.ok
 
 
 async def test_error_object_in_stream(session, raw_sse):

@@ -1,0 +1,308 @@
+"""Streamed HTTP/1.1 POSTs over plain sockets, each read stamped by the kernel.
+
+A client that stamps chunks when its event loop gets round to them measures its own backlog as
+server latency. Here every ``recvmsg`` carries the kernel's receive time of the newest bytes it
+returns (``SO_TIMESTAMPNS``), so a chunk's time is when it reached this machine's socket, however
+busy the loop is, as long as each connection is read within one inter-chunk gap (later, several
+chunks share the newest one's stamp, which stream analysis sees as merged chunks). The reader runs
+as a loop callback (no task switch per chunk) and hands each SSE ``data:`` payload straight to
+the consumer. ``httptools`` (llhttp) parses status, headers and chunked framing.
+
+Plain ``http://`` only; ``specbench.client`` uses aiohttp for TLS or where the kernel gives no
+stamps (then the stamp is the loop's ``perf_counter`` at read time, and ``Wire.clock`` says so).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import struct
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+import httptools
+
+#: Linux's SO_TIMESTAMPNS (= SCM_TIMESTAMPNS); Python's socket module does not export it
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35 if sys.platform.startswith("linux") else None)
+_ANC = socket.CMSG_SPACE(16)
+_TIMESPEC = struct.Struct("@qq")
+_READ = 1 << 18
+
+CLOCK_KERNEL = "kernel receive time (SO_TIMESTAMPNS)"
+CLOCK_LOOP = "event-loop read time (perf_counter)"
+
+
+class WireError(Exception):
+    """The connection failed before the response ended (names host:port and what happened)."""
+
+
+@dataclass
+class Response:
+    status: int = 0
+    headers: dict[str, str] = field(default_factory=dict)
+    error_body: bytes = b""
+
+
+@dataclass(frozen=True)
+class Target:
+    host: str
+    port: int
+    path: str
+
+    @classmethod
+    def parse(cls, url: str) -> Target:
+        parts = urlsplit(url)
+        if parts.scheme != "http" or not parts.hostname:
+            raise ValueError(f"{url}: the socket client speaks plain http:// only")
+        return cls(parts.hostname, parts.port or 80, (parts.path or "/") + (f"?{parts.query}" if parts.query else ""))
+
+
+class _Exchange:
+    """One request's response, parsed as bytes arrive; a loop callback, never a task."""
+
+    __slots__ = ("wire", "sock", "fd", "key", "parser", "response", "on_data", "done", "rest", "stamp",
+                 "received", "feeding", "error", "ended", "keep_alive", "finished")
+
+    def __init__(self, wire: Wire, sock: socket.socket, key: tuple[str, int],
+                 on_data: Callable[[bytes, float], bool], done: asyncio.Future) -> None:
+        self.wire, self.sock, self.fd, self.key = wire, sock, sock.fileno(), key
+        self.parser = httptools.HttpResponseParser(self)
+        self.response = Response()
+        self.on_data, self.done = on_data, done
+        self.rest = b""
+        self.stamp = 0.0
+        self.received = 0
+        self.feeding = True  # until the consumer says [DONE]
+        self.error: BaseException | None = None
+        self.ended = False  # the HTTP message is complete
+        self.keep_alive = False
+        self.finished = False  # socket handed back or closed
+
+    # httptools callbacks
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self.response.headers[name.decode("latin-1").lower()] = value.decode("latin-1")
+
+    def on_headers_complete(self) -> None:
+        self.response.status = self.parser.get_status_code()
+
+    def on_body(self, body: bytes) -> None:
+        if self.response.status != 200:
+            if len(self.response.error_body) < 4096:
+                self.response.error_body += body
+            return
+        if not self.feeding or self.error is not None:
+            return
+        lines = (self.rest + body if self.rest else body).split(b"\n")
+        self.rest = lines.pop()
+        stamp = self.stamp
+        try:
+            for line in lines:
+                if line[:5] == b"data:" and not self.on_data(line[5:].strip(), stamp):
+                    self.feeding = False
+                    self._resolve()
+                    return
+        except Exception as err:  # the consumer's verdict on the payload (bad JSON, server error)
+            self.error = err
+
+    def on_message_complete(self) -> None:
+        self.ended = True
+        self.keep_alive = self.parser.should_keep_alive()  # llhttp forgets it once the message is done
+        if self.feeding and self.rest[:5] == b"data:" and self.error is None and self.response.status == 200:
+            try:
+                self.on_data(self.rest[5:].strip(), self.stamp)
+            except Exception as err:
+                self.error = err
+
+    # the reader
+    def readable(self) -> None:
+        try:
+            data, anc, _, _ = self.sock.recvmsg(_READ, _ANC)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as err:
+            self._fail(WireError(f"{self.key[0]}:{self.key[1]}: {_why(err)}"))
+            return
+        if anc:
+            sec, ns = _TIMESPEC.unpack_from(anc[0][2])
+            self.stamp = time.perf_counter() - (time.time_ns() - sec * 1_000_000_000 - ns) * 1e-9
+        else:
+            self.stamp = time.perf_counter()
+        if not data:
+            self._fail(WireError(f"{self.key[0]}:{self.key[1]}: server closed the connection "
+                                 + ("before answering" if not self.received else "mid-response")))
+            return
+        self.received += len(data)
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            self._fail(WireError(f"{self.key[0]}:{self.key[1]}: unexpected protocol upgrade"))
+            return
+        except httptools.HttpParserError as err:
+            cause = err.__cause__ or err.__context__
+            self._fail(cause if cause is not None and not isinstance(cause, httptools.HttpParserError)
+                       else WireError(f"{self.key[0]}:{self.key[1]}: malformed HTTP response: {err}"))
+            return
+        if self.error is not None:
+            self._fail(self.error)
+        elif self.ended:
+            self._resolve()
+            self._release(reuse=self.keep_alive)
+
+    def _resolve(self) -> None:
+        if not self.done.done():
+            self.done.set_result(self.response)
+
+    def _fail(self, err: BaseException) -> None:
+        if not self.done.done():
+            self.done.set_exception(err)
+        self._release(reuse=False)
+
+    def _release(self, reuse: bool) -> None:
+        if self.finished:
+            return
+        self.finished = True
+        self.wire._detach(self, reuse)
+
+    def abort(self) -> None:
+        self._release(reuse=False)
+
+
+class Wire:
+    """A pool of keep-alive connections per host and the streamed POST that uses them.
+
+    One per event loop (like an ``aiohttp.ClientSession``); ``close()`` closes every socket.
+    """
+
+    def __init__(self, kernel_stamps: bool = True) -> None:
+        self._idle: dict[tuple[str, int], list[socket.socket]] = {}
+        self._open: set[socket.socket] = set()
+        self._addrs: dict[tuple[str, int], tuple] = {}
+        self._want_stamps = kernel_stamps and SO_TIMESTAMPNS is not None
+        self.clock = CLOCK_KERNEL if self._want_stamps else CLOCK_LOOP
+
+    async def __aenter__(self) -> Wire:
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        for sock in list(self._open):
+            if loop is not None:
+                loop.remove_reader(sock.fileno())
+            sock.close()
+        self._open.clear()
+        self._idle.clear()
+
+    async def _connect(self, key: tuple[str, int]) -> socket.socket:
+        loop = asyncio.get_running_loop()
+        addr = self._addrs.get(key)
+        if addr is None:
+            infos = await loop.getaddrinfo(key[0], key[1], type=socket.SOCK_STREAM)
+            if not infos:
+                raise WireError(f"{key[0]}:{key[1]}: cannot resolve host")
+            addr = self._addrs[key] = infos[0]
+        family, type_, proto, _, sockaddr = addr
+        sock = socket.socket(family, type_, proto)
+        sock.setblocking(False)
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if self._want_stamps:
+                try:
+                    sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+                except OSError:
+                    self._want_stamps, self.clock = False, CLOCK_LOOP
+            await loop.sock_connect(sock, sockaddr)
+        except OSError as err:
+            sock.close()
+            raise WireError(f"{key[0]}:{key[1]}: cannot connect: {_why(err)}") from None
+        except BaseException:
+            sock.close()
+            raise
+        self._open.add(sock)
+        return sock
+
+    def _pooled(self, key: tuple[str, int]) -> socket.socket | None:
+        idle = self._idle.get(key)
+        while idle:
+            sock = idle.pop()
+            try:
+                sock.recv(1, socket.MSG_PEEK)  # b"" (closed) or stray bytes: not reusable
+            except (BlockingIOError, InterruptedError):
+                return sock
+            except OSError:
+                pass
+            self._open.discard(sock)
+            sock.close()
+        return None
+
+    def _detach(self, ex: _Exchange, reuse: bool) -> None:
+        try:
+            asyncio.get_running_loop().remove_reader(ex.fd)
+        except RuntimeError:
+            pass
+        if reuse and ex.sock in self._open:
+            self._idle.setdefault(ex.key, []).append(ex.sock)
+        else:
+            self._open.discard(ex.sock)
+            ex.sock.close()
+
+    async def post_stream(self, url: str | Target, body: bytes, headers: dict[str, str],
+                          on_data: Callable[[bytes, float], bool],
+                          on_sent: Callable[[float], None] | None = None) -> Response:
+        """POST ``body``; feed each SSE ``data:`` payload to ``on_data(payload, stamp)`` until it
+        returns False or the response ends; return the status, headers and (when not 200) body.
+
+        ``on_sent`` gets the send stamp: just before the request's bytes go to the kernel, after
+        any connection set-up, so a new connection's handshake is not counted as server latency.
+
+        A reused connection the server closed before answering is retried once on a new one.
+        """
+        target = url if isinstance(url, Target) else Target.parse(url)
+        key = (target.host, target.port)
+        head = [f"POST {target.path} HTTP/1.1", f"Host: {target.host}:{target.port}",
+                f"Content-Length: {len(body)}", "Accept: text/event-stream", "User-Agent: specbench"]
+        head += [f"{k}: {v}" for k, v in headers.items()]
+        request = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
+        loop = asyncio.get_running_loop()
+        for attempt in (0, 1):
+            sock = self._pooled(key)
+            reused = sock is not None
+            if sock is None:
+                sock = await self._connect(key)
+            done: asyncio.Future = loop.create_future()
+            ex = _Exchange(self, sock, key, on_data, done)
+            if on_sent is not None:
+                on_sent(time.perf_counter())
+            try:
+                await loop.sock_sendall(sock, request)
+                loop.add_reader(ex.fd, ex.readable)
+                response = await done
+            except WireError:
+                ex.abort()
+                if reused and attempt == 0 and ex.received == 0:
+                    continue
+                raise
+            except OSError as err:
+                ex.abort()
+                if reused and attempt == 0 and ex.received == 0:
+                    continue
+                raise WireError(f"{key[0]}:{key[1]}: {_why(err)}") from None
+            except BaseException:  # cancelled or timed out: the connection's state is unknown
+                ex.abort()
+                raise
+            return response  # after [DONE] the reader reads on to the message end, then pools
+        raise AssertionError("unreachable")
+
+
+
+def _why(err: OSError) -> str:
+    return os.strerror(err.errno) if err.errno else str(err)

@@ -1,0 +1,214 @@
+"""The socket client: kernel receive stamps, keep-alive reuse, stale connections, clean aborts.
+
+The servers here are plain threads writing HTTP by hand, so what goes on the wire (and when) is
+exactly what the test says, independent of the client's event loop.
+"""
+
+import asyncio
+import socket
+import threading
+import time
+
+import orjson
+import pytest
+
+from specbench.client import RequestSpec, close_transport, open_transport, stream_request, transport_clock
+from specbench.records import RequestRecord
+from specbench.wire import CLOCK_KERNEL, SO_TIMESTAMPNS, Target, Wire
+
+
+def _chunk(payload: bytes) -> bytes:
+    return b"%x\r\n%s\r\n" % (len(payload), payload)
+
+
+def _event(n: int, text: str = "x") -> bytes:
+    return _chunk(b"data: " + orjson.dumps({"choices": [{"index": 0, "delta": {"content": text}}],
+                                           "usage": {"prompt_tokens": 3, "completion_tokens": n}}) + b"\n\n")
+
+
+HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+
+
+class ThreadServer:
+    """Accepts connections; ``reply(conn, request_no)`` writes each response; keeps connections open."""
+
+    def __init__(self, reply) -> None:
+        self.reply, self.accepts, self.requests = reply, 0, 0
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen()
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.conns: list[socket.socket] = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.accepts += 1
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self.conns.append(conn)
+            threading.Thread(target=self._conn, args=(conn,), daemon=True).start()
+
+    def _conn(self, conn: socket.socket) -> None:
+        buf = b""
+        while True:
+            try:
+                data = conn.recv(65536)
+            except OSError:
+                return
+            if not data:
+                return
+            buf += data
+            while b"\r\n\r\n" in buf:
+                head, rest = buf.split(b"\r\n\r\n", 1)
+                length = int(next(line.split(b":")[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")))
+                if len(rest) < length:
+                    break
+                buf = rest[length:]
+                self.requests += 1
+                try:
+                    self.reply(conn, self.requests)
+                except OSError:  # the test ended and closed the connection under us
+                    return
+
+    def close(self) -> None:
+        self.sock.close()
+        for c in self.conns:
+            c.close()
+
+
+@pytest.fixture
+def server():
+    made = []
+
+    def make(reply):
+        s = ThreadServer(reply)
+        made.append(s)
+        return s
+
+    yield make
+    for s in made:
+        s.close()
+
+
+def spec(url: str, **kw) -> RequestSpec:
+    return RequestSpec(base_url=url, model="m", **kw)
+
+
+async def one(wire, url: str, **kw) -> RequestRecord:
+    rec = RequestRecord(prompt_id="p", dataset="d", config="c")
+    return await stream_request(wire, spec(url, **kw), [{"role": "user", "content": "hi"}], rec)
+
+
+@pytest.mark.skipif(SO_TIMESTAMPNS is None, reason="kernel receive stamps are Linux-only")
+async def test_chunk_time_is_kernel_arrival_not_when_the_loop_got_to_it(server):
+    """The loop is blocked for 45 ms while chunk 2 arrives: its stamp must still be its send time.
+
+    (Chunk 3 arrives after the block; had it arrived during it, one read would return both and
+    both would carry chunk 3's stamp: the limit of per-read stamps, documented in wire.py.)"""
+    sent: list[float] = []
+
+    def reply(conn, _):
+        conn.sendall(HEAD)
+        for i in range(3):
+            time.sleep(0.05)
+            sent.append(time.perf_counter())
+            conn.sendall(_event(i + 1))
+        conn.sendall(_chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n")
+
+    srv = server(reply)
+    loop = asyncio.get_running_loop()
+    # block the loop from before chunk 2 (t≈100 ms) until 25 ms after it, before chunk 3 (t≈150 ms)
+    loop.call_later(0.08, time.sleep, 0.045)
+    async with Wire() as wire:
+        assert wire.clock == CLOCK_KERNEL
+        rec = await one(wire, srv.url)
+    assert rec.ok and len(rec.chunk_times) == 3
+    lag = [t - s for t, s in zip(rec.chunk_times, sent)]
+    # loopback delivery is µs; 5 ms leaves room for a busy CI machine and still fails a loop stamp (≥ 25 ms)
+    assert all(0 <= x < 0.005 for x in lag), lag
+
+
+async def test_keep_alive_connection_is_reused_and_stale_one_replaced(server):
+    def reply(conn, n):
+        conn.sendall(HEAD + _event(1) + _chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n")
+        if n == 2:  # the server drops the idle connection after the second response
+            time.sleep(0.01)
+            conn.shutdown(socket.SHUT_RDWR)
+
+    srv = server(reply)
+    async with Wire() as wire:
+        a = await one(wire, srv.url)
+        b = await one(wire, srv.url)
+        assert srv.accepts == 1, "second request should reuse the first connection"
+        await asyncio.sleep(0.1)
+        c = await one(wire, srv.url)
+    assert a.ok and b.ok and c.ok
+    assert srv.accepts == 2 and srv.requests == 3
+
+
+async def test_done_before_message_end_still_pools_the_connection(server):
+    def reply(conn, _):
+        conn.sendall(HEAD + _event(2) + _chunk(b"data: [DONE]\n\n"))
+        time.sleep(0.05)
+        conn.sendall(b"0\r\n\r\n")
+
+    srv = server(reply)
+    async with Wire() as wire:
+        first = await one(wire, srv.url)
+        await asyncio.sleep(0.1)
+        second = await one(wire, srv.url)
+    assert first.ok and second.ok and first.chunk_tokens == [2]
+    assert srv.accepts == 1
+
+
+async def test_timeout_closes_the_connection(server):
+    def reply(conn, _):
+        conn.sendall(HEAD + _event(1))  # then silence
+
+    srv = server(reply)
+    async with Wire() as wire:
+        rec = await one(wire, srv.url, timeout_s=0.2)
+        assert rec.error == "timeout after 0.2 s" and rec.chunk_times
+        assert not wire._open and not any(wire._idle.values())
+
+
+async def test_http_error_with_chunked_body(server):
+    def reply(conn, _):
+        conn.sendall(b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 7\r\nTransfer-Encoding: chunked\r\n\r\n"
+                     + _chunk(b'{"error": "overloaded') + _chunk(b'"}') + b"0\r\n\r\n")
+
+    srv = server(reply)
+    async with Wire() as wire:
+        rec = await one(wire, srv.url)
+    assert rec.error == 'HTTP 503 (retry-after 7): {"error": "overloaded"}'
+
+
+async def test_garbage_instead_of_http_is_one_line_error(server):
+    def reply(conn, _):
+        conn.sendall(b"SSH-2.0-OpenSSH_9.6\r\n")
+
+    srv = server(reply)
+    async with Wire() as wire:
+        rec = await one(wire, srv.url)
+    assert rec.error.startswith("WireError: 127.0.0.1:") and "malformed HTTP response" in rec.error
+
+
+def test_target_parsing_and_transport_choice():
+    assert Target.parse("http://h:81/p/v1/completions?x=1") == Target("h", 81, "/p/v1/completions?x=1")
+    assert Target.parse("http://h/v1") == Target("h", 80, "/v1")
+    with pytest.raises(ValueError, match="https://h: the socket client speaks plain http:// only"):
+        Target.parse("https://h")
+    assert isinstance(open_transport("http://x", "auto"), Wire)
+    assert transport_clock(open_transport("http://x", "auto")) == (CLOCK_KERNEL if SO_TIMESTAMPNS else transport_clock(Wire(kernel_stamps=False)))
+
+
+async def test_https_goes_over_aiohttp():
+    t = open_transport("https://x", "auto")
+    try:
+        assert not isinstance(t, Wire) and "aiohttp" in transport_clock(t)
+    finally:
+        await close_transport(t)
