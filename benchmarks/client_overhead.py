@@ -426,6 +426,7 @@ def analyse(name: str, conc: int, reqs: list[dict], log: dict, sampler: CpuSampl
         chunks += n_chunks
         tokens += n_tok
         # TTFT: the client's own number vs the schedule, and vs what the server actually did
+        # (t_recv is the kernel's arrival time of the request at the server's socket)
         ttft_s.append(r["ttft"] - ttft)
         ttft_x.append(r["ttft"] - (sends[0] - t_recv))
         if id(r) not in first_wave:
@@ -508,7 +509,7 @@ def tables(rows: list[dict]) -> str:
                    f"{f(r['other_cores'] * 100, 0)}% |")
     out.append("\n#### Timing error vs the server's actual send times (what the client adds), |error| p50 / p99 in ms\n")
     out.append("| client | streams | TTFT | TTFT after 1st wave | per-chunk gap (= vllm's ITL) | per-token ITL | TPOT | "
-               "chunk lag recv−send (max) | request path send→handler |")
+               "chunk lag recv−send (max) | request transit send→server socket |")
     out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         out.append(f"| {r['client']} | {r['streams']} | {f(r['ttft_vs_send_p50_ms'], 3)} / {f(r['ttft_vs_send_p99_ms'], 3)} | "

@@ -6,7 +6,9 @@ truth.
 
 Schedule of one request (times on the machine-wide monotonic clock, ``time.perf_counter()``):
 
-* ``t_recv`` = when the handler starts (request line, headers and body read);
+* ``t_recv`` = the kernel's receive time of the request's first bytes (``SO_TIMESTAMPNS`` on the
+  read that carried them), so the server's own parsing and queueing count as its lateness, not as
+  request transit;
 * content chunk ``i`` (0-based) is due at ``t_recv + ttft + i * gap`` — absolute deadlines, so
   lateness never accumulates. ``--phase`` decides how streams line up with each other:
   ``request`` (as above), ``stagger`` (adds a per-request offset in ``[0, gap)`` to ``ttft``, from
@@ -34,7 +36,9 @@ the number of tokens, and the perf_counter time taken just before each chunk was
 ``CLOCK_MONOTONIC`` (shared by all processes on Linux), a client's receive times can be compared
 with the server's actual send times, separating server jitter from client delay.
 
-Several workers (``--workers N``) bind the same port with SO_REUSEPORT and the kernel spreads the
+HTTP/1.1 on plain non-blocking sockets (httptools parses requests; each chunk is one
+``send``), so the server spends as little of a shared machine's CPU as possible. Several workers
+(``--workers N``) bind the same port with SO_REUSEPORT and the kernel spreads the
 connections. Also serves ``/v1/models``, ``/health``, ``/metrics`` (empty) and ``/stats`` (this
 worker's counters and send lateness).
 
@@ -50,13 +54,17 @@ import math
 import os
 import signal
 import socket
+import struct
 import sys
 import time
 from dataclasses import dataclass
 
-from aiohttp import web
+import httptools
 
 perf = time.perf_counter
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux; Python does not export it
+ANC = socket.CMSG_SPACE(16)
+TIMESPEC = struct.Struct("@qq")
 GOLDEN = (math.sqrt(5) - 1) / 2
 
 
@@ -86,6 +94,8 @@ class Config:
 
 
 class Worker:
+    """One process: plain non-blocking sockets, httptools for parsing, one loop timer per chunk."""
+
     def __init__(self, cfg: Config, index: int) -> None:
         self.cfg = cfg
         self.index = index
@@ -94,55 +104,48 @@ class Worker:
         self.chunks = 0
         self.active = 0
         self.max_active = 0
-        self.peers: set = set()  # distinct client (host, port) pairs = TCP connections opened
+        self.connections = 0
         # per request: [key, t_recv, ttft_s, gap_s, tokens, [send times]]
         self.log: list[list] = []
         self.lateness: list[float] = []  # a bounded sample for /stats
         self.created = int(time.time())
-        self.app = web.Application()
-        self.app.add_routes([
-            web.post("/v1/chat/completions", self.complete),
-            web.post("/v1/completions", self.complete),
-            web.get("/v1/models", self.models),
-            web.get("/health", self.health),
-            web.get("/metrics", self.metrics),
-            web.get("/stats", self.stats),
-        ])
+        self.conns: set[Conn] = set()
 
-    async def health(self, request: web.Request) -> web.Response:
-        return web.Response(status=200)
+    # ---- routes; each answers on ``conn`` ----
+    def route(self, conn: Conn, method: bytes, path: str, body: bytes, t_recv: float) -> None:
+        if method == b"POST" and path in ("/v1/chat/completions", "/v1/completions"):
+            self.complete(conn, path, body, t_recv)
+        elif path == "/health":
+            conn.respond(200, b"", "text/plain")
+        elif path == "/metrics":
+            conn.respond(200, b"", "text/plain")
+        elif path == "/v1/models":
+            conn.respond(200, json.dumps({"object": "list", "data": [
+                {"id": self.cfg.model, "object": "model", "created": self.created, "owned_by": "specbench",
+                 "root": "synthetic", "max_model_len": 1 << 20}]}).encode())
+        elif path == "/stats":
+            conn.respond(200, json.dumps(self.stats()).encode())
+        else:
+            conn.respond(404, b'{"error": "not found"}')
 
-    async def metrics(self, request: web.Request) -> web.Response:
-        return web.Response(text="", content_type="text/plain")
-
-    async def models(self, request: web.Request) -> web.Response:
-        return web.json_response({"object": "list", "data": [
-            {"id": self.cfg.model, "object": "model", "created": self.created, "owned_by": "specbench",
-             "root": "synthetic", "max_model_len": 1 << 20}]})
-
-    async def stats(self, request: web.Request) -> web.Response:
+    def stats(self) -> dict:
         lat = sorted(self.lateness[-20000:])
 
         def pct(p: float) -> float | None:
             return lat[min(len(lat) - 1, int(p / 100 * len(lat)))] * 1e3 if lat else None
 
-        return web.json_response({
-            "worker": self.index, "pid": os.getpid(), "requests": self.requests, "chunks": self.chunks,
-            "active": self.active, "max_active": self.max_active, "connections": len(self.peers),
-            "send_late_p50_ms": pct(50), "send_late_p99_ms": pct(99),
-            "cpu_s": time.process_time(),
-        })
+        return {"worker": self.index, "pid": os.getpid(), "requests": self.requests, "chunks": self.chunks,
+                "active": self.active, "max_active": self.max_active, "connections": self.connections,
+                "send_late_p50_ms": pct(50), "send_late_p99_ms": pct(99), "cpu_s": time.process_time()}
 
-    async def complete(self, request: web.Request) -> web.StreamResponse:
-        t_recv = perf()
+    def complete(self, conn: Conn, path: str, body: bytes, t_recv: float) -> None:
         try:
-            req = json.loads(await request.read())
+            req = json.loads(body)
         except ValueError:
-            return web.json_response({"error": {"message": "bad json", "type": "BadRequestError", "code": 400}}, status=400)
+            conn.respond(400, b'{"error": {"message": "bad json", "type": "BadRequestError", "code": 400}}')
+            return
         cfg = self.cfg
-        if request.transport is not None:
-            self.peers.add(request.transport.get_extra_info("peername"))
-        chat = request.path.endswith("/chat/completions")
+        chat = path.endswith("/chat/completions")
         self.seq += 1
         key = f"{self.index}-{self.seq}"
         max_tokens = int(req.get("max_completion_tokens") or req.get("max_tokens") or cfg.default_max_tokens)
@@ -156,87 +159,32 @@ class Worker:
         elif cfg.phase == "grid":
             ttft = math.ceil((t_recv + ttft) / gap) * gap - t_recv
         finish = '"length"' if n_tokens == max_tokens else '"stop"'
-
         if chat:
             prompt_len = sum(len(str(m.get("content", "")).split()) for m in req.get("messages") or []) or 1
         else:
             p = req.get("prompt", "")
             prompt_len = (len(p) if isinstance(p, list) else len(str(p).split())) or 1
         sopt = req.get("stream_options") or {}
-        usage_each = bool(sopt.get("continuous_usage_stats"))
-        usage_end = bool(sopt.get("include_usage"))
         rid = ("chatcmpl-" if chat else "cmpl-") + key
         if not req.get("stream"):
-            return await self._unary(request, t_recv, ttft, gap, sizes, key, rid, chat, prompt_len)
-
-        # Pre-built pieces: the hot loop only formats numbers and the text.
-        head = ('data: {"id":"%s","object":"%s","created":%d,"model":"%s","choices":[{"index":0,' % (
-            rid, "chat.completion.chunk" if chat else "text_completion", self.created, cfg.model)).encode()
-        if chat:
-            body_fmt = '"delta":{"content":"%s"},"logprobs":null,"finish_reason":%s}]'
-        else:
-            body_fmt = '"text":"%s","logprobs":null,"finish_reason":%s,"stop_reason":null}]'
-        usage_fmt = ',"usage":{"prompt_tokens":%d,"total_tokens":%%d,"completion_tokens":%%d}' % prompt_len
-
-        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
-        await resp.prepare(request)
-        loop = asyncio.get_running_loop()
+            n = sum(sizes)
+            text = f"[{key}]" + " tok" * (n - 1)
+            choice = ({"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "length"} if chat
+                      else {"index": 0, "text": text, "finish_reason": "length"})
+            doc = json.dumps({"id": rid, "object": "chat.completion" if chat else "text_completion",
+                              "created": self.created, "model": cfg.model, "choices": [choice],
+                              "usage": {"prompt_tokens": prompt_len, "total_tokens": prompt_len + n, "completion_tokens": n}})
+            due = t_recv + ttft + (len(sizes) - 1) * gap
+            asyncio.get_running_loop().call_at(due, conn.respond, 200, doc.encode())
+            return
         sends: list[float] = []
         if cfg.log_dir is not None:
             self.log.append([key, t_recv, ttft, gap, n_tokens, sends])
         self.requests += 1
         self.active += 1
         self.max_active = max(self.max_active, self.active)
-        done = 0
-        last = len(sizes) - 1
-        base = t_recv + ttft
-        try:
-            for i, n in enumerate(sizes):
-                due = base + i * gap
-                if due > perf():
-                    fut = loop.create_future()
-                    loop.call_at(due, _wake, fut)  # loop.time() is CLOCK_MONOTONIC, like perf_counter
-                    await fut
-                done += n
-                text = (f"[{key}]" + " tok" * (n - 1)) if i == 0 else " tok" * n
-                fin = finish if i == last else "null"
-                parts = []
-                if i == 0 and chat and cfg.role_chunk:
-                    parts.append(head + b'"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]'
-                                 + ((usage_fmt % (prompt_len, 0)).encode() if usage_each else b"") + b"}\n\n")
-                parts.append(head + (body_fmt % (text, fin)).encode()
-                             + ((usage_fmt % (prompt_len + done, done)).encode() if usage_each else b"") + b"}\n\n")
-                if i == last:
-                    if usage_end:
-                        parts.append(head[:head.index(b'"choices"')] + b'"choices":[]'
-                                     + (usage_fmt % (prompt_len + done, done)).encode() + b"}\n\n")
-                    parts.append(b"data: [DONE]\n\n")
-                t = perf()
-                await resp.write(b"".join(parts))
-                sends.append(t)
-                self.chunks += 1
-                late = t - due
-                if len(self.lateness) < 200000:
-                    self.lateness.append(late)
-                else:
-                    self.lateness[self.chunks % 200000] = late
-            await resp.write_eof()
-        except (ConnectionResetError, asyncio.CancelledError):
-            pass
-        finally:
-            self.active -= 1
-        return resp
-
-    async def _unary(self, request, t_recv, ttft, gap, sizes, key, rid, chat, prompt_len) -> web.Response:
-        await asyncio.sleep(max(0.0, t_recv + ttft + (len(sizes) - 1) * gap - perf()))
-        n = sum(sizes)
-        text = f"[{key}]" + " tok" * (n - 1)
-        choice = ({"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "length"} if chat
-                  else {"index": 0, "text": text, "finish_reason": "length"})
-        return web.json_response({"id": rid, "object": "chat.completion" if chat else "text_completion",
-                                  "created": self.created, "model": self.cfg.model, "choices": [choice],
-                                  "usage": {"prompt_tokens": prompt_len, "total_tokens": prompt_len + n,
-                                            "completion_tokens": n}})
+        Stream(self, conn, key, rid, chat, sizes, t_recv + ttft, gap, finish, prompt_len,
+               bool(sopt.get("continuous_usage_stats")), bool(sopt.get("include_usage")), sends).start()
 
     def dump(self) -> None:
         if self.cfg.log_dir is None:
@@ -245,13 +193,176 @@ class Worker:
         path = os.path.join(self.cfg.log_dir, f"worker-{self.index}.json")
         with open(path + ".tmp", "w") as f:
             json.dump({"worker": self.index, "pid": os.getpid(), "cpu_s": time.process_time(),
-                       "connections": len(self.peers), "requests": self.log}, f)
+                       "connections": self.connections, "requests": self.log}, f)
         os.replace(path + ".tmp", path)
 
 
-def _wake(fut: asyncio.Future) -> None:
-    if not fut.done():
-        fut.set_result(None)
+class Stream:
+    """One streamed response: a loop timer per chunk at its absolute deadline."""
+
+    def __init__(self, worker: Worker, conn: Conn, key: str, rid: str, chat: bool, sizes: list[int], base: float,
+                 gap: float, finish: str, prompt_len: int, usage_each: bool, usage_end: bool, sends: list[float]) -> None:
+        cfg = worker.cfg
+        self.worker, self.conn, self.key, self.chat, self.sizes = worker, conn, key, chat, sizes
+        self.base, self.gap, self.finish, self.prompt_len = base, gap, finish, prompt_len
+        self.usage_each, self.usage_end, self.sends = usage_each, usage_end, sends
+        self.role_chunk = cfg.role_chunk
+        self.i = 0
+        self.done = 0
+        self.loop = asyncio.get_running_loop()
+        # Pre-built pieces: the timer callback only formats numbers and the text.
+        self.head = ('data: {"id":"%s","object":"%s","created":%d,"model":"%s","choices":[{"index":0,' % (
+            rid, "chat.completion.chunk" if chat else "text_completion", worker.created, cfg.model)).encode()
+        self.body_fmt = ('"delta":{"content":"%s"},"logprobs":null,"finish_reason":%s}]' if chat
+                         else '"text":"%s","logprobs":null,"finish_reason":%s,"stop_reason":null}]')
+        self.usage_fmt = ',"usage":{"prompt_tokens":%d,"total_tokens":%%d,"completion_tokens":%%d}' % prompt_len
+
+    def start(self) -> None:
+        self.conn.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+                        b"Transfer-Encoding: chunked\r\n\r\n")
+        self.loop.call_at(self.base, self.send)  # loop.time() is CLOCK_MONOTONIC, like perf_counter
+
+    def send(self) -> None:
+        if self.conn.closed:
+            self.worker.active -= 1
+            return
+        i, n, last = self.i, self.sizes[self.i], len(self.sizes) - 1
+        due = self.base + i * self.gap
+        self.done += n
+        done, head, usage_fmt, prompt_len = self.done, self.head, self.usage_fmt, self.prompt_len
+        text = (f"[{self.key}]" + " tok" * (n - 1)) if i == 0 else " tok" * n
+        fin = self.finish if i == last else "null"
+        parts = []
+        if i == 0 and self.chat and self.role_chunk:
+            parts.append(head + b'"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]'
+                         + ((usage_fmt % (prompt_len, 0)).encode() if self.usage_each else b"") + b"}\n\n")
+        parts.append(head + (self.body_fmt % (text, fin)).encode()
+                     + ((usage_fmt % (prompt_len + done, done)).encode() if self.usage_each else b"") + b"}\n\n")
+        if i == last:
+            if self.usage_end:
+                parts.append(head[:head.index(b'"choices"')] + b'"choices":[]'
+                             + (usage_fmt % (prompt_len + done, done)).encode() + b"}\n\n")
+            parts.append(b"data: [DONE]\n\n")
+        payload = b"".join(parts)
+        frame = b"%x\r\n%s\r\n" % (len(payload), payload) + (b"0\r\n\r\n" if i == last else b"")
+        t = perf()
+        self.conn.write(frame)
+        self.sends.append(t)
+        w = self.worker
+        w.chunks += 1
+        late = t - due
+        if len(w.lateness) < 200000:
+            w.lateness.append(late)
+        else:
+            w.lateness[w.chunks % 200000] = late
+        if i == last:
+            w.active -= 1
+            self.conn.response_done()
+            return
+        self.i += 1
+        self.loop.call_at(self.base + self.i * self.gap, self.send)
+
+
+class Conn:
+    """A client connection: requests are read with ``recvmsg`` so ``t_recv`` is the kernel's
+    receive time of the request's first bytes (``SO_TIMESTAMPNS``), not when this loop got to it."""
+
+    def __init__(self, worker: Worker, sock: socket.socket) -> None:
+        self.worker, self.sock, self.fd = worker, sock, sock.fileno()
+        self.loop = asyncio.get_running_loop()
+        self.parser = httptools.HttpRequestParser(self)
+        self.out = bytearray()
+        self.closed = False
+        self.stamp = 0.0
+        self.url = b""
+        self.body: list[bytes] = []
+        self.t_recv = 0.0
+        self.keep_alive = True
+        self.loop.add_reader(self.fd, self.readable)
+
+    def readable(self) -> None:
+        try:
+            data, anc, _, _ = self.sock.recvmsg(65536, ANC)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            self.close()
+            return
+        if anc:
+            sec, ns = TIMESPEC.unpack_from(anc[0][2])
+            self.stamp = perf() - (time.time_ns() - sec * 1_000_000_000 - ns) * 1e-9
+        else:
+            self.stamp = perf()
+        if not data:
+            self.close()
+            return
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserError:
+            self.respond(400, b"bad request")
+            self.close()
+
+    def on_message_begin(self) -> None:
+        self.url, self.body, self.t_recv = b"", [], self.stamp
+
+    def on_url(self, url: bytes) -> None:
+        self.url += url
+
+    def on_body(self, body: bytes) -> None:
+        self.body.append(body)
+
+    def on_message_complete(self) -> None:
+        self.keep_alive = self.parser.should_keep_alive()
+        path = self.url.split(b"?", 1)[0].decode("latin-1")
+        self.worker.route(self, self.parser.get_method(), path, b"".join(self.body), self.t_recv)
+
+    def respond(self, status: int, body: bytes, ctype: str = "application/json") -> None:
+        reason = {200: "OK", 400: "Bad Request", 404: "Not Found"}.get(status, "")
+        self.write(f"HTTP/1.1 {status} {reason}\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
+        self.response_done()
+
+    def response_done(self) -> None:
+        if not self.keep_alive:
+            self.close()
+
+    def write(self, data: bytes) -> None:
+        if self.closed:
+            return
+        if not self.out:
+            try:
+                sent = self.sock.send(data)
+            except (BlockingIOError, InterruptedError):
+                sent = 0
+            except OSError:
+                self.close()
+                return
+            if sent == len(data):
+                return
+            data = data[sent:]
+            self.loop.add_writer(self.fd, self.writable)
+        self.out += data
+
+    def writable(self) -> None:
+        try:
+            sent = self.sock.send(self.out)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            self.close()
+            return
+        del self.out[:sent]
+        if not self.out:
+            self.loop.remove_writer(self.fd)
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self.loop.remove_reader(self.fd)
+        if self.out:
+            self.loop.remove_writer(self.fd)
+        self.worker.conns.discard(self)
+        self.sock.close()
 
 
 def _socket(host: str, port: int) -> socket.socket:
@@ -266,17 +377,34 @@ def _socket(host: str, port: int) -> socket.socket:
 
 async def _serve(cfg: Config, index: int, host: str, port: int) -> None:
     worker = Worker(cfg, index)
-    runner = web.AppRunner(worker.app, access_log=None, handle_signals=False)
-    await runner.setup()
-    site = web.SockSite(runner, _socket(host, port), backlog=4096)
-    await site.start()
-    stop = asyncio.Event()
+    listener = _socket(host, port)
     loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+
+    def accept() -> None:
+        for _ in range(64):
+            try:
+                sock, _ = listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            sock.setblocking(False)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+            except OSError:
+                pass
+            worker.connections += 1
+            worker.conns.add(Conn(worker, sock))
+
+    loop.add_reader(listener.fileno(), accept)
     await stop.wait()
-    worker.dump()  # before cleanup, so a client still streaming cannot delay the log
-    await runner.cleanup()
+    worker.dump()  # before closing, so a client still streaming cannot delay the log
+    loop.remove_reader(listener.fileno())
+    listener.close()
+    for conn in list(worker.conns):
+        conn.close()
 
 
 def _worker_main(cfg: Config, index: int, host: str, port: int, loop_kind: str) -> None:

@@ -169,14 +169,36 @@ async def _drive(session: Transport, spec: RequestSpec, prompts: Sequence[Prompt
     return PhaseResult(records=records, wall_s=ended - started, started=started, ended=ended)
 
 
-def _worker_drive(spec: RequestSpec, prompts: list[Prompt], phase: Phase, client: str) -> tuple[list[dict], float, float]:
+_STOP = None  # the parent's stop flag, set in each load-generator process by _worker_init
+
+
+def _worker_init(stop) -> None:
+    """Ctrl-C reaches the whole process group; the parent decides when to stop and says so via ``stop``."""
+    import signal
+
+    global _STOP
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _STOP = stop
+
+
+def _worker_drive(spec: RequestSpec, prompts: list[Prompt], phase: Phase, client: str,
+                  grace_s: float) -> tuple[list[dict], float, float]:
     """One load-generator process: its own event loop and connection pool (runs in a child process)."""
 
     async def go() -> PhaseResult:
+        stop = asyncio.Event()
+
+        async def watch() -> None:
+            while _STOP is not None and not _STOP.is_set():
+                await asyncio.sleep(0.1)
+            stop.set()
+
+        watcher = asyncio.create_task(watch())
         transport = open_transport(spec.base_url, client)
         try:
-            return await drive(transport, spec, prompts, phase)
+            return await drive(transport, spec, prompts, phase, stop=stop, grace_s=grace_s)
         finally:
+            watcher.cancel()
             await close_transport(transport)
 
     try:
@@ -190,13 +212,14 @@ def _worker_drive(spec: RequestSpec, prompts: list[Prompt], phase: Phase, client
 
 async def drive_processes(spec: RequestSpec, prompts: Sequence[Prompt], phase: Phase, processes: int,
                           on_record: Callable[[RequestRecord], None] | None = None,
-                          client: str = "auto") -> PhaseResult:
+                          client: str = "auto", stop: asyncio.Event | None = None,
+                          grace_s: float = 10.0) -> PhaseResult:
     """Closed-loop load from several processes, for concurrency one event loop cannot keep up with.
 
     Prompts and streams are dealt round-robin; ``time.perf_counter`` is CLOCK_MONOTONIC, shared by
     every process on the machine, so records merge with consistent clocks and the phase's wall time
-    runs from the earliest start to the latest end. Stop signals are not forwarded: a stop waits for
-    the workers' current phase.
+    runs from the earliest start to the latest end. ``stop`` reaches every worker (each then
+    behaves like ``drive``: no new requests, ``grace_s`` for those in flight, cut ones recorded).
     """
     from concurrent.futures import ProcessPoolExecutor
     import multiprocessing
@@ -205,11 +228,21 @@ async def drive_processes(spec: RequestSpec, prompts: Sequence[Prompt], phase: P
     shares = [list(prompts[i::processes]) for i in range(processes)]
     streams = [phase.concurrency // processes + (1 if i < phase.concurrency % processes else 0) for i in range(processes)]
     loop = asyncio.get_running_loop()
-    with ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = [loop.run_in_executor(pool, _worker_drive, spec, share,
-                                        Phase(phase.config, phase.phase, n, None, phase.seed, phase.repeat), client)
-                   for share, n in zip(shares, streams)]
-        results = await asyncio.gather(*futures)
+    ctx = multiprocessing.get_context("spawn")
+    flag = ctx.Event()
+    relay = asyncio.create_task(stop.wait()) if stop is not None else None
+    if relay is not None:
+        relay.add_done_callback(lambda t: t.cancelled() or flag.set())
+    try:
+        with ProcessPoolExecutor(processes, mp_context=ctx, initializer=_worker_init, initargs=(flag,)) as pool:
+            futures = [loop.run_in_executor(pool, _worker_drive, spec, share,
+                                            Phase(phase.config, phase.phase, n, None, phase.seed, phase.repeat),
+                                            client, grace_s)
+                       for share, n in zip(shares, streams)]
+            results = await asyncio.gather(*futures)
+    finally:
+        if relay is not None:
+            relay.cancel()
     records: list[RequestRecord] = []
     for dicts, _, _ in results:
         for d in dicts:

@@ -16,7 +16,7 @@ import numpy as np
 
 from . import acceptance as acc
 from .compare import fidelity, mean_ci95, paired_requests, paired_speedup, ratio
-from .metrics import latency_stats, throughput, token_sources
+from .metrics import latency_stats, shared_reads, throughput, token_sources
 from .records import RequestRecord
 
 REFERENCE_KEYS = [
@@ -154,6 +154,7 @@ def summarize_cell(phases: Sequence[PhaseInfo], records: Sequence[RequestRecord]
     row["output_throughput_tps"] = float(np.mean(tps)) if None not in tps and tps else None
     row["speedup_vs_baseline"] = None
     row.update(latency_stats(measured))
+    row.update(shared_reads(measured))
     acceptance = combine_acceptance([p.acceptance for p in phases], k)
     row.update({key: acceptance.get(key) for key in ("acceptance_rate", "acceptance_pos_1", "acceptance_pos_2",
                                                      "acceptance_pos_3", "mean_acceptance_length")})

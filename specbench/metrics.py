@@ -60,6 +60,20 @@ def tpot(rec: RequestRecord) -> float | None:
     return (rec.latency - rec.ttft) / (rec.output_tokens - 1)
 
 
+def shared_reads(records: Sequence[RequestRecord]) -> dict[str, float | int | None]:
+    """Content chunks stamped exactly like the chunk before them: they came in the same socket read.
+
+    Each read carries one stamp, so such a chunk reached the client together with the previous
+    one: the client (or the network) was a whole step behind, or the server flushed two steps at
+    once. Its gap reads as 0 and the previous gap as too long; a share above ~1 % means the ITL
+    distribution is coarser than the server's real step times.
+    """
+    ok = [r for r in records if r.ok and len(r.chunk_times) > 1]
+    gaps = sum(len(r.chunk_times) - 1 for r in ok)
+    shared = sum(int(np.count_nonzero(np.diff(r.chunk_times) == 0)) for r in ok)
+    return {"shared_read_chunks": shared, "shared_read_share": shared / gaps if gaps else None}
+
+
 def latency_stats(records: Sequence[RequestRecord]) -> dict[str, float | None]:
     ok = [r for r in records if r.ok]
     itl = np.concatenate([token_itl(r) for r in ok]) if ok else np.empty(0)

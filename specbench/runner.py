@@ -325,7 +325,7 @@ class Runner:
             if processes > 1:
                 result = await drive_processes(spec, prompts, phase, processes,
                                                on_record=lambda r: self.progress("request", record=r),
-                                               client=self.suite.load.client)
+                                               client=self.suite.load.client, stop=self.stop, grace_s=self.grace_s)
             else:
                 result = await drive(transport, spec, prompts, phase, on_record=lambda r: self.progress("request", record=r),
                                      stop=self.stop, grace_s=self.grace_s)

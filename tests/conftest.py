@@ -20,3 +20,20 @@ def prompts_file(tmp_path: Path) -> Path:
     rows = [f'{{"prompt": "question number {i} about topic {i % 3}", "category": "cat{i % 2}"}}' for i in range(6)]
     path.write_text("\n".join(rows) + "\n")
     return path
+
+
+@pytest.fixture
+async def scripted():
+    """Start scripted servers (tests/scripted_server.py) on demand; all are cleaned up at the end."""
+    from scripted_server import Script, start
+
+    runners = []
+
+    async def make(**kw):
+        server, runner, url = await start(Script(**kw))
+        runners.append(runner)
+        return server, url
+
+    yield make
+    for r in runners:
+        await r.cleanup()

@@ -11,7 +11,6 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from scripted_server import Script, start
 from specbench.client import (
     SOURCE_NONE,
     SOURCE_TOKEN_IDS,
@@ -40,21 +39,6 @@ async def session(request):
     transport = open_transport("http://127.0.0.1", request.param)
     yield transport
     await close_transport(transport)
-
-
-@pytest.fixture
-async def scripted():
-    """Start scripted servers on demand; all are cleaned up at the end."""
-    runners = []
-
-    async def make(**kw):
-        server, runner, url = await start(Script(**kw))
-        runners.append(runner)
-        return server, url
-
-    yield make
-    for r in runners:
-        await r.cleanup()
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ from specbench.metrics import (
     PERCENTILES,
     chunk_token_counts,
     latency_stats,
+    shared_reads,
     stats_ms,
     throughput,
     token_itl,
@@ -155,6 +156,15 @@ def test_latency_stats_all_failed_is_none():
     out = latency_stats([rec([0.1, 0.2], [1, 1], error="HTTP 500"), rec([], [], error="no content chunk received")])
     assert all(v is None for v in out.values())
     assert latency_stats([]) == out
+
+
+def test_shared_reads_counts_chunks_stamped_like_the_one_before():
+    a = rec([0.1, 0.2, 0.2, 0.3], [1, 2, 2, 2])  # chunk 2 came in chunk 1's read
+    b = rec([0.1, 0.15], [1, 3])
+    failed = rec([0.1, 0.1], [1, 1], error="HTTP 500")
+    out = shared_reads([a, b, failed])
+    assert out == {"shared_read_chunks": 1, "shared_read_share": pytest.approx(1 / 4)}
+    assert shared_reads([rec([0.1], [1])]) == {"shared_read_chunks": 0, "shared_read_share": None}
 
 
 # ---------------------------------------------------------------- throughput

@@ -98,6 +98,9 @@ def warnings(records: Sequence[Record]) -> list[str]:
                        f"{r.get('acceptance_tokens_diff')} (other traffic in the window, or steps merged into one chunk)")
         if r.get("stream_merged_chunks"):
             out.append(f"⚠ {where}: {r['stream_merged_chunks']} chunks carried more than k+1 tokens (merged steps): stream acceptance is overstated")
+        if (r.get("shared_read_share") or 0) > 0.01:
+            out.append(f"⚠ {where}: {100 * r['shared_read_share']:.1f}% of chunks came in the same read as the one before "
+                       "(client or network a whole step behind, or steps flushed together): ITL/step percentiles are coarser than the server's steps")
         if r.get("status") in ("failed", "interrupted"):
             out.append(f"⚠ {where}: cell {r['status']} ({r.get('failed_requests') or 0} failed requests: {r.get('errors') or {}})")
     return out
