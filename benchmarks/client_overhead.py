@@ -111,6 +111,7 @@ def child_specbench(argv: list[str]) -> None:
             out["cpu_s"] = pt1 - pt0
             out["cpu_user_s"] = ru1.ru_utime - ru0.ru_utime
             out["cpu_sys_s"] = ru1.ru_stime - ru0.ru_stime
+            out["wakeups"] = ru1.ru_nvcsw - ru0.ru_nvcsw  # voluntary context switches: sleeps ended by I/O or a timer
             out["records"] = res.records
         finally:
             await sclient.close_transport(s)

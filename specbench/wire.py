@@ -30,7 +30,7 @@ import httptools
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35 if sys.platform.startswith("linux") else None)
 _ANC = socket.CMSG_SPACE(16)
 _TIMESPEC = struct.Struct("@qq")
-_READ = 1 << 18
+_READ = 1 << 16  # below malloc's mmap threshold (128 KiB): a bigger buffer costs an mmap + munmap per read
 
 CLOCK_KERNEL = "kernel receive time (SO_TIMESTAMPNS)"
 CLOCK_LOOP = "event-loop read time (perf_counter)"
