@@ -4,7 +4,7 @@ A client that stamps chunks when its event loop gets round to them measures its 
 server latency. Here every ``recvmsg`` carries the kernel's receive time of the newest bytes it
 returns (``SO_TIMESTAMPNS``), so a chunk's time is when it reached this machine's socket, however
 busy the loop is, as long as each connection is read within one inter-chunk gap (later, several
-chunks share the newest one's stamp, which stream analysis sees as merged chunks). The reader runs
+chunks share the newest one's stamp; ``shared_read_share`` in the results counts them). The reader runs
 as a loop callback (no task switch per chunk) and hands each SSE ``data:`` payload straight to
 the consumer. ``httptools`` (llhttp) parses status, headers and chunked framing.
 
@@ -268,7 +268,8 @@ class Wire:
         """
         target = url if isinstance(url, Target) else Target.parse(url)
         key = (target.host, target.port)
-        head = [f"POST {target.path} HTTP/1.1", f"Host: {target.host}:{target.port}",
+        host = f"[{target.host}]" if ":" in target.host else target.host  # IPv6 literal
+        head = [f"POST {target.path} HTTP/1.1", f"Host: {host}:{target.port}",
                 f"Content-Length: {len(body)}", "Accept: text/event-stream", "User-Agent: specbench"]
         head += [f"{k}: {v}" for k, v in headers.items()]
         request = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body

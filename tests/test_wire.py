@@ -32,12 +32,13 @@ HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding
 class ThreadServer:
     """Accepts connections; ``reply(conn, request_no)`` writes each response; keeps connections open."""
 
-    def __init__(self, reply) -> None:
+    def __init__(self, reply, host: str = "127.0.0.1") -> None:
         self.reply, self.accepts, self.requests = reply, 0, 0
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
+        self.heads: list[bytes] = []
+        self.sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+        self.sock.bind((host, 0))
         self.sock.listen()
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.url = f"http://{f'[{host}]' if ':' in host else host}:{self.sock.getsockname()[1]}"
         self.conns: list[socket.socket] = []
         threading.Thread(target=self._serve, daemon=True).start()
 
@@ -68,6 +69,7 @@ class ThreadServer:
                 if len(rest) < length:
                     break
                 buf = rest[length:]
+                self.heads.append(head)
                 self.requests += 1
                 try:
                     self.reply(conn, self.requests)
@@ -84,8 +86,8 @@ class ThreadServer:
 def server():
     made = []
 
-    def make(reply):
-        s = ThreadServer(reply)
+    def make(reply, host="127.0.0.1"):
+        s = ThreadServer(reply, host)
         made.append(s)
         return s
 
@@ -195,6 +197,28 @@ async def test_garbage_instead_of_http_is_one_line_error(server):
     async with Wire() as wire:
         rec = await one(wire, srv.url)
     assert rec.error.startswith("WireError: 127.0.0.1:") and "malformed HTTP response" in rec.error
+
+
+def _ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _ipv6_loopback(), reason="no IPv6 loopback here")
+async def test_ipv6_literal_url_and_host_header(server):
+    def reply(conn, _):
+        conn.sendall(HEAD + _event(1) + _chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n")
+
+    srv = server(reply, host="::1")
+    async with Wire() as wire:
+        rec = await one(wire, srv.url)
+    assert rec.ok
+    port = srv.url.rsplit(":", 1)[1]
+    assert f"Host: [::1]:{port}".encode() in srv.heads[0].split(b"\r\n")
 
 
 def test_target_parsing_and_transport_choice():
