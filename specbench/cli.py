@@ -59,7 +59,7 @@ def _report(args: argparse.Namespace) -> int:
         print(f"wrote {out}")
         return 0
     results = load_results(args.paths)
-    text = render(results.records, args.format) + "\n"
+    text = render(results.records, args.format, results.meta) + "\n"
     if args.output:
         Path(args.output).write_text(text)
     else:

@@ -336,9 +336,10 @@ async def run_config(job: dict[str, Any], prompts: dict[str, Any], emit: Callabl
             def write_meta(self, meta: dict[str, Any]) -> None:
                 super().write_meta(meta)
                 info = (meta.get("servers") or {}).get(name)
-                if info is not None and info != self.last_server:
-                    self.last_server = dict(info)
-                    emit({"type": "server", "config": name, "info": info})
+                clock = (meta.get("chunk_clock") or {}).get(name)
+                if info is not None and (info, clock) != self.last_server:
+                    self.last_server = (dict(info), clock)
+                    emit({"type": "server", "config": name, "info": info, "chunk_clock": clock})
 
         run = WorkerRunDir(scratch)
         run.create()
@@ -525,6 +526,8 @@ class Driver:
                 entry["log_on_node"] = info["log"]
                 info["log"] = str(self.logs / f"{name}.log")
             self.meta["servers"][name] = info
+            if msg.get("chunk_clock"):
+                self.meta.setdefault("chunk_clock", {})[name] = msg["chunk_clock"]
             self.runner.run.write_meta(self.meta)
         elif kind == "phase":
             info = PhaseInfo.from_dict(msg["info"])

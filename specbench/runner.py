@@ -232,7 +232,7 @@ def _notes(suite: Suite, clocks: dict[str, str] | None = None) -> list[str]:
         "Speedup = output tok/s of the run ÷ baseline's on the same data set and load point; its 95% CI is "
         "bootstrapped over paired prompts, or Student-t over repeats (speedup_ci_method in results.json).",
         "ITL is per token (a chunk of n tokens after a gap g gives n samples of g/n); TPOT = (latency − TTFT)/(output tokens − 1)."
-        + (f" Chunk times: {' / '.join(clock)}; TTFT counts from the request's first byte sent." if clock else ""),
+        + (f" Chunk times: {' / '.join(clock)}; TTFT counts from just before the request is written to the socket." if clock else ""),
         "Acceptance: deltas of the engine's spec-decode counters over each measured phase (see acceptance_source in results.json); — = not measured.",
         f"temperature {suite.load.temperature:g}, max_tokens {suite.load.max_tokens}, warm-up "
         + ("a full matching pass" if suite.load.warmup == "pass" else f"{suite.load.warmup} request(s)") + " before each timed pass.",
@@ -270,8 +270,9 @@ class Runner:
         phases, records = self.run.load_phases(), self.run.load_requests()
         rows = build_rows(self.suite, phases, records)
         self.meta["updated_at"] = _now()
+        self.meta["notes"] = _notes(self.suite, self.meta.get("chunk_clock"))  # `specbench report` prints them too
         self.run.write_meta(self.meta)
-        self.run.write_results(rows, markdown(rows, {"notes": _notes(self.suite, self.meta.get("chunk_clock"))}))
+        self.run.write_results(rows, markdown(rows, self.meta))
         return rows
 
     def _start_meta(self) -> None:

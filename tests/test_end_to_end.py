@@ -112,6 +112,11 @@ async def test_cli_run_and_report(tmp_path, prompts_file, servers, capsys):
     csv_out = capsys.readouterr().out.splitlines()
     assert csv_out[0].startswith("dataset,run,method,num_speculative_tokens,requests")
     assert len(csv_out) == 3
+    # the markdown report of a specbench run carries the same method notes as results.md
+    assert main(["report", str(out), "--format", "markdown"]) == 0
+    md = capsys.readouterr().out
+    assert md.strip() == (out / "results.md").read_text().strip()
+    assert "Chunk times: kernel receive time (SO_TIMESTAMPNS)" in md
 
 
 async def test_fidelity_flags_divergent_output(tmp_path, prompts_file):
