@@ -132,6 +132,15 @@ class _Exchange:
         else:
             self.stamp = time.perf_counter()
         if not data:
+            if self.response.status and not self.ended and self._close_delimited():
+                self.on_message_complete()  # such a body ends where the connection does
+                self.keep_alive = False
+                if self.error is not None:
+                    self._fail(self.error)
+                else:
+                    self._resolve()
+                    self._release(reuse=False)
+                return
             self._fail(WireError(f"{self.key[0]}:{self.key[1]}: server closed the connection "
                                  + ("before answering" if not self.received else "mid-response")))
             return
@@ -151,6 +160,10 @@ class _Exchange:
         elif self.ended:
             self._resolve()
             self._release(reuse=self.keep_alive)
+
+    def _close_delimited(self) -> bool:
+        headers = self.response.headers
+        return "content-length" not in headers and "chunked" not in headers.get("transfer-encoding", "").lower()
 
     def _resolve(self) -> None:
         if not self.done.done():
@@ -211,7 +224,10 @@ class Wire:
                 raise WireError(f"{key[0]}:{key[1]}: cannot resolve host")
             addr = self._addrs[key] = infos[0]
         family, type_, proto, _, sockaddr = addr
-        sock = socket.socket(family, type_, proto)
+        try:
+            sock = socket.socket(family, type_, proto)
+        except OSError as err:  # e.g. out of file descriptors
+            raise WireError(f"{key[0]}:{key[1]}: cannot open a socket: {_why(err)}") from None
         sock.setblocking(False)
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

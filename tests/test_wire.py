@@ -189,6 +189,27 @@ async def test_http_error_with_chunked_body(server):
     assert rec.error == 'HTTP 503 (retry-after 7): {"error": "overloaded"}'
 
 
+async def test_close_delimited_body_ends_at_eof(server):
+    """No Content-Length, not chunked: HTTP/1.1 says the body ends when the server closes."""
+
+    def reply(conn, n):
+        if n == 1:
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+                         + b"data: " + orjson.dumps({"choices": [{"delta": {"content": "a"}}], "usage": {"completion_tokens": 1}})
+                         + b"\n\ndata: " + orjson.dumps({"choices": [{"delta": {"content": "bc"}}], "usage": {"completion_tokens": 3}}))
+        else:
+            conn.sendall(b"HTTP/1.1 500 Internal Server Error\r\nConnection: close\r\n\r\nengine died")
+        conn.shutdown(socket.SHUT_RDWR)
+
+    srv = server(reply)
+    async with Wire() as wire:
+        ok = await one(wire, srv.url)
+        bad = await one(wire, srv.url)
+    assert ok.ok and ok.chunk_tokens == [1, 2] and ok.text == "abc"
+    assert bad.error == "HTTP 500: engine died"
+    assert srv.accepts == 2
+
+
 async def test_garbage_instead_of_http_is_one_line_error(server):
     def reply(conn, _):
         conn.sendall(b"SSH-2.0-OpenSSH_9.6\r\n")
