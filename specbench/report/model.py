@@ -1,0 +1,104 @@
+"""The report's data model: configs (colour, dash, order), cells and load points of a run."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+Record = dict[str, Any]
+
+#: baseline first (black), then the Okabe–Ito colours, which stay distinct under colour-vision deficiency
+BASELINE_COLOUR = "#000000"
+PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9"]
+DASHES = ["", "7 4", "2 3", "9 3 2 3"]
+
+
+def _unique(values: Iterable[Any]) -> list[Any]:
+    out: list[Any] = []
+    for v in values:
+        if v not in out:
+            out.append(v)
+    return out
+
+
+def baseline_name(records: Sequence[Record], meta: dict[str, Any] | None) -> str | None:
+    """The suite's baseline: the config marked ``baseline: true``, else the one named "baseline"."""
+    raw = (((meta or {}).get("suite") or {}).get("raw") or {})
+    marked = [c.get("name") for c in raw.get("configs") or [] if isinstance(c, dict) and c.get("baseline")]
+    runs = _unique(r.get("run") for r in records)
+    if marked and marked[0] in runs:
+        return marked[0]
+    if "baseline" in runs:
+        return "baseline"
+    return next((r["run"] for r in records if r.get("method") == "baseline"), None)
+
+
+@dataclass(frozen=True)
+class Load:
+    """A load point: closed-loop concurrency, or an open-loop request rate."""
+
+    kind: str  # "concurrency" | "rate"
+    value: float | None
+
+    @property
+    def label(self) -> str:
+        if self.value is None:
+            return "load not recorded"
+        if self.kind == "rate":
+            return f"{self.value:g} req/s"
+        return f"c={self.value:g}"
+
+    def sort_key(self) -> tuple:
+        return (self.kind, -1 if self.value is None else self.value)
+
+
+def load_of(r: Record) -> Load:
+    if r.get("request_rate") is not None:
+        return Load("rate", float(r["request_rate"]))
+    c = r.get("concurrency")
+    return Load("concurrency", None if c is None else float(c))
+
+
+class Model:
+    """Records grouped the way every plot needs them."""
+
+    def __init__(self, records: Sequence[Record], meta: dict[str, Any] | None) -> None:
+        self.records = list(records)
+        self.meta = meta or {}
+        self.baseline = baseline_name(self.records, self.meta)
+        self.configs = _unique(r["run"] for r in self.records)
+        if self.baseline in self.configs:  # baseline first, then the suite's order
+            self.configs.remove(self.baseline)
+            self.configs.insert(0, self.baseline)
+        self.spec_configs = [c for c in self.configs if c != self.baseline and not self._is_plain(c)]
+        self.datasets = _unique(r["dataset"] for r in self.records)
+        self.loads = sorted(_unique(load_of(r) for r in self.records), key=Load.sort_key)
+        self.colour = {}
+        self.dash = {}
+        i = 0
+        for c in self.configs:
+            if c == self.baseline:
+                self.colour[c], self.dash[c] = BASELINE_COLOUR, ""
+            else:
+                self.colour[c] = PALETTE[i % len(PALETTE)]
+                self.dash[c] = DASHES[(i // len(PALETTE)) % len(DASHES)]
+                i += 1
+
+    def _is_plain(self, config: str) -> bool:
+        rows = [r for r in self.records if r["run"] == config]
+        return all(r.get("method") == "baseline" and r.get("num_speculative_tokens") is None for r in rows)
+
+    def row(self, config: str, dataset: str, load: Load) -> Record | None:
+        return next((r for r in self.records if r["run"] == config and r["dataset"] == dataset
+                     and load_of(r) == load), None)
+
+    def loads_of(self, dataset: str) -> list[Load]:
+        return [ld for ld in self.loads if any(r["dataset"] == dataset and load_of(r) == ld for r in self.records)]
+
+    def sweep_kind(self) -> str | None:
+        """The load dimension swept with several values, if any."""
+        for kind in ("concurrency", "rate"):
+            if len([ld for ld in self.loads if ld.kind == kind and ld.value is not None]) > 1:
+                return kind
+        return None
