@@ -102,6 +102,13 @@ class _Stream:
         msg = orjson.loads(data)  # orjson.JSONDecodeError subclasses json.JSONDecodeError
         if not isinstance(msg, dict):
             raise json.JSONDecodeError("not a JSON object", data.decode(errors="replace"), 0)
+        try:
+            return self._chunk(msg, now)
+        except (AttributeError, TypeError, KeyError, IndexError, ValueError) as err:  # right JSON, wrong shape
+            raise json.JSONDecodeError(f"unexpected shape ({type(err).__name__}: {err})",
+                                       data.decode(errors="replace"), 0) from None
+
+    def _chunk(self, msg: dict[str, Any], now: float) -> bool:
         if "error" in msg and not msg.get("choices"):
             err = msg["error"]
             raise _ServerSaid(err.get("message", str(err)) if isinstance(err, dict) else str(err))
@@ -187,7 +194,11 @@ async def close_transport(transport: Transport) -> None:
 
 def transport_clock(transport: Transport) -> str:
     """How chunk times were taken, for meta.json and the report's notes."""
-    return transport.clock if isinstance(transport, Wire) else "event-loop read time (perf_counter, aiohttp)"
+    if not isinstance(transport, Wire):
+        return "event-loop read time (perf_counter, aiohttp)"
+    if transport.loop_stamped_reads:
+        return f"{transport.clock}; {transport.loop_stamped_reads} reads had no kernel stamp and got the loop's time"
+    return transport.clock
 
 
 async def stream_request(
@@ -241,7 +252,8 @@ async def _over_aiohttp(session: aiohttp.ClientSession, spec: RequestSpec, body:
     record.send_time = perf()
     async with session.post(spec.url, data=body, headers=spec.headers()) as resp:
         if resp.status != 200:
-            record.error = _http_error(resp.status, await resp.text(), resp.headers.get("Retry-After"))
+            record.error = _http_error(resp.status, (await resp.read()).decode(errors="replace"),
+                                       resp.headers.get("Retry-After"))
             return
         # One await per socket read, not per line: split SSE lines here; every line of a read is
         # stamped with the time the read was delivered.

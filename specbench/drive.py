@@ -114,7 +114,6 @@ async def _drive(session: Transport, spec: RequestSpec, prompts: Sequence[Prompt
                  records: list[RequestRecord], on_record: Callable[[RequestRecord], None] | None,
                  stop: asyncio.Event | None, grace_s: float) -> PhaseResult:
     started = time.perf_counter()
-    tasks: list[asyncio.Task] = []
 
     async def closed_loop() -> None:
         queue = list(reversed(prompts))
@@ -138,33 +137,48 @@ async def _drive(session: Transport, spec: RequestSpec, prompts: Sequence[Prompt
             async with limit:
                 await _conversation(session, spec, p, phase, records, on_record, stop)
 
-        for p in prompts:
-            if stop is not None and stop.is_set():
-                break
-            delay = next_at - time.perf_counter()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            arrivals.append(asyncio.create_task(one(p)))
-            next_at += rng.expovariate(phase.request_rate)
-        await asyncio.gather(*arrivals)
+        try:
+            for p in prompts:
+                delay = next_at - time.perf_counter()
+                if delay > 0 and stop is not None:
+                    try:  # a stop ends the wait for the next arrival at once
+                        await asyncio.wait_for(stop.wait(), delay)
+                    except TimeoutError:
+                        pass
+                elif delay > 0:
+                    await asyncio.sleep(delay)
+                if stop is not None and stop.is_set():
+                    break
+                arrivals.append(asyncio.create_task(one(p)))
+                next_at += rng.expovariate(phase.request_rate)
+            await asyncio.gather(*arrivals)
+        finally:  # cut short: requests in flight are cancelled and recorded before drive returns
+            pending = [t for t in arrivals if not t.done()]
+            for t in pending:
+                t.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
 
     main = asyncio.create_task(closed_loop() if phase.request_rate is None else open_loop())
-    tasks.append(main)
-    if stop is None:
-        await main
-    else:
-        stopped = asyncio.create_task(stop.wait())
-        await asyncio.wait({main, stopped}, return_when=asyncio.FIRST_COMPLETED)
-        if not main.done():
-            done, _ = await asyncio.wait({main}, timeout=grace_s)
-            if not done:
-                main.cancel()
-        stopped.cancel()
-        try:
+    try:
+        if stop is None:
             await main
-        except asyncio.CancelledError:
-            if not stop.is_set():
-                raise
+        else:
+            stopped = asyncio.create_task(stop.wait())
+            await asyncio.wait({main, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            if not main.done():
+                done, _ = await asyncio.wait({main}, timeout=grace_s)
+                if not done:
+                    main.cancel()
+            stopped.cancel()
+            try:
+                await main
+            except asyncio.CancelledError:
+                if not stop.is_set():
+                    raise
+    finally:
+        if not main.done():  # drive itself was cancelled: take its requests down with it
+            main.cancel()
+            await asyncio.gather(main, return_exceptions=True)
     ended = time.perf_counter()
     return PhaseResult(records=records, wall_s=ended - started, started=started, ended=ended)
 
@@ -233,23 +247,37 @@ async def drive_processes(spec: RequestSpec, prompts: Sequence[Prompt], phase: P
     relay = asyncio.create_task(stop.wait()) if stop is not None else None
     if relay is not None:
         relay.add_done_callback(lambda t: t.cancelled() or flag.set())
+    pool = ProcessPoolExecutor(processes, mp_context=ctx, initializer=_worker_init, initargs=(flag,))
+    t0 = time.perf_counter()
     try:
-        with ProcessPoolExecutor(processes, mp_context=ctx, initializer=_worker_init, initargs=(flag,)) as pool:
-            futures = [loop.run_in_executor(pool, _worker_drive, spec, share,
-                                            Phase(phase.config, phase.phase, n, None, phase.seed, phase.repeat),
-                                            client, grace_s)
-                       for share, n in zip(shares, streams)]
-            results = await asyncio.gather(*futures)
+        futures = [loop.run_in_executor(pool, _worker_drive, spec, share,
+                                        Phase(phase.config, phase.phase, n, None, phase.seed, phase.repeat),
+                                        client, grace_s)
+                   for share, n in zip(shares, streams)]
+        results = await asyncio.gather(*futures, return_exceptions=True)
+    except BaseException:  # cancelled: the workers stop like on Ctrl-C, and the loop is not blocked meanwhile
+        flag.set()
+        raise
     finally:
         if relay is not None:
             relay.cancel()
+        await asyncio.shield(asyncio.to_thread(pool.shutdown, True))
     records: list[RequestRecord] = []
-    for dicts, _, _ in results:
+    spans: list[tuple[float, float]] = []
+    for share, result in zip(shares, results):
+        if isinstance(result, BaseException):  # a dead worker: its prompts are failed requests, not missing ones
+            why = f"load-generator process failed: {type(result).__name__}: {result}"
+            dicts = [RequestRecord(prompt_id=p.id, dataset=p.dataset, config=phase.config, category=p.category,
+                                   phase=phase.phase, repeat=phase.repeat, error=why).to_dict() for p in share]
+        else:
+            dicts, s0, s1 = result
+            spans.append((s0, s1))
         for d in dicts:
             rec = RequestRecord.from_dict(d)
             rec.concurrency = phase.concurrency
             records.append(rec)
             if on_record:
                 on_record(rec)
-    started, ended = min(r[1] for r in results), max(r[2] for r in results)
+    started = min((a for a, _ in spans), default=t0)
+    ended = max((b for _, b in spans), default=time.perf_counter())
     return PhaseResult(records=records, wall_s=ended - started, started=started, ended=ended)

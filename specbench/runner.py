@@ -304,7 +304,6 @@ class Runner:
                      point: LoadPoint, repeat: int) -> None:
         cfg = server.config
         transport = open_transport(server.url, self.suite.load.client)
-        self.meta.setdefault("chunk_clock", {})[cfg.name] = transport_clock(transport)
         try:
             warm = len(prompts) if self.suite.load.warmup == "pass" else self.suite.load.warmup
             if warm:
@@ -331,6 +330,7 @@ class Runner:
                 result = await drive(transport, spec, prompts, phase, on_record=lambda r: self.progress("request", record=r),
                                      stop=self.stop, grace_s=self.grace_s)
         finally:
+            self.meta.setdefault("chunk_clock", {})[cfg.name] = transport_clock(transport)
             await close_transport(transport)
         after = await scrape(session, server.url)
         self.timing["measured_s"] += result.wall_s

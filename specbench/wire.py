@@ -30,6 +30,8 @@ import httptools
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35 if sys.platform.startswith("linux") else None)
 _ANC = socket.CMSG_SPACE(16)
 _TIMESPEC = struct.Struct("@qq")
+_AFTER_DONE_S = 2.0
+_STALE_S = 0.05
 _READ = 1 << 16  # below malloc's mmap threshold (128 KiB): a bigger buffer costs an mmap + munmap per read
 
 CLOCK_KERNEL = "kernel receive time (SO_TIMESTAMPNS)"
@@ -104,6 +106,8 @@ class _Exchange:
                 if line[:5] == b"data:" and not self.on_data(line[5:].strip(), stamp):
                     self.feeding = False
                     self._resolve()
+                    # the message end normally follows at once; a server that never sends it loses the connection
+                    asyncio.get_running_loop().call_later(_AFTER_DONE_S, self.abort)
                     return
         except Exception as err:  # the consumer's verdict on the payload (bad JSON, server error)
             self.error = err
@@ -126,11 +130,6 @@ class _Exchange:
         except OSError as err:
             self._fail(WireError(f"{self.key[0]}:{self.key[1]}: {_why(err)}"))
             return
-        if anc:
-            sec, ns = _TIMESPEC.unpack_from(anc[0][2])
-            self.stamp = time.perf_counter() - (time.time_ns() - sec * 1_000_000_000 - ns) * 1e-9
-        else:
-            self.stamp = time.perf_counter()
         if not data:
             if self.response.status and not self.ended and self._close_delimited():
                 self.on_message_complete()  # such a body ends where the connection does
@@ -144,6 +143,12 @@ class _Exchange:
             self._fail(WireError(f"{self.key[0]}:{self.key[1]}: server closed the connection "
                                  + ("before answering" if not self.received else "mid-response")))
             return
+        if anc:
+            sec, ns = _TIMESPEC.unpack_from(anc[0][2])
+            self.stamp = time.perf_counter() - (time.time_ns() - sec * 1_000_000_000 - ns) * 1e-9
+        else:
+            self.stamp = time.perf_counter()
+            self.wire.loop_stamped_reads += 1
         self.received += len(data)
         try:
             self.parser.feed_data(data)
@@ -196,6 +201,8 @@ class Wire:
         self._addrs: dict[tuple[str, int], tuple] = {}
         self._want_stamps = kernel_stamps and SO_TIMESTAMPNS is not None
         self.clock = CLOCK_KERNEL if self._want_stamps else CLOCK_LOOP
+        self.loop_stamped_reads = 0  # reads that came without a kernel stamp (stamped by the loop instead)
+        self._live: set[_Exchange] = set()
 
     async def __aenter__(self) -> Wire:
         return self
@@ -208,6 +215,8 @@ class Wire:
             loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
             loop = None
+        for ex in list(self._live):  # requests in flight end now, with an error, not at their timeout
+            ex._fail(WireError(f"{ex.key[0]}:{ex.key[1]}: client closed the connection"))
         for sock in list(self._open):
             if loop is not None:
                 loop.remove_reader(sock.fileno())
@@ -217,34 +226,43 @@ class Wire:
 
     async def _connect(self, key: tuple[str, int]) -> socket.socket:
         loop = asyncio.get_running_loop()
-        addr = self._addrs.get(key)
-        if addr is None:
-            infos = await loop.getaddrinfo(key[0], key[1], type=socket.SOCK_STREAM)
-            if not infos:
+        known = self._addrs.get(key)
+        if known is not None:
+            addrs = [known]
+        else:
+            try:
+                addrs = await loop.getaddrinfo(key[0], key[1], type=socket.SOCK_STREAM)
+            except OSError as err:
+                raise WireError(f"{key[0]}:{key[1]}: cannot resolve host: {_why(err)}") from None
+            if not addrs:
                 raise WireError(f"{key[0]}:{key[1]}: cannot resolve host")
-            addr = self._addrs[key] = infos[0]
-        family, type_, proto, _, sockaddr = addr
-        try:
-            sock = socket.socket(family, type_, proto)
-        except OSError as err:  # e.g. out of file descriptors
-            raise WireError(f"{key[0]}:{key[1]}: cannot open a socket: {_why(err)}") from None
-        sock.setblocking(False)
-        try:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            if self._want_stamps:
-                try:
-                    sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
-                except OSError:
-                    self._want_stamps, self.clock = False, CLOCK_LOOP
-            await loop.sock_connect(sock, sockaddr)
-        except OSError as err:
-            sock.close()
-            raise WireError(f"{key[0]}:{key[1]}: cannot connect: {_why(err)}") from None
-        except BaseException:
-            sock.close()
-            raise
-        self._open.add(sock)
-        return sock
+        last: OSError | None = None
+        for addr in addrs:  # e.g. localhost → ::1 first, while the server listens on IPv4 only
+            family, type_, proto, _, sockaddr = addr
+            try:
+                sock = socket.socket(family, type_, proto)
+            except OSError as err:  # e.g. out of file descriptors
+                raise WireError(f"{key[0]}:{key[1]}: cannot open a socket: {_why(err)}") from None
+            sock.setblocking(False)
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                if self._want_stamps:
+                    try:
+                        sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+                    except OSError:
+                        self._want_stamps, self.clock = False, CLOCK_LOOP
+                await loop.sock_connect(sock, sockaddr)
+            except OSError as err:
+                sock.close()
+                last = err
+                continue
+            except BaseException:
+                sock.close()
+                raise
+            self._addrs[key] = addr
+            self._open.add(sock)
+            return sock
+        raise WireError(f"{key[0]}:{key[1]}: cannot connect: {_why(last)}")
 
     def _pooled(self, key: tuple[str, int]) -> socket.socket | None:
         idle = self._idle.get(key)
@@ -261,10 +279,12 @@ class Wire:
         return None
 
     def _detach(self, ex: _Exchange, reuse: bool) -> None:
-        try:
-            asyncio.get_running_loop().remove_reader(ex.fd)
-        except RuntimeError:
-            pass
+        self._live.discard(ex)
+        if ex.sock.fileno() != -1:  # a closed socket's fd number may belong to another connection by now
+            try:
+                asyncio.get_running_loop().remove_reader(ex.fd)
+            except RuntimeError:
+                pass
         if reuse and ex.sock in self._open:
             self._idle.setdefault(ex.key, []).append(ex.sock)
         else:
@@ -280,7 +300,8 @@ class Wire:
         ``on_sent`` gets the send stamp: just before the request's bytes go to the kernel, after
         any connection set-up, so a new connection's handshake is not counted as server latency.
 
-        A reused connection the server closed before answering is retried once on a new one.
+        A reused connection that the server had closed (no byte back, failed within
+        ``_STALE_S``) is retried once on a new connection; any other failure is the request's.
         """
         target = url if isinstance(url, Target) else Target.parse(url)
         key = (target.host, target.port)
@@ -291,27 +312,28 @@ class Wire:
         request = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
         loop = asyncio.get_running_loop()
         for attempt in (0, 1):
-            sock = self._pooled(key)
+            sock = self._pooled(key) if attempt == 0 else None
             reused = sock is not None
             if sock is None:
                 sock = await self._connect(key)
             done: asyncio.Future = loop.create_future()
             ex = _Exchange(self, sock, key, on_data, done)
+            self._live.add(ex)
+            sent = time.perf_counter()
             if on_sent is not None:
-                on_sent(time.perf_counter())
+                on_sent(sent)
             try:
                 await loop.sock_sendall(sock, request)
                 loop.add_reader(ex.fd, ex.readable)
                 response = await done
-            except WireError:
+            except (WireError, OSError) as err:
                 ex.abort()
-                if reused and attempt == 0 and ex.received == 0:
+                # The server closed an idle connection as we reused it: nothing came back and it
+                # ended at once. Anything later may mean the server worked on the request: no retry.
+                if reused and attempt == 0 and ex.received == 0 and time.perf_counter() - sent < _STALE_S:
                     continue
-                raise
-            except OSError as err:
-                ex.abort()
-                if reused and attempt == 0 and ex.received == 0:
-                    continue
+                if isinstance(err, WireError):
+                    raise
                 raise WireError(f"{key[0]}:{key[1]}: {_why(err)}") from None
             except BaseException:  # cancelled or timed out: the connection's state is unknown
                 ex.abort()

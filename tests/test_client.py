@@ -210,6 +210,21 @@ async def test_error_object_in_stream(session, raw_sse):
     assert rec.error == "server error in stream: engine died"
 
 
+async def test_right_json_wrong_shape_is_malformed_not_an_exception(session, raw_sse):
+    url = await raw_sse(sse_handler([{"choices": [{"delta": {"content": "a"}}]}, {"choices": [], "usage": 5}]))
+    rec = await run(session, url)
+    assert rec.error.startswith("malformed SSE data: unexpected shape (AttributeError") and not rec.ok
+
+
+async def test_error_body_that_is_not_utf8(session, raw_sse):
+    async def handler(request):
+        await request.read()
+        return web.Response(status=502, body=b"\xff\xfebad gateway")
+
+    rec = await run(session, await raw_sse(handler))
+    assert rec.error.startswith("HTTP 502: ") and rec.error.endswith("bad gateway")
+
+
 async def test_only_done_means_no_content(session, raw_sse):
     url = await raw_sse(sse_handler([b"data: [DONE]\n\n"]))
     rec = await run(session, url)

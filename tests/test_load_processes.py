@@ -1,10 +1,12 @@
-"""Multi-process load generation: records from every worker merge on one clock; a stop reaches them."""
+"""Stopping load generation: records from every worker merge on one clock; a stop reaches every
+worker and every arrival, and what it cuts is recorded before drive returns."""
 
 import asyncio
 import time
 
 from specbench.client import RequestSpec
-from specbench.drive import Phase, drive_processes
+from specbench.client import close_transport, open_transport
+from specbench.drive import Phase, drive, drive_processes
 from specbench.records import Prompt
 
 
@@ -43,3 +45,20 @@ async def test_stop_reaches_the_workers_and_keeps_what_was_cut(scripted):
     assert len(res.records) == 4
     assert all(r.error == "cancelled: run stopped before the request finished" for r in res.records)
     assert all(r.chunk_times for r in res.records), "chunks received before the cut are kept"
+
+
+async def test_open_loop_stop_records_the_request_in_flight_before_returning(scripted):
+    """Poisson arrivals at 0.2/s: the stop comes while drive waits for the next arrival."""
+    server, url = await scripted(pattern=[1], ttft_s=0.01, gap_s=0.1)
+    spec = RequestSpec(base_url=url, model="smol", max_tokens=20)
+    stop = asyncio.Event()
+    asyncio.get_running_loop().call_later(0.3, stop.set)
+    transport = open_transport(url)
+    try:
+        res = await drive(transport, spec, prompts(3), Phase("c", concurrency=0, request_rate=0.2, seed=1),
+                          stop=stop, grace_s=0.2)
+        assert res.wall_s < 1.5
+        assert [r.error for r in res.records] == ["cancelled: run stopped before the request finished"]
+        assert server.requests == 1
+    finally:
+        await close_transport(transport)

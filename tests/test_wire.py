@@ -220,6 +220,85 @@ async def test_garbage_instead_of_http_is_one_line_error(server):
     assert rec.error.startswith("WireError: 127.0.0.1:") and "malformed HTTP response" in rec.error
 
 
+async def test_server_that_worked_on_the_request_is_not_sent_it_again(server):
+    """Only a connection that fails at once may be a stale keep-alive one; later, no retry."""
+
+    def reply(conn, n):
+        if n == 1:
+            conn.sendall(HEAD + _event(1) + _chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n")
+        else:  # works on the request, then drops the connection without an answer
+            time.sleep(0.3)
+            conn.shutdown(socket.SHUT_RDWR)
+
+    srv = server(reply)
+    async with Wire() as wire:
+        assert (await one(wire, srv.url)).ok
+        rec = await one(wire, srv.url)
+    assert rec.error.endswith("server closed the connection before answering")
+    assert srv.requests == 2 and srv.accepts == 1
+
+
+async def test_close_ends_requests_in_flight_at_once(server):
+    def reply(conn, _):
+        conn.sendall(HEAD + _event(1))  # then silence
+
+    srv = server(reply)
+    wire = Wire()
+    task = asyncio.create_task(one(wire, srv.url, timeout_s=30))
+    await asyncio.sleep(0.2)
+    t0 = time.perf_counter()
+    wire.close()
+    rec = await task
+    assert time.perf_counter() - t0 < 1
+    assert rec.error.endswith("client closed the connection") and rec.chunk_times
+    assert not wire._open and not wire._live
+
+
+async def test_message_that_never_ends_after_done_loses_its_connection(server, monkeypatch):
+    monkeypatch.setattr("specbench.wire._AFTER_DONE_S", 0.2)
+
+    def reply(conn, _):
+        conn.sendall(HEAD + _event(1) + _chunk(b"data: [DONE]\n\n"))  # no terminating chunk, ever
+
+    srv = server(reply)
+    async with Wire() as wire:
+        rec = await one(wire, srv.url)
+        assert rec.ok and len(wire._open) == 1
+        await asyncio.sleep(0.4)
+        assert not wire._open and not any(wire._idle.values())
+
+
+async def test_unresolvable_host_is_a_request_error(monkeypatch):
+    async def no_dns(*a, **k):
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    async with Wire() as wire:
+        monkeypatch.setattr(asyncio.get_running_loop(), "getaddrinfo", no_dns)
+        rec = await one(wire, "http://no-such-host.invalid:8000")
+    assert rec.error.startswith("WireError: no-such-host.invalid:8000: cannot resolve host")
+
+
+async def test_every_address_of_a_name_is_tried(server, monkeypatch):
+    """localhost → ::1 first while the server listens on IPv4 only (Docker, Fedora)."""
+
+    def reply(conn, _):
+        conn.sendall(HEAD + _event(1) + _chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n")
+
+    srv = server(reply)
+    port = int(srv.url.rsplit(":", 1)[1])
+    with socket.socket() as s:  # a port nobody listens on, for the first address
+        s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()
+
+    async def two(*a, **k):
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", dead), (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", port))]
+
+    async with Wire() as wire:
+        monkeypatch.setattr(asyncio.get_running_loop(), "getaddrinfo", two)
+        rec = await one(wire, f"http://some-name:{port}")
+    assert rec.ok
+
+
 def _ipv6_loopback() -> bool:
     try:
         with socket.socket(socket.AF_INET6) as s:
