@@ -183,45 +183,50 @@ async def _drive(session: Transport, spec: RequestSpec, prompts: Sequence[Prompt
     return PhaseResult(records=records, wall_s=ended - started, started=started, ended=ended)
 
 
-_STOP = None  # the parent's stop flag, set in each load-generator process by _worker_init
-
-
-def _worker_init(stop) -> None:
-    """Ctrl-C reaches the whole process group; the parent decides when to stop and says so via ``stop``."""
+def _load_worker(index: int, spec: RequestSpec, prompts: list[Prompt], phase: Phase, client: str, grace_s: float,
+                 stop_flag, out) -> None:
+    """One load-generator process (its own event loop and connections). Each record goes to the
+    parent the moment it ends, so a worker that dies loses only the requests it had in flight."""
     import signal
 
-    global _STOP
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _STOP = stop
-
-
-def _worker_drive(spec: RequestSpec, prompts: list[Prompt], phase: Phase, client: str,
-                  grace_s: float) -> tuple[list[dict], float, float]:
-    """One load-generator process: its own event loop and connection pool (runs in a child process)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group; the parent decides
 
     async def go() -> PhaseResult:
         stop = asyncio.Event()
+        sent: set[int] = set()
+
+        def send(rec: RequestRecord) -> None:
+            sent.add(id(rec))
+            out.put(("record", index, rec.to_dict()))
 
         async def watch() -> None:
-            while _STOP is not None and not _STOP.is_set():
+            while not stop_flag.is_set():
                 await asyncio.sleep(0.1)
             stop.set()
 
         watcher = asyncio.create_task(watch())
         transport = open_transport(spec.base_url, client)
         try:
-            return await drive(transport, spec, prompts, phase, stop=stop, grace_s=grace_s)
+            result = await drive(transport, spec, prompts, phase, on_record=send, stop=stop, grace_s=grace_s)
         finally:
             watcher.cancel()
             await close_transport(transport)
+        for rec in result.records:  # cut by a stop: recorded, but not passed to on_record
+            if id(rec) not in sent:
+                send(rec)
+        return result
 
     try:
-        import uvloop
+        try:
+            import uvloop
 
-        result = uvloop.run(go())
-    except ImportError:
-        result = asyncio.run(go())
-    return [r.to_dict() for r in result.records], result.started, result.ended
+            result = uvloop.run(go())
+        except ImportError:
+            result = asyncio.run(go())
+        out.put(("done", index, result.started, result.ended))
+    except BaseException as err:
+        out.put(("error", index, f"{type(err).__name__}: {err}"))
+        raise
 
 
 async def drive_processes(spec: RequestSpec, prompts: Sequence[Prompt], phase: Phase, processes: int,
@@ -232,52 +237,86 @@ async def drive_processes(spec: RequestSpec, prompts: Sequence[Prompt], phase: P
 
     Prompts and streams are dealt round-robin; ``time.perf_counter`` is CLOCK_MONOTONIC, shared by
     every process on the machine, so records merge with consistent clocks and the phase's wall time
-    runs from the earliest start to the latest end. ``stop`` reaches every worker (each then
-    behaves like ``drive``: no new requests, ``grace_s`` for those in flight, cut ones recorded).
+    runs from the earliest start to the latest end. Records arrive as they end (``on_record`` runs
+    live). ``stop`` reaches every worker (each then behaves like ``drive``: no new requests,
+    ``grace_s`` for those in flight, cut ones recorded). A worker that dies keeps what it sent;
+    its prompts without any record become failed records naming the worker's exit.
     """
-    from concurrent.futures import ProcessPoolExecutor
     import multiprocessing
+    import queue
 
     processes = max(1, min(processes, phase.concurrency, len(prompts)))
     shares = [list(prompts[i::processes]) for i in range(processes)]
     streams = [phase.concurrency // processes + (1 if i < phase.concurrency % processes else 0) for i in range(processes)]
-    loop = asyncio.get_running_loop()
     ctx = multiprocessing.get_context("spawn")
-    flag = ctx.Event()
-    relay = asyncio.create_task(stop.wait()) if stop is not None else None
-    if relay is not None:
-        relay.add_done_callback(lambda t: t.cancelled() or flag.set())
-    pool = ProcessPoolExecutor(processes, mp_context=ctx, initializer=_worker_init, initargs=(flag,))
-    t0 = time.perf_counter()
-    try:
-        futures = [loop.run_in_executor(pool, _worker_drive, spec, share,
-                                        Phase(phase.config, phase.phase, n, None, phase.seed, phase.repeat),
-                                        client, grace_s)
-                   for share, n in zip(shares, streams)]
-        results = await asyncio.gather(*futures, return_exceptions=True)
-    except BaseException:  # cancelled: the workers stop like on Ctrl-C, and the loop is not blocked meanwhile
-        flag.set()
-        raise
-    finally:
-        if relay is not None:
-            relay.cancel()
-        await asyncio.shield(asyncio.to_thread(pool.shutdown, True))
+    flag, out = ctx.Event(), ctx.Queue()
+    workers = [ctx.Process(target=_load_worker, daemon=True,
+                           args=(i, spec, share, Phase(phase.config, phase.phase, n, None, phase.seed, phase.repeat),
+                                 client, grace_s, flag, out))
+               for i, (share, n) in enumerate(zip(shares, streams))]
     records: list[RequestRecord] = []
+    seen: list[set[str]] = [set() for _ in workers]
     spans: list[tuple[float, float]] = []
-    for share, result in zip(shares, results):
-        if isinstance(result, BaseException):  # a dead worker: its prompts are failed requests, not missing ones
-            why = f"load-generator process failed: {type(result).__name__}: {result}"
-            dicts = [RequestRecord(prompt_id=p.id, dataset=p.dataset, config=phase.config, category=p.category,
-                                   phase=phase.phase, repeat=phase.repeat, error=why).to_dict() for p in share]
-        else:
-            dicts, s0, s1 = result
-            spans.append((s0, s1))
-        for d in dicts:
-            rec = RequestRecord.from_dict(d)
-            rec.concurrency = phase.concurrency
-            records.append(rec)
-            if on_record:
-                on_record(rec)
+    ended: dict[int, str | None] = {}  # worker → None (done) or why it failed
+
+    def drain() -> None:
+        while True:
+            try:
+                kind, i, *rest = out.get_nowait()
+            except queue.Empty:
+                return
+            if kind == "record":
+                rec = RequestRecord.from_dict(rest[0])
+                rec.concurrency = phase.concurrency
+                records.append(rec)
+                seen[i].add(rec.prompt_id)
+                if on_record:
+                    on_record(rec)
+            elif kind == "done":
+                spans.append((rest[0], rest[1]))
+                ended[i] = None
+            else:
+                ended[i] = f"load-generator process failed: {rest[0]}"
+
+    t0 = time.perf_counter()
+    for w in workers:
+        w.start()
+    try:
+        while len(ended) < len(workers):
+            if stop is not None and stop.is_set():
+                flag.set()
+            drain()
+            for i, w in enumerate(workers):
+                if i not in ended and w.exitcode is not None:
+                    drain()  # its last messages may still be in the pipe
+                    if i not in ended:
+                        ended[i] = f"load-generator process died (exit code {w.exitcode})"
+            await asyncio.sleep(0.05)
+    except BaseException:  # cancelled: stop the workers like on Ctrl-C, off the event loop
+        flag.set()
+        await asyncio.shield(asyncio.to_thread(_join, workers, grace_s + 5))
+        raise
+    await asyncio.to_thread(_join, workers, 5)
+    drain()
+    for i, why in ended.items():
+        if why is None:
+            continue
+        for p in shares[i]:
+            if p.id not in seen[i]:
+                rec = RequestRecord(prompt_id=p.id, dataset=p.dataset, config=phase.config, category=p.category,
+                                    phase=phase.phase, repeat=phase.repeat, concurrency=phase.concurrency, error=why)
+                records.append(rec)
+                if on_record:
+                    on_record(rec)
     started = min((a for a, _ in spans), default=t0)
-    ended = max((b for _, b in spans), default=time.perf_counter())
-    return PhaseResult(records=records, wall_s=ended - started, started=started, ended=ended)
+    finished = max((b for _, b in spans), default=time.perf_counter())
+    return PhaseResult(records=records, wall_s=finished - started, started=started, ended=finished)
+
+
+def _join(workers, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    for w in workers:
+        w.join(max(0.0, deadline - time.monotonic()))
+        if w.is_alive():
+            w.kill()
+            w.join()

@@ -87,6 +87,18 @@ async def test_known_answers(tmp_path, prompts_file, servers):
     assert body["temperature"] == 0 and body["max_tokens"] == MAX_TOKENS
 
 
+async def test_two_load_processes_give_the_same_known_answers(tmp_path, prompts_file, servers):
+    suite = load_suite(write_suite(tmp_path, prompts_file, servers, client_processes=2))
+    outcome = await run_suite(suite, tmp_path / "out")
+    assert outcome.exit_code == 0
+    rows = {r["run"]: r for r in json.loads((tmp_path / "out" / "results.json").read_text())}
+    spec = rows["ngram_k3"]
+    assert spec["requests"] == rows["baseline"]["requests"] == 6 and spec["concurrency"] == 2
+    assert spec["spec_drafts"] == 6 * 9 and spec["acceptance_sources_agree"] is True
+    assert spec["stream_tokens_per_step_histogram"] == {"1": 18, "2": 18, "4": 18}
+    assert spec["token_count_source"] == {"usage_continuous": 6} and spec["shared_read_share"] == 0
+
+
 async def test_fallback_without_per_chunk_usage(tmp_path, prompts_file):
     srv, runner, url = await start(Script(pattern=[2], k=1, usage_per_chunk=False, token_ids=True))
     try:

@@ -2,7 +2,10 @@
 worker and every arrival, and what it cuts is recorded before drive returns."""
 
 import asyncio
+import os
+import signal
 import time
+from pathlib import Path
 
 from specbench.client import RequestSpec
 from specbench.client import close_transport, open_transport
@@ -62,3 +65,39 @@ async def test_open_loop_stop_records_the_request_in_flight_before_returning(scr
         assert server.requests == 1
     finally:
         await close_transport(transport)
+
+
+def load_workers() -> list[int]:
+    """This process's multiprocessing children that run load (not the resource tracker)."""
+    pids = []
+    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+        for pid in (task / "children").read_text().split():
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"spawn_main" in cmd and b"resource_tracker" not in cmd:
+                pids.append(int(pid))
+    return pids
+
+
+async def test_a_dead_worker_keeps_what_it_sent_and_its_other_prompts_fail(scripted):
+    # ~0.5 s per request; each worker gets 4 prompts over 1 stream: ~2 s of work each
+    server, url = await scripted(pattern=[1], ttft_s=0.01, gap_s=0.05)
+    spec = RequestSpec(base_url=url, model="smol", max_tokens=10)
+    seen: list[str] = []
+
+    async def kill_one_after_its_first_record() -> None:
+        while len(seen) < 2:
+            await asyncio.sleep(0.02)
+        os.kill(sorted(load_workers())[0], signal.SIGKILL)
+
+    killer = asyncio.create_task(kill_one_after_its_first_record())
+    res = await drive_processes(spec, prompts(8), Phase("c", concurrency=2), 2,
+                                on_record=lambda r: seen.append(r.prompt_id))
+    await killer
+    assert sorted(r.prompt_id for r in res.records) == sorted(p.id for p in prompts(8)), "every prompt has a record"
+    ok = [r for r in res.records if r.ok]
+    died = [r for r in res.records if r.error and r.error.startswith("load-generator process died (exit code -9)")]
+    assert len(ok) >= 4 and died and len(ok) + len(died) == 8  # the surviving worker finished all of its 4
+    assert len(seen) == 8, "records reach on_record as they end, dead worker's included"
