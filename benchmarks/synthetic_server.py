@@ -54,17 +54,15 @@ import math
 import os
 import signal
 import socket
-import struct
 import sys
 import time
 from dataclasses import dataclass
 
 import httptools
 
+from specbench.wire import SO_TIMESTAMPNS, STAMP_SPACE, kernel_stamp
+
 perf = time.perf_counter
-SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux; Python does not export it
-ANC = socket.CMSG_SPACE(16)
-TIMESPEC = struct.Struct("@qq")
 GOLDEN = (math.sqrt(5) - 1) / 2
 
 
@@ -282,17 +280,13 @@ class Conn:
 
     def readable(self) -> None:
         try:
-            data, anc, _, _ = self.sock.recvmsg(65536, ANC)
+            data, anc, _, _ = self.sock.recvmsg(65536, STAMP_SPACE)
         except (BlockingIOError, InterruptedError):
             return
         except OSError:
             self.close()
             return
-        if anc:
-            sec, ns = TIMESPEC.unpack_from(anc[0][2])
-            self.stamp = perf() - (time.time_ns() - sec * 1_000_000_000 - ns) * 1e-9
-        else:
-            self.stamp = perf()
+        self.stamp = kernel_stamp(anc) if anc else perf()
         if not data:
             self.close()
             return
@@ -391,10 +385,11 @@ async def _serve(cfg: Config, index: int, host: str, port: int) -> None:
                 return
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            try:
-                sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
-            except OSError:
-                pass
+            if SO_TIMESTAMPNS is not None:  # else t_recv is this loop's read time
+                try:
+                    sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+                except OSError:
+                    pass
             worker.connections += 1
             worker.conns.add(Conn(worker, sock))
 

@@ -28,7 +28,8 @@ import httptools
 
 #: Linux's SO_TIMESTAMPNS (= SCM_TIMESTAMPNS); Python's socket module does not export it
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35 if sys.platform.startswith("linux") else None)
-_ANC = socket.CMSG_SPACE(16)
+#: ancillary buffer for one SCM_TIMESTAMPNS (a struct timespec) per recvmsg
+STAMP_SPACE = socket.CMSG_SPACE(16)
 _TIMESPEC = struct.Struct("@qq")
 _AFTER_DONE_S = 2.0
 _STALE_S = 0.05
@@ -36,6 +37,13 @@ _READ = 1 << 16  # below malloc's mmap threshold (128 KiB): a bigger buffer cost
 
 CLOCK_KERNEL = "kernel receive time (SO_TIMESTAMPNS)"
 CLOCK_LOOP = "event-loop read time (perf_counter)"
+
+
+def kernel_stamp(anc: list[tuple[int, int, bytes]]) -> float:
+    """The kernel's receive time in a ``recvmsg`` ancillary list (CLOCK_REALTIME), on the
+    ``perf_counter`` clock: offset by both clocks read now, so NTP steps cannot skew it."""
+    sec, ns = _TIMESPEC.unpack_from(anc[0][2])
+    return time.perf_counter() - (time.time_ns() - sec * 1_000_000_000 - ns) * 1e-9
 
 
 class WireError(Exception):
@@ -124,7 +132,7 @@ class _Exchange:
     # the reader
     def readable(self) -> None:
         try:
-            data, anc, _, _ = self.sock.recvmsg(_READ, _ANC)
+            data, anc, _, _ = self.sock.recvmsg(_READ, STAMP_SPACE)
         except (BlockingIOError, InterruptedError):
             return
         except OSError as err:
@@ -144,8 +152,7 @@ class _Exchange:
                                  + ("before answering" if not self.received else "mid-response")))
             return
         if anc:
-            sec, ns = _TIMESPEC.unpack_from(anc[0][2])
-            self.stamp = time.perf_counter() - (time.time_ns() - sec * 1_000_000_000 - ns) * 1e-9
+            self.stamp = kernel_stamp(anc)
         else:
             self.stamp = time.perf_counter()
             self.wire.loop_stamped_reads += 1
