@@ -548,6 +548,24 @@ def _wait_for(predicate, timeout: float, what: str) -> None:
         time.sleep(0.05)
 
 
+def _interrupt_cli(args: list[str], tmp_path: Path, ready, what: str, settle_s: float, signals: list[int],
+                   timeout_s: float) -> int:
+    """Run the CLI until ``ready()``, wait ``settle_s``, send ``signals`` 0.3 s apart; its exit code."""
+    proc = _spawn_cli(args, tmp_path)
+    try:
+        _wait_for(lambda: ready() or proc.poll() is not None, 30, what)
+        time.sleep(settle_s)
+        for i, sig in enumerate(signals):
+            if i:
+                time.sleep(0.3)
+            proc.send_signal(sig)
+        return proc.wait(timeout=timeout_s)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def _lines(path: Path) -> int:
     return len(path.read_text().splitlines()) if path.exists() else 0
 
@@ -567,16 +585,9 @@ def test_signal_saves_measured_and_reaps_servers(tmp_path, prompts_file, fake_en
     suite = write_suite(tmp_path / "suite.yaml", prompts_file, configs, engine="fake", requests=4,
                         concurrency=[2, 1], max_tokens=6)
     out = tmp_path / "run"
-    proc = _spawn_cli(["run", str(suite), "--output", str(out)], tmp_path)
-    try:
-        _wait_for(lambda: _lines(out / "phases.jsonl") >= 1 or proc.poll() is not None, 30, "the first cell")
-        time.sleep(1.0)  # mid second cell (4 requests of ~0.5 s, one at a time): one in flight
-        proc.send_signal(sig)
-        code = proc.wait(timeout=20)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    # settle 1 s: mid second cell (4 requests of ~0.5 s, one at a time), one in flight
+    code = _interrupt_cli(["run", str(suite), "--output", str(out)], tmp_path,
+                          lambda: _lines(out / "phases.jsonl") >= 1, "the first cell", 1.0, [sig], 20)
     err = (tmp_path / "cli.err").read_text()
     assert code == 130, err
     assert "interrupted" in err
@@ -597,18 +608,8 @@ def test_second_sigint_tears_down_at_once(tmp_path, prompts_file, fake_engines):
     suite = write_suite(tmp_path / "suite.yaml", prompts_file, configs, engine="fake", requests=4,
                         concurrency=[1], max_tokens=30)  # ~6 s per request
     out = tmp_path / "run"
-    proc = _spawn_cli(["run", str(suite), "--output", str(out), "--quiet"], tmp_path)
-    try:
-        _wait_for(lambda: "baseline" in _meta_pids(out) or proc.poll() is not None, 30, "the server")
-        time.sleep(0.5)
-        proc.send_signal(signal.SIGINT)
-        time.sleep(0.3)
-        proc.send_signal(signal.SIGINT)
-        code = proc.wait(timeout=10)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    code = _interrupt_cli(["run", str(suite), "--output", str(out), "--quiet"], tmp_path,
+                          lambda: "baseline" in _meta_pids(out), "the server", 0.5, [signal.SIGINT, signal.SIGINT], 10)
     assert code == 130, (tmp_path / "cli.err").read_text()
     check_run_dir(out)
     pid = _meta_pids(out)["baseline"]
@@ -651,16 +652,8 @@ def test_signal_during_startup(tmp_path, prompts_file, fake_engines):
     suite = write_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline"}], engine="never-ready",
                         extra={"server": {"startup_timeout_s": 60}})
     out = tmp_path / "run"
-    proc = _spawn_cli(["run", str(suite), "--output", str(out), "--quiet"], tmp_path)
-    try:
-        _wait_for(lambda: marked_processes(fake_engines) or proc.poll() is not None, 30, "the server")
-        time.sleep(0.5)
-        proc.send_signal(signal.SIGINT)
-        code = proc.wait(timeout=3)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    code = _interrupt_cli(["run", str(suite), "--output", str(out), "--quiet"], tmp_path,
+                          lambda: marked_processes(fake_engines), "the server", 0.5, [signal.SIGINT], 3)
     assert code == 130
     check_run_dir(out)
     assert marked_processes(fake_engines) == []
