@@ -13,6 +13,7 @@ import asyncio
 import functools
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -177,6 +178,31 @@ class _ServerSaid(Exception):
     pass
 
 
+class _SseLines:
+    """SSE ``data:`` payloads out of body pieces split anywhere; every line completed by a piece
+    gets that piece's stamp. One splitter for both transports."""
+
+    __slots__ = ("on_data", "rest")
+
+    def __init__(self, on_data: Callable[[bytes, float], bool]) -> None:
+        self.on_data, self.rest = on_data, b""
+
+    def feed(self, piece: bytes, stamp: float) -> bool:
+        """False once ``on_data`` says the stream is done ([DONE])."""
+        lines = (self.rest + piece if self.rest else piece).split(b"\n")
+        self.rest = lines.pop()
+        on_data = self.on_data
+        for line in lines:
+            if line[:5] == b"data:" and not on_data(line[5:].strip(), stamp):
+                return False
+        return True
+
+    def end(self, stamp: float) -> None:
+        """The body ended without a final newline: its last line still counts."""
+        if self.rest[:5] == b"data:":
+            self.on_data(self.rest[5:].strip(), stamp)
+
+
 def open_transport(base_url: str, kind: str = "auto") -> Transport:
     """The client for a server: the kernel-stamped socket client for http://, aiohttp for https://
     (or when ``kind`` is "aiohttp"). Close it with ``await close_transport(t)``."""
@@ -240,7 +266,8 @@ async def _over_wire(wire: Wire, spec: RequestSpec, body: bytes, stream: _Stream
     def sent(t: float) -> None:
         stream.record.send_time = t
 
-    resp = await wire.post_stream(spec.target, body, spec.headers(), stream.feed, sent)
+    sse = _SseLines(stream.feed)
+    resp = await wire.post_stream(spec.target, body, spec.headers(), sse.feed, sse.end, sent)
     if resp.status != 200:
         stream.record.error = _http_error(resp.status, resp.error_body.decode(errors="replace"),
                                           resp.headers.get("retry-after"))
@@ -255,16 +282,10 @@ async def _over_aiohttp(session: aiohttp.ClientSession, spec: RequestSpec, body:
             record.error = _http_error(resp.status, (await resp.read()).decode(errors="replace"),
                                        resp.headers.get("Retry-After"))
             return
-        # One await per socket read, not per line: split SSE lines here; every line of a read is
-        # stamped with the time the read was delivered.
-        feed = stream.feed
-        rest = b""
+        # One await per socket read, not per line: every line of a read is stamped with the time
+        # the read was delivered.
+        sse = _SseLines(stream.feed)
         async for data in resp.content.iter_any():
-            now = perf()
-            lines = (rest + data if rest else data).split(b"\n")
-            rest = lines.pop()
-            for line in lines:
-                if line[:5] == b"data:" and not feed(line[5:].strip(), now):
-                    return
-        if rest[:5] == b"data:":
-            feed(rest[5:].strip(), perf())
+            if not sse.feed(data, perf()):
+                return
+        sse.end(perf())

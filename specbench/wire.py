@@ -5,8 +5,8 @@ server latency. Here every ``recvmsg`` carries the kernel's receive time of the 
 returns (``SO_TIMESTAMPNS``), so a chunk's time is when it reached this machine's socket, however
 busy the loop is, as long as each connection is read within one inter-chunk gap (later, several
 chunks share the newest one's stamp; ``shared_read_share`` in the results counts them). The reader runs
-as a loop callback (no task switch per chunk) and hands each SSE ``data:`` payload straight to
-the consumer. ``httptools`` (llhttp) parses status, headers and chunked framing.
+as a loop callback (no task switch per chunk) and hands each piece of the body, with its stamp,
+straight to the consumer. ``httptools`` (llhttp) parses status, headers and chunked framing.
 
 Plain ``http://`` only; ``specbench.client`` uses aiohttp for TLS or where the kernel gives no
 stamps (then the stamp is the loop's ``perf_counter`` at read time, and ``Wire.clock`` says so).
@@ -74,19 +74,19 @@ class Target:
 class _Exchange:
     """One request's response, parsed as bytes arrive; a loop callback, never a task."""
 
-    __slots__ = ("wire", "sock", "fd", "key", "parser", "response", "on_data", "done", "rest", "stamp",
+    __slots__ = ("wire", "sock", "fd", "key", "parser", "response", "consume", "on_end", "done", "stamp",
                  "received", "feeding", "error", "ended", "keep_alive", "finished")
 
     def __init__(self, wire: Wire, sock: socket.socket, key: tuple[str, int],
-                 on_data: Callable[[bytes, float], bool], done: asyncio.Future) -> None:
+                 on_body: Callable[[bytes, float], bool], on_end: Callable[[float], None] | None,
+                 done: asyncio.Future) -> None:
         self.wire, self.sock, self.fd, self.key = wire, sock, sock.fileno(), key
         self.parser = httptools.HttpResponseParser(self)
         self.response = Response()
-        self.on_data, self.done = on_data, done
-        self.rest = b""
+        self.consume, self.on_end, self.done = on_body, on_end, done
         self.stamp = 0.0
         self.received = 0
-        self.feeding = True  # until the consumer says [DONE]
+        self.feeding = True  # until the consumer says it has what it wants ([DONE])
         self.error: BaseException | None = None
         self.ended = False  # the HTTP message is complete
         self.keep_alive = False
@@ -106,26 +106,21 @@ class _Exchange:
             return
         if not self.feeding or self.error is not None:
             return
-        lines = (self.rest + body if self.rest else body).split(b"\n")
-        self.rest = lines.pop()
-        stamp = self.stamp
         try:
-            for line in lines:
-                if line[:5] == b"data:" and not self.on_data(line[5:].strip(), stamp):
-                    self.feeding = False
-                    self._resolve()
-                    # the message end normally follows at once; a server that never sends it loses the connection
-                    asyncio.get_running_loop().call_later(_AFTER_DONE_S, self.abort)
-                    return
+            if not self.consume(body, self.stamp):
+                self.feeding = False
+                self._resolve()
+                # the message end normally follows at once; a server that never sends it loses the connection
+                asyncio.get_running_loop().call_later(_AFTER_DONE_S, self.abort)
         except Exception as err:  # the consumer's verdict on the payload (bad JSON, server error)
             self.error = err
 
     def on_message_complete(self) -> None:
         self.ended = True
         self.keep_alive = self.parser.should_keep_alive()  # llhttp forgets it once the message is done
-        if self.feeding and self.rest[:5] == b"data:" and self.error is None and self.response.status == 200:
+        if self.feeding and self.on_end is not None and self.error is None and self.response.status == 200:
             try:
-                self.on_data(self.rest[5:].strip(), self.stamp)
+                self.on_end(self.stamp)
             except Exception as err:
                 self.error = err
 
@@ -299,10 +294,11 @@ class Wire:
             ex.sock.close()
 
     async def post_stream(self, url: str | Target, body: bytes, headers: dict[str, str],
-                          on_data: Callable[[bytes, float], bool],
+                          on_body: Callable[[bytes, float], bool], on_end: Callable[[float], None] | None = None,
                           on_sent: Callable[[float], None] | None = None) -> Response:
-        """POST ``body``; feed each SSE ``data:`` payload to ``on_data(payload, stamp)`` until it
-        returns False or the response ends; return the status, headers and (when not 200) body.
+        """POST ``body``; feed each piece of a 200 response's body to ``on_body(piece, stamp)`` until
+        it returns False or the response ends (then ``on_end(stamp)``); return the status, headers
+        and (when not 200) body.
 
         ``on_sent`` gets the send stamp: just before the request's bytes go to the kernel, after
         any connection set-up, so a new connection's handshake is not counted as server latency.
@@ -324,7 +320,7 @@ class Wire:
             if sock is None:
                 sock = await self._connect(key)
             done: asyncio.Future = loop.create_future()
-            ex = _Exchange(self, sock, key, on_data, done)
+            ex = _Exchange(self, sock, key, on_body, on_end, done)
             self._live.add(ex)
             sent = time.perf_counter()
             if on_sent is not None:
