@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from pathlib import Path
 
@@ -12,16 +11,8 @@ from rich.console import Console
 from .errors import SpecbenchError
 
 
-def _event_loop_run(coro):
-    """uvloop when installed: ~10% less client CPU per streamed chunk (benchmarks/README.md)."""
-    try:
-        import uvloop
-    except ImportError:
-        return asyncio.run(coro)
-    return uvloop.run(coro)
-
-
 def _run(args: argparse.Namespace) -> int:
+    from .drive import run_loop
     from .progress import RunProgress
     from .report.render import markdown
     from .runner import default_output, run_suite
@@ -39,7 +30,7 @@ def _run(args: argparse.Namespace) -> int:
         else:
             work = run_suite(suite, out, resume=bool(args.resume), progress=progress,
                              restart_on_failure=args.restart_on_failure, grace_s=args.grace)
-        outcome = _event_loop_run(work)
+        outcome = run_loop(work)
     Console().print(markdown(outcome.rows), markup=False, highlight=False, soft_wrap=True)
     for name, err in outcome.failed_configs.items():
         console.print(f"[red]config {name} failed:[/] {err.splitlines()[0]}", highlight=False)
