@@ -42,7 +42,10 @@ def _run(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace) -> int:
     from .report import load_results, render
+    from .report.history import report_cli, wants_history
 
+    if wants_history(args):
+        return report_cli(args)
     if args.format == "html":
         from .report.html import write_html
 
@@ -100,11 +103,15 @@ def build_parser() -> argparse.ArgumentParser:
     spread.add_argument("--ray", metavar="ADDRESS", help="run each config as a task on the Ray cluster at ADDRESS ('auto': the one `ray start` made here); needs specbench[ray]; see docs/parallel.md")
     run.set_defaults(func=_run)
 
-    report = sub.add_parser("report", help="print the comparison table of result dirs or results.json files")
+    report = sub.add_parser("report", help="print the comparison table of result dirs or results.json files, or of the runs under a directory")
     report.add_argument("paths", nargs="+")
     report.add_argument("--format", "-f", choices=("markdown", "json", "csv", "html"), default="markdown")
     report.add_argument("--output", "-o", help="write to this file (html: default report.html)")
     report.set_defaults(func=_report)
+    from .report.history import add_report_flags, register_compare
+
+    add_report_flags(report)
+    register_compare(sub)
 
     trace = sub.add_parser("trace", help="one prompt, baseline vs a speculative config, annotated token by token")
     trace.add_argument("suite", help="suite YAML (its servers and model)")

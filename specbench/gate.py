@@ -669,7 +669,12 @@ def gather_checks(args: argparse.Namespace, cand: Run) -> GateSpec:
 
 def judge_runs(args: argparse.Namespace) -> tuple[list[Verdict], Run, Run | None]:
     cand = load_run(args.candidate)
-    ref = load_run(args.reference) if getattr(args, "reference", None) else None
+    reference = getattr(args, "reference", None)
+    if reference is not None:
+        from specbench.report.history import reference_for  # a directory of runs: its latest earlier run
+
+        reference = reference_for(reference, cand.path.parent, cand.meta)
+    ref = load_run(reference) if reference is not None else None
     spec = gather_checks(args, cand)
     if ref is not None:
         if cand.meta is None or ref.meta is None:
@@ -728,7 +733,8 @@ def register(subparsers: Any) -> None:
     )
     add = parser.add_argument
     add("candidate", type=Path, metavar="CANDIDATE", help="run directory or results.json")
-    add("--reference", "-r", type=Path, metavar="REF", help="run directory or results.json")
+    add("--reference", "-r", type=Path, metavar="REF",
+        help="run directory or results.json; or a directory of runs: its latest complete run of the candidate's suite started before it")
     add("--min", action="append", default=[], metavar="SELECTOR=VALUE", help="floor: fail below VALUE")
     add("--max", action="append", default=[], metavar="SELECTOR=VALUE", help="ceiling: fail above VALUE")
     add("--max-drop", dest="max_drop", action="append", default=[], metavar="SELECTOR=PCT%",

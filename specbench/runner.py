@@ -288,9 +288,12 @@ class Runner:
                 changed += [f"{group}.{name}" for name in sorted(set(o) & set(n) & measured[group]) if o[name] != n[name]]
             if changed:
                 raise SuiteError(f"{self.suite.path}: cannot resume {self.run.path}: the suite changed in ways that break comparability: {', '.join(changed)}")
+        from .provenance import suite_file_provenance
+
         self.meta = previous or {
             "specbench_version": __version__,
             "suite": {"name": self.suite.name, "path": str(self.suite.path), "raw": redact_raw(self.suite.raw)},
+            "suite_file": suite_file_provenance(self.suite.path),
             "comparability": self.suite.comparability(),
             "started_at": _now(),
             "host": {"platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count()},
