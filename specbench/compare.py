@@ -163,6 +163,11 @@ class MetricChange:
         return self.old is None and self.new is None or self.why == BASELINE_ITSELF
 
     @property
+    def point_only(self) -> bool:
+        """Judged on point values: neither run has a CI for this metric."""
+        return (self.old is None or self.old.ci is None) and (self.new is None or self.new.ci is None)
+
+    @property
     def change(self) -> float | None:
         """Relative change new vs old, or None when either is missing or old is 0."""
         if self.old is None or self.new is None or self.old.value == 0:
@@ -196,18 +201,18 @@ def run_cell(record: dict) -> RunCell:
     return RunCell(str(record["run"]), str(record["dataset"]), load_of(record))
 
 
-def change_verdict(old: Measure, new: Measure, metric: str) -> Verdict:
-    """The gate's noise rule (``gate.judge_drop``) with no allowed drop, applied both ways.
+def change_verdict(old: Measure, new: Measure, metric: str, tolerance: float = 0.0) -> Verdict:
+    """The gate's noise rule (``gate.judge_drop``, allowed drop ``tolerance``), applied both ways.
 
-    Worse: the gate would fail ``new`` against ``old`` (the point moved the wrong way and the
-    favourable end of new's CI does not reach old's). Better: the same with the runs swapped.
-    Anything else, identical values included, is within noise. Without intervals this is a
-    plain comparison of point values, as in the gate.
+    Worse: the gate would fail ``new`` against ``old`` (the point moved the wrong way by more than
+    the tolerance and the favourable end of new's CI does not reach old's). Better: the same with
+    the runs swapped. Anything else, identical values included, is within noise. Without
+    intervals this is a plain comparison of point values, as in the gate.
     """
     lower = lower_is_better(metric)
-    if judge_drop(new, old, 0.0, lower)[1] == "fail":
+    if judge_drop(new, old, tolerance, lower)[1] == "fail":
         return "worse"
-    if judge_drop(old, new, 0.0, lower)[1] == "fail":
+    if judge_drop(old, new, tolerance, lower)[1] == "fail":
         return "better"
     return "within noise"
 
@@ -223,7 +228,8 @@ def _measure(record: dict, metric: str, cell: RunCell, where: str) -> Measure | 
     return Measure(float(value), ci)
 
 
-def _metric_change(old_rec: dict, new_rec: dict, metric: str, cell: RunCell, where: tuple[str, str]) -> MetricChange:
+def _metric_change(old_rec: dict, new_rec: dict, metric: str, cell: RunCell, where: tuple[str, str],
+                   tolerance: float) -> MetricChange:
     old, new = _measure(old_rec, metric, cell, where[0]), _measure(new_rec, metric, cell, where[1])
     if metric == "speedup_vs_baseline" and all(r.get("method") == "baseline" and r.get(metric) in (1.0, None)
                                                for r in (old_rec, new_rec)):
@@ -235,19 +241,21 @@ def _metric_change(old_rec: dict, new_rec: dict, metric: str, cell: RunCell, whe
     if old is None or new is None:
         missing = [side for side, m in (("old", old), ("new", new)) if m is None]
         return MetricChange(metric, old, new, "not measured", "null in " + " and ".join(missing))
-    return MetricChange(metric, old, new, change_verdict(old, new, metric))
+    return MetricChange(metric, old, new, change_verdict(old, new, metric, tolerance))
 
 
 def compare_runs(old: Sequence[dict], new: Sequence[dict], where: tuple[str, str] = ("old", "new"),
-                 metrics: Sequence[str] = tuple(m for m, _ in RUN_METRICS)) -> RunComparison:
+                 metrics: Sequence[str] = tuple(m for m, _ in RUN_METRICS), tolerance: float = 0.0) -> RunComparison:
     """Per cell of two runs of one suite: each metric old → new with its CI and a verdict.
 
-    ``where`` names the two runs in error messages (a malformed ``ci95`` is a ResultsError).
+    ``where`` names the two runs in error messages (a malformed ``ci95`` is a ResultsError);
+    ``tolerance`` is the relative change (0.05 = 5%) below which a move is never better or worse.
     """
     old_cells = {run_cell(r): r for r in old}
     new_cells = {run_cell(r): r for r in new}
     both = [c for c in new_cells if c in old_cells]
-    changes = tuple(CellChange(c, tuple(_metric_change(old_cells[c], new_cells[c], m, c, where) for m in metrics))
+    changes = tuple(CellChange(c, tuple(_metric_change(old_cells[c], new_cells[c], m, c, where, tolerance)
+                                          for m in metrics))
                     for c in both)
     return RunComparison(changes, tuple(c for c in old_cells if c not in new_cells),
                          tuple(c for c in new_cells if c not in old_cells))

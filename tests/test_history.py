@@ -20,7 +20,7 @@ from specbench.cli import main
 from specbench.compare import change_verdict, compare_runs
 from specbench.gate import Measure, register
 from specbench.provenance import suite_file_provenance
-from specbench.report.history import classify, history
+from specbench.report.history import classify
 
 SHA = "5" * 64
 COMMIT = "c0ffee" * 6 + "abcd"
@@ -296,9 +296,9 @@ def test_html_compare_section(results, tmp_path, capsys):
     page = out_file.read_text()
     assert "Latest complete run vs the one before" in page
     worse = re.findall(r"<tr><td>([^<]*)</td><td>([^<]*)</td><td>[^<]*</td><td>([^<]*)</td>(?:<td>[^<]*</td>){3}"
-                       r'<td class="worse">worse</td></tr>', page)
+                       r'<td class="worse">worse[^<]*</td></tr>', page)
     assert sorted(worse) == [("baseline", "d1", "TTFT p95 ms"), ("spec_k3", "d1", "Speedup")]
-    assert page.count('<td class="better">better</td>') == 2
+    assert page.count('<td class="better">better (no CI)</td>') == 2
 
 
 def test_trend_with_one_complete_run_says_so(results, tmp_path, capsys):
@@ -360,7 +360,8 @@ def test_report_compare_markdown_and_csv(results, capsys):
     code, out, _ = report(capsys, results, "--compare")
     assert code == 0
     assert "| spec_k3 | d1 | c=2 | Speedup | 1.400 [1.330, 1.470] | 1.100 [1.040, 1.160] | -21.4% | **worse ▼** |" in out
-    assert "| baseline | d2 | c=2 | TPOT mean ms | 10.000 | 8.000 | -20.0% | better ▲ |" in out
+    assert "| baseline | d2 | c=2 | TPOT mean ms | 10.000 | 8.000 | -20.0% | better ▲ (no CI) |" in out
+    assert "| baseline | d1 | c=2 | TTFT p95 ms | 50.000 | 80.000 | +60.0% | **worse ▼** (no CI) |" in out
     assert "Only in the new run (4): baseline / d2 / 1 req/s" in out
     assert "⚠ not comparable (new vs old): comparability differs in datasets.d2" in out
     assert "| baseline | d1 | c=2 | Speedup |" not in out  # the baseline's own 1.0 is not a comparison
@@ -372,6 +373,20 @@ def test_report_compare_markdown_and_csv(results, capsys):
     assert len(rows) == 4 * 5
     worse = {(r["config"], r["dataset"], r["metric"]) for r in rows if r["verdict"] == "worse"}
     assert worse == {("spec_k3", "d1", "speedup_vs_baseline"), ("baseline", "d1", "ttft_p95_ms")}
+
+
+def test_compare_tolerance_is_the_gates_allowed_drop(results, capsys):
+    code, out, _ = report(capsys, results, "--compare", "--format", "json", "--suite", "alpha", "--tolerance", "25%")
+    assert code == 0
+    data = json.loads(out)["suites"][0]
+    assert data["tolerance"] == 0.25
+    # -21% speedup is inside a 25% slack; +60% TTFT is not
+    assert {k: v for k, v in verdicts(data).items() if v in ("better", "worse")} == {
+        ("baseline", "d1", 2, "ttft_p95_ms"): "worse"}
+    code, out, err = report(capsys, results, "--compare", "--tolerance", "5")
+    assert code == 2 and len(err.splitlines()) == 1 and "--tolerance: expected a percentage like '5%'" in err
+    code, out, err = report(capsys, results, "--tolerance", "5%")
+    assert code == 2 and "--tolerance applies to --compare only" in err
 
 
 def test_compare_with_a_single_complete_run(results, capsys):

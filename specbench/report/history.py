@@ -417,10 +417,28 @@ def as_csv(histories: Sequence[SuiteHistory]) -> str:
 # -------------------------------------------------------------------------------- comparison
 
 
-def comparison_of(old: RunEntry | Any, new: RunEntry | Any):
+def comparison_of(old: RunEntry, new: RunEntry, tolerance: float = 0.0):
     from ..compare import compare_runs
 
-    return compare_runs(old.records or [], new.records or [], (str(old.path), str(new.path)))
+    return compare_runs(old.records or [], new.records or [], (str(old.path), str(new.path)), tolerance=tolerance)
+
+
+def parse_tolerance(text: str | None) -> float:
+    """``--tolerance 5%``: the gate's percentage syntax (a bare number is refused there too)."""
+    from ..gate import parse_percent
+
+    if text is None:
+        return 0.0
+    try:
+        return parse_percent(text)
+    except ValueError as err:
+        raise ResultsError(f"--tolerance: {err}") from None
+
+
+def rule_text(tolerance: float) -> str:
+    slack = f"changes within {tolerance * 100:g}% count as within noise; " if tolerance else ""
+    return ("Verdicts use the gate's noise rule (docs/gate.md): worse/better only when the 95% CIs do not "
+            f"overlap; {slack}without a CI, point values decide (marked “no CI”; `--tolerance PCT%` adds slack).")
 
 
 def comparability(old_meta: dict[str, Any], new_meta: dict[str, Any]) -> list[str]:
@@ -434,11 +452,19 @@ def comparability(old_meta: dict[str, Any], new_meta: dict[str, Any]) -> list[st
 VERDICT_MD = {"better": "better ▲", "worse": "**worse ▼**", "within noise": "within noise"}
 
 
-def comparison_markdown(old: RunEntry, new: RunEntry, title: str) -> str:
+def verdict_text(m, markup: dict[str, str] | None = None) -> str:
+    text = (markup or {}).get(m.verdict, m.verdict)
+    notes = [m.why] if m.why else []
+    if m.point_only and m.verdict in ("better", "worse"):
+        notes.append("no CI")
+    return text + (f" ({'; '.join(notes)})" if notes else "")
+
+
+def comparison_markdown(old: RunEntry, new: RunEntry, title: str, tolerance: float = 0.0) -> str:
     from ..compare import RUN_METRICS
     from ..gate import fmt_measure
 
-    comp = comparison_of(old, new)
+    comp = comparison_of(old, new, tolerance)
     labels = dict(RUN_METRICS)
     counts = comp.counts()
     summary = ", ".join(f"{counts[v]} {v}" for v in ("worse", "better", "within noise", "not comparable",
@@ -447,10 +473,8 @@ def comparison_markdown(old: RunEntry, new: RunEntry, title: str) -> str:
     problems = comparability(old.meta, new.meta)
     if problems:
         out += [f"⚠ not comparable (new vs old): {'; '.join(problems)}", ""]
-    out += [f"{len(comp.cells)} cell(s) in both runs: {summary or 'nothing to compare'}. Verdicts use the gate's noise "
-            "rule with no allowed drop (docs/gate.md): worse/better only when the 95% CIs do not overlap; "
-            "without a CI, point values decide. Rows null in both runs, and the baseline's own speedup, are left "
-            "out of the table.", ""]
+    out += [f"{len(comp.cells)} cell(s) in both runs: {summary or 'nothing to compare'}. {rule_text(tolerance)} "
+            "Rows null in both runs, and the baseline's own speedup, are left out of the table.", ""]
     out += ["| Config | Data set | Load | Metric | Old | New | Change | Verdict |",
             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for cell in comp.cells:
@@ -458,7 +482,7 @@ def comparison_markdown(old: RunEntry, new: RunEntry, title: str) -> str:
             if m.vacuous:
                 continue
             change = "—" if m.change is None else f"{m.change * 100:+.1f}%"
-            verdict = VERDICT_MD.get(m.verdict, m.verdict) + (f" ({m.why})" if m.why else "")
+            verdict = verdict_text(m, VERDICT_MD)
             out.append(f"| {cell.cell.config} | {cell.cell.dataset} | {cell.cell.load.label} | {labels[m.metric]} | "
                        f"{fmt_measure(m.old)} | {fmt_measure(m.new)} | {change} | {verdict} |")
     for side, cells in (("old", comp.only_old), ("new", comp.only_new)):
@@ -471,8 +495,8 @@ def _ci(m) -> list[float] | None:
     return None if m is None or m.ci is None else list(m.ci)
 
 
-def comparison_dict(old: RunEntry, new: RunEntry) -> dict[str, Any]:
-    comp = comparison_of(old, new)
+def comparison_dict(old: RunEntry, new: RunEntry, tolerance: float = 0.0) -> dict[str, Any]:
+    comp = comparison_of(old, new, tolerance)
 
     def cell_dict(c) -> dict[str, Any]:
         load = {"concurrency": None, "request_rate": None}
@@ -483,18 +507,20 @@ def comparison_dict(old: RunEntry, new: RunEntry) -> dict[str, Any]:
     return {
         "old": old.provenance(), "new": new.provenance(),
         "not_comparable": comparability(old.meta, new.meta),
+        "tolerance": tolerance,
         "counts": comp.counts(),
         "cells": [{**cell_dict(c.cell), "metrics": {m.metric: {
             "old": None if m.old is None else m.old.value, "old_ci95": _ci(m.old),
             "new": None if m.new is None else m.new.value, "new_ci95": _ci(m.new),
-            "change": m.change, "verdict": m.verdict, "why": m.why or None} for m in c.metrics}} for c in comp.cells],
+            "change": m.change, "verdict": m.verdict, "why": m.why or None, "point_only": m.point_only}
+            for m in c.metrics}} for c in comp.cells],
         "only_old": [cell_dict(c) for c in comp.only_old],
         "only_new": [cell_dict(c) for c in comp.only_new],
     }
 
 
-def comparison_rows(suite: str, old: RunEntry, new: RunEntry) -> list[Record]:
-    d = comparison_dict(old, new)
+def comparison_rows(suite: str, old: RunEntry, new: RunEntry, tolerance: float = 0.0) -> list[Record]:
+    d = comparison_dict(old, new, tolerance)
     head = {"suite": suite, "old_run": d["old"]["path"], "new_run": d["new"]["path"]}
     rows = []
     for c in d["cells"]:
@@ -511,23 +537,23 @@ def comparison_rows(suite: str, old: RunEntry, new: RunEntry) -> list[Record]:
     return rows
 
 
-def compare_report(histories: Sequence[SuiteHistory], fmt: str) -> str:
+def compare_report(histories: Sequence[SuiteHistory], fmt: str, tolerance: float = 0.0) -> str:
     """``report DIR --compare``: per suite, the latest complete run against the previous one."""
     from .render import to_csv
 
     pairs = [(h, h.latest_pair) for h in histories]
     if fmt == "json":
-        return json.dumps({"suites": [{"suite": h.name, **(comparison_dict(*p) if p else {
+        return json.dumps({"suites": [{"suite": h.name, **(comparison_dict(*p, tolerance) if p else {
             "note": f"{len(h.complete)} complete run(s): nothing to compare"})} for h, p in pairs]}, indent=2)
     if fmt == "csv":
-        return to_csv([row for h, p in pairs if p for row in comparison_rows(h.name, *p)])
+        return to_csv([row for h, p in pairs if p for row in comparison_rows(h.name, *p, tolerance)])
     out = []
     for h, p in pairs:
         title = _heading(h) + ": latest complete run vs the one before"
         if p is None:
             out.append(f"{title}\n\n{len(h.complete)} complete run(s): nothing to compare.")
         else:
-            out.append(comparison_markdown(p[0], p[1], title))
+            out.append(comparison_markdown(p[0], p[1], title, tolerance))
         others = [status_line(r) for r in h.runs if not r.complete]
         if others:
             out.append("Runs left out (not complete):\n" + "\n".join(others))
@@ -539,22 +565,25 @@ def compare_report(histories: Sequence[SuiteHistory], fmt: str) -> str:
 
 def wants_history(args: argparse.Namespace) -> bool:
     """A directory that is not itself a run, or a history flag, makes ``report`` a history report."""
-    flags = args.all or args.suite or args.since or args.compare
+    flags = args.all or args.suite or args.since or args.compare or args.tolerance
     return bool(flags) or any(Path(p).is_dir() and not is_run_dir(Path(p)) for p in args.paths)
 
 
 def report_cli(args: argparse.Namespace) -> int:
     roots = [Path(p) for p in args.paths]
     since = parse_since(args.since) if args.since else None
+    tolerance = parse_tolerance(args.tolerance)
+    if args.tolerance and not args.compare:
+        raise ResultsError("--tolerance applies to --compare only")
     histories = history(roots, suite=args.suite, since=since, show_all=args.all)
     if args.format == "html":
         from .history_html import write_history_html
 
-        out = write_history_html(histories, roots, Path(args.output or "report.html"), args.all, args.compare)
+        out = write_history_html(histories, roots, Path(args.output or "report.html"), args.all, args.compare, tolerance)
         print(f"wrote {out}")
         return 0
     if args.compare:
-        text = compare_report(histories, args.format)
+        text = compare_report(histories, args.format, tolerance)
     elif args.format == "json":
         text = as_json(histories, roots, args.all)
     elif args.format == "csv":
@@ -583,20 +612,25 @@ def _explicit(path: Path) -> RunEntry:
 
 def compare_cli(args: argparse.Namespace) -> int:
     """``specbench compare OLD NEW``: every cell of two runs, metric by metric, with the gate's verdicts."""
+    tolerance = parse_tolerance(args.tolerance)
     old, new = _explicit(Path(args.old)), _explicit(Path(args.new))
     if args.format == "json":
-        text = json.dumps(comparison_dict(old, new), indent=2)
+        text = json.dumps(comparison_dict(old, new, tolerance), indent=2)
     elif args.format == "csv":
         from .render import to_csv
 
-        text = to_csv(comparison_rows(new.suite or old.suite or "", old, new))
+        text = to_csv(comparison_rows(new.suite or old.suite or "", old, new, tolerance))
     else:
         notes = [status_line(r) for r in (old, new) if not r.complete]
-        text = comparison_markdown(old, new, f"## {old.path} → {new.path}")
+        text = comparison_markdown(old, new, f"## {old.path} → {new.path}", tolerance)
         if notes:
             text += "\n\n⚠ not complete (its numbers may be partial):\n" + "\n".join(notes)
     _emit(text, args.output)
     return 0
+
+
+TOLERANCE_HELP = ("changes smaller than PCT%% are never better/worse (the gate's allowed drop; default 0%%: only the "
+                  "95%% CIs, or point values where there is none, decide)")
 
 
 def register_compare(subparsers: Any) -> None:
@@ -605,6 +639,7 @@ def register_compare(subparsers: Any) -> None:
     p.add_argument("new", help="the later run: run directory or results.json")
     p.add_argument("--format", "-f", choices=("markdown", "json", "csv"), default="markdown")
     p.add_argument("--output", "-o", help="write to this file")
+    p.add_argument("--tolerance", metavar="PCT%", help=TOLERANCE_HELP)
     p.set_defaults(func=compare_cli)
 
 
@@ -614,3 +649,4 @@ def add_report_flags(report: argparse.ArgumentParser) -> None:
     report.add_argument("--suite", metavar="NAME", help="a directory of runs: only runs of this suite")
     report.add_argument("--since", metavar="DATE", help="a directory of runs: only runs started at or after DATE (ISO, local time)")
     report.add_argument("--compare", action="store_true", help="a directory of runs: the latest complete run of each suite vs the one before")
+    report.add_argument("--tolerance", metavar="PCT%", help="with --compare: " + TOLERANCE_HELP)

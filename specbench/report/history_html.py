@@ -10,7 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..gate import fmt_measure
-from .history import RunEntry, SuiteHistory, comparability, comparison_of, other_runs, run_line, status_line
+from .history import (RunEntry, SuiteHistory, comparability, comparison_of, other_runs, rule_text, run_line,
+                      status_line, verdict_text)
 from .html import CSS, read_requests, table_html
 from .model import Model
 from .plots import acceptance_plot, category_plot, latency_plot, load_plot, speedup_plot
@@ -44,10 +45,10 @@ def _run_body(run: RunEntry, prefix: str) -> str:
     return "".join(parts).replace(' id="fig-', f' id="{prefix}-fig-')
 
 
-def _comparison_html(old: RunEntry, new: RunEntry) -> str:
+def _comparison_html(old: RunEntry, new: RunEntry, tolerance: float) -> str:
     from ..compare import RUN_METRICS
 
-    comp = comparison_of(old, new)
+    comp = comparison_of(old, new, tolerance)
     labels = dict(RUN_METRICS)
     head = "".join(f'<th scope="col">{h}</th>' for h in
                    ("Config", "Data set", "Load", "Metric", "Old", "New", "Change", "Verdict"))
@@ -57,7 +58,7 @@ def _comparison_html(old: RunEntry, new: RunEntry) -> str:
             if m.vacuous:
                 continue
             change = "—" if m.change is None else f"{m.change * 100:+.1f}%"
-            verdict = m.verdict + (f" ({m.why})" if m.why else "")
+            verdict = verdict_text(m)
             cls = f' class="{m.verdict}"' if m.verdict in ("better", "worse") else ""
             rows.append("<tr>" + "".join(f"<td>{esc(v)}</td>" for v in (
                 cell.cell.config, cell.cell.dataset, cell.cell.load.label, labels[m.metric], fmt_measure(m.old),
@@ -66,9 +67,7 @@ def _comparison_html(old: RunEntry, new: RunEntry) -> str:
     problems = comparability(old.meta, new.meta)
     if problems:
         out.append(f'<p class="warn">not comparable (new vs old): {esc("; ".join(problems))}</p>')
-    out.append('<p class="notes">Verdicts use the gate\'s noise rule with no allowed drop (docs/gate.md): '
-               "worse / better only when the 95% confidence intervals do not overlap; without a CI, point values "
-               "decide.</p>")
+    out.append(f'<p class="notes">{_md_inline(rule_text(tolerance))}</p>')
     out.append(f'<div class="table-wrap"><table class="results compare"><thead><tr>{head}</tr></thead>'
                f'<tbody>{"".join(rows)}</tbody></table></div>')
     for side, cells in (("old", comp.only_old), ("new", comp.only_new)):
@@ -78,7 +77,7 @@ def _comparison_html(old: RunEntry, new: RunEntry) -> str:
 
 
 def render_history_html(histories: Sequence[SuiteHistory], roots: Sequence[Path], show_all: bool,
-                        compare: bool) -> str:
+                        compare: bool, tolerance: float = 0.0) -> str:
     where = ", ".join(str(r) for r in roots)
     n_runs = sum(len(h.runs) for h in histories)
     what = "every complete run of each suite" if show_all else "the latest complete run of each suite"
@@ -91,7 +90,7 @@ def render_history_html(histories: Sequence[SuiteHistory], roots: Sequence[Path]
         if compare:
             body.append("<h3>Latest complete run vs the one before</h3>")
             pair = h.latest_pair
-            body.append(_comparison_html(*pair) if pair else
+            body.append(_comparison_html(*pair, tolerance) if pair else
                         f"<p>{len(h.complete)} complete run(s): nothing to compare.</p>")
         if not h.shown:
             body.append("<p>No complete run of this suite.</p>")
@@ -116,10 +115,10 @@ def render_history_html(histories: Sequence[SuiteHistory], roots: Sequence[Path]
 
 
 def write_history_html(histories: Sequence[SuiteHistory], roots: Sequence[Path], out: Path, show_all: bool,
-                       compare: bool) -> Path:
+                       compare: bool, tolerance: float = 0.0) -> Path:
     out = Path(out)
     if out.is_dir():
         out = out / "report.html"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_history_html(histories, roots, show_all, compare), encoding="utf-8")
+    out.write_text(render_history_html(histories, roots, show_all, compare, tolerance), encoding="utf-8")
     return out
