@@ -223,8 +223,14 @@ def test_damaged_run_is_listed_unreadable_and_the_rest_still_reported(results, c
     bad = results / "alpha-20261206-100000"
     bad.mkdir()
     (bad / "results.json").write_text("[{oops")
+    odd = results / "alpha-20261207-100000"
+    odd.mkdir()
+    (odd / "results.json").write_text(json.dumps([rec("spec_k3", "d1", rate="fast")]))
+    (odd / "meta.json").write_text(json.dumps({"suite": {"name": "alpha"}, "finished_at": "x"}))
     code, out, _ = report(capsys, results)
-    assert code == 0 and "**unreadable**" in out and "alpha-20261206-100000" in out
+    assert code == 0 and "alpha-20261206-100000" in out
+    bad_lines = [l for l in out.splitlines() if "**unreadable**" in l]
+    assert len(bad_lines) == 2 and "alpha-20261207-100000" in bad_lines[1]
     assert "| d1 | spec_k3 | 6 | 100.00 | 1.100x |" in out
 
 

@@ -149,9 +149,11 @@ def read_entry(path: Path) -> RunEntry:
                     raise ResultsError(f"{path / 'results.json'}: record {i} has no string 'run' and 'dataset'")
         else:
             meta, records = _read_meta(path / "meta.json"), None
+        status, reason = classify(meta, records)
     except SpecbenchError as err:
         return RunEntry(path, {}, None, "unreadable", str(err))
-    status, reason = classify(meta, records)
+    except (OSError, ValueError, TypeError, KeyError, AttributeError) as err:
+        return RunEntry(path, {}, None, "unreadable", f"{path}: {type(err).__name__}: {err}".splitlines()[0])
     return RunEntry(path, meta, records, status, reason, parse_time(meta.get("started_at")))
 
 
@@ -258,9 +260,11 @@ def discover(roots: Iterable[Path]) -> list[RunEntry]:
     for root in roots:
         if not root.exists():
             raise ResultsError(f"{root}: not found")
-    dirs = list(dict.fromkeys(d.resolve() for root in roots for d in find_run_dirs(root)))
-    shown = {d.resolve(): d for root in roots for d in find_run_dirs(root)}
-    return [read_entry(shown[d]) for d in dirs]
+    found: dict[Path, Path] = {}
+    for root in roots:
+        for d in find_run_dirs(root):
+            found.setdefault(d.resolve(), d)
+    return [read_entry(d) for d in found.values()]
 
 
 def history(roots: Sequence[Path], *, suite: str | None = None, since: dt.datetime | None = None,
