@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import socket
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -16,7 +17,7 @@ import yaml
 
 from specbench.errors import LaunchError, SuiteError
 from specbench.launch import ServerProcess, known_engines, load_engine
-from specbench.launch.engines import REPO_LAUNCHERS
+from specbench.launch.engines import BUILTIN_LAUNCHERS
 from specbench.launch.process import _LIVE, free_port, port_in_use
 from specbench.runner import open_server, preflight
 from specbench.store import RunDir
@@ -228,7 +229,7 @@ NEW_ENGINE = {
 
 
 def test_new_engine_from_yaml_only(tmp_path, monkeypatch):
-    for p in REPO_LAUNCHERS.glob("*.yaml"):
+    for p in BUILTIN_LAUNCHERS.glob("*.yaml"):
         shutil.copy(p, tmp_path / p.name)
     (tmp_path / "vllm-nightly.yaml").write_text(yaml.safe_dump(NEW_ENGINE))
     monkeypatch.setenv("SPECBENCH_LAUNCHERS", str(tmp_path))
@@ -495,3 +496,25 @@ def test_server_process_missing_executable(tmp_path):
     with pytest.raises(LaunchError, match="engine executable not found: specbench-no-such-binary-xyz"):
         not_on_path.start()
     assert not _LIVE
+
+
+def test_wheel_ships_the_launchers(tmp_path):
+    """A non-editable install must find its engines: the wheel carries launchers/ as package data."""
+    import zipfile
+    repo = Path(__file__).resolve().parents[1]
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path / "dist"), str(repo)],
+                           capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr[-2000:]
+    wheel = next((tmp_path / "dist").glob("specbench-*.whl"))
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    assert {p.name for p in (site / "specbench" / "launchers").glob("*.yaml")} == {p.name for p in BUILTIN_LAUNCHERS.glob("*.yaml")}
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    probe = ("import specbench, specbench.launch.engines as e; "
+             "print(specbench.__file__); print(','.join(e.known_engines())); print(e.load_engine('vllm-cpu').name)")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=outside, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(site)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    where, known, name = done.stdout.split()
+    assert where.startswith(str(site)) and {"vllm", "vllm-cpu", "sglang"} <= set(known.split(",")) and name == "vllm-cpu"

@@ -18,13 +18,21 @@ from ..acceptance import CounterNames, counter_acceptance, empty_acceptance, rat
 from ..errors import LaunchError, SuiteError
 from ..scrape import MetricsSnapshot
 
-REPO_LAUNCHERS = Path(__file__).resolve().parents[2] / "launchers"
+BUILTIN_LAUNCHERS = Path(__file__).resolve().parents[1] / "launchers"
 
 
 def launcher_dirs() -> list[Path]:
-    """``$SPECBENCH_LAUNCHERS`` (os.pathsep-separated) first, then the built-in ``launchers/``."""
+    """``$SPECBENCH_LAUNCHERS`` (os.pathsep-separated), then ``./launchers`` of the working directory,
+    then the launchers shipped in the package (the repo's top-level ``launchers/``, so a wheel has them too).
+
+    User folders come first so a YAML there overrides a built-in engine of the same name.
+    """
     extra = [Path(p) for p in os.environ.get("SPECBENCH_LAUNCHERS", "").split(os.pathsep) if p]
-    return [*extra, REPO_LAUNCHERS]
+    dirs: list[Path] = []
+    for d in [*extra, Path.cwd() / "launchers", BUILTIN_LAUNCHERS]:
+        if d.is_dir() and all(d.resolve() != seen.resolve() for seen in dirs):
+            dirs.append(d)
+    return dirs
 
 
 def launcher_path(name: str) -> Path | None:
@@ -45,7 +53,8 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 def _read(name: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
     path = launcher_path(name)
     if path is None:
-        raise SuiteError(f"engine {name!r}: no launchers/{name}.yaml (known: {', '.join(known_engines())})")
+        searched = ", ".join(str(d) for d in launcher_dirs())
+        raise SuiteError(f"engine {name!r}: no {name}.yaml in {searched} (known: {', '.join(known_engines())})")
     data = yaml.safe_load(path.read_text()) or {}
     parent = data.pop("extends", None)
     if parent:
