@@ -159,7 +159,9 @@ async def run_trace(suite: Suite, prompt: str, baseline: str | None, config: str
     run = RunDir(out_dir)
     run.create()
     sides = []
-    async with aiohttp.ClientSession() as session:
+    from .runner import auth_headers
+
+    async with aiohttp.ClientSession(headers=auth_headers(suite)) as session:
         for cfg in (base_cfg, spec_cfg):
             async with open_server(suite, cfg, run, session) as server:
                 sides.append(await _one(session, suite, server, prompt))
