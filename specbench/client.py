@@ -154,11 +154,9 @@ class _Stream:
         if usage:
             prompt = usage.get("prompt_tokens")
             if prompt is not None:
-                if type(prompt) is not int or not 0 <= prompt <= TOKEN_CAP:
-                    raise BadValue(f"usage.prompt_tokens = {prompt!r} is not a token count")
-                rec.prompt_tokens = prompt
+                rec.prompt_tokens = prompt  # checked once, in finish()
             done = usage.get("completion_tokens")
-            if done is not None and (type(done) is not int or not 0 <= done <= TOKEN_CAP):
+            if done is not None and (type(done) is not int or done < 0):
                 raise BadValue(f"usage.completion_tokens = {done!r} is not a token count")
         if not choices:
             if done is not None:
@@ -202,8 +200,11 @@ class _Stream:
         server's other numbers contradict it; no agreeing source fails the request."""
         rec = self.record
         rec.text = "".join(self.parts)
+        prompt = rec.prompt_tokens
+        if prompt is not None and (type(prompt) is not int or not 0 <= prompt <= TOKEN_CAP):
+            return self._fail(f"bad server value: usage.prompt_tokens = {prompt!r:.40} is not a token count")
         if self.token_ids:
-            if not all(type(i) is int for i in self.token_ids):
+            if set(map(type, self.token_ids)) != {int}:
                 return self._fail("bad server value: token_ids holds something other than integers")
             rec.output_token_ids = self.token_ids
         final = self.final_total
@@ -252,7 +253,7 @@ class _Stream:
         rec = self.record
         if rec.error is None:
             rec.error = why
-        rec.output_tokens = None
+        rec.output_tokens = rec.prompt_tokens = None
         rec.token_source = SOURCE_NONE
         return rec
 
