@@ -12,6 +12,7 @@ before makes the window's acceptance null, with the reason in ``acceptance_error
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -54,6 +55,8 @@ def counter_deltas(before: MetricsSnapshot, after: MetricsSnapshot,
             if name in snap.invalid:
                 return out, f"/metrics {name} is {snap.invalid[name]} {when} the phase"
         a, b = after.get(name), before.get(name)
+        if any(v is not None and not math.isfinite(v) for v in (a, b)):
+            return out, f"/metrics {name} overflows when its series are summed"
         if a is not None and b is not None and a < b:
             return out, (f"/metrics {name} went down during the phase ({b:g} → {a:g}): "
                          "the server restarted or reset its counters")

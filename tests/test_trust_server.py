@@ -138,6 +138,14 @@ def test_infinite_or_negative_counter_is_named(text, why):
     assert "vllm:spec_decode_num_drafts_total" in out["acceptance_error"] and why in out["acceptance_error"]
 
 
+def test_counter_series_that_overflow_when_summed_null_acceptance():
+    line = 'vllm:spec_decode_num_draft_tokens_total{engine="1",model_name="smol"} '
+    text = (DATA / "vllm_after.txt").read_text()
+    text = text.replace(line + "156.0", line + "1.7e308").replace(line.replace('"1"', '"0"') + "318.0", line.replace('"1"', '"0"') + "1.7e308")
+    out = load_engine("vllm").acceptance(parse_metrics((DATA / "vllm_before.txt").read_text()), parse_metrics(text), 3)
+    assert out["mean_acceptance_length"] is None and "overflows" in out["acceptance_error"]
+
+
 def test_counter_that_went_backwards_nulls_acceptance():
     before = parse_metrics((DATA / "vllm_after.txt").read_text())
     after = parse_metrics((DATA / "vllm_before.txt").read_text())
