@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -269,7 +268,6 @@ async def test_final_total_only_gives_exact_ttft_latency_tpot_and_itl_mean(serve
     assert stats["ttft_mean_ms"] == pytest.approx(1000 * sum(r.ttft for r in records) / len(records), rel=1e-12)
     assert stats["tpot_mean_ms"] == pytest.approx(
         1000 * sum((r.latency - r.ttft) / (MAX_TOKENS - 1) for r in records) / len(records), rel=1e-12)
-    # the same server with per-chunk usage (the exact path) gives the same pooled mean definition
     row = summarize_cell([PhaseInfo("c", "d", 2, None, 0, 1.0)], records, method="ngram", k=K)
     assert row["itl_percentiles_estimated"] is True
     assert any("ITL percentiles are estimates" in n for n in row["notes"])
