@@ -232,6 +232,7 @@ class _Stream:
                     rec.token_warning = (f"final usage disagrees with the streamed token ids: final {final}, "
                                          f"ids {streamed}; used the token ids")
                 return rec
+            rec.token_warning = f"streamed token ids exceed max_tokens: {streamed} > {self.limit}; used the final total"
         return self._total_only(final if final is not None else (self.last_completion if self.saw_usage_per_chunk else None))
 
     def _total_only(self, total: int | None) -> RequestRecord:

@@ -230,6 +230,18 @@ async def test_final_usage_contradiction_falls_back_to_token_ids(serve):
     assert rec.chunk_tokens == [1] + PATTERN * 3 and "99999" in rec.token_warning
 
 
+def test_token_ids_beyond_max_tokens_give_way_to_a_plausible_total():
+    from specbench.client import _Stream
+
+    s = _Stream(RequestRecord("p", "d", "c"), "completions", token_limit=4)
+    s.feed(b'{"choices": [{"text": "a", "token_ids": [1]}]}', 1.0)
+    s.feed(b'{"choices": [{"text": "b", "token_ids": [2, 3, 4, 5, 6]}]}', 1.1)
+    s.feed(b'{"choices": [], "usage": {"completion_tokens": 4}}', 1.2)
+    rec = s.finish()
+    assert rec.ok and rec.output_tokens == 4 and rec.token_source == "usage_total_spread"
+    assert rec.token_warning.startswith("streamed token ids exceed max_tokens: 6 > 4")
+
+
 async def test_per_chunk_usage_going_backwards_is_not_used(tmp_path, prompts_file, serve):
     _, bad = await serve(pattern=PATTERN, chunk_usage={3: 2})  # chunk 3 claims 2 tokens so far, after 4
     _, good = await serve(pattern=PATTERN, k=K)
