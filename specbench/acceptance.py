@@ -5,10 +5,14 @@ Conventions (the same as vLLM's ``vllm bench serve``):
 - acceptance_pos_i = drafts whose i-th token was accepted / drafts (joint: it counts only drafts
   whose first i tokens were all accepted)
 - mean_acceptance_length = 1 + accepted / drafts: tokens committed per target step, bonus included
+
+Counters are server values: one that is NaN, infinite, negative or lower after the phase than
+before makes the window's acceptance null, with the reason in ``acceptance_error``.
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -38,32 +42,72 @@ def empty_acceptance(k: int | None = None) -> dict:
     return out
 
 
+def counter_deltas(before: MetricsSnapshot, after: MetricsSnapshot,
+                   names: dict[str, str | None]) -> tuple[dict[str, float | None], str | None]:
+    """Each named counter's increase over the window (None where a snapshot lacks it), or the
+    reason the window cannot be trusted: a value the scrape found invalid, or a counter that went down."""
+    out: dict[str, float | None] = {}
+    for key, name in names.items():
+        if name is None:
+            out[key] = None
+            continue
+        for snap, when in ((before, "before"), (after, "after")):
+            if name in snap.invalid:
+                return out, f"/metrics {name} is {snap.invalid[name]} {when} the phase"
+        a, b = after.get(name), before.get(name)
+        if any(v is not None and not math.isfinite(v) for v in (a, b)):
+            return out, f"/metrics {name} overflows when its series are summed"
+        if a is not None and b is not None and a < b:
+            return out, (f"/metrics {name} went down during the phase ({b:g} → {a:g}): "
+                         "the server restarted or reset its counters")
+        out[key] = None if a is None or b is None else a - b
+    return out, None
+
+
 def counter_acceptance(before: MetricsSnapshot, after: MetricsSnapshot, names: CounterNames, k: int | None) -> dict:
     """Acceptance over one window from two snapshots; null (never 0) when nothing was drafted."""
     out = empty_acceptance(k)
-    out.update(spec_drafts=None, spec_draft_tokens=None, spec_accepted_tokens=None)
-
-    def delta(name: str) -> float | None:
-        a, b = after.get(name), before.get(name)
-        return None if a is None or b is None else a - b
-
-    drafts, tokens, accepted = delta(names.drafts), delta(names.draft_tokens), delta(names.accepted)
+    out.update(spec_drafts=None, spec_draft_tokens=None, spec_accepted_tokens=None, acceptance_error=None)
+    d, error = counter_deltas(before, after, {"drafts": names.drafts, "tokens": names.draft_tokens,
+                                              "accepted": names.accepted, "per_pos": names.accepted_per_pos})
+    if error:
+        out["acceptance_error"] = error
+        return out
+    drafts, tokens, accepted = d["drafts"], d["tokens"], d["accepted"]
     if drafts is None or tokens is None or accepted is None or drafts <= 0 or tokens <= 0:
         return out
-    out.update(spec_drafts=int(drafts), spec_draft_tokens=int(tokens), spec_accepted_tokens=int(accepted))
-    out["acceptance_rate"] = accepted / tokens
-    out["mean_acceptance_length"] = 1 + accepted / drafts
+    if accepted > tokens or drafts > tokens:
+        out["acceptance_error"] = (f"/metrics counters contradict each other: {accepted:g} accepted of {tokens:g} "
+                                   f"drafted tokens in {drafts:g} drafts")
+        return out
     per_pos: list[float] = []
     if names.accepted_per_pos:
         after_pos = after.by_label.get(names.accepted_per_pos, {})
         before_pos = before.by_label.get(names.accepted_per_pos, {})
-        for pos in sorted(after_pos, key=int):
+        for pos in sorted(after_pos, key=_position):
             per_pos.append((after_pos[pos] - before_pos.get(pos, 0.0)) / drafts)
+        if any(not 0 <= p <= 1 for p in per_pos):
+            out["acceptance_error"] = f"/metrics {names.accepted_per_pos}: a position was accepted more often than drafted, or went down"
+            return out
+    out.update(spec_drafts=int(drafts), spec_draft_tokens=int(tokens), spec_accepted_tokens=int(accepted))
+    out["acceptance_rate"] = accepted / tokens
+    out["mean_acceptance_length"] = 1 + accepted / drafts
     if per_pos:
         out["acceptance_per_position"] = per_pos
         for i, rate in enumerate(per_pos, start=1):
             out[f"acceptance_pos_{i}"] = rate
     return out
+
+
+def _position(label: str) -> tuple[int, str]:
+    return (int(label), "") if label.isdigit() else (1 << 30, label)
+
+
+def verify_step_acceptance(tokens: float, steps: float, requests: float, k: int | None) -> dict:
+    """SGLang: tokens per verify step = (Δgeneration tokens − one prefill token per finished request)
+    ÷ Δverify calls; each request's first token comes from prefill, not from a verify step."""
+    length = (tokens - requests) / steps
+    return {"mean_acceptance_length": length, "acceptance_rate": (length - 1) / k if k else None}
 
 
 def ratio_acceptance(before: MetricsSnapshot, after: MetricsSnapshot, tokens_name: str, steps_name: str) -> float | None:
@@ -131,7 +175,9 @@ def stream_acceptance(records: Iterable[RequestRecord], k: int | None) -> Stream
 
 def request_stats_acceptance(records: Sequence[RequestRecord]) -> dict | None:
     """Sum vLLM's per-request ``speculative_decoding_stats`` (when the server was asked for them)."""
-    stats = [r.spec_stats for r in records if r.ok and r.spec_stats]
+    stats = [r.spec_stats for r in records if r.ok and isinstance(r.spec_stats, dict)]
+    keys = ("num_spec_steps", "num_accepted_draft_tokens", "num_draft_tokens")
+    stats = [s for s in stats if all(type(s.get(key, 0)) in (int, float) for key in keys)]  # runs stored before the client checked them
     if not stats:
         return None
     steps = sum(s.get("num_spec_steps", 0) for s in stats)

@@ -5,12 +5,17 @@ a chunk's time is the kernel's receive time of the read that carried it; over ai
 when the loop got the read. The client asks for cumulative usage on every chunk (vLLM's
 ``continuous_usage_stats``), so each chunk's token count is exact; when a server does not send
 it, the record says which fallback was used.
+
+Every value a server sends is checked where it enters: a wrong type fails that request
+(``bad server value: …``), and token counts that contradict the stream are either replaced by a
+source that agrees with it (``token_warning`` says so) or fail the request.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import gzip
 import json
 import time
 from collections.abc import Callable
@@ -21,7 +26,7 @@ import aiohttp
 import orjson
 
 from .records import RequestRecord
-from .wire import Target, Wire, WireError
+from .wire import EncodedResponse, Target, Wire, WireError
 
 #: what ``stream_request`` sends over: the socket client or an aiohttp session (TLS)
 Transport = Wire | aiohttp.ClientSession
@@ -31,6 +36,12 @@ SOURCE_USAGE = "usage_continuous"
 SOURCE_TOKEN_IDS = "token_ids"
 SOURCE_USAGE_TOTAL = "usage_total_spread"
 SOURCE_NONE = "none"
+
+#: a bound on a count when the request set no max_tokens (no server streams this many in one answer)
+TOKEN_CAP = 10_000_000
+#: per-request stats keys (vLLM's metrics.speculative_decoding) that must be non-negative numbers
+STATS_KEYS = ("num_spec_steps", "num_accepted_draft_tokens", "num_draft_tokens", "num_spec_tokens",
+              "mean_acceptance_length")
 
 
 @dataclass(frozen=True)
@@ -58,10 +69,22 @@ class RequestSpec:
         return Target.parse(self.url)
 
     def headers(self) -> dict[str, str]:
-        h = {"Content-Type": "application/json"}
+        return self._headers
+
+    @functools.cached_property
+    def _headers(self) -> dict[str, str]:
+        # identity: a compressed stream's chunk times would be the compressor's, not the server's
+        h = {"Content-Type": "application/json", "Accept-Encoding": "identity"}
         if self.api_key:
             h["Authorization"] = f"Bearer {self.api_key}"
         return h
+
+    @functools.cached_property
+    def token_limit(self) -> int:
+        """The most completion tokens an answer may have: the max_tokens sent (extra_body's wins)."""
+        extra = self.extra_body or {}
+        limit = extra.get("max_completion_tokens") or extra.get("max_tokens", self.max_tokens)
+        return limit if type(limit) is int and 0 < limit <= TOKEN_CAP else TOKEN_CAP
 
     def payload(self, messages: list[dict[str, str]]) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -87,20 +110,28 @@ class RequestSpec:
 class _Stream:
     """Accumulates one response's chunks; kept separate from I/O so it can be fed recorded bytes."""
 
-    def __init__(self, record: RequestRecord, endpoint: str) -> None:
+    def __init__(self, record: RequestRecord, endpoint: str, token_limit: int = TOKEN_CAP) -> None:
         self.record = record
         self.chat = endpoint == "chat"
+        self.limit = token_limit
         self.parts: list[str] = []
         self.last_completion = 0
         self.saw_usage_per_chunk = False
         self.pending_unknown = 0
         self.token_ids: list[int] = []
+        self.final_total: int | None = None  # completion_tokens of the usage-only chunk
+        self.went_down: str | None = None  # where per-chunk cumulative usage decreased
 
     def feed(self, data: bytes, now: float) -> bool:
         """Handle one SSE ``data:`` payload; return False at ``[DONE]``."""
         if data == b"[DONE]":
             return False
-        msg = orjson.loads(data)  # orjson.JSONDecodeError subclasses json.JSONDecodeError
+        try:
+            msg = orjson.loads(data)  # orjson.JSONDecodeError subclasses json.JSONDecodeError
+        except orjson.JSONDecodeError:
+            if not data:
+                return True  # an empty data: line dispatches no event (SSE spec)
+            raise
         if not isinstance(msg, dict):
             raise json.JSONDecodeError("not a JSON object", data.decode(errors="replace"), 0)
         try:
@@ -118,13 +149,18 @@ class _Stream:
         rec = self.record
         stats = (msg.get("metrics") or {}).get("speculative_decoding") or msg.get("speculative_decoding_stats")
         if stats:
-            rec.spec_stats = stats
+            rec.spec_stats = _checked_stats(stats, "metrics.speculative_decoding")
+        done = None
         if usage:
-            if usage.get("prompt_tokens") is not None:
-                rec.prompt_tokens = usage["prompt_tokens"]
+            prompt = usage.get("prompt_tokens")
+            if prompt is not None:
+                rec.prompt_tokens = prompt  # checked once, in finish()
+            done = usage.get("completion_tokens")
+            if done is not None and (type(done) is not int or done < 0):
+                raise BadValue(f"usage.completion_tokens = {done!r} is not a token count")
         if not choices:
-            if usage and usage.get("completion_tokens") is not None:
-                rec.output_tokens = usage["completion_tokens"]
+            if done is not None:
+                self.final_total = done
             return True
         choice = choices[0]
         if self.chat:
@@ -134,18 +170,23 @@ class _Stream:
             text = choice.get("text") or ""
         ids = choice.get("token_ids") or (choice.get("delta") or {}).get("token_ids")
         n: int | None = None
-        if usage and usage.get("completion_tokens") is not None:
-            n = usage["completion_tokens"] - self.last_completion
-            self.last_completion = usage["completion_tokens"]
+        if done is not None:
+            n = done - self.last_completion
+            if n < 0 and self.went_down is None:
+                self.went_down = f"{self.last_completion} → {done} at content chunk {len(rec.chunk_times)}"
+            self.last_completion = done
             self.saw_usage_per_chunk = True
         elif ids:
             n = len(ids)
         if ids:
             self.token_ids.extend(ids)
-        if choice.get("finish_reason"):
-            rec.finish_reason = choice["finish_reason"]
+        finish = choice.get("finish_reason")
+        if finish:
+            if type(finish) is not str:
+                raise BadValue(f"finish_reason = {finish!r:.60} is not a string")
+            rec.finish_reason = finish
         if choice.get("speculative_decoding_stats"):
-            rec.spec_stats = choice["speculative_decoding_stats"]
+            rec.spec_stats = _checked_stats(choice["speculative_decoding_stats"], "speculative_decoding_stats")
         if text or (n or 0) > 0:
             rec.chunk_times.append(now)
             rec.chunk_tokens.append(n if n is not None else -1)
@@ -155,23 +196,81 @@ class _Stream:
         return True
 
     def finish(self) -> RequestRecord:
+        """Settle the token counts: the best source that agrees with the stream, flagged when the
+        server's other numbers contradict it; no agreeing source fails the request."""
         rec = self.record
         rec.text = "".join(self.parts)
+        prompt = rec.prompt_tokens
+        if prompt is not None and (type(prompt) is not int or not 0 <= prompt <= TOKEN_CAP):
+            return self._fail(f"bad server value: usage.prompt_tokens = {prompt!r:.40} is not a token count")
         if self.token_ids:
+            if set(map(type, self.token_ids)) != {int}:
+                return self._fail("bad server value: token_ids holds something other than integers")
             rec.output_token_ids = self.token_ids
-        if rec.output_tokens is None and self.saw_usage_per_chunk:
-            rec.output_tokens = self.last_completion
+        final = self.final_total
         if not rec.chunk_times:
             rec.token_source = SOURCE_NONE
-        elif self.pending_unknown == 0:
-            rec.token_source = SOURCE_USAGE if self.saw_usage_per_chunk else SOURCE_TOKEN_IDS
-            if rec.output_tokens is None:
-                rec.output_tokens = sum(rec.chunk_tokens)
-        else:
-            # Per-chunk counts unknown: keep the final usage total and let metrics spread it evenly.
-            rec.chunk_tokens = []
-            rec.token_source = SOURCE_USAGE_TOTAL if rec.output_tokens is not None else SOURCE_NONE
+            rec.output_tokens = final if final is not None else (self.last_completion if self.saw_usage_per_chunk else None)
+            return rec
+        if self.pending_unknown == 0 and self.saw_usage_per_chunk:
+            bad = (f"per-chunk usage went down: {self.went_down}" if self.went_down else
+                   f"per-chunk usage exceeds max_tokens: {self.last_completion} > {self.limit}"
+                   if self.last_completion > self.limit else None)
+            if bad is None:
+                rec.token_source, rec.output_tokens = SOURCE_USAGE, self.last_completion
+                if final is not None and final != self.last_completion:
+                    rec.token_warning = (f"final usage disagrees with per-chunk usage: final {final}, "
+                                         f"per-chunk {self.last_completion}; used the per-chunk counts")
+                return rec
+            rec.token_warning = bad + "; " + ("used the final total" if final is not None else "used the last count")
+            return self._total_only(final if final is not None else self.last_completion)
+        if self.pending_unknown == 0:
+            streamed = sum(rec.chunk_tokens)
+            if streamed <= self.limit:
+                rec.token_source, rec.output_tokens = SOURCE_TOKEN_IDS, streamed
+                if final is not None and final != streamed:
+                    rec.token_warning = (f"final usage disagrees with the streamed token ids: final {final}, "
+                                         f"ids {streamed}; used the token ids")
+                return rec
+            rec.token_warning = f"streamed token ids exceed max_tokens: {streamed} > {self.limit}; used the final total"
+        return self._total_only(final if final is not None else (self.last_completion if self.saw_usage_per_chunk else None))
+
+    def _total_only(self, total: int | None) -> RequestRecord:
+        """Per-chunk counts unknown: keep a total that fits the stream; metrics spread it over the decode chunks."""
+        rec = self.record
+        rec.chunk_tokens = []
+        if total is None:
+            rec.token_source = SOURCE_NONE
+            return rec
+        chunks = len(rec.chunk_times)
+        if total > self.limit:
+            return self._fail(f"usage contradicts the stream: completion_tokens {total} > max_tokens {self.limit}")
+        if total < chunks:
+            return self._fail(f"usage contradicts the stream: completion_tokens {total} < {chunks} content chunks")
+        rec.token_source, rec.output_tokens = SOURCE_USAGE_TOTAL, total
         return rec
+
+    def _fail(self, why: str) -> RequestRecord:
+        rec = self.record
+        if rec.error is None:
+            rec.error = why
+        rec.output_tokens = rec.prompt_tokens = None
+        rec.token_source = SOURCE_NONE
+        return rec
+
+
+class BadValue(Exception):
+    """A server value of the wrong type or out of range: fails the request that carried it."""
+
+
+def _checked_stats(stats: Any, where: str) -> dict[str, Any]:
+    if not isinstance(stats, dict):
+        raise BadValue(f"{where} = {stats!r:.60} is not an object")
+    for key in STATS_KEYS:
+        value = stats.get(key)
+        if value is not None and (type(value) not in (int, float) or value < 0):
+            raise BadValue(f"{where}.{key} = {value!r:.60} is not a non-negative number")
+    return stats
 
 
 class _ServerSaid(Exception):
@@ -234,7 +333,7 @@ async def stream_request(
     record: RequestRecord,
 ) -> RequestRecord:
     """Send one streamed request; never raises for request-level failures (they go in ``record.error``)."""
-    stream = _Stream(record, spec.endpoint)
+    stream = _Stream(record, spec.endpoint, spec.token_limit)
     body = orjson.dumps(spec.payload(messages))
     try:
         async with asyncio.timeout(spec.timeout_s):
@@ -248,16 +347,26 @@ async def stream_request(
         record.error = f"timeout after {spec.timeout_s:g} s"
     except _ServerSaid as err:
         record.error = f"server error in stream: {err}"
+    except BadValue as err:
+        record.error = f"bad server value: {err}"
+    except EncodedResponse as err:
+        record.error = str(err)
     except json.JSONDecodeError as err:
         record.error = f"malformed SSE data: {err.msg}"
     except (aiohttp.ClientError, WireError) as err:
         record.error = f"{type(err).__name__}: {err}"
     except ConnectionError as err:
         record.error = f"{type(err).__name__}: {err}"
-    return stream.finish()
+    stream.finish()
+    if spec.api_key:  # a server may echo the request's headers back: the key goes in no file
+        record.error = record.error and record.error.replace(spec.api_key, "***")
+        record.text = record.text.replace(spec.api_key, "***")
+    return record
 
 
-def _http_error(status: int, detail: str, retry: str | None) -> str:
+def _http_error(status: int, detail: str, retry: str | None, secret: str | None) -> str:
+    if secret:
+        detail = detail.replace(secret, "***")
     detail = detail[:200].replace("\n", " ")
     return f"HTTP {status}" + (f" (retry-after {retry})" if retry else "") + (f": {detail}" if detail else "")
 
@@ -269,8 +378,14 @@ async def _over_wire(wire: Wire, spec: RequestSpec, body: bytes, stream: _Stream
     sse = _SseLines(stream.feed)
     resp = await wire.post_stream(spec.target, body, spec.headers(), sse.feed, sse.end, sent)
     if resp.status != 200:
-        stream.record.error = _http_error(resp.status, resp.error_body.decode(errors="replace"),
-                                          resp.headers.get("retry-after"))
+        body = resp.error_body
+        if resp.headers.get("content-encoding", "").lower() == "gzip":
+            try:
+                body = gzip.decompress(body)
+            except (OSError, EOFError):
+                body = b"(gzip-encoded body)"
+        stream.record.error = _http_error(resp.status, body.decode(errors="replace"),
+                                          resp.headers.get("retry-after"), spec.api_key)
 
 
 async def _over_aiohttp(session: aiohttp.ClientSession, spec: RequestSpec, body: bytes, stream: _Stream) -> None:
@@ -280,8 +395,11 @@ async def _over_aiohttp(session: aiohttp.ClientSession, spec: RequestSpec, body:
     async with session.post(spec.url, data=body, headers=spec.headers()) as resp:
         if resp.status != 200:
             record.error = _http_error(resp.status, (await resp.read()).decode(errors="replace"),
-                                       resp.headers.get("Retry-After"))
+                                       resp.headers.get("Retry-After"), spec.api_key)
             return
+        encoding = resp.headers.get("Content-Encoding")
+        if encoding and encoding.lower() != "identity":
+            raise EncodedResponse(encoding)
         # One await per socket read, not per line: every line of a read is stamped with the time
         # the read was delivered.
         sse = _SseLines(stream.feed)

@@ -16,6 +16,7 @@ import numpy as np
 
 from . import acceptance as acc
 from .compare import fidelity, mean_ci95, paired_requests, paired_speedup, ratio
+from .client import SOURCE_USAGE_TOTAL
 from .metrics import latency_stats, shared_reads, throughput, token_sources
 from .records import RequestRecord
 
@@ -68,8 +69,20 @@ def record_cell(r: RequestRecord, rate: float | None) -> tuple[str, str, int, fl
     return (r.config, r.dataset, r.concurrency or 0, rate)
 
 
-def combine_acceptance(windows: Sequence[dict[str, Any]], k: int | None) -> dict[str, Any]:
-    """Pool counter windows of several repeats by summing their raw deltas."""
+def combine_acceptance(windows: Sequence[dict[str, Any]], k: int | None,
+                       completed: Sequence[int] | None = None) -> dict[str, Any]:
+    """Pool counter windows of several repeats by summing their raw deltas.
+
+    A window whose counters could not be trusted nulls the cell's acceptance, with its reason.
+    ``completed`` (requests that finished, per window) stands in for SGLang's request counter
+    when the server has none."""
+    errors = [w["acceptance_error"] for w in windows if w.get("acceptance_error")]
+    if errors:
+        out = acc.empty_acceptance(k)
+        out["acceptance_error"] = errors[0] if len(windows) == 1 else f"{len(errors)} of {len(windows)} repeats: {errors[0]}"
+        return out
+    if windows and all(w.get("sglang_verify_calls") for w in windows):
+        return _combine_verify_steps(windows, k, completed)
     measured = [w for w in windows if w.get("spec_drafts")]
     if not measured:
         out = acc.empty_acceptance(k)
@@ -97,6 +110,27 @@ def combine_acceptance(windows: Sequence[dict[str, Any]], k: int | None) -> dict
         out["acceptance_per_position"] = per
         for i, v in enumerate(per, start=1):
             out[f"acceptance_pos_{i}"] = v
+    return out
+
+
+def _combine_verify_steps(windows: Sequence[dict[str, Any]], k: int | None,
+                          completed: Sequence[int] | None) -> dict[str, Any]:
+    """SGLang counter windows: Σ(generation tokens − finished requests) ÷ Σ verify calls."""
+    counted = [w.get("sglang_finished_requests") for w in windows]
+    if None in counted and completed is None:
+        return acc.empty_acceptance(k)
+    requests = [n if n is not None else completed[i] for i, n in enumerate(counted)]
+    tokens, steps = sum(w["sglang_generation_tokens"] for w in windows), sum(w["sglang_verify_calls"] for w in windows)
+    out = acc.empty_acceptance(k)
+    out.update(acc.verify_step_acceptance(tokens, steps, sum(requests), k))
+    out.update(sglang_generation_tokens=tokens, sglang_verify_calls=steps, sglang_finished_requests=sum(requests))
+    if None in counted:
+        out["acceptance_source"] = ("(Δsglang:generation_tokens_total − the phase's completed requests) ÷ "
+                                    "Δsglang:spec_verify_calls_total over the measured phase (the server has no "
+                                    "sglang:num_requests_total): one prefill token per finished request is not a verify step")
+    else:
+        out["acceptance_source"] = windows[0].get("acceptance_source")
+    out["acceptance_note"] = f"acceptance = {out['acceptance_source']}"
     return out
 
 
@@ -155,7 +189,8 @@ def summarize_cell(phases: Sequence[PhaseInfo], records: Sequence[RequestRecord]
     row["speedup_vs_baseline"] = None
     row.update(latency_stats(measured))
     row.update(shared_reads(measured))
-    acceptance = combine_acceptance([p.acceptance for p in phases], k)
+    completed = [sum(1 for r in measured if r.repeat == p.repeat and (r.ok or r.finish_reason)) for p in phases]
+    acceptance = combine_acceptance([p.acceptance for p in phases], k, completed)
     row.update({key: acceptance.get(key) for key in ("acceptance_rate", "acceptance_pos_1", "acceptance_pos_2",
                                                      "acceptance_pos_3", "mean_acceptance_length")})
     # --- extras: how each number was obtained ---
@@ -172,6 +207,7 @@ def summarize_cell(phases: Sequence[PhaseInfo], records: Sequence[RequestRecord]
     row["acceptance_per_position"] = acceptance.get("acceptance_per_position")
     row["acceptance_source"] = acceptance.get("acceptance_source")
     row["acceptance_window"] = ACCEPTANCE_WINDOW if acceptance.get("acceptance_source") else None
+    row["acceptance_error"] = acceptance.get("acceptance_error")
     for key in ("spec_drafts", "spec_draft_tokens", "spec_accepted_tokens"):
         row[key] = acceptance.get(key)
     row.update(acc.stream_summary(measured, k))
@@ -191,6 +227,10 @@ def summarize_cell(phases: Sequence[PhaseInfo], records: Sequence[RequestRecord]
         row["status"] = "failed"
         row["server_died"] = True
     row["token_count_source"] = token_sources(measured) or None
+    row["token_count_warnings"] = dict(Counter(_reason(r.token_warning) for r in measured if r.ok and r.token_warning)) or None
+    estimated = sum(1 for r in measured if r.ok and r.token_source == SOURCE_USAGE_TOTAL)
+    row["itl_percentiles_estimated"] = bool(estimated)
+    row["notes"] = _cell_notes(row, acceptance, estimated, spec=k is not None or method != "baseline") or None
     row["output_throughput_tps_repeats"] = tps if len(phases) > 1 else None
     row["categories"] = category_breakdown(measured, k)
     server = first.server or {}
@@ -206,6 +246,22 @@ def summarize_cell(phases: Sequence[PhaseInfo], records: Sequence[RequestRecord]
     row["std"] = std or None
     row["ci95"] = ci or None
     return row
+
+
+def _cell_notes(row: dict[str, Any], acceptance: dict[str, Any], estimated: int, spec: bool) -> list[str]:
+    """Lines the table must carry for this cell (``⚠ `` marks a warning); the report prints them under it."""
+    notes = []
+    if spec and row["acceptance_error"]:
+        notes.append(f"⚠ acceptance not measured: {row['acceptance_error']}")
+    if acceptance.get("acceptance_note"):
+        notes.append(acceptance["acceptance_note"])
+    for reason, n in (row["token_count_warnings"] or {}).items():
+        notes.append(f"⚠ {n} request{'s' if n > 1 else ''}: {reason} (requests.jsonl token_warning and "
+                     "token_count_source say which count was used)")
+    if estimated:
+        notes.append(f"ITL percentiles are estimates: {estimated} of {row['requests']} requests had only a final usage "
+                     "total, spread over their decode chunks (TTFT, latency, TPOT and the ITL mean are exact)")
+    return notes
 
 
 def add_comparisons(rows: list[dict[str, Any]], records: Sequence[RequestRecord], baseline: str | None) -> None:

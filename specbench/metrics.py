@@ -3,6 +3,11 @@
 ITL is per token: a chunk that carries n tokens after a gap g adds n samples of g/n, because with
 speculative decoding one chunk holds every token of a verification step. The raw per-chunk gaps
 are kept as ``step_ms`` (what other tools call ITL).
+
+When a server sends only a final usage total, the first content chunk still carries exactly the
+prefill token, so the remaining tokens are spread over the decode chunks only: each request's
+samples then sum to latency − TTFT over output tokens − 1, which keeps the pooled ITL mean exact;
+only the percentiles are estimates on that path.
 """
 
 from __future__ import annotations
@@ -28,13 +33,18 @@ def stats_ms(prefix: str, seconds: Sequence[float] | np.ndarray) -> dict[str, fl
 
 
 def chunk_token_counts(rec: RequestRecord) -> np.ndarray:
-    """Tokens per content chunk; spread evenly when only the request total is known."""
+    """Tokens per content chunk; with only the request total known: 1 (prefill) for the first chunk,
+    the rest spread over the decode chunks as evenly as whole tokens allow."""
     n = len(rec.chunk_times)
     if rec.chunk_tokens and len(rec.chunk_tokens) == n:
         return np.asarray(rec.chunk_tokens, dtype=float)
-    if rec.output_tokens and n:
-        return np.full(n, rec.output_tokens / n)
-    return np.ones(n)
+    counts = np.ones(n)
+    total = rec.output_tokens
+    if n > 1 and type(total) is int and total >= n:
+        base, extra = divmod(total - 1, n - 1)
+        counts[1:] = base
+        counts[1:1 + extra] += 1
+    return counts
 
 
 def token_itl(rec: RequestRecord) -> np.ndarray:
@@ -46,12 +56,7 @@ def token_itl(rec: RequestRecord) -> np.ndarray:
     keep[0] = True
     gaps = np.diff(np.asarray(rec.chunk_times)[keep])
     tokens = counts[keep][1:]
-    if np.all(tokens == np.round(tokens)):
-        return np.repeat(gaps / tokens, tokens.astype(int))
-    # Fractional spread (only the request total known): weight each gap's per-token value by its share.
-    per_token = gaps / tokens
-    reps = np.maximum(1, np.round(tokens).astype(int))
-    return np.repeat(per_token, reps)
+    return np.repeat(gaps / tokens, tokens.astype(int))
 
 
 def tpot(rec: RequestRecord) -> float | None:

@@ -39,6 +39,7 @@ class RequestRecord:
     chunk_times: list[float] = field(default_factory=list)
     chunk_tokens: list[int] = field(default_factory=list)
     token_source: str = "none"
+    token_warning: str | None = None  # the server's counts contradicted the stream; says which source was used
     prompt_tokens: int | None = None
     output_tokens: int | None = None
     text: str = ""

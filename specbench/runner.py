@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import json
+import math
 import os
 import platform
 import signal
@@ -25,7 +26,7 @@ from .datasets import check_available, load_prompts
 from .drive import Phase, drive, drive_processes
 from .errors import LaunchError, ServerError, SuiteError
 from .launch import Engine, ServerProcess, load_engine, reap_all
-from .launch.process import free_port, port_in_use
+from .launch.process import free_port, port_in_use, served_models
 from .measure import PhaseInfo, add_comparisons, order_row, summarize_cell
 from .records import Prompt, RequestRecord
 from .report.render import markdown
@@ -119,13 +120,28 @@ def _config_order(suite: Suite) -> list[ServerConfig]:
 
 
 async def _server_info(session: aiohttp.ClientSession, url: str, engine: Engine) -> dict[str, Any]:
+    """The server's version (a string, or null with ``version_error``) and, for engines that read
+    acceptance from it, the parsed answer as it came (the adapter checks its shape)."""
     path, key = engine.version_path
+    where = f"GET {url}{path}"
     try:
         async with session.get(url + path, timeout=aiohttp.ClientTimeout(total=10)) as r:
-            data = await r.json(content_type=None)
-            return {"version": data.get(key), "raw": data if engine.acceptance_reads_server_info else None}
-    except (aiohttp.ClientError, asyncio.TimeoutError, ValueError):
-        return {"version": None, "raw": None}
+            if r.status != 200:
+                return {"version": None, "version_error": f"{where}: HTTP {r.status}", "raw": None}
+            data = json.loads(await r.read())
+    except (aiohttp.ClientError, asyncio.TimeoutError, ValueError, RecursionError) as err:
+        return {"version": None, "version_error": f"{where}: {type(err).__name__}: {str(err)[:100]}", "raw": None}
+    info: dict[str, Any] = {"version": None, "raw": data if engine.acceptance_reads_server_info else None}
+    version = data.get(key) if isinstance(data, dict) else None
+    if type(version) in (int, float) and math.isfinite(version):
+        version = str(version)
+    if isinstance(version, str) and 0 < len(version) <= 100:
+        info["version"] = version
+    elif not isinstance(data, dict):
+        info["version_error"] = f"{where}: answered a JSON {type(data).__name__}, not an object"
+    else:
+        info["version_error"] = f"{where}: {key!r} is {'missing' if version is None else 'not a version string'}"
+    return info
 
 
 async def _check_url(session: aiohttp.ClientSession, config: ServerConfig, model: str, engine: Engine) -> None:
@@ -134,9 +150,13 @@ async def _check_url(session: aiohttp.ClientSession, config: ServerConfig, model
         async with session.get(url, timeout=aiohttp.ClientTimeout(total=15)) as r:
             if r.status != 200:
                 raise ServerError(f"config {config.name!r}: GET {url} returned HTTP {r.status}")
-            served = [d.get("id") for d in (await r.json(content_type=None)).get("data", [])]
+            body = await r.read()
     except (aiohttp.ClientError, asyncio.TimeoutError) as err:
         raise ServerError(f"config {config.name!r}: cannot reach {url}: {type(err).__name__} {err}".rstrip()) from None
+    try:
+        served = served_models(body)
+    except ValueError as err:
+        raise ServerError(f"config {config.name!r}: GET {url}: {err}") from None
     if model not in served:
         raise ServerError(f"config {config.name!r}: {config.url} serves {served}, not the suite's model {model!r}")
 
@@ -171,8 +191,15 @@ async def open_server(suite: Suite, config: ServerConfig, run: RunDir, session: 
         proc.stop()
 
 
-def _request_spec(suite: Suite, server: Server) -> RequestSpec:
+def auth_headers(suite: Suite) -> dict[str, str]:
+    """``Authorization`` for every request to the suite's servers, probes included: vLLM's
+    ``--api-key`` guards every /v1 path, /v1/models among them."""
     api_key = os.environ.get(suite.api_key_env) if suite.api_key_env else None
+    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
+
+
+def _request_spec(suite: Suite, server: Server) -> RequestSpec:
+    api_key = os.environ.get(suite.api_key_env) or None if suite.api_key_env else None
     extra = {**(server.engine.data.get("request_extra") or {}), **suite.load.extra_body}
     return RequestSpec(base_url=server.url, model=suite.model, endpoint=suite.endpoint,
                        max_tokens=suite.load.max_tokens, temperature=suite.load.temperature, top_p=suite.load.top_p,
@@ -433,7 +460,8 @@ class Runner:
         failed: dict[str, str] = {}
         connector = aiohttp.TCPConnector(limit=0, force_close=False)
         try:
-            async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=None)) as session:
+            async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=None),
+                                             headers=auth_headers(self.suite)) as session:
                 for config in _config_order(self.suite):
                     if self.only_configs is not None and config.name not in self.only_configs:
                         continue

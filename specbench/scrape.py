@@ -1,7 +1,13 @@
-"""Read a server's Prometheus ``/metrics`` into plain numbers (I/O edge + a pure parser)."""
+"""Read a server's Prometheus ``/metrics`` into plain numbers (I/O edge + a pure parser).
+
+Values are checked here, where they enter: a sample that is NaN or infinite, or a negative
+counter, is left out of the sums and named in ``MetricsSnapshot.invalid``, so acceptance built on
+it is null with that reason instead of a wrong number.
+"""
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -17,6 +23,7 @@ class MetricsSnapshot:
     by_label: dict[str, dict[str, float]] = field(default_factory=dict)
     ok: bool = True
     error: str | None = None
+    invalid: dict[str, str] = field(default_factory=dict)  # sample name → why it cannot be used
 
     def get(self, name: str) -> float | None:
         return self.totals.get(name)
@@ -29,14 +36,30 @@ def parse_metrics(text: str, split_label: str = "position") -> MetricsSnapshot:
     """
     totals: dict[str, float] = defaultdict(float)
     by_label: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    invalid: dict[str, str] = {}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             if sample.name.endswith("_created"):
                 continue
-            totals[sample.name] += sample.value
+            value = sample.value
+            if not math.isfinite(value) or (family.type == "counter" and value < 0):
+                invalid.setdefault(sample.name, _why_invalid(value))
+                continue
+            totals[sample.name] += value
             if split_label in sample.labels:
-                by_label[sample.name][sample.labels[split_label]] += sample.value
-    return MetricsSnapshot(totals=dict(totals), by_label={k: dict(v) for k, v in by_label.items()})
+                by_label[sample.name][sample.labels[split_label]] += value
+    for name in invalid:
+        totals.pop(name, None)
+        by_label.pop(name, None)
+    return MetricsSnapshot(totals=dict(totals), by_label={k: dict(v) for k, v in by_label.items()}, invalid=invalid)
+
+
+def _why_invalid(value: float) -> str:
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return f"infinite ({'+' if value > 0 else '-'}Inf)"
+    return f"negative ({value:g})"
 
 
 async def scrape(session: aiohttp.ClientSession, base_url: str, timeout_s: float = 10.0) -> MetricsSnapshot:
@@ -46,6 +69,10 @@ async def scrape(session: aiohttp.ClientSession, base_url: str, timeout_s: float
         async with session.get(url, timeout=aiohttp.ClientTimeout(total=timeout_s)) as resp:
             if resp.status != 200:
                 return MetricsSnapshot(ok=False, error=f"GET {url}: HTTP {resp.status}")
-            return parse_metrics(await resp.text())
+            body = await resp.read()
     except (aiohttp.ClientError, TimeoutError, ValueError) as err:
         return MetricsSnapshot(ok=False, error=f"GET {url}: {type(err).__name__}: {err}")
+    try:
+        return parse_metrics(body.decode("utf-8", errors="replace"))
+    except ValueError as err:  # the parser's only complaint about malformed text
+        return MetricsSnapshot(ok=False, error=f"GET {url}: not Prometheus text ({str(err)[:100]})")

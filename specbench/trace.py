@@ -148,7 +148,7 @@ async def _token_texts(session: aiohttp.ClientSession, url: str, model: str, ids
 
 
 async def run_trace(suite: Suite, prompt: str, baseline: str | None, config: str | None, out_dir: Path) -> tuple[str, TraceSide, list[str]]:
-    from .runner import open_server
+    from .runner import auth_headers, open_server
     from .store import RunDir
 
     configs = {c.name: c for c in suite.configs}
@@ -159,7 +159,7 @@ async def run_trace(suite: Suite, prompt: str, baseline: str | None, config: str
     run = RunDir(out_dir)
     run.create()
     sides = []
-    async with aiohttp.ClientSession() as session:
+    async with aiohttp.ClientSession(headers=auth_headers(suite)) as session:
         for cfg in (base_cfg, spec_cfg):
             async with open_server(suite, cfg, run, session) as server:
                 sides.append(await _one(session, suite, server, prompt))

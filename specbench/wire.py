@@ -50,6 +50,15 @@ class WireError(Exception):
     """The connection failed before the response ended (names host:port and what happened)."""
 
 
+class EncodedResponse(WireError):
+    """A 200 stream in a content encoding although identity was asked: refused by both transports
+    (decoding would stamp chunks when the compressor let them out, not when the server sent them)."""
+
+    def __init__(self, encoding: str) -> None:
+        super().__init__(f"response is {encoding}-encoded although identity was asked (Accept-Encoding: identity): "
+                         "refused, chunk times would include the compressor's buffering")
+
+
 @dataclass
 class Response:
     status: int = 0
@@ -97,7 +106,10 @@ class _Exchange:
         self.response.headers[name.decode("latin-1").lower()] = value.decode("latin-1")
 
     def on_headers_complete(self) -> None:
-        self.response.status = self.parser.get_status_code()
+        self.response.status = status = self.parser.get_status_code()
+        encoding = self.response.headers.get("content-encoding")
+        if status == 200 and encoding and encoding.lower() != "identity":
+            self.error = EncodedResponse(encoding)
 
     def on_body(self, body: bytes) -> None:
         if self.response.status != 200:

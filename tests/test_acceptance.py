@@ -9,8 +9,10 @@ vLLM window (two engines, engine="0" and engine="1", K=3):
     engine 0: drafts 6→106, draft tokens 18→318, accepted 18→218, per pos (6,6,6)→(86,72,60)
     engine 1: drafts 2→52,  draft tokens 6→156,  accepted 3→53,   per pos (2,1,0)→(27,16,10)
     Δ summed: drafts 150, draft tokens 450, accepted 250, per pos (105, 81, 64)
-SGLang window: generation tokens 1000→3800, verify calls 400→1200 → 2800/800 = 3.5 tokens/step;
-the ``sglang:spec_accept_length`` gauge (3.9 → 2.1) is a snapshot and must not be used.
+SGLang window: generation tokens 1000→3800, finished requests 8→24, verify calls 400→1200 →
+(2800 − 16)/800 = 3.48 tokens/step (each request's first token is from prefill, not a verify step;
+the raw ratio would be 3.5); the ``sglang:spec_accept_length`` gauge (3.9 → 2.1) is a snapshot and
+must not be used.
 """
 
 from pathlib import Path
@@ -148,12 +150,13 @@ def test_counter_acceptance_k7_has_seven_position_keys_and_no_per_pos_counter():
 def test_sglang_counters_window():
     eng = load_engine("sglang")
     out = eng.acceptance(snap("sglang_before.txt"), snap("sglang_after.txt"), 3, None)
-    assert out["mean_acceptance_length"] == pytest.approx(3.5)  # 2800 tokens / 800 verify calls
-    assert out["acceptance_rate"] == pytest.approx((3.5 - 1) / 3)
-    assert out["acceptance_source"].startswith("Δsglang:generation_tokens_total / Δsglang:spec_verify_calls_total")
+    assert out["mean_acceptance_length"] == pytest.approx(3.48)  # (2800 tokens − 16 prefill tokens) / 800 verify calls
+    assert out["acceptance_rate"] == pytest.approx((3.48 - 1) / 3)
+    assert out["acceptance_source"].startswith("(Δsglang:generation_tokens_total − Δsglang:num_requests_total)")
+    assert (out["sglang_generation_tokens"], out["sglang_verify_calls"], out["sglang_finished_requests"]) == (2800, 800, 16)
     # counters win over the cumulative server-info average
     info = {"internal_states": [{"avg_spec_accept_length": 2.0}]}
-    assert eng.acceptance(snap("sglang_before.txt"), snap("sglang_after.txt"), 3, info)["mean_acceptance_length"] == pytest.approx(3.5)
+    assert eng.acceptance(snap("sglang_before.txt"), snap("sglang_after.txt"), 3, info)["mean_acceptance_length"] == pytest.approx(3.48)
 
 
 def test_sglang_ratio_acceptance_direct():
@@ -338,13 +341,25 @@ def test_combine_acceptance_ignores_windows_without_drafts():
     assert combine_acceptance([empty, empty], 3)["mean_acceptance_length"] is None
 
 
-def test_combine_acceptance_sglang_length_only():
+def test_combine_acceptance_sglang_counters_pool_raw_deltas():
     eng = load_engine("sglang")
     w = eng.acceptance(snap("sglang_before.txt"), snap("sglang_after.txt"), 3, None)
     single = combine_acceptance([w], 3)
+    assert single["mean_acceptance_length"] == pytest.approx(3.48)
+    assert single["acceptance_source"] == w["acceptance_source"]
+    w2 = dict(w, sglang_generation_tokens=1016, sglang_verify_calls=500, sglang_finished_requests=16)
+    two = combine_acceptance([w, w2], 3)
+    assert two["mean_acceptance_length"] == pytest.approx((2800 - 16 + 1016 - 16) / (800 + 500))
+
+
+def test_combine_acceptance_sglang_length_only():
+    before, after = _without_verify("sglang_before.txt"), _without_verify("sglang_after.txt")
+    eng = load_engine("sglang")
+    w = eng.acceptance(before, after, 3, {"avg_spec_accept_length": 3.5})
+    single = combine_acceptance([w], 3)
     assert single["mean_acceptance_length"] == pytest.approx(3.5)
     assert single["acceptance_source"] == w["acceptance_source"]
-    w2 = dict(w, mean_acceptance_length=2.5, acceptance_rate=0.5)
+    w2 = eng.acceptance(before, after, 3, {"avg_spec_accept_length": 2.5})
     two = combine_acceptance([w, w2], 3)
     assert two["mean_acceptance_length"] == pytest.approx(3.0)
     assert two["acceptance_source"].endswith("(mean of 2 repeats)")
@@ -353,6 +368,6 @@ def test_combine_acceptance_sglang_length_only():
 def test_combine_acceptance_sglang_rate_kept_over_repeats():
     eng = load_engine("sglang")
     w = eng.acceptance(snap("sglang_before.txt"), snap("sglang_after.txt"), 3, None)
-    assert combine_acceptance([w], 3)["acceptance_rate"] == pytest.approx(2.5 / 3)
+    assert combine_acceptance([w], 3)["acceptance_rate"] == pytest.approx(2.48 / 3)
     two = combine_acceptance([w, dict(w)], 3)
-    assert two["acceptance_rate"] == pytest.approx(2.5 / 3)
+    assert two["acceptance_rate"] == pytest.approx(2.48 / 3)

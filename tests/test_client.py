@@ -311,7 +311,7 @@ def test_request_spec_url_and_defaults():
     assert RequestSpec("http://h:1", "m", endpoint="completions").url == "http://h:1/v1/completions"
     body = RequestSpec("http://h:1", "m").payload([{"role": "user", "content": "q"}])
     assert "top_p" not in body and "ignore_eos" not in body
-    assert RequestSpec("http://h:1", "m").headers() == {"Content-Type": "application/json"}
+    assert RequestSpec("http://h:1", "m").headers() == {"Content-Type": "application/json", "Accept-Encoding": "identity"}
 
 
 # ---------------------------------------------------------------- the parser without I/O

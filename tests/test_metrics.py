@@ -87,19 +87,22 @@ def test_token_itl_zero_token_chunk_keeps_its_time():
     assert itl.mean() == pytest.approx(tpot(r))
 
 
-def test_token_itl_fractional_spread_from_usage_total():
-    # usage only at the end: 10 tokens over 4 chunks, 2.5 tokens per chunk
+def test_token_itl_spread_from_usage_total_keeps_the_mean_exact():
+    # usage only at the end: 10 tokens over 4 chunks; the first chunk is the prefill token, the other 9 go 3/3/3
     r = rec([0.1, 0.3, 0.35, 0.65], [], output=10, source="usage_total_spread")
-    assert chunk_token_counts(r) == pytest.approx([2.5] * 4)
+    assert chunk_token_counts(r).tolist() == [1, 3, 3, 3]
     itl = token_itl(r)
-    assert set(np.round(itl, 12)) == {0.08, 0.02, 0.12}  # each gap / 2.5
-    assert itl.mean() == pytest.approx(0.55 / 7.5)
+    assert set(np.round(itl, 12)) == {round(0.2 / 3, 12), round(0.05 / 3, 12), 0.1}  # each gap / 3
+    assert itl.size == 9 and itl.mean() == pytest.approx((r.latency - r.ttft) / 9) == pytest.approx(tpot(r))
+    # 11 tokens: the remainder goes to the first decode chunks, whole tokens only
+    r.output_tokens = 11
+    assert chunk_token_counts(r).tolist() == [1, 4, 3, 3] and token_itl(r).mean() == pytest.approx(0.55 / 10)
 
 
 def test_chunk_token_counts_fallbacks():
     assert chunk_token_counts(rec([1, 2, 3], [1, 2, 3])).tolist() == [1, 2, 3]
     # counts that do not line up with the chunks are not trusted
-    assert chunk_token_counts(rec([1, 2, 3], [1, 2], output=9)).tolist() == [3, 3, 3]
+    assert chunk_token_counts(rec([1, 2, 3], [1, 2], output=9)).tolist() == [1, 4, 4]
     r = rec([1, 2], [], output=None, source="none")
     r.output_tokens = None
     assert chunk_token_counts(r).tolist() == [1, 1]

@@ -7,6 +7,7 @@ data: how a config's speculative settings become flags, and how acceptance is re
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from ..acceptance import CounterNames, counter_acceptance, empty_acceptance, ratio_acceptance
+from ..acceptance import CounterNames, counter_acceptance, counter_deltas, empty_acceptance, verify_step_acceptance
 from ..errors import LaunchError, SuiteError
 from ..scrape import MetricsSnapshot
 
@@ -210,25 +211,63 @@ class SglangAdapter:
 
     @staticmethod
     def acceptance(engine: Engine, before, after, k, server_info) -> dict[str, Any]:
+        """Counter windows keep their raw deltas (``sglang_*``) so repeats pool exactly; without
+        ``num_requests_total`` the length is finished at summary time from the phase's completed requests."""
         out = empty_acceptance(k)
         m = engine.data["metrics"]
         c = m["counters"]
-        length = ratio_acceptance(before, after, c["generation_tokens"], c["verify_calls"])
-        source = None
-        if length is not None:
-            source = "Δsglang:generation_tokens_total / Δsglang:spec_verify_calls_total over the measured phase (first token of each request is from prefill: slight upward bias)"
-        elif server_info:
-            server_info = (server_info.get("decode") or [server_info])[0]  # PD disaggregation: the decode side
-            states = server_info.get("internal_states") or [server_info]
-            value = states[0].get(m["server_info"]["key"]) if states else None
-            if value is not None:
-                length = float(value)
-                source = "/get_server_info avg_spec_accept_length: cumulative since server start (warm-up included), DP rank 0"
-        out["mean_acceptance_length"] = length
-        if length is not None and k:
-            out["acceptance_rate"] = (length - 1) / k
-        out["acceptance_source"] = source
+        out.update(acceptance_source=None, acceptance_error=None, sglang_generation_tokens=None,
+                   sglang_verify_calls=None, sglang_finished_requests=None)
+        d, error = counter_deltas(before, after, {"tokens": c["generation_tokens"], "steps": c["verify_calls"],
+                                                  "requests": c.get("finished_requests")})
+        if error:
+            out["acceptance_error"] = error
+            return out
+        if d["tokens"] is not None and d["steps"]:
+            requests = d["requests"]
+            if requests is not None and requests > d["tokens"]:
+                out["acceptance_error"] = (f"/metrics counters contradict each other: {requests:g} finished requests "
+                                           f"but {d['tokens']:g} generated tokens")
+                return out
+            out.update(sglang_generation_tokens=int(d["tokens"]), sglang_verify_calls=int(d["steps"]),
+                       sglang_finished_requests=None if requests is None else int(requests))
+            if requests is not None:
+                out.update(verify_step_acceptance(d["tokens"], d["steps"], requests, k))
+                out["acceptance_source"] = SGLANG_COUNTERS
+            return out
+        if server_info is not None:
+            value, why = _server_info_length(server_info, m["server_info"]["key"])
+            if why:
+                out["acceptance_error"] = f"/get_server_info: {why}"
+            elif value is not None:
+                out["mean_acceptance_length"] = value
+                out["acceptance_rate"] = (value - 1) / k if k else None
+                out["acceptance_source"] = "/get_server_info avg_spec_accept_length: cumulative since server start (warm-up included), DP rank 0"
         return out
+
+
+SGLANG_COUNTERS = ("(Δsglang:generation_tokens_total − Δsglang:num_requests_total) ÷ Δsglang:spec_verify_calls_total "
+                   "over the measured phase: one prefill token per finished request is not a verify step")
+
+
+def _server_info_length(info: Any, key: str) -> tuple[float | None, str | None]:
+    """SGLang's cumulative average acceptance length from /get_server_info, or why it cannot be used."""
+    if not isinstance(info, dict):
+        return None, f"answered {type(info).__name__}, not a JSON object"
+    decode = info.get("decode")
+    if decode:  # PD disaggregation: the decode side
+        if not isinstance(decode, list) or not isinstance(decode[0], dict):
+            return None, "decode is not a list of objects"
+        info = decode[0]
+    states = info.get("internal_states") or [info]
+    if not isinstance(states, list) or not isinstance(states[0], dict):
+        return None, "internal_states is not a list of objects"
+    value = states[0].get(key)
+    if value is None or value == 0:  # 0: a server that does not speculate
+        return None, None
+    if type(value) not in (int, float) or not math.isfinite(value) or value < 1:
+        return None, f"{key} = {value!r:.40} is not a number ≥ 1"
+    return float(value), None
 
 
 ADAPTERS = {"vllm": VllmAdapter, "sglang": SglangAdapter}

@@ -6,6 +6,7 @@ Every live server is tracked so that Ctrl-C, SIGTERM or an error anywhere reaps 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import socket
@@ -43,6 +44,22 @@ def log_tail(path: Path, lines: int = 15) -> str:
             return "".join(deque(f, maxlen=lines)).rstrip()
     except OSError:
         return "(no log)"
+
+
+def served_models(body: bytes) -> list[str]:
+    """The model ids of an OpenAI ``/v1/models`` answer; ValueError (one line, no body text: it could
+    echo the request's headers) for anything else."""
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        raise ValueError(f"answered {len(body)} bytes that are not JSON, not an OpenAI model list") from None
+    if not isinstance(data, dict) or not isinstance(data.get("data"), list):
+        what = f"a JSON {type(data).__name__}" if not isinstance(data, dict) else "an object without a \"data\" list"
+        raise ValueError(f"answered {what}, not an OpenAI model list")
+    ids = [d.get("id") if isinstance(d, dict) else None for d in data["data"]]
+    if not all(isinstance(i, str) for i in ids):
+        raise ValueError("a model list entry has no string \"id\"")
+    return ids
 
 
 class ServerProcess:
@@ -110,19 +127,30 @@ class ServerProcess:
                 raise self._fail(f"server exited with code {self.proc.returncode} while starting")
             if time.monotonic() > deadline:
                 raise self._fail(f"server not ready after {self.startup_timeout_s:g} s ({last})")
+            body = None
             try:
                 timeout = aiohttp.ClientTimeout(total=5)
                 async with session.get(self.base_url + self.health_path, timeout=timeout) as r:
-                    if r.status == 200:
-                        async with session.get(self.base_url + self.models_path, timeout=timeout) as m:
-                            served = [d.get("id") for d in (await m.json()).get("data", [])]
-                        if self.model in served:
-                            self.ready_s = time.monotonic() - self.started_at
-                            return self.ready_s
-                        raise self._fail(f"server serves {served}, not the suite's model {self.model!r}")
                     last = f"{self.health_path} returned {r.status}"
+                if r.status == 200:
+                    async with session.get(self.base_url + self.models_path, timeout=timeout) as m:
+                        last = f"{self.models_path} returned {m.status}"
+                        if m.status == 200:
+                            body = await m.read()
+                    if m.status in (401, 403):
+                        raise self._fail(f"GET {self.models_path} returned HTTP {m.status}: the server wants an API key "
+                                         "(api_key_env in the suite names the variable holding it)")
             except (aiohttp.ClientError, asyncio.TimeoutError) as err:
                 last = type(err).__name__
+            if body is not None:
+                try:
+                    served = served_models(body)
+                except ValueError as err:
+                    raise self._fail(f"GET {self.models_path}: {err}") from None
+                if self.model in served:
+                    self.ready_s = time.monotonic() - self.started_at
+                    return self.ready_s
+                raise self._fail(f"server serves {served}, not the suite's model {self.model!r}")
             await asyncio.sleep(0.5)
 
     def stop(self, grace_s: float = 20.0) -> int | None:

@@ -105,7 +105,19 @@ def warnings(records: Sequence[Record]) -> list[str]:
                        "(client or network a whole step behind, or steps flushed together): ITL/step percentiles are coarser than the server's steps")
         if r.get("status") in ("failed", "interrupted"):
             out.append(f"⚠ {where}: cell {r['status']} ({r.get('failed_requests') or 0} failed requests: {r.get('errors') or {}})")
-    return out
+    return out + cell_notes(records)
+
+
+def cell_notes(records: Sequence[Record]) -> list[str]:
+    """Each cell's own ``notes`` (measure.py), one line per distinct note naming every cell it applies to."""
+    cells: dict[str, list[str]] = {}
+    for r in records:
+        notes = r.get("notes")
+        for note in notes if isinstance(notes, list) else []:
+            where = f"{r.get('run')} / {r.get('dataset')}" + (f" / c={r['concurrency']}" if r.get("concurrency") is not None else "")
+            cells.setdefault(str(note), []).append(where)
+    return [("⚠ " if note.startswith("⚠ ") else "") + f"{', '.join(where)}: {note.removeprefix('⚠ ')}"
+            for note, where in cells.items()]
 
 
 def sweep_table(records: Sequence[Record]) -> str | None:
