@@ -19,6 +19,14 @@ def _run(args: argparse.Namespace) -> int:
     from .suite import load_suite
 
     suite = load_suite(args.suite)
+    if args.max_rate_at_slo:
+        from .slo import with_rate_search
+
+        suite = with_rate_search(suite, args.max_rate_at_slo)
+    if suite.load.rate_search is not None and (args.parallel or args.ray):
+        from .errors import SuiteError
+
+        raise SuiteError(f"{args.suite}: --max-rate-at-slo runs configs one at a time; it cannot be combined with --parallel or --ray")
     out = Path(args.resume or args.output or default_output(suite))
     console = Console(stderr=True)
     with RunProgress(console, quiet=args.quiet) as progress:
@@ -98,6 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--restart-on-failure", action="store_true", help="restart a launched server once if it dies")
     run.add_argument("--grace", type=float, default=10.0, metavar="S",
                      help="on Ctrl-C/SIGTERM, seconds in-flight requests get to finish before they are cancelled (default 10)")
+    run.add_argument("--max-rate-at-slo", metavar="P", help="per config and data set, search the highest Poisson rate whose "
+                     "percentile P (p99) of each load.slo bound is met; reported with its bracket and the capacity speedup vs the baseline")
     spread = run.add_mutually_exclusive_group()
     spread.add_argument("--parallel", choices=("gpus",), help="run configs side by side on this machine, each on its own GPUs (SPECBENCH_GPUS or nvidia-smi -L; server.gpus_per_server); see docs/parallel.md")
     spread.add_argument("--ray", metavar="ADDRESS", help="run each config as a task on the Ray cluster at ADDRESS ('auto': the one `ray start` made here); needs specbench[ray]; see docs/parallel.md")

@@ -47,6 +47,7 @@ class PhaseInfo:
     server: dict[str, Any] = field(default_factory=dict)
     interrupted: bool = False
     server_died: bool = False
+    telemetry: dict[str, Any] = field(default_factory=dict)  # GPU energy and samples (telemetry.py)
 
     @property
     def complete(self) -> bool:

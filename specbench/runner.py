@@ -25,14 +25,18 @@ from .client import RequestSpec, close_transport, open_transport, transport_cloc
 from .datasets import check_available, load_prompts
 from .drive import Phase, drive, drive_processes
 from .errors import LaunchError, ServerError, SuiteError
+from .grade import grade_phase
 from .launch import Engine, ServerProcess, load_engine, reap_all
 from .launch.process import free_port, port_in_use, served_models
 from .measure import PhaseInfo, add_comparisons, order_row, summarize_cell
+from .quality import add_quality, suite_notes
 from .records import Prompt, RequestRecord
 from .report.render import markdown
 from .scrape import scrape
+from .slo import PROBE_PHASE, PROBES_FILE, attach_capacity, search_server
 from .store import RunDir, write_atomic
 from .suite import ServerConfig, Suite
+from .telemetry import PhaseMeter
 
 
 @dataclass
@@ -229,6 +233,7 @@ def build_rows(suite: Suite, phases: list[PhaseInfo], records: list[RequestRecor
                 rows.append(summarize_cell(by_cell[cell], rec_by.get(cell, []), method=c.label_method,
                                            k=c.num_speculative_tokens))
     add_comparisons(rows, [r for r in records], suite.baseline.name if suite.baseline else None)
+    add_quality(rows, phases, records, suite)
     return [order_row(r) for r in rows]
 
 
@@ -263,7 +268,7 @@ def _notes(suite: Suite, clocks: dict[str, str] | None = None) -> list[str]:
         "Acceptance: deltas of the engine's spec-decode counters over each measured phase (see acceptance_source in results.json); — = not measured.",
         f"temperature {suite.load.temperature:g}, max_tokens {suite.load.max_tokens}, warm-up "
         + ("a full matching pass" if suite.load.warmup == "pass" else f"{suite.load.warmup} request(s)") + " before each timed pass.",
-    ]
+    ] + suite_notes(suite)
 
 
 class Runner:
@@ -286,6 +291,7 @@ class Runner:
 
     # ---- files ----
     def _store_phase(self, info: PhaseInfo, records: list[RequestRecord]) -> None:
+        grade_phase(self.suite, info.dataset, records)
         self.run.append_phase(info, records)
         rows = self._write()
         row = next((r for r in rows if r["run"] == info.config and r["dataset"] == info.dataset
@@ -296,6 +302,7 @@ class Runner:
     def _write(self) -> list[dict[str, Any]]:
         phases, records = self.run.load_phases(), self.run.load_requests()
         rows = build_rows(self.suite, phases, records)
+        attach_capacity(rows, self.meta.get("slo_search"), self.suite.baseline.name if self.suite.baseline else None)
         self.meta["updated_at"] = _now()
         self.meta["notes"] = _notes(self.suite, self.meta.get("chunk_clock"))  # `specbench report` prints them too
         self.run.write_meta(self.meta)
@@ -334,6 +341,7 @@ class Runner:
                      point: LoadPoint, repeat: int) -> None:
         cfg = server.config
         transport = open_transport(server.url, self.suite.load.client)
+        meter = PhaseMeter.for_config(self.suite, cfg)
         try:
             warm = len(prompts) if self.suite.load.warmup == "pass" else self.suite.load.warmup
             if warm:
@@ -350,6 +358,7 @@ class Runner:
             total = sum(len(p.turns) for p in prompts)
             self.progress("phase", config=cfg.name, dataset=dataset, point=point.label, total=total, warmup=False)
             before = await scrape(session, server.url)
+            meter.start()
             phase = Phase(cfg.name, "measure", point.concurrency, point.request_rate, seed=self.suite.load.seed + repeat, repeat=repeat)
             processes = self.suite.load.processes_at(point.concurrency) if point.request_rate is None else 1
             if processes > 1:
@@ -360,6 +369,7 @@ class Runner:
                 result = await drive(transport, spec, prompts, phase, on_record=lambda r: self.progress("request", record=r),
                                      stop=self.stop, grace_s=self.grace_s)
         finally:
+            meter.stop()
             self.meta.setdefault("chunk_clock", {})[cfg.name] = transport_clock(transport)
             await close_transport(transport)
         after = await scrape(session, server.url)
@@ -376,14 +386,16 @@ class Runner:
                              request_rate=point.request_rate, repeat=repeat, wall_s=result.wall_s,
                              acceptance=acceptance, server={k: server.info.get(k) for k in ("engine", "version", "url")},
                              interrupted=self.stop.is_set(),
-                             server_died=died)
+                             server_died=died, telemetry=meter.stop())
         self.on_phase(info_row, warm_records + result.records)
 
     async def _config(self, session, config: ServerConfig, prompts: dict[str, list[Prompt]], done: set) -> None:
         todo = [(spec.name, point, rep) for spec in self.suite.datasets for point in load_points(self.suite)
                 for rep in range(self.suite.load.repeats)
                 if (config.name, spec.name, point.concurrency, point.request_rate, rep) not in done]
-        if not todo:
+        searches = [] if self.suite.load.rate_search is None else [
+            d.name for d in self.suite.datasets if d.name not in (self.meta.get("slo_search") or {}).get(config.name, {})]
+        if not todo and not searches:
             return
         self.progress("server", config=config.name, launching=config.launched)
         t0 = time.monotonic()
@@ -403,6 +415,33 @@ class Runner:
                 await self._phase(session, server, spec, chosen, dataset, point, rep)
                 if server.process is not None and not server.process.alive:
                     raise server.process.death(f"during data set {dataset!r} ({point.label})")
+            for dataset in searches:
+                if self.stop.is_set():
+                    return
+                await self._rate_search(server, spec, prompts[dataset], dataset)
+
+    async def _rate_search(self, server: Server, spec: RequestSpec, prompts: list[Prompt], dataset: str) -> None:
+        """--max-rate-at-slo for one config × data set; probe requests go to slo_probes.jsonl, the result to meta.json."""
+        name = server.config.name
+
+        def on_probe(probe: dict[str, Any], records: list[RequestRecord]) -> None:
+            with (self.run.path / PROBES_FILE).open("a") as f:
+                f.writelines(json.dumps({**r.to_dict(), "probe_rate": probe["rate"]}) + "\n" for r in records)
+            self.progress("cell_done", row=None)
+
+        def on_record(r: RequestRecord) -> None:
+            self.progress("request", record=r)
+
+        def on_start(rate: float) -> None:
+            self.progress("phase", config=name, dataset=dataset, point=f"{PROBE_PHASE} {rate:g} req/s", total=len(prompts), warmup=False)
+
+        result = await search_server(url=server.url, client=self.suite.load.client, spec=spec, prompts=prompts, config=name,
+                                     slo=self.suite.load.slo, search=self.suite.load.rate_search, seed=self.suite.load.seed,
+                                     stop=self.stop, grace_s=self.grace_s, on_probe=on_probe, on_record=on_record,
+                                     on_start=on_start)
+        if not result["interrupted"]:
+            self.meta.setdefault("slo_search", {}).setdefault(name, {})[dataset] = result
+            self._write()
 
     def _done(self) -> set:
         return {(p.config, p.dataset, p.concurrency, p.request_rate, p.repeat) for p in self.run.load_phases() if p.complete}

@@ -65,6 +65,9 @@ class LoadSpec:
     workload: str = "fixed"
     client_processes: int | str = 1  # load-generator processes; "auto": one per 256 streams, up to the cores
     client: str = "auto"  # "socket": kernel-stamped reads (http:// only); "aiohttp"; "auto": socket unless https
+    slo: Any = None  # slo.Slo: latency bounds → slo_attainment, goodput_rps
+    rate_search: Any = None  # slo.RateSearch: --max-rate-at-slo
+    grade: tuple[str, ...] = ()  # data sets whose answers are graded (grade/)
 
     def processes_at(self, concurrency: int) -> int:
         if self.client_processes == "auto":
@@ -110,6 +113,7 @@ class Suite:
     api_key_env: str | None = None
     gate: dict[str, Any] | None = None
     raw: dict[str, Any] = field(default_factory=dict)
+    cost: Any = None  # telemetry.Cost: gpu_hour_usd → usd_per_million_output_tokens
 
     @property
     def baseline(self) -> ServerConfig | None:
@@ -154,6 +158,7 @@ def _fingerprint(obj: Any) -> str:
 _TOP = {
     "name": str, "model": str, "endpoint": str, "engine": str, "configs": list, "datasets": list,
     "load": dict, "server": dict, "data_dir": str, "api_key_env": str, "gate": dict, "description": str,
+    "cost": dict,
 }
 _CONFIG = {
     "name": str, "url": str, "method": str, "num_speculative_tokens": int, "drafter": str,
@@ -164,7 +169,8 @@ _LOAD = {
     "concurrency": (int, list), "request_rate": (int, float, list), "max_tokens": int,
     "temperature": (int, float), "top_p": (int, float), "ignore_eos": bool, "warmup": (int, str),
     "repeats": int, "timeout_s": (int, float), "seed": int, "extra_body": dict, "workload": str,
-    "client_processes": (int, str), "client": str,
+    "client_processes": (int, str), "client": str, "slo": dict, "max_rate_at_slo": (str, int, float, dict),
+    "grade": (bool, list),
 }
 WORKLOADS = ("fixed", "profilings")
 CLIENTS = ("auto", "socket", "aiohttp")
@@ -278,7 +284,8 @@ def parse_suite(data: Any, path: Path) -> Suite:
         problems.append(f"{where}.datasets: at least one data set is needed")
 
     lraw = _check_keys(top.get("load", {}), _LOAD, f"{where}: load", problems)
-    load_kwargs: dict[str, Any] = {k: v for k, v in lraw.items() if k not in ("concurrency", "request_rate")}
+    load_kwargs: dict[str, Any] = {k: v for k, v in lraw.items() if k not in ("concurrency", "request_rate", "slo",
+                                                                                "max_rate_at_slo", "grade")}
     if "concurrency" in lraw:
         conc = _positive_list(lraw["concurrency"], int, f"{where}: load.concurrency", problems)
         if conc:
@@ -306,6 +313,17 @@ def parse_suite(data: Any, path: Path) -> Suite:
     for key in ("temperature", "top_p", "timeout_s"):
         if key in load_kwargs and load_kwargs[key] is not None:
             load_kwargs[key] = float(load_kwargs[key])
+    from .grade import parse_grade
+    from .slo import parse_search, parse_slo
+
+    if "slo" in lraw:
+        load_kwargs["slo"] = parse_slo(lraw["slo"], f"{where}: load.slo", problems)
+    if "max_rate_at_slo" in lraw:
+        load_kwargs["rate_search"] = parse_search(lraw["max_rate_at_slo"], f"{where}: load.max_rate_at_slo", problems)
+        if "slo" not in lraw:
+            problems.append(f"{where}: load.max_rate_at_slo: needs load.slo (the bounds the rate must meet)")
+    if "grade" in lraw:
+        load_kwargs["grade"] = parse_grade(lraw["grade"], datasets, f"{where}: load.grade", problems)
 
     sraw = _check_keys(top.get("server", {}), _SERVER, f"{where}: server", problems)
     if "gpus_per_server" in sraw and sraw["gpus_per_server"] < 0:
@@ -338,13 +356,19 @@ def parse_suite(data: Any, path: Path) -> Suite:
         except SuiteError as err:
             problems.append(str(err))
 
+    cost = None
+    if "cost" in top:
+        from .telemetry import parse_cost
+
+        cost = parse_cost(top["cost"], f"{where}: cost", problems)
+
     if problems:
         raise SuiteError("\n".join(problems))
     return Suite(
         name=top["name"], model=top["model"], endpoint=endpoint, configs=tuple(configs),
         datasets=tuple(datasets), load=LoadSpec(**load_kwargs), path=path,
         engine=top.get("engine", "vllm"), server=server, data_dir=data_dir,
-        api_key_env=top.get("api_key_env"), gate=gate, raw=data,
+        api_key_env=top.get("api_key_env"), gate=gate, raw=data, cost=cost,
     )
 
 

@@ -13,6 +13,8 @@ chunks, ``counters`` replacing counter values in ``/metrics`` by raw text (``NaN
 / ``version_body`` raw probe answers, ``empty_data`` an empty ``data:`` line before the first chunk,
 ``gzip`` a gzip-encoded stream whatever the client asked, ``api_key`` required on every path (a
 401 echoes the request's headers), ``metrics_format: sglang`` SGLang's counters instead of vLLM's.
+``capacity``: at most that many requests are served at once, the rest queue before their prefill
+(a server with that many batch slots: C ÷ service time requests per second, tests/test_slo.py).
 
 Run standalone: ``python tests/scripted_server.py --port 8123 --pattern 1,2,4 --k 3``.
 """
@@ -55,6 +57,7 @@ class Script:
     gzip: bool = False
     api_key: str | None = None
     metrics_format: str = "vllm"  # or "sglang", or "none" (no spec-decode counters)
+    capacity: int | None = None  # requests served at once; the rest wait in a queue
 
 
 class ScriptedServer:
@@ -67,7 +70,8 @@ class ScriptedServer:
         self.probe_headers: list[tuple[str, dict]] = []
         self.bodies: list[dict] = []
         self.headers: list[dict] = []
-        self.app = web.Application(middlewares=[self.auth])
+        self.slots = asyncio.Semaphore(script.capacity) if script.capacity else None
+        self.app = web.Application(middlewares=[self.auth, self.queue])
         self.app.add_routes([
             web.post("/v1/chat/completions", self.complete), web.post("/v1/completions", self.complete),
             web.get("/metrics", self.metrics), web.get("/health", self.health),
@@ -83,6 +87,14 @@ class ScriptedServer:
         if self.s.api_key is not None and request.headers.get("Authorization") != f"Bearer {self.s.api_key}":
             return web.json_response({"error": {"message": "unauthorized", "headers": dict(request.headers)}}, status=401)
         return await handler(request)
+
+    @web.middleware
+    async def queue(self, request: web.Request, handler):
+        """With ``capacity``: a completion waits for a free slot before it is served."""
+        if self.slots is None or request.method != "POST" or "completions" not in request.path:
+            return await handler(request)
+        async with self.slots:
+            return await handler(request)
 
     async def tokenize(self, request: web.Request) -> web.Response:
         body = await request.json()

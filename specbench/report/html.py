@@ -27,6 +27,8 @@ from .load import load_run
 from .model import PALETTE, Model, Record, _unique, baseline_name, load_of
 from .plots import (acceptance_plot, category_plot, cdf_points, crossings, latency_plot, load_plot, nm_html,
                     speedup_plot)
+from .plots_requests import request_scatter
+from .quality_columns import quality_columns
 from .render import COLUMNS, DASH
 from .svg import NOT_MEASURED, esc, nice_ticks
 
@@ -71,7 +73,7 @@ def table_columns(records: Sequence[Record]) -> list[tuple[str, Callable[[Record
                      else f"{r['fidelity_identical'] * 100:.2f}%"))
     if any(r.get("status") not in (None, "ok") or r.get("failed_requests") for r in records):
         cols.append(("Failed", _failed))
-    return cols
+    return cols + quality_columns(records)
 
 
 def _cell_html(text: str) -> str:
@@ -188,6 +190,8 @@ def render_html(records: list[dict], requests: list[RequestRecord] | None, meta:
         sections.append(("acceptance-position", "Acceptance by position", acceptance_plot(m)))
         sections.append(("category-acceptance", "Acceptance per category", category_plot(m)))
         sections.append(("latency-cdf", "Latency CDFs", latency_plot(m, requests)))
+        if any(r.get("request_acceptance_p50") is not None for r in m.records):
+            sections.append(("request-acceptance", "Acceptance vs TPOT per request", request_scatter(m, requests)))
     nav = "<nav>" + "".join(f'<a href="#sec-{sid}">{esc(t)}</a>' for sid, t, _ in sections) + "</nav>"
     notes = meta.get("notes") or []
     notes_html = ("<h2>Notes</h2><ul class=\"notes\">" + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>") if notes else ""

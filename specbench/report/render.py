@@ -12,6 +12,8 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .quality_columns import quality_columns
+
 FORMATS = ("markdown", "json", "csv")
 DASH = "—"
 
@@ -82,6 +84,7 @@ def markdown(records: Sequence[Record], meta: dict[str, Any] | None = None) -> s
             columns.append(("Same output", lambda r: _pct(r.get("fidelity_identical"))))
         if any(r.get("failed_requests") for r in records) or any(r.get("status") == "failed" for r in records):
             columns.append(("Failed", _failed))
+    columns += quality_columns(records)
     table = markdown_table(records, columns)
     sweep = sweep_table(records)
     if sweep:

@@ -1,0 +1,85 @@
+"""Acceptance per request, and which requests speculation made slower than the baseline's.
+
+A request's acceptance length is tokens per target step over its decode: from vLLM's per-request
+``speculative_decoding`` stats when the server returned them for every request of the cell
+(1 + accepted ÷ spec steps), else from the stream's chunk sizes (decode tokens ÷ decode chunks,
+the prefill chunk left out; not computed when a request only had a final usage total). One
+source per cell, named in ``request_acceptance_source``.
+
+Means: request-weighted (each request counts once) and token-weighted (each request weighted by
+its decode tokens, Σ tᵢ·ALᵢ ÷ Σ tᵢ: the acceptance the average token saw). They differ when long
+answers accept better or worse than short ones. (The pooled Σ tokens ÷ Σ steps is
+``stream_mean_acceptance_length``.)
+
+Slower than the baseline: paired by prompt, turn and repeat, a request is slower when its end-to-end
+time per output token (latency ÷ output tokens) exceeds the baseline's on the same prompt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .acceptance import decode_steps
+from .records import RequestRecord
+
+SOURCE_STATS = "vLLM per-request speculative_decoding stats"
+SOURCE_STREAM = "stream chunk sizes (decode tokens ÷ decode chunks)"
+
+
+def _stats(rec: RequestRecord) -> tuple[float, float] | None:
+    s = rec.spec_stats if isinstance(rec.spec_stats, dict) else None
+    if not s:
+        return None
+    steps, accepted = s.get("num_spec_steps"), s.get("num_accepted_draft_tokens")
+    if type(steps) not in (int, float) or type(accepted) not in (int, float) or steps <= 0 or accepted < 0:
+        return None
+    return float(steps), float(accepted)
+
+
+def request_lengths(records: Sequence[RequestRecord]) -> tuple[list[tuple[RequestRecord, float, float]], str | None]:
+    """(record, acceptance length, decode tokens) for each successful request, and the source used."""
+    ok = [r for r in records if r.ok]
+    if ok and all(_stats(r) for r in ok):
+        out = []
+        for r in ok:
+            steps, accepted = _stats(r)
+            out.append((r, 1 + accepted / steps, steps + accepted))
+        return out, SOURCE_STATS
+    out = []
+    for r in ok:
+        steps = decode_steps(r)
+        if steps:
+            out.append((r, sum(steps) / len(steps), float(sum(steps))))
+    return out, (SOURCE_STREAM if out else None)
+
+
+def acceptance_summary(records: Sequence[RequestRecord]) -> dict[str, Any]:
+    lengths, source = request_lengths(records)
+    out: dict[str, Any] = {"request_acceptance_p10": None, "request_acceptance_p50": None,
+                           "request_acceptance_p90": None, "request_acceptance_mean": None,
+                           "request_acceptance_token_weighted_mean": None,
+                           "request_acceptance_requests": len(lengths) or None, "request_acceptance_source": source}
+    if not lengths:
+        return out
+    al = np.array([a for _, a, _ in lengths])
+    tokens = np.array([t for _, _, t in lengths])
+    p10, p50, p90 = np.percentile(al, [10, 50, 90])
+    out.update(request_acceptance_p10=float(p10), request_acceptance_p50=float(p50), request_acceptance_p90=float(p90),
+               request_acceptance_mean=float(al.mean()),
+               request_acceptance_token_weighted_mean=float((al * tokens).sum() / tokens.sum()) if tokens.sum() else None)
+    return out
+
+
+def _time_per_token(r: RequestRecord) -> float | None:
+    return r.latency / r.output_tokens if r.output_tokens else None
+
+
+def slower_share(pairs: Sequence[tuple[RequestRecord, RequestRecord]]) -> dict[str, Any]:
+    """Share of paired prompts where the config's time per output token exceeded the baseline's."""
+    both = [(c, b) for c, b in pairs if _time_per_token(c) is not None and _time_per_token(b) is not None]
+    slower = sum(1 for c, b in both if _time_per_token(c) > _time_per_token(b))
+    return {"slower_than_baseline_share": slower / len(both) if both else None,
+            "slower_than_baseline_compared": len(both) or None}

@@ -1,0 +1,101 @@
+"""Quality and cost beside speed, added to each results row: goodput at the SLO (``slo``),
+acceptance per request (``per_request``), task accuracy (``grade``), energy and telemetry
+(``telemetry``) and cost; then each against the baseline on the same data set and load point.
+
+Keys appear only for what the suite asked for (slo, grade, cost) or what a phase recorded
+(telemetry); a value that could not be measured is null with its reason, never 0.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from .compare import paired_requests, ratio
+from .grade import accuracy_pairs, accuracy_summary, paired_accuracy
+from .measure import PhaseInfo
+from .per_request import acceptance_summary, slower_share
+from .records import RequestRecord
+from .slo import slo_summary
+from .telemetry import cost_summary, gpu_count, telemetry_summary
+
+
+def _record_key(row: dict[str, Any]) -> tuple[str, str, int]:
+    conc = row.get("concurrency") if row.get("request_rate") is None else row.get("max_concurrency")
+    return (row["run"], row["dataset"], conc or 0)
+
+
+def _phase_key(row: dict[str, Any]) -> tuple[str, str, int, float | None]:
+    conc = row.get("concurrency") if row.get("request_rate") is None else (row.get("max_concurrency") or 0)
+    return (row["run"], row["dataset"], conc or 0, row.get("request_rate"))
+
+
+def add_quality(rows: list[dict[str, Any]], phases: Sequence[PhaseInfo], records: Sequence[RequestRecord], suite) -> None:
+    configs = {c.name: c for c in suite.configs}
+    baseline = suite.baseline.name if suite.baseline else None
+    recs: dict[tuple, list[RequestRecord]] = defaultdict(list)
+    for r in records:
+        if r.phase == "measure":
+            recs[(r.config, r.dataset, r.concurrency or 0)].append(r)
+    by_phase: dict[tuple, list[PhaseInfo]] = defaultdict(list)
+    for p in phases:
+        by_phase[p.cell].append(p)
+    for row in rows:
+        measured, cell_phases = recs[_record_key(row)], by_phase[_phase_key(row)]
+        row.update(slo_summary(measured, sum(p.wall_s for p in cell_phases), suite.load.slo))
+        if row.get("num_speculative_tokens") is not None or row.get("method") != "baseline":
+            row.update(acceptance_summary(measured))
+        graded = row["dataset"] in (suite.load.grade or ())
+        row.update(accuracy_summary(measured, graded))
+        if graded and row.get("accuracy_truncated"):
+            _note(row, f"{row['accuracy_truncated']} graded answers were cut by max_tokens (graded as they are; usually wrong)")
+        windows = [p.telemetry for p in cell_phases if getattr(p, "telemetry", None)]
+        row.update(telemetry_summary(windows, row.get("output_tokens")))
+        config = configs.get(row["run"])
+        if suite.cost is not None and config is not None:
+            row.update(cost_summary(suite.cost, *gpu_count(suite, config), row.get("output_throughput_tps")))
+    if baseline is None:
+        return
+    base_rows = {(r["dataset"], r.get("concurrency"), r.get("request_rate")): r for r in rows if r["run"] == baseline}
+    for row in rows:
+        base = base_rows.get((row["dataset"], row.get("concurrency"), row.get("request_rate")))
+        if base is None or row["run"] == baseline:
+            continue
+        mine, theirs = recs[_record_key(row)], recs[_record_key(base)]
+        row.update(slower_share(paired_requests(mine, theirs)))
+        if "accuracy" in row:
+            row.update(paired_accuracy(accuracy_pairs(mine, theirs)))
+        row["energy_per_token_ratio_vs_baseline"] = ratio(row.get("joules_per_output_token"), base.get("joules_per_output_token"))
+        if "usd_per_million_output_tokens" in row:
+            r = ratio(row["usd_per_million_output_tokens"], base.get("usd_per_million_output_tokens"))
+            row["cost_saving_vs_baseline"] = None if r is None else 1 - r
+
+
+def _note(row: dict[str, Any], text: str) -> None:
+    row["notes"] = [*(row.get("notes") or []), text]
+
+
+def suite_notes(suite) -> list[str]:
+    """Lines under the table saying how the quality columns were computed (only for what was asked)."""
+    out = []
+    slo = suite.load.slo
+    if slo is not None:
+        out.append(f"SLO: {slo.describe()}; SLO met = share of requests (failed ones count as misses) within every bound; "
+                   "goodput = those per second of the timed pass.")
+        if suite.load.rate_search is not None:
+            s = suite.load.rate_search
+            out.append(f"Max rate @SLO: highest Poisson rate (no cap in flight, the cell's prompts) whose {s.label} of each "
+                       f"bounded metric met the SLO (at least {s.percentile:g}% of requests within it), doubling then "
+                       f"bisecting, at most {s.max_steps} probes, shown with the lowest rate that failed; capacity "
+                       "speedup = its ratio to the baseline's, with the range the two brackets allow.")
+    if suite.load.grade:
+        from .grade import DIFF_METHOD
+
+        out.append(f"Accuracy ({', '.join(suite.load.grade)}): correct ÷ graded first-turn answers; Δ vs baseline on "
+                   f"the prompts both answered: {DIFF_METHOD}.")
+        if any(d.name in suite.load.grade and d.source == "mbpp" and d.effective_recipe == "plain" for d in suite.datasets):
+            out.append("⚠ mbpp with recipe plain: the prompt does not name the function the tests call; use recipe: with_tests for pass@1.")
+    if suite.cost is not None:
+        out.append(f"$/M tok = {suite.cost.gpu_hour_usd:g} USD per GPU-hour × GPUs per server ÷ (output tok/s × 3600) × 10⁶.")
+    return out
