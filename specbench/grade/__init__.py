@@ -100,7 +100,7 @@ def grade_answer(text: str, gold: Gold) -> dict[str, Any]:
     if program is None:
         return {"correct": False, "detail": "no code in the answer", "network": None}
     result = programs.run_program(program, CODE_TIMEOUT_S)
-    return {"correct": result.passed, "detail": result.detail, "network": result.network}
+    return {"correct": result.passed, "detail": result.detail, "network": result.network, "user": result.user}
 
 
 def grade_records(records: Sequence[RequestRecord], gold: dict[str, Gold], workers: int = 2) -> None:

@@ -4,9 +4,10 @@ Each program runs in a fresh temporary directory as ``python -I`` (no user site,
 variables) with a minimal environment, stdin closed, stdout/stderr to files in that directory,
 in its own session (killed as a group at the time limit), under resource limits (address space,
 CPU seconds, file size, no core files). Network: the child gets its own empty network namespace
-(``unshare(CLONE_NEWNET)``; as root it also drops to uid/gid 65534 after that), so even loopback is
-unreachable; where the kernel refuses that, a prelude replaces the socket constructors and name
-lookup with ones that raise, and each grade says which guard was in force (``network``).
+(``unshare(CLONE_NEWNET)``), so even loopback is unreachable; where the kernel refuses that, a
+prelude replaces the socket constructors and name lookup with ones that raise. Run as root, the
+child also drops to uid/gid 65534 when the interpreter can be run as that user. Each grade says
+which guards were in force (``network``, ``user``).
 """
 
 from __future__ import annotations
@@ -52,13 +53,14 @@ class RunResult:
     passed: bool
     detail: str  # "passed", "timed out after N s", or the last line of stderr
     network: str  # "namespace" (an empty network namespace) or "socket guard" (the prelude only)
+    user: str = ""  # the uid the program ran as
 
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-_netns_ok: bool | None = None
+_fence: tuple[bool, bool] | None = None
 
 
-def _limits(timeout_s: float, isolate: bool) -> None:
+def _limits(timeout_s: float, isolate: bool, drop: bool) -> None:
     """Runs in the child between fork and exec: only async-signal-safe-ish calls, nothing imported."""
     if isolate:
         flags = CLONE_NEWNET if os.geteuid() == 0 else CLONE_NEWUSER | CLONE_NEWNET
@@ -69,35 +71,44 @@ def _limits(timeout_s: float, isolate: bool) -> None:
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
     resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_BYTES, FILE_BYTES))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    if os.geteuid() == 0:
+    if drop:
         os.setgroups([])
         os.setgid(NOBODY)
         os.setuid(NOBODY)
 
 
+def _works(isolate: bool, drop: bool) -> bool:
+    try:
+        return subprocess.run([sys.executable, "-I", "-c", "pass"], preexec_fn=lambda: _limits(5, isolate, drop),
+                              capture_output=True, timeout=30, cwd="/").returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def fence() -> tuple[bool, bool]:
+    """(own network namespace, drop to uid 65534): what this machine allows, probed once per process."""
+    global _fence
+    if _fence is None:
+        isolate = _works(True, False)
+        _fence = (isolate, os.geteuid() == 0 and _works(isolate, True))
+    return _fence
+
+
 def network_isolation() -> bool:
-    """Whether a child can be put in its own network namespace here (probed once per process)."""
-    global _netns_ok
-    if _netns_ok is None:
-        try:
-            rc = subprocess.run([sys.executable, "-I", "-c", "pass"], preexec_fn=lambda: _limits(5, True),
-                                capture_output=True, timeout=30).returncode
-            _netns_ok = rc == 0
-        except (OSError, subprocess.SubprocessError):
-            _netns_ok = False
-    return _netns_ok
+    return fence()[0]
 
 
 def run_program(source: str, timeout_s: float = 10.0) -> RunResult:
     """Run ``source`` fenced in (see the module docstring); passed = exit status 0 within the limit."""
-    isolate = network_isolation()
+    isolate, drop = fence()
     network = "namespace" if isolate else "socket guard"
+    user = str(NOBODY if drop else os.geteuid())
     with tempfile.TemporaryDirectory(prefix="specbench-grade-") as tmp:
         work = Path(tmp)
         program = work / "program.py"
         program.write_text(PRELUDE + source)
         out, err = work / "stdout", work / "stderr"
-        if os.geteuid() == 0:
+        if drop:
             for path in (work, program):
                 os.chown(path, NOBODY, NOBODY)
         env = {"PATH": "/usr/bin:/bin", "HOME": tmp, "TMPDIR": tmp, "LANG": "C.UTF-8", "PYTHONHASHSEED": "0",
@@ -105,7 +116,7 @@ def run_program(source: str, timeout_s: float = 10.0) -> RunResult:
         with out.open("wb") as fo, err.open("wb") as fe:
             proc = subprocess.Popen([sys.executable, "-I", "-B", str(program)], cwd=tmp, env=env,
                                     stdin=subprocess.DEVNULL, stdout=fo, stderr=fe, start_new_session=True,
-                                    preexec_fn=lambda: _limits(timeout_s, isolate))
+                                    preexec_fn=lambda: _limits(timeout_s, isolate, drop))
             try:
                 rc = proc.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
@@ -117,12 +128,12 @@ def run_program(source: str, timeout_s: float = 10.0) -> RunResult:
                     pass
                 proc.wait()
         if rc is None:
-            return RunResult(False, f"timed out after {timeout_s:g} s", network)
+            return RunResult(False, f"timed out after {timeout_s:g} s", network, user)
         if rc == 0:
-            return RunResult(True, "passed", network)
+            return RunResult(True, "passed", network, user)
         lines = [line for line in err.read_text(errors="replace").splitlines() if line.strip()]
         why = lines[-1][:200] if lines else (f"killed by signal {-rc}" if rc < 0 else f"exit status {rc}")
-        return RunResult(False, why, network)
+        return RunResult(False, why, network, user)
 
 
 def extract_code(text: str, entry_point: str | None = None) -> str | None:
