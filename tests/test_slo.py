@@ -235,3 +235,14 @@ async def test_cli_flag_needs_an_slo(tmp_path, slotted, capsys):
     assert "load.slo: required by --max-rate-at-slo" in capsys.readouterr().err
     code = await asyncio.to_thread(main, ["run", str(path), "-o", str(tmp_path / "o"), "--max-rate-at-slo", "p99", "--parallel", "gpus"])
     assert code == 2
+
+
+async def test_slo_at_an_open_loop_rate(tmp_path, slotted):
+    # one rate: with several, main's build_rows files every rate's records under the last one
+    path = write_suite(tmp_path, slotted, request_rate=40, slo={"latency_ms": 5000})
+    await run_suite(load_suite(path), tmp_path / "out")
+    rows = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert len(rows) == 2 and {r["request_rate"] for r in rows} == {40.0}
+    for r in rows:
+        assert r["slo_met_requests"] == 20 and r["slo_attainment"] == 1.0
+        assert r["goodput_rps"] == pytest.approx(20 / r["duration_s"])
