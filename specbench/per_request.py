@@ -1,10 +1,11 @@
 """Acceptance per request, and which requests speculation made slower than the baseline's.
 
-A request's acceptance length is tokens per target step over its decode: from vLLM's per-request
+A request's acceptance length is tokens per target step: from vLLM's per-request
 ``speculative_decoding`` stats when the server returned them for every request of the cell
-(1 + accepted ÷ spec steps), else from the stream's chunk sizes (decode tokens ÷ decode chunks,
-the prefill chunk left out; not computed when a request only had a final usage total). One
-source per cell, named in ``request_acceptance_source``.
+(1 + accepted ÷ spec steps: only the steps that carried a draft), else from the stream's chunk
+sizes (decode tokens ÷ decode chunks, every decode step, the prefill chunk left out; not computed
+when a request only had a final usage total). One source per cell, named in
+``request_acceptance_source``.
 
 Means: request-weighted (each request counts once) and token-weighted (each request weighted by
 its decode tokens, Σ tᵢ·ALᵢ ÷ Σ tᵢ: the acceptance the average token saw). They differ when long
@@ -25,7 +26,7 @@ import numpy as np
 from .acceptance import decode_steps
 from .records import RequestRecord
 
-SOURCE_STATS = "vLLM per-request speculative_decoding stats"
+SOURCE_STATS = "vLLM per-request speculative_decoding stats (drafted steps only)"
 SOURCE_STREAM = "stream chunk sizes (decode tokens ÷ decode chunks)"
 
 

@@ -68,7 +68,7 @@ def quality_columns(records: Sequence[Record]) -> list[tuple[str, Callable[[Reco
     cols: list[tuple[str, Callable[[Record], str]]] = []
     if _any(records, "slo_attainment"):
         cols += [("SLO met", lambda r: _pct(r.get("slo_attainment"))),
-                 ("Goodput req/s", lambda r: _num(r.get("goodput_rps"), 2))]
+                 ("Goodput req/s", lambda r: _num(r.get("goodput_rps"), 3))]
     if any(r.get("slo_max_rate_bracket") for r in records):
         label = next((f"p{r['slo_search_percentile']:g}" for r in records if r.get("slo_search_percentile")), "")
         cols += [(f"Max rate @SLO {label} req/s", _bracket), ("Capacity speedup @SLO", _capacity)]
