@@ -259,8 +259,8 @@ def write_suite(tmp_path: Path, urls: dict[str, str], **load) -> Path:
 
 
 async def test_graded_run_pairs_accuracy_with_the_baseline(tmp_path, scripted, monkeypatch):
-    """The scripted servers answer "tN" tokens, so every answer is wrong unless the grader is fooled;
-    a server whose text ends in the gold number ("#### 18" for prompt 0) is right there."""
+    """The scripted servers answer "tN" tokens, so every answer is wrong; the grader is rigged to read
+    the spec config's answer to prompt 0 as "#### 18" (the baseline runs, and is graded, first)."""
     from specbench.runner import run_suite
     from specbench.suite import load_suite
 
@@ -276,8 +276,6 @@ async def test_graded_run_pairs_accuracy_with_the_baseline(tmp_path, scripted, m
         return real("#### 18" if gold.answer == "18" and text.startswith("t") and len(calls) > 8 else text, gold)
 
     monkeypatch.setattr(grade_mod, "grade_answer", rigged)
-    from specbench.runner import run_suite as _  # noqa: F401
-
     await run_suite(load_suite(write_suite(tmp_path, {"baseline": base, "spec": spec}, grade=True)), tmp_path / "out")
     rows = {r["run"]: r for r in json.loads((tmp_path / "out" / "results.json").read_text())}
     assert len(calls) == 16  # 8 prompts × 2 configs, warm-up never graded

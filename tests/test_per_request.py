@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from scripted_server import Script, start
 from specbench.per_request import (SOURCE_STATS, SOURCE_STREAM, acceptance_summary, request_lengths,
                                    slower_share)
 from specbench.records import RequestRecord
