@@ -382,6 +382,12 @@ async def test_request_rate_sweep_gives_one_cell_per_rate(tmp_path, prompts_file
     assert {(r["config"], r["request_rate"]) for r in records} == {
         ("baseline", 4), ("baseline", 16), ("spec", 4), ("spec", 16)}
     assert "cell failed" not in printed
+    assert "| Dataset | Run | Rate/s |" in printed and "| prompts | spec | 16 |" in printed
+    from specbench.report.html import write_html
+
+    page = write_html([out], tmp_path / "report.html").read_text()
+    assert "<h4>prompts · 4 req/s</h4>" in page and "<h4>prompts · 16 req/s</h4>" in page, "one latency CDF per rate"
+    assert page.count("(n=6 requests)") == 4
 
 
 async def test_rate_sweep_resume_measures_only_the_missing_rate(tmp_path, prompts_file, scripted):

@@ -73,6 +73,8 @@ def markdown(records: Sequence[Record], meta: dict[str, Any] | None = None) -> s
     if _has_extras(records):
         if len({r.get("concurrency") for r in records}) > 1:
             columns.insert(2, ("Conc", lambda r: str(r.get("concurrency", DASH))))
+        if len({r.get("request_rate") for r in records}) > 1:
+            columns.insert(2, ("Rate/s", lambda r: DASH if r.get("request_rate") is None else f"{r['request_rate']:g}"))
         if any((r.get("ci95") or {}).get("speedup_vs_baseline") for r in records):
             columns.insert(columns.index(next(c for c in columns if c[0] == "Speedup")) + 1,
                            ("Speedup 95% CI", _ci))
@@ -93,6 +95,7 @@ def warnings(records: Sequence[Record]) -> list[str]:
     out = []
     for r in records:
         where = f"{r['run']} / {r['dataset']}" + (f" / c={r['concurrency']}" if r.get("concurrency") is not None else "")
+        where += f" / rate {r['request_rate']:g}/s" if isinstance(r.get("request_rate"), (int, float)) else ""
         if r.get("acceptance_sources_agree") is False:
             out.append(f"⚠ {where}: accepted tokens seen in the stream differ from the server counters by "
                        f"{r.get('acceptance_tokens_diff')} (other traffic in the window, or steps merged into one chunk)")
