@@ -92,6 +92,8 @@ class RunDir:
 
     def check_fresh(self) -> None:
         """Refuse to mix a new run into an old one (its cells would be skipped, its requests counted twice)."""
+        if self.path.exists() and not self.path.is_dir():
+            raise RunDirError(f"{self.path} exists and is not a directory: give another -o")
         if self.holds_run():
             raise RunDirError(f"{self.path} holds a run: use --resume {self.path}, or another -o, or --overwrite")
 
@@ -238,7 +240,15 @@ class RunDir:
     # ---- derived files ----
     def load_meta(self) -> dict[str, Any]:
         path = self.path / META
-        return json.loads(path.read_text()) if path.exists() else {}
+        if not path.exists():
+            return {}
+        try:
+            meta = json.loads(path.read_text())
+        except (ValueError, UnicodeDecodeError) as err:
+            raise RunDirError(f"{path}: not valid JSON ({err}); cannot continue this run") from None
+        if not isinstance(meta, dict):
+            raise RunDirError(f"{path}: expected a JSON object, got a {type(meta).__name__}; cannot continue this run")
+        return meta
 
     def write_meta(self, meta: dict[str, Any]) -> None:
         write_json(self.path / META, meta)

@@ -147,6 +147,28 @@ async def test_resume_needs_a_run_to_resume(tmp_path, prompts_file, scripted, ca
     assert out.exists() == (how != "missing") and not (out / "meta.json").exists()
 
 
+@pytest.mark.parametrize("text", ["{not json", "[1, 2]"])
+async def test_resume_with_a_damaged_meta_json_is_one_line(tmp_path, prompts_file, scripted, capsys, text):
+    server, url = await scripted()
+    suite = write_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": url}])
+    out = tmp_path / "run"
+    await run_suite(load_suite(suite), out)
+    (out / "meta.json").write_text(text)
+    sent = server.requests
+    capsys.readouterr()
+    assert await asyncio.to_thread(cli, str(suite), "--resume", str(out)) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{out / 'meta.json'}:" in err[0], err
+    assert server.requests == sent
+
+
+async def test_output_that_is_a_file_is_one_line(tmp_path, prompts_file, capsys):
+    suite = write_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": "http://127.0.0.1:9"}])
+    (tmp_path / "file").write_text("x")
+    assert await asyncio.to_thread(cli, str(suite), "-o", str(tmp_path / "file")) == 2
+    assert "is not a directory" in capsys.readouterr().err
+
+
 async def test_parallel_run_into_a_dir_holding_a_run(tmp_path, prompts_file, scripted, monkeypatch):
     from specbench.errors import RunDirError
     from specbench.parallel import run_parallel
@@ -366,7 +388,7 @@ async def test_request_rate_sweep_gives_one_cell_per_rate(tmp_path, prompts_file
     code = await asyncio.to_thread(cli, str(suite), "-o", str(out))
     printed = capsys.readouterr().out
     rows, records, phases, _ = check_run_dir(out)
-    assert code == 0, [(r["run"], r["request_rate"], r["status"], r["requests"]) for r in rows]
+    assert code == 0, [(r["run"], r["request_rate"], r["status"], r["requests"], r["errors"]) for r in rows]
     assert sorted((r["run"], r["request_rate"]) for r in rows) == [
         ("baseline", 4), ("baseline", 16), ("spec", 4), ("spec", 16)]
     for row in rows:
