@@ -111,15 +111,22 @@ class Check:
 
 @dataclass(frozen=True)
 class CellKey:
-    """A cell of the results matrix; ``concurrency`` is part of the key only when recorded."""
+    """A cell of the results matrix; ``concurrency`` and ``request_rate`` are part of the key only when recorded."""
 
     config: str
     dataset: str
     concurrency: int | None = None
+    request_rate: float | None = None
+
+    @property
+    def load(self) -> str | None:
+        if self.request_rate is not None:
+            return f"rate {self.request_rate:g}/s"
+        return None if self.concurrency is None else f"concurrency {self.concurrency}"
 
     def __str__(self) -> str:
         text = f"{self.config}@{self.dataset}"
-        return text if self.concurrency is None else f"{text} (concurrency {self.concurrency})"
+        return text if self.load is None else f"{text} ({self.load})"
 
 
 Cells = Mapping[CellKey, Mapping[str, Any]]
@@ -297,7 +304,10 @@ def index_cells(records: Any, where: str) -> dict[CellKey, Mapping[str, Any]]:
         concurrency = record.get("concurrency")
         if concurrency is not None and type(concurrency) is not int:
             raise ResultsError(f"{where}: record {i}: concurrency is not an integer: {concurrency!r}")
-        key = CellKey(record["run"], record["dataset"], concurrency)
+        rate = record.get("request_rate")
+        if rate is not None and (type(rate) not in (int, float) or not math.isfinite(rate)):
+            raise ResultsError(f"{where}: record {i}: request_rate is not a number: {rate!r}")
+        key = CellKey(record["run"], record["dataset"], concurrency, rate)
         if key in cells:
             raise ResultsError(f"{where}: duplicate cell {key}")
         cells[key] = record
@@ -548,7 +558,7 @@ def render_markdown(verdicts: Sequence[Verdict], candidate: str, reference: str 
         f"{fails} regressed, {noisy} within noise.",
         "",
     ]
-    with_conc = any(v.cell.concurrency is not None for v in verdicts)
+    with_conc = any(v.cell.load is not None for v in verdicts)
     header = ["Metric", "Config", "Data set"] + (["Concurrency"] if with_conc else [])
     header += ["Reference", "Candidate", "Change", "Threshold", "Verdict"]
     lines += ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
@@ -556,7 +566,8 @@ def render_markdown(verdicts: Sequence[Verdict], candidate: str, reference: str 
         change = "—" if v.change is None else f"{v.change * 100:+.1f}%"
         row = [v.check.metric, v.cell.config, v.cell.dataset]
         if with_conc:
-            row.append("—" if v.cell.concurrency is None else str(v.cell.concurrency))
+            row.append("—" if v.cell.load is None else
+                       str(v.cell.concurrency) if v.cell.request_rate is None else v.cell.load)
         row += [fmt_measure(v.reference), fmt_measure(v.candidate), change]
         row += [fmt_threshold(v), VERDICT_TEXT[v.outcome]]
         lines.append("| " + " | ".join(row) + " |")

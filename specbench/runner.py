@@ -21,28 +21,19 @@ from typing import Any
 import aiohttp
 
 from . import __version__
+from .cell import Cell, LoadPoint
 from .client import RequestSpec, close_transport, open_transport, transport_clock
 from .datasets import check_available, load_prompts
 from .drive import Phase, drive, drive_processes
 from .errors import LaunchError, ServerError, SuiteError
 from .launch import Engine, ServerProcess, load_engine, reap_all
-from .launch.process import free_port, port_in_use, served_models
+from .launch.process import free_port, port_in_use, served_models, stop_leftover
 from .measure import PhaseInfo, add_comparisons, order_row, summarize_cell
 from .records import Prompt, RequestRecord
 from .report.render import markdown
 from .scrape import scrape
-from .store import RunDir, write_atomic
+from .store import RunDir
 from .suite import ServerConfig, Suite
-
-
-@dataclass
-class LoadPoint:
-    concurrency: int
-    request_rate: float | None = None
-
-    @property
-    def label(self) -> str:
-        return f"rate {self.request_rate:g}/s" if self.request_rate is not None else f"c={self.concurrency}"
 
 
 def load_points(suite: Suite) -> list[LoadPoint]:
@@ -180,6 +171,7 @@ async def open_server(suite: Suite, config: ServerConfig, run: RunDir, session: 
     proc = ServerProcess(config.name, argv, env, run.logs / f"{config.name}.log", url, engine.health_path,
                          engine.models_path, suite.model, suite.server.startup_timeout_s, engine.redact(argv))
     proc.start()
+    run.record_server(config.name, proc.identity())
     try:
         ready_s = await proc.wait_ready(session, stop)
         yield Server(config, url, engine, proc, info={
@@ -189,6 +181,7 @@ async def open_server(suite: Suite, config: ServerConfig, run: RunDir, session: 
         })
     finally:
         proc.stop()
+        run.forget_server(config.name)
 
 
 def auth_headers(suite: Suite) -> dict[str, str]:
@@ -210,19 +203,17 @@ def _request_spec(suite: Suite, server: Server) -> RequestSpec:
 def build_rows(suite: Suite, phases: list[PhaseInfo], records: list[RequestRecord]) -> list[dict[str, Any]]:
     """Results rows for every cell measured so far, in suite order (data set, then config)."""
     configs = {c.name: c for c in suite.configs}
-    by_cell: dict[tuple, list[PhaseInfo]] = {}
+    by_cell: dict[Cell, list[PhaseInfo]] = {}
     for p in phases:
         by_cell.setdefault(p.cell, []).append(p)
-    rec_by: dict[tuple, list[RequestRecord]] = {}
-    rate_of = {(p.config, p.dataset, p.concurrency): p.request_rate for p in phases}
+    rec_by: dict[Cell, list[RequestRecord]] = {}
     for r in records:
-        key = (r.config, r.dataset, r.concurrency or 0)
-        rec_by.setdefault((*key, rate_of.get(key)), []).append(r)
+        rec_by.setdefault(Cell.of_record(r), []).append(r)
     rows = []
     for spec in suite.datasets:
         for point in load_points(suite):
             for config in suite.configs:
-                cell = (config.name, spec.name, point.concurrency, point.request_rate)
+                cell = Cell.at(config.name, spec.name, point)
                 if cell not in by_cell:
                     continue
                 c = configs[config.name]
@@ -270,51 +261,95 @@ class Runner:
     def __init__(self, suite: Suite, out: Path, *, resume: bool = False, progress: Progress | None = None,
                  restart_on_failure: bool = False, only_configs: list[str] | None = None,
                  on_phase: Callable[[PhaseInfo, list[RequestRecord]], None] | None = None,
-                 grace_s: float = 10.0, prompts: dict[str, list[Prompt]] | None = None) -> None:
+                 grace_s: float = 10.0, prompts: dict[str, list[Prompt]] | None = None,
+                 overwrite: bool = False) -> None:
         """``only_configs`` and ``on_phase`` let a distributed driver run one config per worker and
-        receive each phase's data as it completes (see ``specbench.parallel``)."""
+        receive each phase's data as it completes (see ``specbench.parallel``). ``out`` must hold no
+        run unless ``resume`` (continue it) or ``overwrite`` (replace it)."""
+        if resume and overwrite:
+            raise SuiteError("--resume and --overwrite exclude each other")
         self.suite, self.run = suite, RunDir(out)
+        self.overwrite = overwrite
+        self.stopped_leftovers: list[dict[str, Any]] = []
         self.only_configs = only_configs
         self.grace_s = grace_s
         self.timing = {"servers_s": 0.0, "warmup_s": 0.0, "measured_s": 0.0}
         self.prompts = prompts
-        self.on_phase = on_phase or self._store_phase
+        self.on_phase = on_phase or self.store_phase
         self.resume, self.progress = resume, progress or (lambda *a, **k: None)
         self.restart_on_failure = restart_on_failure
         self.stop = asyncio.Event()
         self.meta: dict[str, Any] = {}
 
-    # ---- files ----
-    def _store_phase(self, info: PhaseInfo, records: list[RequestRecord]) -> None:
+    # ---- the run dir ----
+    def prepare(self) -> None:
+        """Before anything is loaded or launched: refuse a run dir that cannot be used as asked (one
+        line, exit 2, nothing touched), then stop servers a killed earlier run left running in it."""
+        if self.resume:
+            self.run.check_resumable()
+            self._check_comparable()
+        elif not self.overwrite:
+            self.run.check_fresh()
+        if self.resume or self.overwrite:
+            self._stop_leftovers()
+
+    def begin(self) -> None:
+        """Open the run dir for writing: cleared (--overwrite), or its damaged lines quarantined and
+        its cut phases set aside (--resume)."""
+        if self.overwrite:
+            self.run.clear()
+        self.run.create()
+        self._start_meta()
+        if self.resume:
+            self._supersede_incomplete()
+        self.run.write_meta(self.meta)
+
+    def _check_comparable(self) -> None:
+        previous = self.run.load_meta()
+        if not previous:
+            return
+        old, new = previous.get("comparability", {}), self.suite.comparability()
+        changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k) and k not in ("configs", "datasets"))
+        phases = self.run.load_phases()
+        measured = {"configs": {p.config for p in phases}, "datasets": {p.dataset for p in phases}}
+        for group in ("configs", "datasets"):
+            o, n = old.get(group, {}), new.get(group, {})
+            # only what has measured cells must stay the same; a config that never ran may be fixed
+            changed += [f"{group}.{name}" for name in sorted(set(o) & set(n) & measured[group]) if o[name] != n[name]]
+        if changed:
+            raise SuiteError(f"{self.suite.path}: cannot resume {self.run.path}: the suite changed in ways that break comparability: {', '.join(changed)}")
+
+    def _stop_leftovers(self) -> None:
+        for name, identity in self.run.launched().items():
+            if stop_leftover(identity):
+                self.stopped_leftovers.append({"config": name, **identity})
+                self.progress("notice", message=f"stopped a leftover server of config {name!r} (pid {identity.get('pid')}) "
+                                                f"that an earlier, killed run had left running")
+        self.run.forget_all_servers()
+
+    def _notice(self, message: str) -> None:
+        """Said now and kept under the table: something about the run dir that bears on its numbers."""
+        self.progress("notice", message=message)
+        self.meta.setdefault("run_dir_notes", []).append(message)
+
+    def store_phase(self, info: PhaseInfo, records: list[RequestRecord]) -> None:
         self.run.append_phase(info, records)
-        rows = self._write()
-        row = next((r for r in rows if r["run"] == info.config and r["dataset"] == info.dataset
-                    and r.get("concurrency") == (info.concurrency if info.request_rate is None else None)
-                    and r.get("request_rate") == info.request_rate), None)
+        rows = self.write()
+        row = next((r for r in rows if Cell.of_row(r) == info.cell), None)
         self.progress("cell_done", row=row)
 
-    def _write(self) -> list[dict[str, Any]]:
+    def write(self) -> list[dict[str, Any]]:
         phases, records = self.run.load_phases(), self.run.load_requests()
         rows = build_rows(self.suite, phases, records)
         self.meta["updated_at"] = _now()
-        self.meta["notes"] = _notes(self.suite, self.meta.get("chunk_clock"))  # `specbench report` prints them too
+        # `specbench report` prints them too
+        self.meta["notes"] = _notes(self.suite, self.meta.get("chunk_clock")) + self.meta.get("run_dir_notes", [])
         self.run.write_meta(self.meta)
         self.run.write_results(rows, markdown(rows, self.meta))
         return rows
 
     def _start_meta(self) -> None:
         previous = self.run.load_meta() if self.resume else {}
-        if self.resume and previous:
-            old, new = previous.get("comparability", {}), self.suite.comparability()
-            changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k) and k not in ("configs", "datasets"))
-            measured = {"configs": {p.config for p in self.run.load_phases()},
-                        "datasets": {p.dataset for p in self.run.load_phases()}}
-            for group in ("configs", "datasets"):
-                o, n = old.get(group, {}), new.get(group, {})
-                # only what has measured cells must stay the same; a config that never ran may be fixed
-                changed += [f"{group}.{name}" for name in sorted(set(o) & set(n) & measured[group]) if o[name] != n[name]]
-            if changed:
-                raise SuiteError(f"{self.suite.path}: cannot resume {self.run.path}: the suite changed in ways that break comparability: {', '.join(changed)}")
         from .provenance import suite_file_provenance
 
         self.meta = previous or {
@@ -327,7 +362,8 @@ class Runner:
             "servers": {},
             "failed_configs": {},
         }
-        self.meta.setdefault("runs", []).append({"started_at": _now(), "resume": self.resume})
+        self.meta.setdefault("runs", []).append({"started_at": _now(), "resume": self.resume, "overwrite": self.overwrite,
+                                                 **({"stopped_leftovers": self.stopped_leftovers} if self.stopped_leftovers else {})})
 
     # ---- measuring ----
     async def _phase(self, session, server: Server, spec: RequestSpec, prompts: list[Prompt], dataset: str,
@@ -382,7 +418,7 @@ class Runner:
     async def _config(self, session, config: ServerConfig, prompts: dict[str, list[Prompt]], done: set) -> None:
         todo = [(spec.name, point, rep) for spec in self.suite.datasets for point in load_points(self.suite)
                 for rep in range(self.suite.load.repeats)
-                if (config.name, spec.name, point.concurrency, point.request_rate, rep) not in done]
+                if (Cell.at(config.name, spec.name, point), rep) not in done]
         if not todo:
             return
         self.progress("server", config=config.name, launching=config.launched)
@@ -404,8 +440,8 @@ class Runner:
                 if server.process is not None and not server.process.alive:
                     raise server.process.death(f"during data set {dataset!r} ({point.label})")
 
-    def _done(self) -> set:
-        return {(p.config, p.dataset, p.concurrency, p.request_rate, p.repeat) for p in self.run.load_phases() if p.complete}
+    def _done(self) -> set[tuple[Cell, int]]:
+        return {(p.cell, p.repeat) for p in self.run.load_phases() if p.complete}
 
     async def _config_with_restart(self, session, config: ServerConfig, prompts: dict[str, list[Prompt]]) -> str | None:
         """Run one config; on a launch or server failure optionally restart it once. Returns the error, if any."""
@@ -443,12 +479,9 @@ class Runner:
 
     async def execute(self) -> RunOutcome:
         t_start = time.monotonic()
+        self.prepare()
         prompts = self.prompts if self.prompts is not None else preflight(self.suite)
-        self.run.create()
-        self._start_meta()
-        if self.resume:
-            self._supersede_incomplete()
-        self.run.write_meta(self.meta)
+        self.begin()
         loop = asyncio.get_running_loop()
         handled = []
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -482,25 +515,17 @@ class Runner:
             self.meta["timing"] = {**{k: round(v, 3) for k, v in self.timing.items()}, "total_s": round(total, 3),
                                    "harness_s": round(total - busy, 3),
                                    "harness_share": round((total - busy) / total, 4) if total else None}
-            rows = self._write()
+            rows = self.write()
         return RunOutcome(self.run.path, rows, failed, interrupted=self.stop.is_set())
 
     def _supersede_incomplete(self) -> None:
-        """Before re-measuring: keep only complete phases in phases.jsonl (cut ones are listed in
-        meta.json) and mark ``superseded`` every measured request without a complete phase (cut by a
-        stop, a dead server, or a crash that tore the phase line): nothing is deleted, nothing counted twice."""
-        phases = self.run.load_phases()
-        complete = [p for p in phases if p.complete]
-        done = {(p.config, p.dataset, p.concurrency, p.repeat) for p in complete}
-        records = self.run.load_requests()
-        for r in records:
-            if r.phase == "measure" and (r.config, r.dataset, r.concurrency or 0, r.repeat) not in done:
-                r.phase = "superseded"
-        cut = [p.to_dict() for p in phases if not p.complete]
+        """Set aside what must be measured again (the cut phases are listed in meta.json), after
+        quarantining unreadable lines; see ``RunDir.supersede_incomplete``."""
+        cut, notes = self.run.supersede_incomplete()
         if cut:
             self.meta.setdefault("superseded_phases", []).extend(cut)
-        write_atomic(self.run.path / "requests.jsonl", "".join(json.dumps(r.to_dict()) + "\n" for r in records))
-        write_atomic(self.run.path / "phases.jsonl", "".join(json.dumps(p.to_dict()) + "\n" for p in complete))
+        for note in notes:
+            self._notice(note)
 
     def _on_signal(self) -> None:
         if self.stop.is_set():

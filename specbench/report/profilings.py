@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..cell import Cell
 from ..records import RequestRecord
 from .load import RunResults
 
@@ -39,7 +40,7 @@ def tables(results: RunResults, requests: list[RequestRecord], gpu: str) -> tupl
         k = row.get("num_speculative_tokens") or 0
         c = row.get("concurrency") or row.get("max_concurrency") or 0
         ident = {"gpu": gpu, "target": target, "split": row["dataset"], "drafter": _drafter(row, meta), "k": k, "c": c}
-        key_of[(row["run"], row["dataset"], c)] = ident
+        key_of[Cell.of_row(row)] = ident
         runs.append({**ident, "start": 0, "mode": "load", "throughput_tps": row.get("output_throughput_tps"),
                      "output_tokens": row.get("output_tokens"), "requests": row.get("requests"),
                      "steps": row.get("stream_steps"), "guessed_tokens": row.get("spec_draft_tokens"),
@@ -48,7 +49,7 @@ def tables(results: RunResults, requests: list[RequestRecord], gpu: str) -> tupl
                      "engine_version": row.get("server_version"), "specbench_version": meta.get("specbench_version")})
     reqs = []
     for r in requests:
-        ident = key_of.get((r.config, r.dataset, r.concurrency or 0))
+        ident = key_of.get(Cell.of_record(r))
         if r.phase != "measure" or ident is None:
             continue
         reqs.append({**ident, "start": r.repeat, "question_id": f"{r.prompt_id}#{r.turn}" if r.turn else r.prompt_id,

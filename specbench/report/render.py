@@ -95,6 +95,7 @@ def warnings(records: Sequence[Record]) -> list[str]:
     out = []
     for r in records:
         where = f"{r['run']} / {r['dataset']}" + (f" / c={r['concurrency']}" if r.get("concurrency") is not None else "")
+        where += f" / rate {r['request_rate']:g}/s" if isinstance(r.get("request_rate"), (int, float)) else ""
         if r.get("acceptance_sources_agree") is False:
             out.append(f"⚠ {where}: accepted tokens seen in the stream differ from the server counters by "
                        f"{r.get('acceptance_tokens_diff')} (other traffic in the window, or steps merged into one chunk)")
