@@ -29,6 +29,7 @@ from .errors import LaunchError, ServerError, SuiteError
 from .launch import Engine, ServerProcess, load_engine, reap_all
 from .launch.process import free_port, port_in_use, served_models, stop_leftover
 from .measure import PhaseInfo, add_comparisons, order_row, summarize_cell
+from .provenance import suite_file_provenance
 from .records import Prompt, RequestRecord
 from .report.render import markdown
 from .scrape import scrape
@@ -350,8 +351,6 @@ class Runner:
 
     def _start_meta(self) -> None:
         previous = self.run.load_meta() if self.resume else {}
-        from .provenance import suite_file_provenance
-
         self.meta = previous or {
             "specbench_version": __version__,
             "suite": {"name": self.suite.name, "path": str(self.suite.path), "raw": redact_raw(self.suite.raw)},
