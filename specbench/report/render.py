@@ -74,7 +74,7 @@ def markdown(records: Sequence[Record], meta: dict[str, Any] | None = None) -> s
         if len({r.get("concurrency") for r in records}) > 1:
             columns.insert(2, ("Conc", lambda r: str(r.get("concurrency", DASH))))
         if len({r.get("request_rate") for r in records}) > 1:
-            columns.insert(2, ("Rate req/s", lambda r: DASH if r.get("request_rate") is None else f"{r['request_rate']:g}"))
+            columns.insert(2, ("Rate/s", lambda r: DASH if r.get("request_rate") is None else f"{r['request_rate']:g}"))
         if any((r.get("ci95") or {}).get("speedup_vs_baseline") for r in records):
             columns.insert(columns.index(next(c for c in columns if c[0] == "Speedup")) + 1,
                            ("Speedup 95% CI", _ci))
