@@ -18,8 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Literal, Mapping, Sequence
 
-import yaml
-
 from specbench.errors import ResultsError, SpecbenchError, SuiteError
 
 Kind = Literal["min", "max", "max_drop"]
@@ -621,12 +619,9 @@ def load_run(path: Path) -> Run:
 
 def load_suite_gate(path: Path) -> tuple[GateSpec, str | None]:
     """The ``gate:`` section and ``name`` of a suite file; the rest is the suite loader's business."""
-    try:
-        data = yaml.safe_load(Path(path).read_text())
-    except FileNotFoundError:
-        raise SuiteError(f"{path}: suite file not found") from None
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
-        raise SuiteError(f"{path}: unreadable YAML ({str(err).splitlines()[0]})") from None
+    from specbench.suite import read_yaml
+
+    data = read_yaml(path)
     if not isinstance(data, Mapping):
         raise SuiteError(f"{path}: expected a mapping at the top level")
     name = data.get("name")

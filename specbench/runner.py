@@ -33,6 +33,7 @@ from .provenance import suite_file_provenance
 from .records import Prompt, RequestRecord
 from .report.render import markdown
 from .scrape import scrape
+from .secrets import redact_env, redact_mapping, redact_url
 from .store import RunDir
 from .suite import ServerConfig, Suite
 
@@ -138,19 +139,20 @@ async def _server_info(session: aiohttp.ClientSession, url: str, engine: Engine)
 
 async def _check_url(session: aiohttp.ClientSession, config: ServerConfig, model: str, engine: Engine) -> None:
     url = config.url + engine.models_path
+    shown = redact_url(url)
     try:
         async with session.get(url, timeout=aiohttp.ClientTimeout(total=15)) as r:
             if r.status != 200:
-                raise ServerError(f"config {config.name!r}: GET {url} returned HTTP {r.status}")
+                raise ServerError(f"config {config.name!r}: GET {shown} returned HTTP {r.status}")
             body = await r.read()
     except (aiohttp.ClientError, asyncio.TimeoutError) as err:
-        raise ServerError(f"config {config.name!r}: cannot reach {url}: {type(err).__name__} {err}".rstrip()) from None
+        raise ServerError(redact_url(f"config {config.name!r}: cannot reach {shown}: {type(err).__name__} {err}".rstrip())) from None
     try:
         served = served_models(body)
     except ValueError as err:
-        raise ServerError(f"config {config.name!r}: GET {url}: {err}") from None
+        raise ServerError(redact_url(f"config {config.name!r}: GET {shown}: {err}")) from None
     if model not in served:
-        raise ServerError(f"config {config.name!r}: {config.url} serves {served}, not the suite's model {model!r}")
+        raise ServerError(f"config {config.name!r}: {redact_url(config.url)} serves {served}, not the suite's model {model!r}")
 
 
 @asynccontextmanager
@@ -159,7 +161,7 @@ async def open_server(suite: Suite, config: ServerConfig, run: RunDir, session: 
     engine = load_engine(config.engine or suite.engine)
     if not config.launched:
         await _check_url(session, config, suite.model, engine)
-        yield Server(config, config.url, engine, info={"engine": engine.name, "url": config.url, "launched": False})
+        yield Server(config, config.url, engine, info={"engine": engine.name, "url": redact_url(config.url), "launched": False})
         return
     host = suite.server.host
     port = config.port or free_port(host)
@@ -177,7 +179,7 @@ async def open_server(suite: Suite, config: ServerConfig, run: RunDir, session: 
         ready_s = await proc.wait_ready(session, stop)
         yield Server(config, url, engine, proc, info={
             "engine": engine.name, "url": url, "launched": True, "argv": engine.redact(argv),
-            "env": {k: v for k, v in env.items() if "KEY" not in k.upper() and "TOKEN" not in k.upper()},
+            "env": redact_env(env),
             "ready_s": round(ready_s, 1), "log": str(proc.log_path), "pid": proc.proc.pid,
         })
     finally:
@@ -224,25 +226,9 @@ def build_rows(suite: Suite, phases: list[PhaseInfo], records: list[RequestRecor
     return [order_row(r) for r in rows]
 
 
-SECRET_WORDS = ("key", "token", "secret", "password")
-
-
 def redact_raw(raw: Any) -> Any:
-    """The suite as written, minus secrets: values of secret-looking flags in argv lists and env keys."""
-    if isinstance(raw, dict):
-        return {k: ("***" if isinstance(k, str) and any(w in k.lower() for w in SECRET_WORDS) and not isinstance(v, (dict, list))
-                    and k != "api_key_env" else redact_raw(v)) for k, v in raw.items()}
-    if isinstance(raw, list):
-        out = []
-        for i, item in enumerate(raw):
-            prev = raw[i - 1] if i else None
-            secret_flag = isinstance(prev, str) and prev.startswith("-") and any(w in prev.lower() for w in SECRET_WORDS)
-            if isinstance(item, str) and "=" in item and item.startswith("-") and any(w in item.split("=")[0].lower() for w in SECRET_WORDS):
-                out.append(item.split("=")[0] + "=***")
-            else:
-                out.append("***" if secret_flag and isinstance(item, (str, int)) else redact_raw(item))
-        return out
-    return raw
+    """The suite as written, minus secrets (see ``specbench.secrets``)."""
+    return redact_mapping(raw)
 
 
 def _notes(suite: Suite, clocks: dict[str, str] | None = None) -> list[str]:
@@ -406,7 +392,10 @@ class Runner:
         info = await _server_info(session, server.url, server.engine) if server.engine.acceptance_reads_server_info else {}
         acceptance = server.engine.acceptance(before, after, cfg.num_speculative_tokens, info.get("raw"))
         if not before.ok or not after.ok:
-            acceptance["acceptance_error"] = before.error or after.error
+            acceptance["acceptance_error"] = redact_url(before.error or after.error)
+        for r in result.records:
+            if r.error:
+                r.error = redact_url(r.error)
         info_row = PhaseInfo(config=cfg.name, dataset=dataset, concurrency=point.concurrency,
                              request_rate=point.request_rate, repeat=repeat, wall_s=result.wall_s,
                              acceptance=acceptance, server={k: server.info.get(k) for k in ("engine", "version", "url")},

@@ -22,6 +22,7 @@ from typing import Any
 
 from .cell import Cell
 from .errors import RunDirError
+from .jsonio import dumps
 from .measure import PhaseInfo
 from .records import RequestRecord
 
@@ -54,7 +55,7 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 def write_json(path: Path, data: Any) -> None:
-    write_atomic(path, json.dumps(data, indent=2, default=str) + "\n")
+    write_atomic(path, dumps(data, indent=2, default=str) + "\n")
 
 
 def _problem(name: str, raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
@@ -121,11 +122,11 @@ class RunDir:
         info.requests = sum(1 for r in records if r.phase == "measure")
         with (self.path / REQUESTS).open("a") as f:
             for r in records:
-                f.write(json.dumps(r.to_dict()) + "\n")
+                f.write(dumps(r.to_dict()) + "\n")
             f.flush()
             os.fsync(f.fileno())
         with (self.path / PHASES).open("a") as f:
-            f.write(json.dumps(info.to_dict()) + "\n")
+            f.write(dumps(info.to_dict()) + "\n")
             f.flush()
             os.fsync(f.fileno())
 
@@ -178,7 +179,7 @@ class RunDir:
                 continue
             with (self.path / target).open("a") as f:
                 for entry in bad:
-                    f.write(json.dumps(entry) + "\n")
+                    f.write(dumps(entry) + "\n")
                 f.flush()
                 os.fsync(f.fileno())
             write_atomic(self.path / name, "".join(raw.decode() + "\n" for raw, _ in good))
@@ -211,8 +212,8 @@ class RunDir:
         for r in records:
             if r.phase == "measure" and (Cell.of_record(r), r.repeat) not in done:
                 r.phase = "superseded"
-        write_atomic(self.path / REQUESTS, "".join(json.dumps(r.to_dict()) + "\n" for r in records))
-        write_atomic(self.path / PHASES, "".join(json.dumps(p.to_dict()) + "\n" for p in complete))
+        write_atomic(self.path / REQUESTS, "".join(dumps(r.to_dict()) + "\n" for r in records))
+        write_atomic(self.path / PHASES, "".join(dumps(p.to_dict()) + "\n" for p in complete))
         return cut, notes
 
     # ---- launched servers (pid + start time), so a later run can stop what a killed one left ----
