@@ -70,12 +70,11 @@ def _trace(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from .report.load import load_run
+    from .report.load import load_run, read_requests
     from .report.profilings import export
-    from .store import RunDir
 
     results = load_run(args.run)
-    written = export(results, RunDir(Path(args.run)).load_requests(), Path(args.output), gpu=args.gpu)
+    written = export(results, read_requests(Path(args.run)) or [], Path(args.output), gpu=args.gpu)
     print(f"wrote {len(written)} parquet files under {args.output}")
     return 0
 

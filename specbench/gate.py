@@ -325,6 +325,8 @@ def read_measure(cell: Mapping[str, Any], metric: str, side: str, key: CellKey) 
         raise GateError(f"{metric} is null in {side} cell {key}")
     if not is_number(value):
         raise GateError(f"{metric} in {side} cell {key} is not a number: {value!r}")
+    if not math.isfinite(value):  # an infinite speedup or latency is damage, never a measurement
+        raise GateError(f"{metric} in {side} cell {key} is not a finite number: {value!r}")
     return Measure(float(value), read_ci(cell, metric, side, key))
 
 
@@ -605,6 +607,8 @@ def load_run(path: Path) -> Run:
         records = json.loads(results.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
         raise ResultsError(f"{results}: unreadable JSON ({err})") from None
+    except RecursionError:
+        raise ResultsError(f"{results}: unreadable JSON (nested too deeply)") from None
     meta_file = results.parent / "meta.json"
     meta = None
     if meta_file.is_file():
@@ -612,6 +616,8 @@ def load_run(path: Path) -> Run:
             meta = json.loads(meta_file.read_text())
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
             raise ResultsError(f"{meta_file}: unreadable JSON ({err})") from None
+        except RecursionError:
+            raise ResultsError(f"{meta_file}: unreadable JSON (nested too deeply)") from None
         if not isinstance(meta, dict):
             raise ResultsError(f"{meta_file}: expected a JSON object")
     return Run(results, index_cells(records, str(results)), meta)
@@ -687,6 +693,10 @@ def judge_runs(args: argparse.Namespace) -> tuple[list[Verdict], Run, Run | None
             missing = cand.path if cand.meta is None else ref.path
             warn(f"no meta.json beside {missing}; cannot verify the runs are comparable")
         else:
+            for run in (cand, ref):
+                if not isinstance(run.meta.get("comparability"), Mapping):
+                    warn(f"{run.path.parent / 'meta.json'} has no readable comparability; "
+                         "cannot verify the runs are comparable")
             problems = comparability_problems(cand.meta, ref.meta)
             if problems:
                 raise GateError("candidate and reference are not comparable: " + "; ".join(problems))

@@ -103,8 +103,11 @@ def combine_acceptance(windows: Sequence[dict[str, Any]], k: int | None,
                acceptance_source=measured[0].get("acceptance_source"))
     npos = max(len(w.get("acceptance_per_position") or []) for w in measured)
     if npos:
-        per = [sum((w.get("acceptance_per_position") or [0] * npos)[i] * w["spec_drafts"] for w in measured) / drafts
-               for i in range(npos)]
+        per = []
+        for i in range(npos):
+            parts = [(w.get("acceptance_per_position") or [0] * npos)[i] for w in measured]
+            # a position stored as null (a NaN counter) stays null: never pooled as 0
+            per.append(None if None in parts else sum(p * w["spec_drafts"] for p, w in zip(parts, measured)) / drafts)
         out["acceptance_per_position"] = per
         for i, v in enumerate(per, start=1):
             out[f"acceptance_pos_{i}"] = v

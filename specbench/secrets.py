@@ -13,9 +13,11 @@ Redaction is for what is shown and stored; requests and launched servers get the
 
 from __future__ import annotations
 
+import base64
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 MASK = "***"
 
@@ -106,3 +108,18 @@ def _mask_all(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_mask_all(v) for v in value]
     return MASK if value is not None else None
+
+
+def split_credentials(url: str) -> tuple[str, str | None]:
+    """``http://user:pass@host/x`` → (``http://host/x``, ``"Basic …"``): both clients send the same
+    header (the socket client has no notion of URL credentials; aiohttp refuses them beside an
+    explicit Authorization header). A URL without credentials comes back unchanged, with None."""
+    try:
+        parts = urlsplit(url)
+        user, password, host = parts.username, parts.password, parts.netloc.rpartition("@")[2]
+    except ValueError:
+        return url, None
+    if user is None and password is None:
+        return url, None
+    token = base64.b64encode(f"{unquote(user or '')}:{unquote(password or '')}".encode()).decode()
+    return urlunsplit(parts._replace(netloc=host)), f"Basic {token}"

@@ -216,3 +216,396 @@ def test_gate_suite_file_is_read_with_the_same_bounds(tmp_path, capsys):
     rc, _, err = cli(capsys, "gate", results, "--suite", path)
     assert time.monotonic() - t0 < 5 and rc == 2
     assert "alias" in err and "Traceback" not in err
+
+
+# ===================================================================== 2. standard JSON everywhere
+
+from specbench.measure import PhaseInfo  # noqa: E402
+from specbench.records import RequestRecord  # noqa: E402
+from specbench.report.render import render  # noqa: E402
+from specbench.store import RunDir, write_json  # noqa: E402
+
+NAN, INF = float("nan"), float("inf")
+
+
+def test_run_dir_writers_never_emit_nan_or_infinity(tmp_path):
+    run = RunDir(tmp_path / "run")
+    run.create()
+    info = PhaseInfo(config="b", dataset="d", concurrency=1, request_rate=None, repeat=0, wall_s=NAN,
+                     acceptance={"acceptance_rate": INF, "acceptance_per_position": [0.5, NAN]})
+    rec = RequestRecord(prompt_id="p", dataset="d", config="b", send_time=1.0, chunk_times=[1.5, INF],
+                        chunk_tokens=[1, 2], spec_stats={"mean": -INF})
+    run.append_phase(info, [rec])
+    run.write_meta({"x": NAN, "nested": {"y": [INF, 1.0]}})
+    run.write_results([{"run": "b", "dataset": "d", "output_throughput_tps": NAN}], "table")
+    write_json(tmp_path / "other.json", {"v": -INF})
+    for name in ("phases.jsonl", "requests.jsonl"):
+        for line in (tmp_path / "run" / name).read_text().splitlines():
+            _strict(line)
+    meta = _strict((tmp_path / "run" / "meta.json").read_text())
+    assert meta == {"x": None, "nested": {"y": [None, 1.0]}}
+    assert _strict((tmp_path / "run" / "results.json").read_text())[0]["output_throughput_tps"] is None
+    assert _strict((tmp_path / "other.json").read_text()) == {"v": None}
+    phase = _strict((tmp_path / "run" / "phases.jsonl").read_text())
+    assert phase["wall_s"] is None and phase["acceptance"]["acceptance_per_position"] == [0.5, None]
+
+
+def test_report_json_and_csv_never_carry_nan_or_infinity():
+    records = [{"run": "b", "dataset": "d", "output_throughput_tps": NAN, "ci95": {"x": [INF, 1.0]},
+                "latency_p95_ms": -INF}]
+    parsed = _strict(render(records, "json"))
+    assert parsed[0]["output_throughput_tps"] is None and parsed[0]["ci95"]["x"] == [None, 1.0]
+    rows = list(csv.DictReader(io.StringIO(render(records, "csv"))))
+    assert rows[0]["output_throughput_tps"] == "" and rows[0]["latency_p95_ms"] == ""
+    assert "nan" not in render(records, "csv").lower() and "inf" not in render(records, "csv").lower()
+    md = render(records, "markdown")
+    assert "nan" not in md.lower() and "inf" not in md.lower()
+
+
+def test_report_json_of_a_results_file_with_nan_tokens_is_standard(tmp_path, capsys):
+    path = tmp_path / "results.json"
+    path.write_text('[{"run": "b", "dataset": "d", "output_throughput_tps": NaN, "speedup_vs_baseline": Infinity,'
+                    ' "custom": -Infinity, "nested": {"a": [NaN]}}]')
+    rc, out, err = cli(capsys, "report", path, "--format", "json")
+    assert rc == 0
+    row = _strict(out)[0]
+    assert row["output_throughput_tps"] is None and row["speedup_vs_baseline"] is None
+    assert row["custom"] is None and row["nested"] == {"a": [None]}
+    assert "output_throughput_tps" in err and str(path) in err  # the repair is said, naming file and key
+
+
+from aiohttp import web  # noqa: E402
+
+from scripted_server import Script, ScriptedServer  # noqa: E402
+from specbench.runner import run_suite  # noqa: E402
+
+
+class NanMetricsServer(ScriptedServer):
+    """A speculative server whose per-position spec-decode counters read NaN (a broken exporter)."""
+
+    async def metrics(self, request: web.Request) -> web.Response:
+        resp = await super().metrics(request)
+        lines = []
+        for line in resp.text.splitlines():
+            if line.startswith("vllm:spec_decode_num_accepted_tokens_per_pos_total"):
+                line = line.rsplit(" ", 1)[0] + " NaN"
+            lines.append(line)
+        return web.Response(text="\n".join(lines) + "\n", content_type="text/plain")
+
+
+@pytest.fixture
+async def servers():
+    """Start scripted servers (any ScriptedServer subclass) in this loop; all cleaned up at the end."""
+    runners = []
+
+    async def start(server: ScriptedServer) -> str:
+        runner = web.AppRunner(server.app, access_log=None, shutdown_timeout=0.2)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        runners.append(runner)
+        return f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
+
+    yield start
+    for r in runners:
+        await r.cleanup()
+
+
+def write_suite(path: Path, prompts: Path, configs: list[dict], **load) -> Path:
+    path.write_text(yaml.safe_dump({
+        "name": "trust", "model": "smol", "endpoint": "chat", "configs": configs,
+        "datasets": [{"name": "p", "path": str(prompts), "requests": 2}],
+        "load": {"concurrency": 1, "max_tokens": 8, "temperature": 0, "warmup": 0, "timeout_s": 30, **load}}))
+    return path
+
+
+def strict_run_files(out: Path) -> dict[str, object]:
+    """Every JSON file of a run parsed with a strict parser; returns them by name."""
+    files = {}
+    for name in ("meta.json", "results.json"):
+        files[name] = _strict((out / name).read_text())
+    for name in ("phases.jsonl", "requests.jsonl"):
+        files[name] = [_strict(line) for line in (out / name).read_text().splitlines()]
+    return files
+
+
+async def test_a_run_against_nan_counters_writes_standard_json(tmp_path, prompts, servers, capsys):
+    base = await servers(ScriptedServer(Script()))
+    spec = await servers(NanMetricsServer(Script(pattern=[3], k=3)))
+    suite = write_suite(tmp_path / "s.yaml", prompts, [{"name": "baseline", "url": base},
+                                                       {"name": "ngram", "url": spec, "method": "ngram",
+                                                        "num_speculative_tokens": 3}])
+    out = tmp_path / "run"
+    await run_suite(load_suite(suite), out)
+    files = strict_run_files(out)
+    spec_row = next(r for r in files["results.json"] if r["run"] == "ngram")
+    assert spec_row["acceptance_pos_1"] is None  # NaN is not a measurement: null, never a bare NaN token
+    rc, text, _ = cli(capsys, "report", out, "--format", "json")
+    assert rc == 0 and _strict(text)
+
+
+# ============================================================ 3. report, export and gate on damage
+
+import shutil  # noqa: E402
+
+HTML_RUN = Path(__file__).resolve().parent / "data" / "html" / "run"
+GATE_RUN = Path(__file__).resolve().parent / "data" / "gate" / "reference"
+FORMATS = ("markdown", "json", "csv", "html", "export")
+
+
+@pytest.fixture
+def damaged(tmp_path):
+    """A copy of a real run (with requests.jsonl) whose results/meta a test then damages."""
+    out = tmp_path / "run"
+    shutil.copytree(HTML_RUN, out)
+
+    def damage(records=None, meta=None, results_text=None, meta_text=None):
+        if records is not None:
+            (out / "results.json").write_text(json.dumps(records))
+        if results_text is not None:
+            (out / "results.json").write_bytes(results_text if isinstance(results_text, bytes) else results_text.encode())
+        if meta is not None:
+            (out / "meta.json").write_text(json.dumps(meta))
+        if meta_text is not None:
+            (out / "meta.json").write_text(meta_text)
+        return out
+
+    return damage
+
+
+def original_records() -> list[dict]:
+    return json.loads((HTML_RUN / "results.json").read_text())
+
+
+def original_meta() -> dict:
+    return json.loads((HTML_RUN / "meta.json").read_text())
+
+
+def report(capsys, run: Path, fmt: str, tmp_path: Path) -> tuple[int, str, str]:
+    """``specbench report``/``export`` of ``run`` in one format; returns (exit code, output text, stderr)."""
+    if fmt == "export":
+        rc, _, err = cli(capsys, "export", run, "-o", tmp_path / "exported")
+        return rc, "", err
+    target = tmp_path / f"out.{fmt}"
+    rc, _, err = cli(capsys, "report", run, "--format", fmt, "-o", target)
+    return rc, target.read_text() if rc == 0 else "", err
+
+
+def check_rendered(fmt: str, text: str) -> None:
+    if fmt == "json":
+        _strict(text)
+    if fmt in ("markdown", "html", "csv"):
+        low = text.lower()
+        assert ">nan<" not in low and "| nan" not in low and "inf |" not in low and ",nan," not in low
+
+
+def _set(key, value):
+    def apply(records):
+        for r in records:
+            if r["run"] == "ngram_k3":
+                r[key] = value
+        return records
+    return apply
+
+
+def _drop(key):
+    def apply(records):
+        for r in records:
+            r.pop(key, None)
+        return records
+    return apply
+
+
+REPAIRED = {  # damage → the key that renders —, with a warning naming file and key
+    "string throughput": (_set("output_throughput_tps", "fast"), "output_throughput_tps"),
+    "string speedup": (_set("speedup_vs_baseline", "1.4x"), "speedup_vs_baseline"),
+    "NaN latency": (_set("latency_p95_ms", NAN), "latency_p95_ms"),
+    "Infinity speedup": (_set("speedup_vs_baseline", INF), "speedup_vs_baseline"),
+    "list acceptance": (_set("acceptance_rate", [0.5]), "acceptance_rate"),
+    "bool requests": (_set("requests", True), "requests"),
+    "object concurrency": (_set("concurrency", {"c": 1}), "concurrency"),
+    "string ci": (_set("ci95", {"speedup_vs_baseline": "narrow"}), "ci95.speedup_vs_baseline"),
+    "ci not an object": (_set("ci95", [1, 2]), "ci95"),
+    "per-position strings": (_set("acceptance_per_position", ["a", NAN]), "acceptance_per_position"),
+    "categories garbage": (_set("categories", {"math": "x", "code": {"requests": "many"}}), "categories"),
+    "status a number": (_set("status", 5), "status"),
+    "flag a string": (_set("acceptance_sources_agree", "no"), "acceptance_sources_agree"),
+    "rate a string": (_set("request_rate", "fast"), "request_rate"),
+}
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("damage", sorted(REPAIRED))
+def test_wrong_typed_or_non_finite_values_render_as_dash(damaged, capsys, tmp_path, fmt, damage):
+    fn, key = REPAIRED[damage]
+    run = damaged(records=fn(original_records()))
+    rc, text, err = report(capsys, run, fmt, tmp_path)
+    assert rc == 0, err
+    assert "Traceback" not in err
+    warning = [ln for ln in err.splitlines() if "warning" in ln]
+    assert warning and str(run / "results.json") in warning[0] and key in warning[0], err
+    check_rendered(fmt, text)
+    if fmt == "markdown":
+        row = next(ln for ln in text.splitlines() if "| ngram_k3 |" in ln)
+        assert "fast" not in row and "1.4x |" not in row
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_missing_numeric_key_renders_dash(damaged, capsys, tmp_path, fmt):
+    run = damaged(records=_drop("output_throughput_tps")(original_records()))
+    rc, text, err = report(capsys, run, fmt, tmp_path)
+    assert rc == 0 and "Traceback" not in err
+    check_rendered(fmt, text)
+    if fmt == "markdown":
+        lines = text.splitlines()
+        col = [c.strip() for c in lines[0].split("|")].index("Output tok/s")
+        rows = [ln for ln in lines[2:] if ln.startswith("| ")]
+        rows = rows[:next((i for i, ln in enumerate(rows) if not ln.startswith(("| gsm8k", "| mtbench"))), len(rows))]
+        assert rows and all(ln.split("|")[col].strip() == "—" for ln in rows[:12])
+
+
+FATAL = {  # damage → words the one-line error must hold (besides the file)
+    "results a mapping": (dict(results_text='{"run": "b"}'), ["results.json", "list"]),
+    "results a string": (dict(results_text='"results"'), ["results.json", "list"]),
+    "results a number": (dict(results_text="42"), ["results.json", "list"]),
+    "results NaN": (dict(results_text="NaN"), ["results.json", "list"]),
+    "list of strings": (dict(results_text='["a", "b"]'), ["results.json", "record 0"]),
+    "list with null": (dict(results_text="[null]"), ["results.json", "record 0"]),
+    "record without run": (dict(records=[{"dataset": "d"}]), ["results.json", "record 0", "run"]),
+    "run not text": (dict(records=[{"run": 5, "dataset": "d"}]), ["results.json", "record 0", "run"]),
+    "dataset null": (dict(records=[{"run": "b", "dataset": None}]), ["results.json", "record 0", "dataset"]),
+    "not UTF-8": (dict(results_text=b"\xff\xfe[\x00]\x00"), ["results.json", "UTF-8"]),
+    "torn JSON": (dict(results_text='[{"run": "b", "dat'), ["results.json", "not valid JSON"]),
+    "deeply nested": (dict(results_text="[" * 100000 + "]" * 100000), ["results.json"]),
+    "meta a list": (dict(meta_text="[]"), ["meta.json", "object"]),
+    "meta a string": (dict(meta_text='"meta"'), ["meta.json", "object"]),
+    "meta null": (dict(meta_text="null"), ["meta.json", "object"]),
+    "meta torn": (dict(meta_text='{"suite": '), ["meta.json", "not valid JSON"]),
+}
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("damage", sorted(FATAL))
+def test_unusable_results_or_meta_is_one_line_exit_2(damaged, capsys, tmp_path, fmt, damage):
+    kwargs, words = FATAL[damage]
+    run = damaged(**kwargs)
+    rc, _, err = report(capsys, run, fmt, tmp_path)
+    assert rc == 2
+    one_line_error(err, str(run), *words)
+
+
+META_FIELDS = {  # a meta.json field of the wrong type: ignored with a warning naming it, never a crash
+    "suite": "alpha", "notes": "one note", "host": ["x"], "comparability": "same", "started_at": 5,
+    "specbench_version": {"v": 1}, "merged_from": [1, 2],
+    "suite.raw": "raw", "suite.name": 7, "suite.raw.configs": 5, "suite.raw.model": ["m"],
+    "suite.raw.description": {"d": 1}, "host.cpus": "many", "comparability.max_tokens": "lots",
+    "notes.item": [1, None],
+}
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("field", sorted(META_FIELDS))
+def test_meta_fields_of_the_wrong_type_are_ignored_and_said(damaged, capsys, tmp_path, fmt, field):
+    meta = original_meta()
+    meta["notes"] = ["a note"]
+    target, *path = field.split(".")
+    if field == "notes.item":
+        meta["notes"] = META_FIELDS[field]
+        key = "notes"
+    else:
+        holder = meta
+        for part in [target, *path][:-1]:
+            holder = holder.setdefault(part, {})
+        holder[[target, *path][-1]] = META_FIELDS[field]
+        key = field
+    run = damaged(meta=meta)
+    rc, text, err = report(capsys, run, fmt, tmp_path)
+    assert rc == 0, err
+    assert "Traceback" not in err
+    assert any(str(run / "meta.json") in ln and key in ln for ln in err.splitlines()), err
+    check_rendered(fmt, text)
+
+
+def test_damaged_requests_jsonl_lines_are_skipped_not_a_crash(damaged, capsys, tmp_path):
+    run = damaged()
+    lines = (run / "requests.jsonl").read_text().splitlines()
+    bad = ['[1, 2]', '{"prompt_id": "x", "dataset": "gsm8k", "config": "baseline", "chunk_times": "soon"}',
+           '{"prompt_id": "x", "dataset": "gsm8k", "config": "baseline", "send_time": "now"}',
+           '{"prompt_id": "x", "dataset": "gsm8k", "config": "baseline", "chunk_tokens": [1.5]}',
+           '"just text"', '{"dataset": "gsm8k"}']
+    (run / "requests.jsonl").write_text("\n".join(lines[:3] + bad + lines[3:]) + "\n")
+    for fmt in ("html", "export"):
+        rc, _, err = report(capsys, run, fmt, tmp_path)
+        assert rc == 0, err
+        assert "Traceback" not in err and f"{run / 'requests.jsonl'}:4:" in err
+
+
+# ---------------------------------------------------------------------------------------- gate
+
+
+@pytest.fixture
+def gate_run(tmp_path):
+    def make(edit=None, text=None, meta_text=None):
+        out = tmp_path / "cand"
+        shutil.rmtree(out, ignore_errors=True)
+        shutil.copytree(GATE_RUN, out)
+        (out / "meta.json").unlink()
+        records = json.loads((out / "results.json").read_text())
+        if edit:
+            edit(records)
+        (out / "results.json").write_text(text if text is not None else json.dumps(records))
+        if meta_text is not None:
+            (out / "meta.json").write_text(meta_text)
+        return out
+    return make
+
+
+def _all(key, value):
+    def apply(records):
+        for r in records:
+            r[key] = value
+    return apply
+
+
+@pytest.mark.parametrize("edit,check", [
+    (_all("latency_p95_ms", -INF), ("--max", "latency_p95_ms=100000")),
+    (_all("latency_p95_ms", INF), ("--max", "latency_p95_ms=100000")),
+    (_all("output_throughput_tps", INF), ("--min", "output_throughput_tps=1")),
+    (_all("output_throughput_tps", NAN), ("--min", "output_throughput_tps=1")),
+    (_all("output_throughput_tps", "fast"), ("--min", "output_throughput_tps=1")),
+    (_all("output_throughput_tps", None), ("--min", "output_throughput_tps=1")),
+    (_all("ci95", {"output_throughput_tps": [-INF, INF]}), ("--min", "output_throughput_tps=1e9")),
+    (_all("ci95", "wide"), ("--min", "output_throughput_tps=1")),
+    (_all("status", 5), ("--min", "output_throughput_tps=1")),
+    (_all("concurrency", "8"), ("--min", "output_throughput_tps=1")),
+])
+def test_gate_never_passes_or_crashes_on_damaged_numbers(gate_run, capsys, edit, check):
+    cand = gate_run(edit)
+    rc, out, err = cli(capsys, "gate", cand, *check)
+    assert rc == 2, out
+    one_line_error(err, "specbench gate")
+
+
+@pytest.mark.parametrize("text", ['{"a": 1}', '"x"', "[1]", "[null]", "NaN", "[" * 100000, "", '[{"run": 1}]'])
+def test_gate_on_unusable_results_is_one_line(gate_run, capsys, text):
+    cand = gate_run(text=text)
+    rc, _, err = cli(capsys, "gate", cand, "--min", "output_throughput_tps=1")
+    assert rc == 2
+    one_line_error(err, str(cand / "results.json"))
+
+
+@pytest.mark.parametrize("meta_text", ["[]", '"x"', "null", "[" * 100000, '{"suite": {"raw": {"gate": "x"}}}',
+                                       '{"suite": {"raw": {"gate": {"min": {"speedup_vs_baseline": NaN}}}}}'])
+def test_gate_on_unusable_meta_is_one_line(gate_run, capsys, meta_text):
+    cand = gate_run(meta_text=meta_text)
+    rc, _, err = cli(capsys, "gate", cand, "--min", "output_throughput_tps=1")
+    assert rc == 2
+    one_line_error(err, str(cand / "meta.json"))
+
+
+def test_gate_warns_when_comparability_is_unreadable(gate_run, capsys, tmp_path):
+    cand = gate_run(meta_text='{"comparability": ["not", "an", "object"]}')
+    ref = tmp_path / "ref"
+    shutil.copytree(GATE_RUN, ref)
+    rc, _, err = cli(capsys, "gate", cand, "--reference", ref, "--max-drop", "output_throughput_tps=50%")
+    assert rc == 0 and "cannot verify the runs are comparable" in err

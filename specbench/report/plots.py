@@ -542,7 +542,7 @@ def latency_plot(m: Model, requests: Sequence[RequestRecord] | None) -> str:
         "95th percentiles. Black = the baseline.")
     if not requests:
         return figure(plot, title, empty_plot(plot, "requests.jsonl not available for these results"), caption)
-    measured = [r for r in requests if r.phase == "measure"]
+    measured = [r for r in requests if r.phase == "measure" and r.config in m.colour]  # only configs of the table
     groups: dict[tuple[str, Load], dict[str, list[RequestRecord]]] = {}
     for r in measured:
         groups.setdefault((r.dataset, load_of_request(r)), {}).setdefault(r.config, []).append(r)

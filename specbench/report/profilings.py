@@ -26,7 +26,8 @@ def _slug(text: str) -> str:
 
 
 def _drafter(row: dict[str, Any], meta: dict[str, Any]) -> str:
-    raw = next((c for c in meta.get("suite", {}).get("raw", {}).get("configs", []) if c.get("name") == row["run"]), {})
+    configs = ((meta.get("suite") or {}).get("raw") or {}).get("configs") or []
+    raw = next((c for c in configs if isinstance(c, dict) and c.get("name") == row["run"]), {})
     name = raw.get("drafter") or row.get("method") or "none"
     return _slug(str(name).split("/")[-1]) if row.get("method") not in (None, "baseline") else "none"
 
@@ -34,7 +35,7 @@ def _drafter(row: dict[str, Any], meta: dict[str, Any]) -> str:
 def tables(results: RunResults, requests: list[RequestRecord], gpu: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The ``runs`` (one row per cell) and ``requests`` (one row per measured request) frames."""
     meta = results.meta
-    target = meta.get("suite", {}).get("raw", {}).get("model", "unknown")
+    target = ((meta.get("suite") or {}).get("raw") or {}).get("model") or "unknown"
     runs, key_of = [], {}
     for row in results.records:
         k = row.get("num_speculative_tokens") or 0

@@ -1,16 +1,20 @@
 """Markdown / JSON / CSV renderings of result records.
 
 The markdown table is the one teams paste into PRs (``../shared/reference/results_example.md``):
-missing values print as ``—`` (or ``-`` inside the per-position cell), never as 0.
+missing values print as ``—`` (or ``-`` inside the per-position cell), never as 0. JSON is standard
+JSON: a NaN or ±Infinity (never a measured value) is written as ``null``; CSV leaves it empty.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-import json
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
+
+from ..jsonio import dumps
+from .load import is_number
 
 FORMATS = ("markdown", "json", "csv")
 DASH = "—"
@@ -19,9 +23,13 @@ Record = dict[str, Any]
 
 
 def _num(value: Any, digits: int, suffix: str = "", missing: str = DASH) -> str:
-    if value is None:
+    if not is_number(value):
         return missing
     return f"{value:.{digits}f}{suffix}"
+
+
+def _non_finite(value: Any) -> bool:
+    return isinstance(value, float) and not math.isfinite(value)
 
 
 def _pair(r: Record, prefix: str) -> str:
@@ -29,7 +37,7 @@ def _pair(r: Record, prefix: str) -> str:
 
 
 def _pct(value: Any, missing: str = DASH) -> str:
-    return missing if value is None else f"{value * 100:.2f}%"
+    return f"{value * 100:.2f}%" if is_number(value) else missing
 
 
 def _positions(r: Record) -> str:
@@ -161,7 +169,8 @@ def to_csv(records: Sequence[Record]) -> str:
     writer = csv.DictWriter(buf, fieldnames=keys, lineterminator="\n")
     writer.writeheader()
     for r in records:
-        writer.writerow({k: json.dumps(v) if isinstance(v, (dict, list)) else ("" if v is None else v) for k, v in r.items()})
+        writer.writerow({k: dumps(v) if isinstance(v, (dict, list)) else ("" if v is None or _non_finite(v) else v)
+                         for k, v in r.items()})
     return buf.getvalue().rstrip("\n")
 
 
@@ -169,7 +178,7 @@ def render(records: Sequence[Record], fmt: str, meta: dict[str, Any] | None = No
     if fmt == "markdown":
         return markdown(records, meta)
     if fmt == "json":
-        return json.dumps(list(records), indent=2)
+        return dumps(list(records), indent=2)
     if fmt == "csv":
         return to_csv(records)
     raise ValueError(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")
