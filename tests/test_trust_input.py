@@ -609,3 +609,191 @@ def test_gate_warns_when_comparability_is_unreadable(gate_run, capsys, tmp_path)
     shutil.copytree(GATE_RUN, ref)
     rc, _, err = cli(capsys, "gate", cand, "--reference", ref, "--max-drop", "output_throughput_tps=50%")
     assert rc == 0 and "cannot verify the runs are comparable" in err
+
+
+# ============================================================================== 4. secrets
+
+import base64  # noqa: E402
+import os  # noqa: E402
+import sys  # noqa: E402
+
+from specbench.launch import load_engine  # noqa: E402
+from specbench.runner import redact_raw  # noqa: E402
+from specbench.secrets import (MASK, is_secret_name, redact_argv, redact_env, redact_mapping,  # noqa: E402
+                               redact_url, split_credentials)
+
+
+@pytest.mark.parametrize("name", ["--api-key", "--hf-token", "--db-password", "--client-secret", "DB_PASSWORD",
+                                  "MY_SECRET", "HF_TOKEN", "OPENAI_API_KEY", "AWS_SECRET_ACCESS_KEY", "apiKey",
+                                  "--passwd", "GOOGLE_APPLICATION_CREDENTIALS", "--auth", "OAUTH", "Authorization",
+                                  "--ssl-password", "keys", "x.secret.y"])
+def test_secret_names(name):
+    assert is_secret_name(name)
+
+
+@pytest.mark.parametrize("name", ["max_tokens", "num_speculative_tokens", "--max-num-batched-tokens", "--tokenizer",
+                                  "api_key_env", "--ssl-keyfile", "author", "--port", "CUDA_VISIBLE_DEVICES", "monkeys",
+                                  "temperature", "", "-"])
+def test_not_secret_names(name):
+    assert not is_secret_name(name)
+
+
+def test_redact_argv_both_forms_and_switches():
+    argv = ["vllm", "--db-password", "p1", "--client-secret=p2", "--hf-token", "p3", "--disable-auth", "--port", "80",
+            "--url=http://u:p4@h:1/x", "--API-KEY", "p5", "--max-num-batched-tokens", "512", "--api-key"]
+    assert redact_argv(argv) == ["vllm", "--db-password", MASK, f"--client-secret={MASK}", "--hf-token", MASK,
+                                 "--disable-auth", "--port", "80", f"--url=http://u:{MASK}@h:1/x", "--API-KEY", MASK,
+                                 "--max-num-batched-tokens", "512", "--api-key"]
+    # a flag the launcher declares secret takes its value even when it looks like a flag
+    assert redact_argv(["--token-file", "-abc"], ["--token-file"]) == ["--token-file", MASK]
+    assert argv[2] == "p1"  # a copy, never in place
+
+
+def test_redact_env_and_nested_mappings():
+    env = {"DB_PASSWORD": "p", "MY_SECRET": "p", "HF_TOKEN": "p", "PLAIN": "visible", "PROXY": "http://u:p@proxy:3128"}
+    assert redact_env(env) == {"DB_PASSWORD": MASK, "MY_SECRET": MASK, "HF_TOKEN": MASK, "PLAIN": "visible",
+                               "PROXY": f"http://u:{MASK}@proxy:3128"}
+    raw = {"api_key_env": "MY_KEY", "load": {"max_tokens": 8, "extra_body": {"api_key": "p", "top_k": 1}},
+           "configs": [{"name": "b", "num_speculative_tokens": 3, "url": "https://u:p@h",
+                        "speculative": {"draft": {"auth": {"user": "a", "pass": "p"}}},
+                        "args": ["--db-password", "p", "--n", "1"], "env": {"MY_SECRET": "p"}}]}
+    red = redact_mapping(raw)
+    assert red["api_key_env"] == "MY_KEY"  # the variable's name, not its value
+    assert red["load"] == {"max_tokens": 8, "extra_body": {"api_key": MASK, "top_k": 1}}
+    cfg = red["configs"][0]
+    assert cfg["num_speculative_tokens"] == 3 and cfg["url"] == f"https://u:{MASK}@h"
+    assert cfg["speculative"]["draft"]["auth"] == {"user": MASK, "pass": MASK}
+    assert cfg["args"] == ["--db-password", MASK, "--n", "1"] and cfg["env"] == {"MY_SECRET": MASK}
+    assert redact_raw(raw) == red  # the runner's name for it is the same function
+    assert "'p'" not in repr(red) and raw["configs"][0]["env"]["MY_SECRET"] == "p"
+
+
+@pytest.mark.parametrize("url,shown", [
+    ("http://user:pass@host:8000/v1", f"http://user:{MASK}@host:8000/v1"),
+    ("https://user:p@ss:w@rd@host", f"https://user:{MASK}@host"),
+    ("http://u:p@[::1]:8000", f"http://u:{MASK}@[::1]:8000"),
+    ("cannot reach http://u:p@h:1/v1/models: error", f"cannot reach http://u:{MASK}@h:1/v1/models: error"),
+    ("http://host:8000", "http://host:8000"), ("http://[::1]:8000", "http://[::1]:8000"),
+])
+def test_redact_url(url, shown):
+    assert redact_url(url) == shown
+
+
+def test_split_credentials_gives_one_basic_header():
+    url, header = split_credentials("http://us%40er:p%3Ass@[::1]:8000/x")
+    assert url == "http://[::1]:8000/x"
+    assert base64.b64decode(header.split()[1]).decode() == "us@er:p:ss"
+    assert split_credentials("http://h:1") == ("http://h:1", None)
+
+
+def test_engines_redact_by_pattern_too():
+    for name in ("vllm", "sglang"):
+        argv = load_engine(name).redact(["x", "--db-password", "p", "--client-secret=p", "--api-key", "k"])
+        assert argv == ["x", "--db-password", MASK, f"--client-secret={MASK}", "--api-key", MASK]
+
+
+def _files_containing(root: Path, needle: str) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and needle.encode() in p.read_bytes())
+
+
+@pytest.mark.parametrize("client", ["socket", "aiohttp"])
+async def test_url_password_is_redacted_everywhere_but_sent(tmp_path, prompts, servers, capsys, client):
+    server = ScriptedServer(Script())
+    url = await servers(server)
+    with_password = url.replace("http://", f"http://bench:{PASSWORD}@")
+    suite = write_suite(tmp_path / "s.yaml", prompts, [{"name": "baseline", "url": with_password}], client=client)
+    out = tmp_path / "run"
+    outcome = await run_suite(load_suite(suite), out)
+    assert outcome.exit_code == 0, outcome.failed_configs
+    shown = url.replace("http://", f"http://bench:{MASK}@")
+    files = strict_run_files(out)
+    assert files["meta.json"]["servers"]["baseline"]["url"] == shown
+    assert files["meta.json"]["suite"]["raw"]["configs"][0]["url"] == shown
+    assert files["results.json"][0]["server_url"] == shown
+    assert all(p["server"]["url"] == shown for p in files["phases.jsonl"])
+    assert _files_containing(out, PASSWORD) == []
+    printed = capsys.readouterr()
+    assert PASSWORD not in printed.out + printed.err
+    # ... while the server got the real credentials, as one Basic header, from both clients
+    expected = "Basic " + base64.b64encode(f"bench:{PASSWORD}".encode()).decode()
+    assert server.headers and all(h.get("Authorization") == expected for h in server.headers)
+
+
+async def test_unreachable_url_with_password_is_reported_redacted(tmp_path, prompts, capsys):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    suite = write_suite(tmp_path / "s.yaml", prompts,
+                        [{"name": "baseline", "url": f"http://bench:{PASSWORD}@127.0.0.1:{port}"}])
+    out = tmp_path / "run"
+    outcome = await run_suite(load_suite(suite), out)
+    assert outcome.failed_configs and PASSWORD not in outcome.failed_configs["baseline"]
+    assert f"bench:{MASK}@127.0.0.1:{port}" in outcome.failed_configs["baseline"]
+    assert _files_containing(out, PASSWORD) == []
+
+
+def test_url_password_in_suite_errors_is_redacted(tmp_path, prompts, capsys):
+    path = tmp_path / "s.yaml"
+    path.write_text(suite_text(prompts, config=f"  - name: baseline\n    url: 'ftp://u:{PASSWORD}@h'\n"))
+    rc, _, err = cli(capsys, "run", path)
+    assert rc == 2 and PASSWORD not in err and f"u:{MASK}@h" in err
+
+
+SCRIPTED = Path(__file__).resolve().parent / "scripted_server.py"
+SECRET_WRAPPER = f'''import runpy, sys
+SCRIPTED = {str(SCRIPTED)!r}
+out, skip = [], False
+for a in sys.argv[1:]:
+    if skip:
+        skip = False
+        continue
+    if a in ("--db-password", "--hf-token"):
+        skip = True
+        continue
+    if a.startswith("--client-secret="):
+        continue
+    out.append(a)
+sys.argv = [SCRIPTED, *out]
+runpy.run_path(SCRIPTED, run_name="__main__")
+'''
+
+
+async def test_launched_server_secrets_never_reach_meta_log_or_any_file(tmp_path, prompts, monkeypatch, capsys):
+    launchers = tmp_path / "launchers"
+    launchers.mkdir()
+    wrapper = tmp_path / "secret_engine.py"
+    wrapper.write_text(SECRET_WRAPPER)
+    (launchers / "secretfake.yaml").write_text(yaml.safe_dump({
+        "extends": "vllm", "name": "secretfake", "python": sys.executable, "command": ["{python}", str(wrapper)],
+        "args": ["--port", "{port}", "--model", "{model}"], "gpu_env": None}))
+    monkeypatch.setenv("SPECBENCH_LAUNCHERS", str(launchers))
+    monkeypatch.delenv("SPECBENCH_ENGINE_PYTHON", raising=False)
+    suite = tmp_path / "s.yaml"
+    suite.write_text(yaml.safe_dump({
+        "name": "secrets", "model": "smol", "engine": "secretfake",
+        "configs": [{"name": "baseline", "args": ["--db-password", PASSWORD, f"--client-secret={PASSWORD}"],
+                     "env": {"DB_PASSWORD": PASSWORD, "MY_SECRET": PASSWORD, "PLAIN_SETTING": "visible"}}],
+        "server": {"env": {"HF_TOKEN": PASSWORD}, "args": ["--hf-token", PASSWORD], "startup_timeout_s": 60},
+        "datasets": [{"name": "p", "path": str(prompts), "requests": 2}],
+        "load": {"concurrency": 1, "max_tokens": 8, "warmup": 0, "timeout_s": 30}}))
+    out = tmp_path / "run"
+    outcome = await run_suite(load_suite(suite), out)
+    assert outcome.exit_code == 0, outcome.failed_configs
+    meta = _strict((out / "meta.json").read_text())
+    server = meta["servers"]["baseline"]
+    argv = server["argv"]
+    assert argv[argv.index("--db-password") + 1] == MASK and f"--client-secret={MASK}" in argv
+    assert argv[argv.index("--hf-token") + 1] == MASK
+    assert server["env"]["DB_PASSWORD"] == MASK and server["env"]["MY_SECRET"] == MASK
+    assert server["env"]["HF_TOKEN"] == MASK and server["env"]["PLAIN_SETTING"] == "visible"
+    raw = meta["suite"]["raw"]
+    assert raw["configs"][0]["args"] == ["--db-password", MASK, f"--client-secret={MASK}"]
+    assert raw["configs"][0]["env"]["MY_SECRET"] == MASK and raw["server"]["env"]["HF_TOKEN"] == MASK
+    assert raw["load"]["max_tokens"] == 8  # a count is not a secret (it used to read "***")
+    header = (out / "logs" / "baseline.log").read_text().splitlines()[0]
+    assert header.startswith("$ ") and f"--db-password {MASK}" in header and f"--client-secret={MASK}" in header
+    assert _files_containing(out, PASSWORD) == []
+    printed = capsys.readouterr()
+    assert PASSWORD not in printed.out + printed.err
