@@ -619,8 +619,7 @@ import sys  # noqa: E402
 
 from specbench.launch import load_engine  # noqa: E402
 from specbench.runner import redact_raw  # noqa: E402
-from specbench.secrets import (MASK, is_secret_name, redact_argv, redact_env, redact_mapping,  # noqa: E402
-                               redact_url, split_credentials)
+MASK = "***"
 
 
 @pytest.mark.parametrize("name", ["--api-key", "--hf-token", "--db-password", "--client-secret", "DB_PASSWORD",
@@ -628,6 +627,8 @@ from specbench.secrets import (MASK, is_secret_name, redact_argv, redact_env, re
                                   "--passwd", "GOOGLE_APPLICATION_CREDENTIALS", "--auth", "OAUTH", "Authorization",
                                   "--ssl-password", "keys", "x.secret.y"])
 def test_secret_names(name):
+    from specbench.secrets import is_secret_name
+
     assert is_secret_name(name)
 
 
@@ -635,10 +636,14 @@ def test_secret_names(name):
                                   "api_key_env", "--ssl-keyfile", "author", "--port", "CUDA_VISIBLE_DEVICES", "monkeys",
                                   "temperature", "", "-"])
 def test_not_secret_names(name):
+    from specbench.secrets import is_secret_name
+
     assert not is_secret_name(name)
 
 
 def test_redact_argv_both_forms_and_switches():
+    from specbench.secrets import redact_argv
+
     argv = ["vllm", "--db-password", "p1", "--client-secret=p2", "--hf-token", "p3", "--disable-auth", "--port", "80",
             "--url=http://u:p4@h:1/x", "--API-KEY", "p5", "--max-num-batched-tokens", "512", "--api-key"]
     assert redact_argv(argv) == ["vllm", "--db-password", MASK, f"--client-secret={MASK}", "--hf-token", MASK,
@@ -650,6 +655,8 @@ def test_redact_argv_both_forms_and_switches():
 
 
 def test_redact_env_and_nested_mappings():
+    from specbench.secrets import redact_env, redact_mapping
+
     env = {"DB_PASSWORD": "p", "MY_SECRET": "p", "HF_TOKEN": "p", "PLAIN": "visible", "PROXY": "http://u:p@proxy:3128"}
     assert redact_env(env) == {"DB_PASSWORD": MASK, "MY_SECRET": MASK, "HF_TOKEN": MASK, "PLAIN": "visible",
                                "PROXY": f"http://u:{MASK}@proxy:3128"}
@@ -676,10 +683,14 @@ def test_redact_env_and_nested_mappings():
     ("http://host:8000", "http://host:8000"), ("http://[::1]:8000", "http://[::1]:8000"),
 ])
 def test_redact_url(url, shown):
+    from specbench.secrets import redact_url
+
     assert redact_url(url) == shown
 
 
 def test_split_credentials_gives_one_basic_header():
+    from specbench.secrets import split_credentials
+
     url, header = split_credentials("http://us%40er:p%3Ass@[::1]:8000/x")
     assert url == "http://[::1]:8000/x"
     assert base64.b64decode(header.split()[1]).decode() == "us@er:p:ss"
