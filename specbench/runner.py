@@ -393,7 +393,7 @@ class Runner:
         acceptance = server.engine.acceptance(before, after, cfg.num_speculative_tokens, info.get("raw"))
         if not before.ok or not after.ok:
             acceptance["acceptance_error"] = redact_url(before.error or after.error)
-        for r in result.records:
+        for r in warm_records + result.records:
             if r.error:
                 r.error = redact_url(r.error)
         info_row = PhaseInfo(config=cfg.name, dataset=dataset, concurrency=point.concurrency,

@@ -808,3 +808,19 @@ async def test_launched_server_secrets_never_reach_meta_log_or_any_file(tmp_path
     assert _files_containing(out, PASSWORD) == []
     printed = capsys.readouterr()
     assert PASSWORD not in printed.out + printed.err
+
+
+class BrokenMetricsServer(ScriptedServer):
+    async def metrics(self, request: web.Request) -> web.Response:
+        return web.Response(status=500, text="exporter down")
+
+
+async def test_metrics_error_of_a_url_with_password_is_stored_redacted(tmp_path, prompts, servers):
+    url = await servers(BrokenMetricsServer(Script()))
+    suite = write_suite(tmp_path / "s.yaml", prompts,
+                        [{"name": "baseline", "url": url.replace("http://", f"http://bench:{PASSWORD}@")}])
+    out = tmp_path / "run"
+    await run_suite(load_suite(suite), out)
+    phase = strict_run_files(out)["phases.jsonl"][0]
+    assert f"bench:{MASK}@" in phase["acceptance"]["acceptance_error"]
+    assert _files_containing(out, PASSWORD) == []
