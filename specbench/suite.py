@@ -359,6 +359,11 @@ def parse_suite(data: Any, path: Path) -> Suite:
         if not data_dir.is_dir():
             problems.append(f"{where}.data_dir: directory not found: {data_dir}")
 
+    if top.get("api_key_env"):
+        for i, c in enumerate(configs):
+            if c.url and urlparse(c.url).netloc.rpartition("@")[0]:
+                problems.append(f"{where}: configs[{i}].url: has credentials (user@) and api_key_env is set; both would be "
+                                "the Authorization header: use one")
     if lraw.get("client") == "socket":
         for c in configs:
             if c.url and not c.url.startswith("http://"):

@@ -824,3 +824,13 @@ async def test_metrics_error_of_a_url_with_password_is_stored_redacted(tmp_path,
     phase = strict_run_files(out)["phases.jsonl"][0]
     assert f"bench:{MASK}@" in phase["acceptance"]["acceptance_error"]
     assert _files_containing(out, PASSWORD) == []
+
+
+def test_url_credentials_and_an_api_key_together_are_refused(tmp_path, prompts, capsys):
+    path = tmp_path / "s.yaml"
+    path.write_text(suite_text(prompts, config=f"  - name: baseline\n    url: 'http://u:{PASSWORD}@127.0.0.1:9'\n")
+                    + "api_key_env: MY_KEY\n")
+    rc, _, err = cli(capsys, "run", path)
+    assert rc == 2
+    one_line_error(err, str(path), "configs[0].url", "api_key_env")
+    assert PASSWORD not in err

@@ -293,7 +293,7 @@ _REQUEST_TYPES: dict[str, tuple[type, ...]] = {
     "send_time": (int, float), "chunk_times": (list,), "chunk_tokens": (list,), "repeat": (int,),
     "category": (str, type(None)), "prompt_tokens": (int, type(None)), "output_tokens": (int, type(None)),
     "error": (str, type(None)), "concurrency": (int, type(None)), "output_token_ids": (list, type(None)),
-    "text": (str,), "finish_reason": (str, type(None)),
+    "text": (str,), "finish_reason": (str, type(None)), "request_rate": (int, float, type(None)),
 }
 
 
