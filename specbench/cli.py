@@ -34,10 +34,11 @@ def _run(args: argparse.Namespace) -> int:
             from .parallel import run_parallel
 
             work = run_parallel(suite, out, mode="ray" if args.ray else "gpus", address=args.ray,
-                                resume=bool(args.resume), progress=progress, restart_on_failure=args.restart_on_failure)
+                                resume=bool(args.resume), progress=progress, restart_on_failure=args.restart_on_failure,
+                                overwrite=args.overwrite)
         else:
             work = run_suite(suite, out, resume=bool(args.resume), progress=progress,
-                             restart_on_failure=args.restart_on_failure, grace_s=args.grace)
+                             restart_on_failure=args.restart_on_failure, grace_s=args.grace, overwrite=args.overwrite)
         outcome = run_loop(work)
     Console().print(markdown(outcome.rows), markup=False, highlight=False, soft_wrap=True)
     for name, err in outcome.failed_configs.items():
@@ -77,12 +78,11 @@ def _trace(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from .report.load import load_run
+    from .report.load import load_run, read_requests
     from .report.profilings import export
-    from .store import RunDir
 
     results = load_run(args.run)
-    written = export(results, RunDir(Path(args.run)).load_requests(), Path(args.output), gpu=args.gpu)
+    written = export(results, read_requests(Path(args.run)) or [], Path(args.output), gpu=args.gpu)
     print(f"wrote {len(written)} parquet files under {args.output}")
     return 0
 
@@ -101,7 +101,10 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run a suite: every config × data set × load point")
     run.add_argument("suite", help="suite YAML file")
     run.add_argument("--output", "-o", help="run directory (default results/<suite>-<timestamp>/)")
-    run.add_argument("--resume", metavar="DIR", help="continue an interrupted run in DIR, skipping completed cells")
+    again = run.add_mutually_exclusive_group()
+    again.add_argument("--resume", metavar="DIR", help="continue an interrupted run in DIR, skipping completed cells")
+    again.add_argument("--overwrite", action="store_true",
+                       help="replace the run already in the output dir (its results, raw data and logs) with a fresh one")
     run.add_argument("--quiet", "-q", action="store_true", help="no live progress (CI logs)")
     run.add_argument("--restart-on-failure", action="store_true", help="restart a launched server once if it dies")
     run.add_argument("--grace", type=float, default=10.0, metavar="S",

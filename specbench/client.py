@@ -26,6 +26,7 @@ import aiohttp
 import orjson
 
 from .records import RequestRecord
+from .secrets import split_credentials
 from .wire import EncodedResponse, Target, Wire, WireError
 
 #: what ``stream_request`` sends over: the socket client or an aiohttp session (TLS)
@@ -62,7 +63,7 @@ class RequestSpec:
     @property
     def url(self) -> str:
         path = "/v1/chat/completions" if self.endpoint == "chat" else "/v1/completions"
-        return self.base_url.rstrip("/") + path
+        return split_credentials(self.base_url)[0].rstrip("/") + path
 
     @functools.cached_property
     def target(self) -> Target:
@@ -75,8 +76,9 @@ class RequestSpec:
     def _headers(self) -> dict[str, str]:
         # identity: a compressed stream's chunk times would be the compressor's, not the server's
         h = {"Content-Type": "application/json", "Accept-Encoding": "identity"}
-        if self.api_key:
-            h["Authorization"] = f"Bearer {self.api_key}"
+        basic = split_credentials(self.base_url)[1]
+        if self.api_key or basic:
+            h["Authorization"] = f"Bearer {self.api_key}" if self.api_key else basic
         return h
 
     @functools.cached_property

@@ -62,6 +62,7 @@ async def _conversation(
         rec = RequestRecord(
             prompt_id=prompt.id, dataset=prompt.dataset, config=phase.config, turn=turn,
             category=prompt.category, phase=phase.phase, concurrency=phase.concurrency, repeat=phase.repeat,
+            request_rate=phase.request_rate,
         )
         try:
             await stream_request(session, spec, _messages(prompt, answers, turn), rec)
@@ -271,7 +272,7 @@ async def drive_processes(spec: RequestSpec, prompts: Sequence[Prompt], phase: P
                 return
             if kind == "record":
                 rec = RequestRecord.from_dict(rest[0])
-                rec.concurrency = phase.concurrency
+                rec.concurrency, rec.request_rate = phase.concurrency, phase.request_rate
                 records.append(rec)
                 seen[i].add(rec.prompt_id)
                 if on_record:
@@ -308,7 +309,8 @@ async def drive_processes(spec: RequestSpec, prompts: Sequence[Prompt], phase: P
         for p in shares[i]:
             if p.id not in seen[i]:
                 rec = RequestRecord(prompt_id=p.id, dataset=p.dataset, config=phase.config, category=p.category,
-                                    phase=phase.phase, repeat=phase.repeat, concurrency=phase.concurrency, error=why)
+                                    phase=phase.phase, repeat=phase.repeat, concurrency=phase.concurrency,
+                                    request_rate=phase.request_rate, error=why)
                 records.append(rec)
                 if on_record:
                     on_record(rec)

@@ -25,3 +25,7 @@ class ServerError(SpecbenchError):
 
 class ResultsError(SpecbenchError):
     """A results file or directory is missing or unreadable."""
+
+
+class RunDirError(SpecbenchError):
+    """A run directory cannot be used as asked: it holds a run (without --resume), or holds none to resume."""

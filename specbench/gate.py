@@ -18,8 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Literal, Mapping, Sequence
 
-import yaml
-
 from specbench.errors import ResultsError, SpecbenchError, SuiteError
 
 Kind = Literal["min", "max", "max_drop"]
@@ -111,15 +109,22 @@ class Check:
 
 @dataclass(frozen=True)
 class CellKey:
-    """A cell of the results matrix; ``concurrency`` is part of the key only when recorded."""
+    """A cell of the results matrix; ``concurrency`` and ``request_rate`` are part of the key only when recorded."""
 
     config: str
     dataset: str
     concurrency: int | None = None
+    request_rate: float | None = None
+
+    @property
+    def load(self) -> str | None:
+        if self.request_rate is not None:
+            return f"rate {self.request_rate:g}/s"
+        return None if self.concurrency is None else f"concurrency {self.concurrency}"
 
     def __str__(self) -> str:
         text = f"{self.config}@{self.dataset}"
-        return text if self.concurrency is None else f"{text} (concurrency {self.concurrency})"
+        return text if self.load is None else f"{text} ({self.load})"
 
 
 Cells = Mapping[CellKey, Mapping[str, Any]]
@@ -297,7 +302,10 @@ def index_cells(records: Any, where: str) -> dict[CellKey, Mapping[str, Any]]:
         concurrency = record.get("concurrency")
         if concurrency is not None and type(concurrency) is not int:
             raise ResultsError(f"{where}: record {i}: concurrency is not an integer: {concurrency!r}")
-        key = CellKey(record["run"], record["dataset"], concurrency)
+        rate = record.get("request_rate")
+        if rate is not None and (type(rate) not in (int, float) or not math.isfinite(rate)):
+            raise ResultsError(f"{where}: record {i}: request_rate is not a number: {rate!r}")
+        key = CellKey(record["run"], record["dataset"], concurrency, rate)
         if key in cells:
             raise ResultsError(f"{where}: duplicate cell {key}")
         cells[key] = record
@@ -317,6 +325,8 @@ def read_measure(cell: Mapping[str, Any], metric: str, side: str, key: CellKey) 
         raise GateError(f"{metric} is null in {side} cell {key}")
     if not is_number(value):
         raise GateError(f"{metric} in {side} cell {key} is not a number: {value!r}")
+    if not math.isfinite(value):  # an infinite speedup or latency is damage, never a measurement
+        raise GateError(f"{metric} in {side} cell {key} is not a finite number: {value!r}")
     return Measure(float(value), read_ci(cell, metric, side, key))
 
 
@@ -548,7 +558,7 @@ def render_markdown(verdicts: Sequence[Verdict], candidate: str, reference: str 
         f"{fails} regressed, {noisy} within noise.",
         "",
     ]
-    with_conc = any(v.cell.concurrency is not None for v in verdicts)
+    with_conc = any(v.cell.load is not None for v in verdicts)
     header = ["Metric", "Config", "Data set"] + (["Concurrency"] if with_conc else [])
     header += ["Reference", "Candidate", "Change", "Threshold", "Verdict"]
     lines += ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
@@ -556,7 +566,8 @@ def render_markdown(verdicts: Sequence[Verdict], candidate: str, reference: str 
         change = "—" if v.change is None else f"{v.change * 100:+.1f}%"
         row = [v.check.metric, v.cell.config, v.cell.dataset]
         if with_conc:
-            row.append("—" if v.cell.concurrency is None else str(v.cell.concurrency))
+            row.append("—" if v.cell.load is None else
+                       str(v.cell.concurrency) if v.cell.request_rate is None else v.cell.load)
         row += [fmt_measure(v.reference), fmt_measure(v.candidate), change]
         row += [fmt_threshold(v), VERDICT_TEXT[v.outcome]]
         lines.append("| " + " | ".join(row) + " |")
@@ -596,6 +607,8 @@ def load_run(path: Path) -> Run:
         records = json.loads(results.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
         raise ResultsError(f"{results}: unreadable JSON ({err})") from None
+    except RecursionError:
+        raise ResultsError(f"{results}: unreadable JSON (nested too deeply)") from None
     meta_file = results.parent / "meta.json"
     meta = None
     if meta_file.is_file():
@@ -603,6 +616,8 @@ def load_run(path: Path) -> Run:
             meta = json.loads(meta_file.read_text())
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
             raise ResultsError(f"{meta_file}: unreadable JSON ({err})") from None
+        except RecursionError:
+            raise ResultsError(f"{meta_file}: unreadable JSON (nested too deeply)") from None
         if not isinstance(meta, dict):
             raise ResultsError(f"{meta_file}: expected a JSON object")
     return Run(results, index_cells(records, str(results)), meta)
@@ -610,12 +625,9 @@ def load_run(path: Path) -> Run:
 
 def load_suite_gate(path: Path) -> tuple[GateSpec, str | None]:
     """The ``gate:`` section and ``name`` of a suite file; the rest is the suite loader's business."""
-    try:
-        data = yaml.safe_load(Path(path).read_text())
-    except FileNotFoundError:
-        raise SuiteError(f"{path}: suite file not found") from None
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
-        raise SuiteError(f"{path}: unreadable YAML ({str(err).splitlines()[0]})") from None
+    from specbench.suite import read_yaml
+
+    data = read_yaml(path)
     if not isinstance(data, Mapping):
         raise SuiteError(f"{path}: expected a mapping at the top level")
     name = data.get("name")
@@ -681,6 +693,10 @@ def judge_runs(args: argparse.Namespace) -> tuple[list[Verdict], Run, Run | None
             missing = cand.path if cand.meta is None else ref.path
             warn(f"no meta.json beside {missing}; cannot verify the runs are comparable")
         else:
+            for run in (cand, ref):
+                if not isinstance(run.meta.get("comparability"), Mapping):
+                    warn(f"{run.path.parent / 'meta.json'} has no readable comparability; "
+                         "cannot verify the runs are comparable")
             problems = comparability_problems(cand.meta, ref.meta)
             if problems:
                 raise GateError("candidate and reference are not comparable: " + "; ".join(problems))

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from . import acceptance as acc
+from .cell import Cell
 from .compare import fidelity, mean_ci95, paired_requests, paired_speedup, ratio
 from .client import SOURCE_USAGE_TOTAL
 from .metrics import latency_stats, shared_reads, throughput, token_sources
@@ -47,6 +48,7 @@ class PhaseInfo:
     server: dict[str, Any] = field(default_factory=dict)
     interrupted: bool = False
     server_died: bool = False
+    requests: int | None = None  # measured records stored with it: --resume re-measures a phase that lost one
     telemetry: dict[str, Any] = field(default_factory=dict)  # GPU energy and samples (telemetry.py)
 
     @property
@@ -62,12 +64,8 @@ class PhaseInfo:
         return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
 
     @property
-    def cell(self) -> tuple[str, str, int, float | None]:
-        return (self.config, self.dataset, self.concurrency, self.request_rate)
-
-
-def record_cell(r: RequestRecord, rate: float | None) -> tuple[str, str, int, float | None]:
-    return (r.config, r.dataset, r.concurrency or 0, rate)
+    def cell(self) -> Cell:
+        return Cell.of_phase(self)
 
 
 def combine_acceptance(windows: Sequence[dict[str, Any]], k: int | None,
@@ -106,8 +104,11 @@ def combine_acceptance(windows: Sequence[dict[str, Any]], k: int | None,
                acceptance_source=measured[0].get("acceptance_source"))
     npos = max(len(w.get("acceptance_per_position") or []) for w in measured)
     if npos:
-        per = [sum((w.get("acceptance_per_position") or [0] * npos)[i] * w["spec_drafts"] for w in measured) / drafts
-               for i in range(npos)]
+        per = []
+        for i in range(npos):
+            parts = [(w.get("acceptance_per_position") or [0] * npos)[i] for w in measured]
+            # a position stored as null (a NaN counter) stays null: never pooled as 0
+            per.append(None if None in parts else sum(p * w["spec_drafts"] for p, w in zip(parts, measured)) / drafts)
         out["acceptance_per_position"] = per
         for i, v in enumerate(per, start=1):
             out[f"acceptance_pos_{i}"] = v
@@ -269,19 +270,18 @@ def add_comparisons(rows: list[dict[str, Any]], records: Sequence[RequestRecord]
     """Fill speedup_vs_baseline (+ per-repeat CI), paired speedup with bootstrap CI, and fidelity."""
     if baseline is None:
         return
-    by_cell: dict[tuple, list[RequestRecord]] = defaultdict(list)
+    by_cell: dict[Cell, list[RequestRecord]] = defaultdict(list)
     for r in records:
         if r.phase == "measure":
-            by_cell[(r.config, r.dataset, r.concurrency or 0)].append(r)
-    base_rows = {(r["dataset"], r.get("concurrency"), r.get("request_rate")): r for r in rows if r["run"] == baseline}
+            by_cell[Cell.of_record(r)].append(r)
+    base_rows = {Cell.of_row(r): r for r in rows if r["run"] == baseline}
     for row in rows:
-        base = base_rows.get((row["dataset"], row.get("concurrency"), row.get("request_rate")))
+        cell = Cell.of_row(row)
+        base = base_rows.get(cell.with_config(baseline))
         if base is None:
             continue
         row["speedup_vs_baseline"] = ratio(row["output_throughput_tps"], base["output_throughput_tps"])
-        conc = row.get("concurrency") if row.get("request_rate") is None else row.get("max_concurrency")
-        conc = conc or 0
-        pairs = paired_requests(by_cell[(row["run"], row["dataset"], conc)], by_cell[(baseline, row["dataset"], conc)])
+        pairs = paired_requests(by_cell[cell], by_cell[cell.with_config(baseline)])
         row.update(paired_speedup(pairs))
         if row["run"] != baseline:
             row.update(fidelity(pairs))

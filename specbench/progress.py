@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.text import Text
 
 from .acceptance import decode_steps
 
@@ -74,6 +75,9 @@ class RunProgress:
 
     def _on_config_failed(self, config, error) -> None:
         self.console.print(f"[red]{config}: {error.splitlines()[0]}[/]", highlight=False)
+
+    def _on_notice(self, message: str) -> None:
+        self.console.print(Text(message, style="yellow"), highlight=False)
 
     def _on_interrupt(self) -> None:
         self.console.print("[yellow]stopping: finishing requests in flight (Ctrl-C again to abort)[/]")

@@ -12,6 +12,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+from .cell import Cell
 from .compare import paired_requests, ratio
 from .grade import accuracy_pairs, accuracy_summary, paired_accuracy
 from .measure import PhaseInfo
@@ -21,28 +22,18 @@ from .slo import slo_summary
 from .telemetry import cost_summary, gpu_count, telemetry_summary
 
 
-def _record_key(row: dict[str, Any]) -> tuple[str, str, int]:
-    conc = row.get("concurrency") if row.get("request_rate") is None else row.get("max_concurrency")
-    return (row["run"], row["dataset"], conc or 0)
-
-
-def _phase_key(row: dict[str, Any]) -> tuple[str, str, int, float | None]:
-    conc = row.get("concurrency") if row.get("request_rate") is None else (row.get("max_concurrency") or 0)
-    return (row["run"], row["dataset"], conc or 0, row.get("request_rate"))
-
-
 def add_quality(rows: list[dict[str, Any]], phases: Sequence[PhaseInfo], records: Sequence[RequestRecord], suite) -> None:
     configs = {c.name: c for c in suite.configs}
     baseline = suite.baseline.name if suite.baseline else None
-    recs: dict[tuple, list[RequestRecord]] = defaultdict(list)
+    recs: dict[Cell, list[RequestRecord]] = defaultdict(list)
     for r in records:
         if r.phase == "measure":
-            recs[(r.config, r.dataset, r.concurrency or 0)].append(r)
-    by_phase: dict[tuple, list[PhaseInfo]] = defaultdict(list)
+            recs[Cell.of_record(r)].append(r)
+    by_phase: dict[Cell, list[PhaseInfo]] = defaultdict(list)
     for p in phases:
         by_phase[p.cell].append(p)
     for row in rows:
-        measured, cell_phases = recs[_record_key(row)], by_phase[_phase_key(row)]
+        measured, cell_phases = recs[Cell.of_row(row)], by_phase[Cell.of_row(row)]
         row.update(slo_summary(measured, sum(p.wall_s for p in cell_phases), suite.load.slo))
         if row.get("num_speculative_tokens") is not None or row.get("method") != "baseline":
             row.update(acceptance_summary(measured))
@@ -57,12 +48,12 @@ def add_quality(rows: list[dict[str, Any]], phases: Sequence[PhaseInfo], records
             row.update(cost_summary(suite.cost, *gpu_count(suite, config), row.get("output_throughput_tps")))
     if baseline is None:
         return
-    base_rows = {(r["dataset"], r.get("concurrency"), r.get("request_rate")): r for r in rows if r["run"] == baseline}
+    base_rows = {Cell.of_row(r): r for r in rows if r["run"] == baseline}
     for row in rows:
-        base = base_rows.get((row["dataset"], row.get("concurrency"), row.get("request_rate")))
+        base = base_rows.get(Cell.of_row(row).with_config(baseline))
         if base is None or row["run"] == baseline:
             continue
-        mine, theirs = recs[_record_key(row)], recs[_record_key(base)]
+        mine, theirs = recs[Cell.of_row(row)], recs[Cell.of_row(base)]
         row.update(slower_share(paired_requests(mine, theirs)))
         if "accuracy" in row:
             row.update(paired_accuracy(accuracy_pairs(mine, theirs)))

@@ -49,6 +49,7 @@ class RequestRecord:
     output_token_ids: list[int] | None = None
     concurrency: int | None = None
     repeat: int = 0
+    request_rate: float | None = None  # open loop: the phase's arrival rate (part of the cell's identity)
     grade: dict[str, Any] | None = None  # the grader's verdict on the answer (load.grade), else None
 
     @property

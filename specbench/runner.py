@@ -21,32 +21,25 @@ from typing import Any
 import aiohttp
 
 from . import __version__
+from .cell import Cell, LoadPoint
 from .client import RequestSpec, close_transport, open_transport, transport_clock
 from .datasets import check_available, load_prompts
 from .drive import Phase, drive, drive_processes
 from .errors import LaunchError, ServerError, SuiteError
 from .grade import grade_phase
 from .launch import Engine, ServerProcess, load_engine, reap_all
-from .launch.process import free_port, port_in_use, served_models
+from .launch.process import free_port, port_in_use, served_models, stop_leftover
 from .measure import PhaseInfo, add_comparisons, order_row, summarize_cell
+from .provenance import suite_file_provenance
 from .quality import add_quality, suite_notes
 from .records import Prompt, RequestRecord
 from .report.render import markdown
 from .scrape import scrape
+from .secrets import redact_env, redact_mapping, redact_url
 from .slo import PROBE_PHASE, PROBES_FILE, attach_capacity, search_server
-from .store import RunDir, write_atomic
+from .store import RunDir
 from .suite import ServerConfig, Suite
 from .telemetry import PhaseMeter
-
-
-@dataclass
-class LoadPoint:
-    concurrency: int
-    request_rate: float | None = None
-
-    @property
-    def label(self) -> str:
-        return f"rate {self.request_rate:g}/s" if self.request_rate is not None else f"c={self.concurrency}"
 
 
 def load_points(suite: Suite) -> list[LoadPoint]:
@@ -150,19 +143,20 @@ async def _server_info(session: aiohttp.ClientSession, url: str, engine: Engine)
 
 async def _check_url(session: aiohttp.ClientSession, config: ServerConfig, model: str, engine: Engine) -> None:
     url = config.url + engine.models_path
+    shown = redact_url(url)
     try:
         async with session.get(url, timeout=aiohttp.ClientTimeout(total=15)) as r:
             if r.status != 200:
-                raise ServerError(f"config {config.name!r}: GET {url} returned HTTP {r.status}")
+                raise ServerError(f"config {config.name!r}: GET {shown} returned HTTP {r.status}")
             body = await r.read()
     except (aiohttp.ClientError, asyncio.TimeoutError) as err:
-        raise ServerError(f"config {config.name!r}: cannot reach {url}: {type(err).__name__} {err}".rstrip()) from None
+        raise ServerError(redact_url(f"config {config.name!r}: cannot reach {shown}: {type(err).__name__} {err}".rstrip())) from None
     try:
         served = served_models(body)
     except ValueError as err:
-        raise ServerError(f"config {config.name!r}: GET {url}: {err}") from None
+        raise ServerError(redact_url(f"config {config.name!r}: GET {shown}: {err}")) from None
     if model not in served:
-        raise ServerError(f"config {config.name!r}: {config.url} serves {served}, not the suite's model {model!r}")
+        raise ServerError(f"config {config.name!r}: {redact_url(config.url)} serves {served}, not the suite's model {model!r}")
 
 
 @asynccontextmanager
@@ -171,7 +165,7 @@ async def open_server(suite: Suite, config: ServerConfig, run: RunDir, session: 
     engine = load_engine(config.engine or suite.engine)
     if not config.launched:
         await _check_url(session, config, suite.model, engine)
-        yield Server(config, config.url, engine, info={"engine": engine.name, "url": config.url, "launched": False})
+        yield Server(config, config.url, engine, info={"engine": engine.name, "url": redact_url(config.url), "launched": False})
         return
     host = suite.server.host
     port = config.port or free_port(host)
@@ -184,15 +178,17 @@ async def open_server(suite: Suite, config: ServerConfig, run: RunDir, session: 
     proc = ServerProcess(config.name, argv, env, run.logs / f"{config.name}.log", url, engine.health_path,
                          engine.models_path, suite.model, suite.server.startup_timeout_s, engine.redact(argv))
     proc.start()
+    run.record_server(config.name, proc.identity())
     try:
         ready_s = await proc.wait_ready(session, stop)
         yield Server(config, url, engine, proc, info={
             "engine": engine.name, "url": url, "launched": True, "argv": engine.redact(argv),
-            "env": {k: v for k, v in env.items() if "KEY" not in k.upper() and "TOKEN" not in k.upper()},
+            "env": redact_env(env),
             "ready_s": round(ready_s, 1), "log": str(proc.log_path), "pid": proc.proc.pid,
         })
     finally:
         proc.stop()
+        run.forget_server(config.name)
 
 
 def auth_headers(suite: Suite) -> dict[str, str]:
@@ -214,19 +210,17 @@ def _request_spec(suite: Suite, server: Server) -> RequestSpec:
 def build_rows(suite: Suite, phases: list[PhaseInfo], records: list[RequestRecord]) -> list[dict[str, Any]]:
     """Results rows for every cell measured so far, in suite order (data set, then config)."""
     configs = {c.name: c for c in suite.configs}
-    by_cell: dict[tuple, list[PhaseInfo]] = {}
+    by_cell: dict[Cell, list[PhaseInfo]] = {}
     for p in phases:
         by_cell.setdefault(p.cell, []).append(p)
-    rec_by: dict[tuple, list[RequestRecord]] = {}
-    rate_of = {(p.config, p.dataset, p.concurrency): p.request_rate for p in phases}
+    rec_by: dict[Cell, list[RequestRecord]] = {}
     for r in records:
-        key = (r.config, r.dataset, r.concurrency or 0)
-        rec_by.setdefault((*key, rate_of.get(key)), []).append(r)
+        rec_by.setdefault(Cell.of_record(r), []).append(r)
     rows = []
     for spec in suite.datasets:
         for point in load_points(suite):
             for config in suite.configs:
-                cell = (config.name, spec.name, point.concurrency, point.request_rate)
+                cell = Cell.at(config.name, spec.name, point)
                 if cell not in by_cell:
                     continue
                 c = configs[config.name]
@@ -237,25 +231,9 @@ def build_rows(suite: Suite, phases: list[PhaseInfo], records: list[RequestRecor
     return [order_row(r) for r in rows]
 
 
-SECRET_WORDS = ("key", "token", "secret", "password")
-
-
 def redact_raw(raw: Any) -> Any:
-    """The suite as written, minus secrets: values of secret-looking flags in argv lists and env keys."""
-    if isinstance(raw, dict):
-        return {k: ("***" if isinstance(k, str) and any(w in k.lower() for w in SECRET_WORDS) and not isinstance(v, (dict, list))
-                    and k != "api_key_env" else redact_raw(v)) for k, v in raw.items()}
-    if isinstance(raw, list):
-        out = []
-        for i, item in enumerate(raw):
-            prev = raw[i - 1] if i else None
-            secret_flag = isinstance(prev, str) and prev.startswith("-") and any(w in prev.lower() for w in SECRET_WORDS)
-            if isinstance(item, str) and "=" in item and item.startswith("-") and any(w in item.split("=")[0].lower() for w in SECRET_WORDS):
-                out.append(item.split("=")[0] + "=***")
-            else:
-                out.append("***" if secret_flag and isinstance(item, (str, int)) else redact_raw(item))
-        return out
-    return raw
+    """The suite as written, minus secrets (see ``specbench.secrets``)."""
+    return redact_mapping(raw)
 
 
 def _notes(suite: Suite, clocks: dict[str, str] | None = None) -> list[str]:
@@ -275,55 +253,97 @@ class Runner:
     def __init__(self, suite: Suite, out: Path, *, resume: bool = False, progress: Progress | None = None,
                  restart_on_failure: bool = False, only_configs: list[str] | None = None,
                  on_phase: Callable[[PhaseInfo, list[RequestRecord]], None] | None = None,
-                 grace_s: float = 10.0, prompts: dict[str, list[Prompt]] | None = None) -> None:
+                 grace_s: float = 10.0, prompts: dict[str, list[Prompt]] | None = None,
+                 overwrite: bool = False) -> None:
         """``only_configs`` and ``on_phase`` let a distributed driver run one config per worker and
-        receive each phase's data as it completes (see ``specbench.parallel``)."""
+        receive each phase's data as it completes (see ``specbench.parallel``). ``out`` must hold no
+        run unless ``resume`` (continue it) or ``overwrite`` (replace it)."""
+        if resume and overwrite:
+            raise SuiteError("--resume and --overwrite exclude each other")
         self.suite, self.run = suite, RunDir(out)
+        self.overwrite = overwrite
+        self.stopped_leftovers: list[dict[str, Any]] = []
         self.only_configs = only_configs
         self.grace_s = grace_s
         self.timing = {"servers_s": 0.0, "warmup_s": 0.0, "measured_s": 0.0}
         self.prompts = prompts
-        self.on_phase = on_phase or self._store_phase
+        self.on_phase = on_phase or self.store_phase
         self.resume, self.progress = resume, progress or (lambda *a, **k: None)
         self.restart_on_failure = restart_on_failure
         self.stop = asyncio.Event()
         self.meta: dict[str, Any] = {}
 
-    # ---- files ----
-    def _store_phase(self, info: PhaseInfo, records: list[RequestRecord]) -> None:
+    # ---- the run dir ----
+    def prepare(self) -> None:
+        """Before anything is loaded or launched: refuse a run dir that cannot be used as asked (one
+        line, exit 2, nothing touched), then stop servers a killed earlier run left running in it."""
+        if self.resume:
+            self.run.check_resumable()
+            self._check_comparable()
+        elif not self.overwrite:
+            self.run.check_fresh()
+        if self.resume or self.overwrite:
+            self._stop_leftovers()
+
+    def begin(self) -> None:
+        """Open the run dir for writing: cleared (--overwrite), or its damaged lines quarantined and
+        its cut phases set aside (--resume)."""
+        if self.overwrite:
+            self.run.clear()
+        self.run.create()
+        self._start_meta()
+        if self.resume:
+            self._supersede_incomplete()
+        self.run.write_meta(self.meta)
+
+    def _check_comparable(self) -> None:
+        previous = self.run.load_meta()
+        if not previous:
+            return
+        old, new = previous.get("comparability", {}), self.suite.comparability()
+        changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k) and k not in ("configs", "datasets"))
+        phases = self.run.load_phases()
+        measured = {"configs": {p.config for p in phases}, "datasets": {p.dataset for p in phases}}
+        for group in ("configs", "datasets"):
+            o, n = old.get(group, {}), new.get(group, {})
+            # only what has measured cells must stay the same; a config that never ran may be fixed
+            changed += [f"{group}.{name}" for name in sorted(set(o) & set(n) & measured[group]) if o[name] != n[name]]
+        if changed:
+            raise SuiteError(f"{self.suite.path}: cannot resume {self.run.path}: the suite changed in ways that break comparability: {', '.join(changed)}")
+
+    def _stop_leftovers(self) -> None:
+        for name, identity in self.run.launched().items():
+            if stop_leftover(identity):
+                self.stopped_leftovers.append({"config": name, **identity})
+                self.progress("notice", message=f"stopped a leftover server of config {name!r} (pid {identity.get('pid')}) "
+                                                f"that an earlier, killed run had left running")
+        self.run.forget_all_servers()
+
+    def _notice(self, message: str) -> None:
+        """Said now and kept under the table: something about the run dir that bears on its numbers."""
+        self.progress("notice", message=message)
+        self.meta.setdefault("run_dir_notes", []).append(message)
+
+    def store_phase(self, info: PhaseInfo, records: list[RequestRecord]) -> None:
         grade_phase(self.suite, info.dataset, records)
         self.run.append_phase(info, records)
-        rows = self._write()
-        row = next((r for r in rows if r["run"] == info.config and r["dataset"] == info.dataset
-                    and r.get("concurrency") == (info.concurrency if info.request_rate is None else None)
-                    and r.get("request_rate") == info.request_rate), None)
+        rows = self.write()
+        row = next((r for r in rows if Cell.of_row(r) == info.cell), None)
         self.progress("cell_done", row=row)
 
-    def _write(self) -> list[dict[str, Any]]:
+    def write(self) -> list[dict[str, Any]]:
         phases, records = self.run.load_phases(), self.run.load_requests()
         rows = build_rows(self.suite, phases, records)
         attach_capacity(rows, self.meta.get("slo_search"), self.suite.baseline.name if self.suite.baseline else None)
         self.meta["updated_at"] = _now()
-        self.meta["notes"] = _notes(self.suite, self.meta.get("chunk_clock"))  # `specbench report` prints them too
+        # `specbench report` prints them too
+        self.meta["notes"] = _notes(self.suite, self.meta.get("chunk_clock")) + self.meta.get("run_dir_notes", [])
         self.run.write_meta(self.meta)
         self.run.write_results(rows, markdown(rows, self.meta))
         return rows
 
     def _start_meta(self) -> None:
         previous = self.run.load_meta() if self.resume else {}
-        if self.resume and previous:
-            old, new = previous.get("comparability", {}), self.suite.comparability()
-            changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k) and k not in ("configs", "datasets"))
-            measured = {"configs": {p.config for p in self.run.load_phases()},
-                        "datasets": {p.dataset for p in self.run.load_phases()}}
-            for group in ("configs", "datasets"):
-                o, n = old.get(group, {}), new.get(group, {})
-                # only what has measured cells must stay the same; a config that never ran may be fixed
-                changed += [f"{group}.{name}" for name in sorted(set(o) & set(n) & measured[group]) if o[name] != n[name]]
-            if changed:
-                raise SuiteError(f"{self.suite.path}: cannot resume {self.run.path}: the suite changed in ways that break comparability: {', '.join(changed)}")
-        from .provenance import suite_file_provenance
-
         self.meta = previous or {
             "specbench_version": __version__,
             "suite": {"name": self.suite.name, "path": str(self.suite.path), "raw": redact_raw(self.suite.raw)},
@@ -334,7 +354,8 @@ class Runner:
             "servers": {},
             "failed_configs": {},
         }
-        self.meta.setdefault("runs", []).append({"started_at": _now(), "resume": self.resume})
+        self.meta.setdefault("runs", []).append({"started_at": _now(), "resume": self.resume, "overwrite": self.overwrite,
+                                                 **({"stopped_leftovers": self.stopped_leftovers} if self.stopped_leftovers else {})})
 
     # ---- measuring ----
     async def _phase(self, session, server: Server, spec: RequestSpec, prompts: list[Prompt], dataset: str,
@@ -381,7 +402,10 @@ class Runner:
         info = await _server_info(session, server.url, server.engine) if server.engine.acceptance_reads_server_info else {}
         acceptance = server.engine.acceptance(before, after, cfg.num_speculative_tokens, info.get("raw"))
         if not before.ok or not after.ok:
-            acceptance["acceptance_error"] = before.error or after.error
+            acceptance["acceptance_error"] = redact_url(before.error or after.error)
+        for r in warm_records + result.records:
+            if r.error:
+                r.error = redact_url(r.error)
         info_row = PhaseInfo(config=cfg.name, dataset=dataset, concurrency=point.concurrency,
                              request_rate=point.request_rate, repeat=repeat, wall_s=result.wall_s,
                              acceptance=acceptance, server={k: server.info.get(k) for k in ("engine", "version", "url")},
@@ -392,7 +416,7 @@ class Runner:
     async def _config(self, session, config: ServerConfig, prompts: dict[str, list[Prompt]], done: set) -> None:
         todo = [(spec.name, point, rep) for spec in self.suite.datasets for point in load_points(self.suite)
                 for rep in range(self.suite.load.repeats)
-                if (config.name, spec.name, point.concurrency, point.request_rate, rep) not in done]
+                if (Cell.at(config.name, spec.name, point), rep) not in done]
         searches = [] if self.suite.load.rate_search is None else [
             d.name for d in self.suite.datasets if d.name not in (self.meta.get("slo_search") or {}).get(config.name, {})]
         if not todo and not searches:
@@ -441,10 +465,10 @@ class Runner:
                                      on_start=on_start)
         if not result["interrupted"]:
             self.meta.setdefault("slo_search", {}).setdefault(name, {})[dataset] = result
-            self._write()
+            self.write()
 
-    def _done(self) -> set:
-        return {(p.config, p.dataset, p.concurrency, p.request_rate, p.repeat) for p in self.run.load_phases() if p.complete}
+    def _done(self) -> set[tuple[Cell, int]]:
+        return {(p.cell, p.repeat) for p in self.run.load_phases() if p.complete}
 
     async def _config_with_restart(self, session, config: ServerConfig, prompts: dict[str, list[Prompt]]) -> str | None:
         """Run one config; on a launch or server failure optionally restart it once. Returns the error, if any."""
@@ -482,12 +506,9 @@ class Runner:
 
     async def execute(self) -> RunOutcome:
         t_start = time.monotonic()
+        self.prepare()
         prompts = self.prompts if self.prompts is not None else preflight(self.suite)
-        self.run.create()
-        self._start_meta()
-        if self.resume:
-            self._supersede_incomplete()
-        self.run.write_meta(self.meta)
+        self.begin()
         loop = asyncio.get_running_loop()
         handled = []
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -521,25 +542,17 @@ class Runner:
             self.meta["timing"] = {**{k: round(v, 3) for k, v in self.timing.items()}, "total_s": round(total, 3),
                                    "harness_s": round(total - busy, 3),
                                    "harness_share": round((total - busy) / total, 4) if total else None}
-            rows = self._write()
+            rows = self.write()
         return RunOutcome(self.run.path, rows, failed, interrupted=self.stop.is_set())
 
     def _supersede_incomplete(self) -> None:
-        """Before re-measuring: keep only complete phases in phases.jsonl (cut ones are listed in
-        meta.json) and mark ``superseded`` every measured request without a complete phase (cut by a
-        stop, a dead server, or a crash that tore the phase line): nothing is deleted, nothing counted twice."""
-        phases = self.run.load_phases()
-        complete = [p for p in phases if p.complete]
-        done = {(p.config, p.dataset, p.concurrency, p.repeat) for p in complete}
-        records = self.run.load_requests()
-        for r in records:
-            if r.phase == "measure" and (r.config, r.dataset, r.concurrency or 0, r.repeat) not in done:
-                r.phase = "superseded"
-        cut = [p.to_dict() for p in phases if not p.complete]
+        """Set aside what must be measured again (the cut phases are listed in meta.json), after
+        quarantining unreadable lines; see ``RunDir.supersede_incomplete``."""
+        cut, notes = self.run.supersede_incomplete()
         if cut:
             self.meta.setdefault("superseded_phases", []).extend(cut)
-        write_atomic(self.run.path / "requests.jsonl", "".join(json.dumps(r.to_dict()) + "\n" for r in records))
-        write_atomic(self.run.path / "phases.jsonl", "".join(json.dumps(p.to_dict()) + "\n" for p in complete))
+        for note in notes:
+            self._notice(note)
 
     def _on_signal(self) -> None:
         if self.stop.is_set():

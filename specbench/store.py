@@ -4,6 +4,8 @@
 - ``phases.jsonl``    one line per measured phase: wall time, acceptance window, server
 - ``results.json``    derived rows (reference keys first); ``results.md`` the table
 - ``meta.json``       suite, comparability fingerprint, servers (engine, version, argv), timings
+- ``launched.json``   servers started and not yet stopped (pid + start time): what a killed run left
+- ``*.quarantine.jsonl``  lines of the raw files that could not be read, set aside by ``--resume``
 
 Raw files are the source of truth: results can be rebuilt from them, and ``--resume`` reads them.
 """
@@ -11,12 +13,36 @@ Raw files are the source of truth: results can be rebuilt from them, and ``--res
 from __future__ import annotations
 
 import json
+import math
 import os
+import shutil
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from .cell import Cell
+from .errors import RunDirError
+from .jsonio import dumps
 from .measure import PhaseInfo
 from .records import RequestRecord
+
+REQUESTS, PHASES, META, LAUNCHED = "requests.jsonl", "phases.jsonl", "meta.json", "launched.json"
+QUARANTINE = {REQUESTS: "requests.quarantine.jsonl", PHASES: "phases.quarantine.jsonl"}
+#: every file a run writes (``--overwrite`` removes exactly these, and logs/)
+RUN_FILES = (META, REQUESTS, PHASES, "results.json", "results.md", LAUNCHED, *QUARANTINE.values())
+
+_NUMBER = (int, float)
+#: per raw file: key → (allowed types, required); a line failing these would break grouping or metrics
+_SHAPE: dict[str, dict[str, tuple[tuple[type, ...], bool]]] = {
+    REQUESTS: {"prompt_id": ((str,), True), "dataset": ((str,), True), "config": ((str,), True),
+               "phase": ((str,), False), "concurrency": ((int, type(None)), False), "repeat": ((int,), False),
+               "request_rate": ((*_NUMBER, type(None)), False), "send_time": (_NUMBER, False),
+               "chunk_times": ((list,), False), "chunk_tokens": ((list,), False),
+               "output_tokens": ((int, type(None)), False)},
+    PHASES: {"config": ((str,), True), "dataset": ((str,), True), "concurrency": ((int,), True),
+             "request_rate": ((*_NUMBER, type(None)), True), "repeat": ((int,), True), "wall_s": (_NUMBER, True),
+             "acceptance": ((dict,), False), "server": ((dict,), False), "requests": ((int, type(None)), False)},
+}
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -29,54 +55,204 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 def write_json(path: Path, data: Any) -> None:
-    write_atomic(path, json.dumps(data, indent=2, default=str) + "\n")
+    write_atomic(path, dumps(data, indent=2, default=str) + "\n")
+
+
+def _problem(name: str, raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
+    """A raw line → (its object, None) or (None, why it cannot be used)."""
+    try:
+        obj = json.loads(raw.decode())
+    except UnicodeDecodeError:
+        return None, "not UTF-8"
+    except json.JSONDecodeError as err:
+        return None, f"not JSON ({err.msg} at column {err.colno})"
+    if not isinstance(obj, dict):
+        return None, f"not a JSON object (a {type(obj).__name__})"
+    for key, (types, required) in _SHAPE[name].items():
+        if key not in obj:
+            if required:
+                return None, f"no {key!r}"
+            continue
+        value = obj[key]
+        if isinstance(value, bool) or not isinstance(value, types) or (
+                isinstance(value, float) and not math.isfinite(value)):
+            return None, f"{key!r} has the wrong type: {value!r:.40}"
+    return obj, None
 
 
 class RunDir:
+    """The one reader and writer of a run directory's files."""
+
     def __init__(self, path: Path) -> None:
-        self.path = path
-        self.logs = path / "logs"
+        self.path = Path(path)
+        self.logs = self.path / "logs"
+
+    # ---- what the directory holds ----
+    def holds_run(self) -> bool:
+        return any((self.path / name).exists() for name in RUN_FILES)
+
+    def check_fresh(self) -> None:
+        """Refuse to mix a new run into an old one (its cells would be skipped, its requests counted twice)."""
+        if self.path.exists() and not self.path.is_dir():
+            raise RunDirError(f"{self.path} exists and is not a directory: give another -o")
+        if self.holds_run():
+            raise RunDirError(f"{self.path} holds a run: use --resume {self.path}, or another -o, or --overwrite")
+
+    def check_resumable(self) -> None:
+        if not self.path.is_dir():
+            raise RunDirError(f"--resume {self.path}: no such directory, nothing to resume")
+        if not any((self.path / name).exists() for name in (META, REQUESTS, PHASES)):
+            raise RunDirError(f"--resume {self.path}: no {META}, {REQUESTS} or {PHASES} there, nothing to resume")
 
     def create(self) -> None:
         self.path.mkdir(parents=True, exist_ok=True)
         self.logs.mkdir(exist_ok=True)
 
+    def clear(self) -> None:
+        """``--overwrite``: remove the previous run's files (and only those) before measuring afresh."""
+        for name in RUN_FILES:
+            (self.path / name).unlink(missing_ok=True)
+        for tmp in self.path.glob(".*.tmp"):
+            tmp.unlink(missing_ok=True)
+        shutil.rmtree(self.logs, ignore_errors=True)
+
+    # ---- raw data ----
     def append_phase(self, info: PhaseInfo, records: list[RequestRecord]) -> None:
         """Requests first, then the phase line: a phase counts as done only once both are on disk."""
-        with (self.path / "requests.jsonl").open("a") as f:
+        info.requests = sum(1 for r in records if r.phase == "measure")
+        with (self.path / REQUESTS).open("a") as f:
             for r in records:
-                f.write(json.dumps(r.to_dict()) + "\n")
+                f.write(dumps(r.to_dict()) + "\n")
             f.flush()
             os.fsync(f.fileno())
-        with (self.path / "phases.jsonl").open("a") as f:
-            f.write(json.dumps(info.to_dict()) + "\n")
+        with (self.path / PHASES).open("a") as f:
+            f.write(dumps(info.to_dict()) + "\n")
             f.flush()
             os.fsync(f.fileno())
 
-    def _jsonl(self, name: str) -> list[dict[str, Any]]:
+    def _scan(self, name: str) -> tuple[list[tuple[bytes, dict[str, Any]]], list[dict[str, Any]]]:
+        """Every intact line (raw, object) and every bad one (line number, reason, text)."""
         path = self.path / name
         if not path.exists():
-            return []
-        out = []
-        for line in path.read_text().splitlines():
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                break  # a line cut by a crash: everything after it is incomplete
-        return out
+            return [], []
+        good, bad = [], []
+        for number, raw in enumerate(path.read_bytes().split(b"\n"), start=1):
+            if not raw.strip():
+                continue
+            obj, why = _problem(name, raw)
+            if obj is None:
+                bad.append({"line": number, "reason": why, "text": raw.decode(errors="replace")})
+            else:
+                good.append((raw, obj))
+        return good, bad
 
     def load_phases(self) -> list[PhaseInfo]:
-        return [PhaseInfo.from_dict(d) for d in self._jsonl("phases.jsonl")]
+        return [PhaseInfo.from_dict(d) for _, d in self._scan(PHASES)[0]]
 
     def load_requests(self) -> list[RequestRecord]:
-        return [RequestRecord.from_dict(d) for d in self._jsonl("requests.jsonl")]
+        records = [RequestRecord.from_dict(d) for _, d in self._scan(REQUESTS)[0]]
+        if any(r.request_rate is None and r.phase != "warmup" for r in records):
+            self._backfill_rates(records)
+        return records
 
+    def _backfill_rates(self, records: list[RequestRecord]) -> None:
+        """Records written before they carried ``request_rate`` take it from their phase, where only
+        one phase of that config, data set, concurrency and repeat exists."""
+        rates: dict[tuple, set] = {}
+        for p in self.load_phases():
+            rates.setdefault((p.config, p.dataset, p.concurrency, p.repeat), set()).add(p.request_rate)
+        if not any(rate is not None for found in rates.values() for rate in found):
+            return
+        for r in records:
+            if r.request_rate is None and r.phase != "warmup":
+                found = rates.get((r.config, r.dataset, r.concurrency or 0, r.repeat), set())
+                if len(found) == 1:
+                    r.request_rate = next(iter(found))
+
+    def quarantine(self) -> list[str]:
+        """Move every unreadable line of the raw files to ``<name>.quarantine.jsonl`` (line number,
+        reason, text), keeping every intact line; one note per file that had any."""
+        notes = []
+        for name, target in QUARANTINE.items():
+            good, bad = self._scan(name)
+            if not bad:
+                continue
+            with (self.path / target).open("a") as f:
+                for entry in bad:
+                    f.write(dumps(entry) + "\n")
+                f.flush()
+                os.fsync(f.fileno())
+            write_atomic(self.path / name, "".join(raw.decode() + "\n" for raw, _ in good))
+            where = ", ".join(f"line {b['line']} ({b['reason']})" for b in bad[:5]) + (" …" if len(bad) > 5 else "")
+            notes.append(f"{name}: {len(bad)} unreadable line(s) moved to {target}: {where}")
+        return notes
+
+    def supersede_incomplete(self) -> tuple[list[dict[str, Any]], list[str]]:
+        """Before re-measuring: keep only complete phases in phases.jsonl and mark ``superseded`` every
+        measured request without a complete phase (cut by a stop, a dead server, or a crash that tore
+        the phase line): nothing is deleted, nothing counted twice. A phase that lost request records
+        (quarantined lines) is measured again too. Unreadable lines are quarantined first.
+        Returns the phases set aside and the notes to show."""
+        notes = self.quarantine()
+        phases, records = self.load_phases(), self.load_requests()
+        measured = Counter((Cell.of_record(r), r.repeat) for r in records if r.phase == "measure")
+        cut, complete = [], []
+        for p in phases:
+            have = measured[(p.cell, p.repeat)]
+            if p.complete and p.requests is not None and have != p.requests:
+                entry = {**p.to_dict(), "superseded_because": f"{p.requests - have} of its {p.requests} "
+                                                              "measured request records are unreadable"}
+                notes.append(f"{p.cell} (repeat {p.repeat}): {entry['superseded_because']}; measured again")
+                cut.append(entry)
+            elif p.complete:
+                complete.append(p)
+            else:
+                cut.append(p.to_dict())
+        done = {(p.cell, p.repeat) for p in complete}
+        for r in records:
+            if r.phase == "measure" and (Cell.of_record(r), r.repeat) not in done:
+                r.phase = "superseded"
+        write_atomic(self.path / REQUESTS, "".join(dumps(r.to_dict()) + "\n" for r in records))
+        write_atomic(self.path / PHASES, "".join(dumps(p.to_dict()) + "\n" for p in complete))
+        return cut, notes
+
+    # ---- launched servers (pid + start time), so a later run can stop what a killed one left ----
+    def launched(self) -> dict[str, dict[str, Any]]:
+        try:
+            data = json.loads((self.path / LAUNCHED).read_text())
+        except (OSError, ValueError):
+            return {}
+        return {k: v for k, v in data.items() if isinstance(v, dict)} if isinstance(data, dict) else {}
+
+    def record_server(self, name: str, identity: dict[str, Any]) -> None:
+        write_json(self.path / LAUNCHED, {**self.launched(), name: identity})
+
+    def forget_all_servers(self) -> None:
+        (self.path / LAUNCHED).unlink(missing_ok=True)
+
+    def forget_server(self, name: str) -> None:
+        left = self.launched()
+        left.pop(name, None)
+        if left:
+            write_json(self.path / LAUNCHED, left)
+        else:
+            (self.path / LAUNCHED).unlink(missing_ok=True)
+
+    # ---- derived files ----
     def load_meta(self) -> dict[str, Any]:
-        path = self.path / "meta.json"
-        return json.loads(path.read_text()) if path.exists() else {}
+        path = self.path / META
+        if not path.exists():
+            return {}
+        try:
+            meta = json.loads(path.read_text())
+        except (ValueError, UnicodeDecodeError) as err:
+            raise RunDirError(f"{path}: not valid JSON ({err}); cannot continue this run") from None
+        if not isinstance(meta, dict):
+            raise RunDirError(f"{path}: expected a JSON object, got a {type(meta).__name__}; cannot continue this run")
+        return meta
 
     def write_meta(self, meta: dict[str, Any]) -> None:
-        write_json(self.path / "meta.json", meta)
+        write_json(self.path / META, meta)
 
     def write_results(self, rows: list[dict[str, Any]], markdown: str) -> None:
         write_json(self.path / "results.json", rows)

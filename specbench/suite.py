@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,7 @@ import yaml
 
 from .datasets import DatasetSpec
 from .errors import SuiteError
+from .secrets import redact_mapping, redact_url
 
 ENDPOINTS = ("chat", "completions")
 
@@ -134,11 +137,11 @@ class Suite:
             "top_p": self.load.top_p,
             "ignore_eos": self.load.ignore_eos,
             "warmup": self.load.warmup,
-            "extra_body": self.load.extra_body,
+            "extra_body": redact_mapping(self.load.extra_body),
             "engine": self.engine,
             "model_path": self.server.model_path,
             "datasets": {d.name: _fingerprint(self.raw_dataset(d.name)) for d in self.datasets},
-            "configs": {c.name: _fingerprint(self.raw_config(c.name)) for c in self.configs},
+            "configs": {c.name: _fingerprint(redact_mapping(self.raw_config(c.name))) for c in self.configs},
         }
 
     def raw_dataset(self, name: str) -> dict[str, Any]:
@@ -216,21 +219,52 @@ def _positive_list(value: Any, kind: type, where: str, problems: list[str]) -> t
 
 
 def _check_url(url: str, where: str, problems: list[str]) -> None:
-    parsed = urlparse(url)
-    if parsed.scheme not in ("http", "https") or not parsed.hostname:
-        problems.append(f"{where}: not an http(s) URL: {url!r}")
+    shown = redact_url(url)
+    try:
+        parsed = urlparse(url)
+        host = parsed.hostname
+    except ValueError as err:
+        problems.append(f"{where}: not a valid URL ({err}): {shown!r}")
+        return
+    if parsed.scheme not in ("http", "https") or not host:
+        problems.append(f"{where}: not an http(s) URL: {shown!r}")
         return
     try:
         parsed.port
     except ValueError:
-        problems.append(f"{where}: bad port in URL {url!r}")
+        problems.append(f"{where}: bad port in URL {shown!r}")
+
+
+def _check_name(value: Any, where: str, problems: list[str]) -> None:
+    """Names become file and directory names (logs/<config>.log, results/<suite>-<time>/): keep them plain."""
+    if isinstance(value, str) and not NAME_RE.fullmatch(value):
+        problems.append(f"{where}: {value!r} is not a usable name: use 1-64 letters, digits, '.', '_' or '-', "
+                        "not starting with '.'")
+
+
+def _non_finite(data: Any, where: str, problems: list[str]) -> None:
+    """NaN and ±inf are never a meaningful setting (YAML spells them .nan / .inf)."""
+    if isinstance(data, float) and not math.isfinite(data):
+        problems.append(f"{where}: expected a finite number, got {data!r}")
+    elif isinstance(data, dict):
+        for k, v in data.items():
+            _non_finite(v, f"{where}.{k}" if where else str(k), problems)
+    elif isinstance(data, list):
+        for i, v in enumerate(data):
+            _non_finite(v, f"{where}[{i}]", problems)
 
 
 def parse_suite(data: Any, path: Path) -> Suite:
     """Validate a suite mapping; raise one ``SuiteError`` listing every problem, one per line."""
     problems: list[str] = []
     where = str(path)
+    non_finite: list[str] = []
+    _non_finite(data, "", non_finite)
+    if non_finite:
+        raise SuiteError("\n".join(f"{where}: {p}" for p in non_finite))
     top = _check_keys(data, _TOP, where, problems)
+    if "name" in top:
+        _check_name(top["name"], f"{where}.name", problems)
     for key in ("name", "model", "configs", "datasets"):
         if key not in top and isinstance(data, dict) and key not in data:
             problems.append(f"{where}.{key}: required key missing")
@@ -246,6 +280,7 @@ def parse_suite(data: Any, path: Path) -> Suite:
         if "name" not in c:
             problems.append(f"{cwhere}.name: required key missing")
             continue
+        _check_name(c["name"], f"{cwhere}.name", problems)
         if "url" in c:
             _check_url(c["url"], f"{cwhere}.url", problems)
         if "port" in c and not 0 < c["port"] < 65536:
@@ -342,10 +377,15 @@ def parse_suite(data: Any, path: Path) -> Suite:
         if not data_dir.is_dir():
             problems.append(f"{where}.data_dir: directory not found: {data_dir}")
 
+    if top.get("api_key_env"):
+        for i, c in enumerate(configs):
+            if c.url and urlparse(c.url).netloc.rpartition("@")[0]:
+                problems.append(f"{where}: configs[{i}].url: has credentials (user@) and api_key_env is set; both would be "
+                                "the Authorization header: use one")
     if lraw.get("client") == "socket":
         for c in configs:
             if c.url and not c.url.startswith("http://"):
-                problems.append(f"{where}: load.client: socket speaks plain http:// only; config {c.name!r} has url {c.url!r} (use auto or aiohttp)")
+                problems.append(f"{where}: load.client: socket speaks plain http:// only; config {c.name!r} has url {redact_url(c.url)!r} (use auto or aiohttp)")
 
     gate = top.get("gate")
     if gate is not None:
@@ -372,19 +412,97 @@ def parse_suite(data: Any, path: Path) -> Suite:
     )
 
 
+#: the most YAML nodes a suite may expand to through aliases (a few hundred is typical; an alias bomb is billions)
+MAX_NODES = 100_000
+NAME_RE = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}")
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+def _yaml_problem(err: yaml.YAMLError) -> tuple[str, str]:
+    """(":LINE" or "", one-line reason) of a PyYAML error."""
+    mark = getattr(err, "problem_mark", None)
+    if isinstance(err, yaml.reader.ReaderError):
+        code = ord(err.character) if isinstance(err.character, str) else err.character
+        return "", f"character #x{code:04x} at position {err.position} is not allowed in YAML (a binary file?)"
+    line = f":{mark.line + 1}" if mark is not None else ""
+    reason = getattr(err, "problem", None) or str(err).splitlines()[0]
+    return line, str(reason).strip()
+
+
+def _check_nodes(root: yaml.Node, path: Path) -> None:
+    """Duplicate keys (any depth) and alias expansion, checked on the node graph before anything is
+    built from it: an alias is a reference, so the expanded size is counted once per node."""
+    size: dict[int, int] = {}
+    active: set[int] = set()
+
+    def walk(node: yaml.Node, where: str) -> int:
+        key = id(node)
+        if key in size:
+            return size[key]
+        if key in active:
+            raise SuiteError(f"{path}:{node.start_mark.line + 1}: {where or 'document'}: an alias refers to itself (recursive YAML)")
+        active.add(key)
+        total = 1
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[tuple[str, str], int] = {}
+            for k, v in node.value:
+                if isinstance(k, yaml.ScalarNode) and k.tag != _MERGE_TAG:
+                    ident = (k.tag, k.value)
+                    if ident in seen:
+                        raise SuiteError(f"{path}:{k.start_mark.line + 1}: {_join(where, k.value)}: duplicate key "
+                                         f"{k.value!r} (first on line {seen[ident]}); each key may appear once")
+                    seen[ident] = k.start_mark.line + 1
+                name = k.value if isinstance(k, yaml.ScalarNode) else "?"
+                total += walk(k, where) + walk(v, _join(where, name))
+        elif isinstance(node, yaml.SequenceNode):
+            total += sum(walk(v, f"{where}[{i}]") for i, v in enumerate(node.value))
+        active.discard(key)
+        size[key] = total
+        if total > MAX_NODES:
+            raise SuiteError(f"{path}: {where or 'document'}: expands to more than {MAX_NODES} YAML nodes "
+                             "(through &anchor/*alias references); write the values out or use fewer aliases")
+        return total
+
+    walk(root, "")
+
+
+def _join(where: str, key: str) -> str:
+    return f"{where}.{key}" if where else str(key)
+
+
+def read_yaml(path: str | Path, what: str = "suite file") -> Any:
+    """A YAML file as data, bounded: UTF-8 text only, no duplicate keys, no alias bomb, no
+    recursion; every problem is one ``SuiteError`` line naming the file (and line)."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise SuiteError(f"{path}: {what} not found") from None
+    except OSError as err:
+        raise SuiteError(f"{path}: cannot read {what}: {err.strerror}") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise SuiteError(f"{path}: not a UTF-8 text file (byte 0x{raw[err.start]:02x} at offset {err.start})") from None
+    loader = None
+    try:
+        loader = yaml.SafeLoader(text)
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_nodes(node, path)
+        return loader.construct_document(node)
+    except yaml.YAMLError as err:
+        line, reason = _yaml_problem(err)
+        raise SuiteError(f"{path}{line}: not valid YAML: {reason}") from None
+    except RecursionError:
+        raise SuiteError(f"{path}: nested too deeply to be a suite") from None
+    finally:
+        if loader is not None:
+            loader.dispose()
+
+
 def load_suite(path: str | Path) -> Suite:
     """Read and validate a suite file."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise SuiteError(f"{path}: suite file not found") from None
-    except OSError as err:
-        raise SuiteError(f"{path}: cannot read suite file: {err.strerror}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark else ""
-        raise SuiteError(f"{path}{line}: not valid YAML: {getattr(err, 'problem', err)}") from None
-    return parse_suite(data, path)
+    return parse_suite(read_yaml(path), path)

@@ -238,11 +238,10 @@ async def test_cli_flag_needs_an_slo(tmp_path, slotted, capsys):
 
 
 async def test_slo_at_an_open_loop_rate(tmp_path, slotted):
-    # one rate: with several, main's build_rows files every rate's records under the last one
-    path = write_suite(tmp_path, slotted, request_rate=40, slo={"latency_ms": 5000})
+    path = write_suite(tmp_path, slotted, request_rate=[40, 80], slo={"latency_ms": 5000})
     await run_suite(load_suite(path), tmp_path / "out")
     rows = json.loads((tmp_path / "out" / "results.json").read_text())
-    assert len(rows) == 2 and {r["request_rate"] for r in rows} == {40.0}
-    for r in rows:
+    assert len(rows) == 4 and {r["request_rate"] for r in rows} == {40.0, 80.0}
+    for r in rows:  # each rate's own 20 requests and wall time, not the other rate's
         assert r["slo_met_requests"] == 20 and r["slo_attainment"] == 1.0
         assert r["goodput_rps"] == pytest.approx(20 / r["duration_s"])

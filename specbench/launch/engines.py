@@ -128,15 +128,10 @@ class Engine:
         return base + list(extra) + list(config.args) + ADAPTERS[self.adapter].spec_args(self, config)
 
     def redact(self, argv: list[str]) -> list[str]:
-        """argv with the values of secret flags replaced, for logs and metadata."""
-        out = list(argv)
-        for i, arg in enumerate(out):
-            for flag in self.secret_flags:
-                if arg == flag and i + 1 < len(out):
-                    out[i + 1] = "***"
-                elif arg.startswith(flag + "="):
-                    out[i] = flag + "=***"
-        return out
+        """argv with the values of secret flags (this launcher's and any secret-looking) replaced, for logs and metadata."""
+        from ..secrets import redact_argv
+
+        return redact_argv(argv, self.secret_flags)
 
     def acceptance(self, before: MetricsSnapshot, after: MetricsSnapshot, k: int | None,
                    server_info: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -1,19 +1,26 @@
 """One server process: start in its own process group, wait until it serves the model, stop it.
 
-Every live server is tracked so that Ctrl-C, SIGTERM or an error anywhere reaps all of them.
+Every live server is tracked so that Ctrl-C, SIGTERM or an error anywhere reaps all of them. What
+no handler can catch (SIGKILL of specbench) is covered twice: the server gets a parent-death signal,
+and its pid + start time (``process_identity``) is recorded in the run dir, so a later run stops a
+leftover that still matches (``stop_leftover``) and never a process that merely reuses its pid.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import json
 import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 
@@ -60,6 +67,84 @@ def served_models(body: bytes) -> list[str]:
     if not all(isinstance(i, str) for i in ids):
         raise ValueError("a model list entry has no string \"id\"")
     return ids
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> Callable[[], None] | None:
+    """A ``preexec_fn`` (Linux) that has the child sent SIGTERM when the thread that started it
+    dies, so a server never outlives a killed specbench (SIGTERM: vLLM then stops its own workers).
+    The caller's thread must live as long as the server: the event loop's, not a pool thread."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up here: the child must not import
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def set_signal() -> None:
+        prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+        if os.getppid() != parent:  # the parent died between fork and prctl
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return set_signal
+
+
+def _boot_id() -> str | None:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return None
+
+
+def _stat(pid: int) -> list[str] | None:
+    """Fields of /proc/PID/stat after the command name (state first), or None when gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def _start_ticks(pid: int) -> int | None:
+    fields = _stat(pid)
+    return int(fields[19]) if fields and fields[0] != "Z" else None  # field 22: starttime
+
+
+def process_identity(pid: int) -> dict[str, Any]:
+    """What tells this process apart from a later one given the same pid: its start time (clock
+    ticks since boot), the boot, the host."""
+    return {"pid": pid, "start_ticks": _start_ticks(pid), "boot_id": _boot_id(), "host": socket.gethostname()}
+
+
+def stop_leftover(identity: dict[str, Any], grace_s: float = 10.0) -> bool:
+    """Stop the process group a killed run left behind, if it is still the one recorded; True if
+    anything was stopped. A live process with the pid but another start time is someone else's.
+    With the leader gone, its group's workers are still ours: Linux reuses no pid while a group bears it."""
+    pid, ticks = identity.get("pid"), identity.get("start_ticks")
+    if not isinstance(pid, int) or not isinstance(ticks, int) or pid <= 1:
+        return False
+    if identity.get("boot_id") != _boot_id() or identity.get("host", socket.gethostname()) != socket.gethostname():
+        return False
+
+    def ours() -> list[int]:
+        leader = [pid] if _start_ticks(pid) == ticks else []
+        return leader + [m for m in group_members(pid) if m != pid and (_start_ticks(m) or -1) >= ticks]
+
+    found = ours()
+    if not found:
+        return False
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for member in ours():
+            try:
+                os.kill(member, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+        deadline = time.monotonic() + (grace_s if sig == signal.SIGTERM else 5)
+        while ours() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if not ours():
+            break
+    return True
 
 
 class ServerProcess:
@@ -84,13 +169,17 @@ class ServerProcess:
         log.flush()
         try:
             self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                         env={**os.environ, **self.env}, start_new_session=True)
+                                         env={**os.environ, **self.env}, start_new_session=True,
+                                         preexec_fn=die_with_parent())
         except FileNotFoundError:
             raise LaunchError(f"config {self.name!r}: engine executable not found: {exe}") from None
         finally:
             log.close()
         self.started_at = time.monotonic()
         _LIVE.add(self)
+
+    def identity(self) -> dict[str, Any] | None:
+        return process_identity(self.proc.pid) if self.proc is not None else None
 
     def exited_within(self, timeout_s: float) -> bool:
         if self.proc is None:

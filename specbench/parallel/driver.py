@@ -23,10 +23,10 @@ from .worker import _ray_config_task
 class Driver:
     """The one writer of the run dir: a Runner used for its meta, resume and results logic."""
 
-    def __init__(self, suite, out: Path, *, resume: bool, progress, mode: str) -> None:
+    def __init__(self, suite, out: Path, *, resume: bool, progress, mode: str, overwrite: bool = False) -> None:
         from ..runner import Runner
 
-        self.runner = Runner(suite, out, resume=resume, progress=progress)
+        self.runner = Runner(suite, out, resume=resume, progress=progress, overwrite=overwrite)
         self.suite, self.mode, self.resume = suite, mode, resume
         self.progress = self.runner.progress
         self.failed: dict[str, str] = {}
@@ -43,20 +43,18 @@ class Driver:
     def logs(self) -> Path:
         return self.runner.run.logs
 
+    def prepare(self) -> None:
+        """The run dir checks and leftover servers, before prompts are loaded (``Runner.prepare``)."""
+        self.runner.prepare()
+
     def begin(self, extra: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
-        """Create or reopen the run dir; return the phases already measured, per config."""
+        """Create, clear or reopen the run dir; return the phases already measured, per config."""
         r = self.runner
-        r.run.create()
-        r._start_meta()
+        r.begin()  # on resume: damaged lines quarantined, phases cut short set aside to be measured again
         done_by: dict[str, list[dict[str, Any]]] = {}
         if self.resume:
-            if hasattr(r, "_supersede_incomplete"):
-                r._supersede_incomplete()  # phases cut short are set aside and measured again
-            else:  # older runner
-                r._drop_incomplete({(p.config, p.dataset, p.concurrency, p.request_rate, p.repeat)
-                                    for p in r.run.load_phases() if not p.interrupted})
             for p in r.run.load_phases():
-                if getattr(p, "complete", not p.interrupted):
+                if p.complete:
                     done_by.setdefault(p.config, []).append(p.to_dict())
         self.meta["parallel"] = {"mode": self.mode, **extra, "configs": {}}
         self.meta["runs"][-1]["parallel"] = self.mode
@@ -83,7 +81,12 @@ class Driver:
             self.runner.run.write_meta(self.meta)
         elif kind == "phase":
             info = PhaseInfo.from_dict(msg["info"])
-            self.runner._store_phase(info, [RequestRecord.from_dict(r) for r in msg["records"]])
+            self.runner.store_phase(info, [RequestRecord.from_dict(r) for r in msg["records"]])
+        elif kind == "launched":  # a worker's server, recorded here so --resume can stop it if all are killed
+            if msg.get("identity"):
+                self.runner.run.record_server(name, msg["identity"])
+            else:
+                self.runner.run.forget_server(name)
         elif kind == "log":
             self.logs.mkdir(parents=True, exist_ok=True)
             with (self.logs / f"{name}.log").open("a") as f:
@@ -125,7 +128,7 @@ class Driver:
         # configs run side by side, so per-config times overlap and do not add up to the total
         self.meta["timing"] = {"total_s": round(total, 3), "measured_s": round(measured, 3),
                                "parallel": True, "harness_s": None, "harness_share": None}
-        rows = self.runner._write()
+        rows = self.runner.write()
         return RunOutcome(self.runner.run.path, rows, dict(self.failed), interrupted=self.interrupted)
 
 
@@ -379,7 +382,7 @@ async def _run_ray(driver: Driver, suite, jobs: list[Job], address: str | None, 
 
 async def run_parallel(suite, out: Path, *, mode: Literal["gpus", "ray"], address: str | None = None,
                        resume: bool = False, progress=None, gpus_per_server: int | None = None,
-                       restart_on_failure: bool = False):
+                       restart_on_failure: bool = False, overwrite: bool = False):
     """Run ``suite`` into ``out`` with configs in parallel; returns the same ``RunOutcome`` as
     ``run_suite``. ``mode="gpus"``: this machine's GPUs (``SPECBENCH_GPUS`` or ``nvidia-smi -L``);
     ``mode="ray"``: the Ray cluster at ``address`` ("auto": the one ``ray start`` made here)."""
@@ -389,6 +392,8 @@ async def run_parallel(suite, out: Path, *, mode: Literal["gpus", "ray"], addres
         raise SuiteError(f"parallel mode must be one of {', '.join(MODES)}, got {mode!r}")
     per_server = suite_gpus_per_server(suite, gpus_per_server)
     out = Path(out)
+    driver = Driver(suite, out, resume=resume, progress=progress, mode=mode, overwrite=overwrite)
+    driver.prepare()
     if mode == "gpus":
         gpu_ids = detect_gpus()
         prompts = preflight(suite)
@@ -403,7 +408,6 @@ async def run_parallel(suite, out: Path, *, mode: Literal["gpus", "ray"], addres
 
         def run(driver, jobs):
             return _run_ray(driver, suite, jobs, address, prompts, restart_on_failure)
-    driver = Driver(suite, out, resume=resume, progress=progress, mode=mode)
     done_by = driver.begin({**where, "gpus_per_server": per_server})
     jobs = plan(suite, done_by, per_server)
     try:

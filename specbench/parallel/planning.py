@@ -122,11 +122,12 @@ class Job:
     exclusive: frozenset[str] = frozenset()  # keys no two running jobs may hold (url lane, fixed ports)
 
 def _todo(suite, config, done: list[dict[str, Any]]) -> int:
+    from ..cell import Cell
     from ..runner import load_points
 
-    have = {(p["dataset"], p["concurrency"], p["request_rate"], p["repeat"]) for p in done}
+    have = {(Cell.of_phase(p).with_config(config.name), p["repeat"]) for p in done}
     return sum(1 for spec in suite.datasets for point in load_points(suite) for rep in range(suite.load.repeats)
-               if (spec.name, point.concurrency, point.request_rate, rep) not in have)
+               if (Cell.at(config.name, spec.name, point), rep) not in have)
 
 
 def plan(suite, done_by: dict[str, list[dict[str, Any]]], gpus_per_server: int) -> list[Job]:

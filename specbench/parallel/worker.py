@@ -210,13 +210,21 @@ async def run_config(job: dict[str, Any], prompts: dict[str, Any], emit: Callabl
                     self.last_server = (dict(info), clock)
                     emit({"type": "server", "config": name, "info": info, "chunk_clock": clock})
 
+            def record_server(self, config: str, identity: dict[str, Any]) -> None:
+                emit({"type": "launched", "config": config, "identity": identity})
+
+            def forget_server(self, config: str) -> None:
+                emit({"type": "launched", "config": config, "identity": None})
+
         run = WorkerRunDir(scratch)
         run.create()
         # gpus: straight into the run dir; ray: a node-local dir that outlives a crashed worker
         run.logs = Path(job["log_dir"]) if job.get("log_dir") else node_log_dir(job["run_id"])
         run.logs.mkdir(parents=True, exist_ok=True)
         if job.get("done_phases"):
-            (scratch / "phases.jsonl").write_text("".join(json.dumps(p) + "\n" for p in job["done_phases"]))
+            # only which cells are done: their records stay with the driver (no count to check here)
+            (scratch / "phases.jsonl").write_text("".join(json.dumps({**p, "requests": None}) + "\n"
+                                                          for p in job["done_phases"]))
 
         def on_phase(info, records) -> None:
             run.append_phase(info, records)  # so a restart (--restart-on-failure) skips it

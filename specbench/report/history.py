@@ -140,7 +140,10 @@ def read_entry(path: Path) -> RunEntry:
     """Read one run directory; damage makes it an ``unreadable`` entry, not an error for the others."""
     try:
         if (path / "results.json").is_file():
-            run = load_run(path)
+            run = load_run(path, quiet=True)
+            if run.problems:  # a repaired value would make a damaged run look complete
+                more = f" (and {len(run.problems) - 1} more)" if len(run.problems) > 1 else ""
+                raise ResultsError(run.problems[0].replace("; shown as —", "").replace("; ignored", "") + more)
             meta, records = run.meta, run.records
             if not isinstance(meta, dict):
                 raise ResultsError(f"{path / 'meta.json'}: expected a JSON object")

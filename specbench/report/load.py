@@ -1,13 +1,25 @@
-"""Read results back: a run directory (results.json + meta.json) or a bare results.json."""
+"""Read results back: a run directory (results.json + meta.json) or a bare results.json.
+
+Results files are input like any other: edited by hand, cut by a full disk, written by another
+tool. What cannot be a table at all (not JSON, not a list of objects, a record without its
+``run``/``dataset``, a meta.json that is not an object) is a one-line ``ResultsError`` naming the
+file (and record and key). A value of the wrong type where a number, text or flag belongs, and
+NaN/±Infinity anywhere, become ``None``, so the cell renders ``—``; each such repair is said on
+stderr, one line naming the file, record and key. The renderers only ever see clean records.
+"""
 
 from __future__ import annotations
 
 import json
+import math
+import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import ResultsError
+from ..records import RequestRecord
 
 
 @dataclass
@@ -15,18 +27,237 @@ class RunResults:
     records: list[dict[str, Any]]
     meta: dict[str, Any] = field(default_factory=dict)
     path: Path | None = None
+    problems: list[str] = field(default_factory=list)
+
+
+TEXT = frozenset({"method", "status", "acceptance_source", "acceptance_window", "engine", "server_version",
+                  "server_url", "speedup_ci_method", "fidelity_unit", "acceptance_error"})
+FLAGS = frozenset({"acceptance_sources_agree", "server_died"})
+NUMBER_LISTS = frozenset({"acceptance_per_position", "output_throughput_tps_repeats", "stream_acceptance_joint",
+                          "stream_acceptance_conditional"})
+MAPPINGS = frozenset({"ci95", "std", "errors", "categories", "stream_tokens_per_step_histogram"})
+_NUMBER = re.compile(
+    r"(_ms|_tps|_rps|_s|_share|_tokens|_rate|_length|_diff|_chunks|_steps|_drafts|requests|concurrency|repeats"
+    r"|_prompts|_compared|_identical|_median|_high|_low|_speedup|_vs_baseline)$|^acceptance_pos_\d+$")
+#: shown per file before the rest are only counted
+MAX_SHOWN = 8
+
+
+def is_number(value: Any) -> bool:
+    """A finite int or float (bool is not a number here)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def expected_kind(key: str) -> str | None:
+    """What a results key holds: text, flag, numbers, mapping, number; None = unknown (kept as is)."""
+    if key in TEXT:
+        return "text"
+    if key in FLAGS:
+        return "flag"
+    if key in NUMBER_LISTS:
+        return "numbers"
+    if key in MAPPINGS:
+        return "mapping"
+    if _NUMBER.search(key):
+        return "number"
+    return None
+
+
+def _show(value: Any) -> str:
+    text = json.dumps(value, allow_nan=True, default=str) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
+class _Cleaner:
+    """Repairs one file's records, remembering each repair as a line naming the file, record and key."""
+
+    def __init__(self, where: Path | str) -> None:
+        self.where = where
+        self.problems: list[str] = []
+
+    def note(self, at: str, key: str, value: Any, expected: str) -> None:
+        self.problems.append(f"{self.where}: {at}: {key}: expected {expected}, got {_show(value)}; shown as —")
+
+    def value(self, at: str, key: str, value: Any, label: str | None = None) -> Any:
+        """``value`` if it has the type ``key`` holds, else None (noted under ``label``, default the key)."""
+        if value is None:
+            return None
+        kind = expected_kind(key)
+        name = label or key
+        if kind == "number":
+            if is_number(value):
+                return value
+            self.note(at, name, value, "a finite number")
+            return None
+        if kind == "text":
+            if isinstance(value, str):
+                return value
+            self.note(at, name, value, "text")
+            return None
+        if kind == "flag":
+            if isinstance(value, bool):
+                return value
+            self.note(at, name, value, "true/false")
+            return None
+        if kind == "numbers":
+            if not isinstance(value, list):
+                self.note(at, name, value, "a list of numbers")
+                return None
+            if any(v is not None and not is_number(v) for v in value):
+                self.note(at, name, value, "a list of finite numbers")
+            return [v if is_number(v) else None for v in value]
+        if kind == "mapping":
+            if not isinstance(value, dict):
+                self.note(at, name, value, "an object")
+                return None
+            return self.mapping(at, key, value) if label is None else _finite(value)
+        if isinstance(value, float) and not math.isfinite(value):
+            self.note(at, name, value, "a finite number")
+            return None
+        return _finite(value)
+
+    def mapping(self, at: str, key: str, value: dict[str, Any]) -> dict[str, Any] | None:
+        if key == "ci95":
+            out = {}
+            for metric, bounds in value.items():
+                ok = (bounds is None or (isinstance(bounds, list) and len(bounds) == 2
+                                         and all(b is None or is_number(b) for b in bounds)))
+                if not ok:
+                    self.note(at, f"ci95.{metric}", bounds, "[low, high]")
+                out[metric] = bounds if ok else None
+            return out
+        if key in ("std", "errors", "stream_tokens_per_step_histogram"):
+            out = {}
+            for k, v in value.items():
+                if v is not None and not is_number(v):
+                    self.note(at, f"{key}.{k}", v, "a finite number")
+                    v = None
+                out[k] = v
+            return out
+        if key == "categories":
+            out = {}
+            for cat, stats in value.items():
+                if not isinstance(stats, dict):
+                    self.note(at, f"categories.{cat}", stats, "an object")
+                    continue
+                out[cat] = {k: self.value(at, k, v, f"categories.{cat}.{k}") for k, v in stats.items()}
+            return out
+        return _finite(value)
+
+    def record(self, i: int, record: Any) -> dict[str, Any]:
+        if not isinstance(record, dict):
+            raise ResultsError(f"{self.where}: record {i}: expected an object, got {type(record).__name__}")
+        for key in ("run", "dataset"):
+            if key not in record:
+                raise ResultsError(f"{self.where}: record {i}: key {key!r} missing")
+            if not isinstance(record[key], str) or not record[key]:
+                raise ResultsError(f"{self.where}: record {i}: {key}: expected text, got {_show(record[key])}")
+        at = f"record {i} ({record['run']} / {record['dataset']})"
+        return {k: (v if k in ("run", "dataset") else self.value(at, k, v)) for k, v in record.items()}
+
+
+def clean_records(data: Any, where: Path | str) -> tuple[list[dict[str, Any]], list[str]]:
+    """Validated copies of result records, and the repairs made (one line each)."""
+    if not isinstance(data, list):
+        raise ResultsError(f"{where}: expected a JSON list of result records, got {type(data).__name__}")
+    cleaner = _Cleaner(where)
+    records = [cleaner.record(i, r) for i, r in enumerate(data)]
+    return records, cleaner.problems
+
+
+#: meta.json keys the report reads, and their types (a nested dict is checked key by key)
+META_SCHEMA: dict[str, Any] = {
+    "specbench_version": str, "started_at": str, "finished_at": str, "updated_at": str,
+    "notes": [str], "merged_from": [str],
+    "suite": {"name": str, "path": str, "raw": {"name": str, "model": str, "description": str, "configs": [dict]}},
+    "host": {"platform": str, "python": str, "cpus": int},
+    "comparability": {"model": str, "max_tokens": int, "temperature": (int, float)},
+    "servers": dict, "failed_configs": dict, "timing": dict,
+}
+
+
+def _meta_type_ok(value: Any, expected: Any) -> bool:
+    if isinstance(expected, list):
+        return isinstance(value, list) and all(_meta_type_ok(v, expected[0]) for v in value)
+    if isinstance(expected, dict):
+        return isinstance(value, dict)
+    types = expected if isinstance(expected, tuple) else (expected,)
+    if isinstance(value, bool) and bool not in types:
+        return False
+    if isinstance(value, float) and not math.isfinite(value):
+        return False
+    return isinstance(value, types)
+
+
+def _name(expected: Any) -> str:
+    if isinstance(expected, list):
+        return f"a list of {_name(expected[0])}s".replace("a list of an ", "a list of ")
+    if isinstance(expected, dict) or expected is dict:
+        return "an object"
+    return {str: "text", int: "an integer"}.get(expected, "a number")
+
+
+def clean_meta(data: Any, where: Path | str) -> tuple[dict[str, Any], list[str]]:
+    """meta.json as the report reads it: an object, else a ResultsError; a known key of the wrong
+    type is dropped (the report then shows what it shows without it) and said."""
+    if not isinstance(data, dict):
+        raise ResultsError(f"{where}: expected a JSON object, got {type(data).__name__}")
+    problems: list[str] = []
+
+    def walk(obj: dict[str, Any], schema: dict[str, Any], prefix: str) -> dict[str, Any]:
+        out = {}
+        for key, value in obj.items():
+            expected = schema.get(key)
+            if expected is None or value is None:
+                out[key] = _finite(value)
+                continue
+            if not _meta_type_ok(value, expected):
+                problems.append(f"{where}: {prefix}{key}: expected {_name(expected)}, got {_show(value)}; ignored")
+                continue
+            out[key] = walk(value, expected, f"{prefix}{key}.") if isinstance(expected, dict) else _finite(value)
+        return out
+
+    return walk(data, META_SCHEMA, ""), problems
 
 
 def _read_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text())
+        return json.loads(path.read_bytes().decode("utf-8"))
     except FileNotFoundError:
         raise ResultsError(f"{path}: not found") from None
+    except IsADirectoryError:
+        raise ResultsError(f"{path}: is a directory, not a JSON file") from None
+    except OSError as err:
+        raise ResultsError(f"{path}: cannot read: {err.strerror}") from None
+    except UnicodeDecodeError as err:
+        raise ResultsError(f"{path}: not UTF-8 text (byte at offset {err.start}): not a results file") from None
     except json.JSONDecodeError as err:
         raise ResultsError(f"{path}:{err.lineno}: not valid JSON: {err.msg}") from None
+    except RecursionError:
+        raise ResultsError(f"{path}: nested too deeply to be a results file") from None
 
 
-def load_run(path: str | Path) -> RunResults:
+def warn(problems: list[str], prefix: str = "specbench report") -> None:
+    """The repairs of one file on stderr: the first few in full, then how many more."""
+    for line in problems[:MAX_SHOWN]:
+        print(f"{prefix}: warning: {line}", file=sys.stderr)
+    if len(problems) > MAX_SHOWN:
+        print(f"{prefix}: warning: ... and {len(problems) - MAX_SHOWN} more values shown as — "
+              f"({problems[0].split(':')[0]})", file=sys.stderr)
+
+
+def load_run(path: str | Path, *, quiet: bool = False) -> RunResults:
+    """One run's clean records and meta; repairs are printed to stderr unless ``quiet``."""
     path = Path(path)
     if path.is_dir():
         results = path / "results.json"
@@ -34,12 +265,15 @@ def load_run(path: str | Path) -> RunResults:
             raise ResultsError(f"{path}: no results.json in this directory")
     else:
         results = path
-    data = _read_json(results)
-    if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
-        raise ResultsError(f"{results}: expected a JSON list of result records")
+    records, problems = clean_records(_read_json(results), results)
     meta_path = results.parent / "meta.json"
-    meta = _read_json(meta_path) if meta_path.exists() else {}
-    return RunResults(records=data, meta=meta, path=results)
+    meta: dict[str, Any] = {}
+    if meta_path.exists():
+        meta, meta_problems = clean_meta(_read_json(meta_path), meta_path)
+        problems += meta_problems
+    if not quiet:
+        warn(problems)
+    return RunResults(records=records, meta=meta, path=results, problems=problems)
 
 
 def load_results(paths: list[str | Path]) -> RunResults:
@@ -48,4 +282,68 @@ def load_results(paths: list[str | Path]) -> RunResults:
     if len(runs) == 1:
         return runs[0]
     merged = [r for run in runs for r in run.records]
-    return RunResults(records=merged, meta={"merged_from": [str(r.path) for r in runs]})
+    return RunResults(records=merged, meta={"merged_from": [str(r.path) for r in runs]},
+                      problems=[p for run in runs for p in run.problems])
+
+
+# ----------------------------------------------------------------------------- requests.jsonl
+
+_REQUEST_TYPES: dict[str, tuple[type, ...]] = {
+    "prompt_id": (str,), "dataset": (str,), "config": (str,), "turn": (int,), "phase": (str,),
+    "send_time": (int, float), "chunk_times": (list,), "chunk_tokens": (list,), "repeat": (int,),
+    "category": (str, type(None)), "prompt_tokens": (int, type(None)), "output_tokens": (int, type(None)),
+    "error": (str, type(None)), "concurrency": (int, type(None)), "output_token_ids": (list, type(None)),
+    "text": (str,), "finish_reason": (str, type(None)), "request_rate": (int, float, type(None)),
+}
+
+
+def request_problem(data: Any) -> str | None:
+    """Why a requests.jsonl line cannot be a measured request, or None when it can."""
+    if not isinstance(data, dict):
+        return f"expected an object, got {type(data).__name__}"
+    for key in ("prompt_id", "dataset", "config"):
+        if key not in data:
+            return f"key {key!r} missing"
+    for key, types in _REQUEST_TYPES.items():
+        if key not in data:
+            continue
+        value = data[key]
+        if isinstance(value, bool) or not isinstance(value, types):
+            return f"{key}: expected {'/'.join(t.__name__ for t in types)}, got {_show(value)}"
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"{key}: expected a finite number, got {_show(value)}"
+    if not all(is_number(t) for t in data.get("chunk_times", [])):
+        return "chunk_times: expected finite numbers"
+    if not all(isinstance(n, int) and not isinstance(n, bool) for n in data.get("chunk_tokens", [])):
+        return "chunk_tokens: expected integers"
+    return None
+
+
+def read_requests(run_dir: Path, *, quiet: bool = False) -> list[RequestRecord] | None:
+    """``requests.jsonl`` of a run directory (None when there is none). A line cut by a crash ends
+    the file (as the run's own reader does); a line that is JSON but not a request is skipped and said."""
+    path = run_dir / "requests.jsonl"
+    if not path.exists():
+        return None
+    out: list[RequestRecord] = []
+    problems: list[str] = []
+    try:
+        text = path.read_bytes().decode("utf-8", errors="replace")
+    except OSError as err:
+        raise ResultsError(f"{path}: cannot read: {err.strerror}") from None
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except (json.JSONDecodeError, RecursionError):
+            problems.append(f"{path}:{n}: not valid JSON; this line and the {len(text.splitlines()) - n} after it are not read")
+            break
+        why = request_problem(data)
+        if why:
+            problems.append(f"{path}:{n}: {why}; request skipped")
+            continue
+        out.append(RequestRecord.from_dict(data))
+    if not quiet:
+        warn(problems)
+    return out

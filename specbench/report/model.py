@@ -60,6 +60,13 @@ def load_of(r: Record) -> Load:
     return Load("concurrency", None if c is None else float(c))
 
 
+def load_of_request(r: Any) -> Load:
+    """The load point of a request record (``request_rate`` set in open-loop phases)."""
+    if getattr(r, "request_rate", None) is not None:
+        return Load("rate", float(r.request_rate))
+    return Load("concurrency", float(r.concurrency or 0))
+
+
 class Model:
     """Records grouped the way every plot needs them."""
 

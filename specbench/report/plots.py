@@ -13,7 +13,7 @@ import numpy as np
 
 from ..metrics import token_itl, tpot
 from ..records import RequestRecord
-from .model import Load, Model, Record, _unique, load_of
+from .model import Load, Model, Record, _unique, load_of, load_of_request
 from .svg import (AXIS, FONT, GRID, INK, MUTED, NOT_MEASURED, Scale, Svg, _f, empty_plot, esc, figure, legend,
                   linear_axis, log_ticks, text_width, tick_label, x_axis, y_axis)
 
@@ -542,10 +542,10 @@ def latency_plot(m: Model, requests: Sequence[RequestRecord] | None) -> str:
         "95th percentiles. Black = the baseline.")
     if not requests:
         return figure(plot, title, empty_plot(plot, "requests.jsonl not available for these results"), caption)
-    measured = [r for r in requests if r.phase == "measure"]
-    groups: dict[tuple[str, int], dict[str, list[RequestRecord]]] = {}
+    measured = [r for r in requests if r.phase == "measure" and r.config in m.colour]  # only configs of the table
+    groups: dict[tuple[str, Load], dict[str, list[RequestRecord]]] = {}
     for r in measured:
-        groups.setdefault((r.dataset, r.concurrency or 0), {}).setdefault(r.config, []).append(r)
+        groups.setdefault((r.dataset, load_of_request(r)), {}).setdefault(r.config, []).append(r)
     if not groups:
         return figure(plot, title, empty_plot(plot, "no measured request in requests.jsonl"), caption)
     dorder = {d: i for i, d in enumerate(m.datasets)}
@@ -553,13 +553,14 @@ def latency_plot(m: Model, requests: Sequence[RequestRecord] | None) -> str:
     blocks = []
     pw, ph = 420.0, 270.0
     left, right, top, bottom = 56.0, 14.0, 28.0, 52.0
-    for (d, conc) in sorted(groups, key=lambda k: (dorder.get(k[0], 99), k[1])):
-        by_config = groups[(d, conc)]
-        configs = sorted(set(by_config) | {c for c in m.configs if m.row(c, d, Load("concurrency", float(conc)))},
+    for (d, load) in sorted(groups, key=lambda k: (dorder.get(k[0], 99), k[1].sort_key())):
+        by_config = groups[(d, load)]
+        configs = sorted(set(by_config) | {c for c in m.configs if m.row(c, d, load)},
                          key=lambda c: order.get(c, 99))
         samples = {c: samples_ms(by_config.get(c, [])) for c in configs}
         width = 3 * pw
-        svg = Svg(width, ph, f"latency CDFs: {d} c={conc}", plot)
+        where = f"concurrency {load.value:g}" if load.kind == "concurrency" else load.label
+        svg = Svg(width, ph, f"latency CDFs: {d} {load.label}", plot)
         for j, (key, label, _) in enumerate(METRICS):
             x0 = j * pw
             arrays = [s[key] for s in samples.values() if s[key].size]
@@ -604,13 +605,13 @@ def latency_plot(m: Model, requests: Sequence[RequestRecord] | None) -> str:
         for c in configs:
             n = sum(1 for r in by_config.get(c, []) if r.ok)
             if c in absent:
-                items.append((f"{esc(c)}: {nm_html(_why_missing(m.row(c, d, Load('concurrency', float(conc)))) or 'no successful request')}",
+                items.append((f"{esc(c)}: {nm_html(_why_missing(m.row(c, d, load)) or 'no successful request')}",
                               m.colour[c], "plain", m.dash[c]))
             else:
                 items.append((f"{esc(c)} <small>(n={n} requests)</small>", m.colour[c], "plain", m.dash[c]))
         if absent:
             svg.height = ph + 20
             svg.not_measured(8, ph + 12, ", ".join(absent) + " (no successful request)", size=12, listing=True)
-        blocks.append(f'<div class="cdf-block"><h4>{esc(d)} · concurrency {conc}</h4>{legend(items)}'
+        blocks.append(f'<div class="cdf-block"><h4>{esc(d)} · {where}</h4>{legend(items)}'
                       f'<div class="svg-wrap">{svg.render()}</div></div>')
     return figure(plot, title, "".join(blocks), caption)

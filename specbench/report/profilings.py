@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..cell import Cell
 from ..records import RequestRecord
 from .load import RunResults
 
@@ -25,7 +26,8 @@ def _slug(text: str) -> str:
 
 
 def _drafter(row: dict[str, Any], meta: dict[str, Any]) -> str:
-    raw = next((c for c in meta.get("suite", {}).get("raw", {}).get("configs", []) if c.get("name") == row["run"]), {})
+    configs = ((meta.get("suite") or {}).get("raw") or {}).get("configs") or []
+    raw = next((c for c in configs if isinstance(c, dict) and c.get("name") == row["run"]), {})
     name = raw.get("drafter") or row.get("method") or "none"
     return _slug(str(name).split("/")[-1]) if row.get("method") not in (None, "baseline") else "none"
 
@@ -33,13 +35,13 @@ def _drafter(row: dict[str, Any], meta: dict[str, Any]) -> str:
 def tables(results: RunResults, requests: list[RequestRecord], gpu: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The ``runs`` (one row per cell) and ``requests`` (one row per measured request) frames."""
     meta = results.meta
-    target = meta.get("suite", {}).get("raw", {}).get("model", "unknown")
+    target = ((meta.get("suite") or {}).get("raw") or {}).get("model") or "unknown"
     runs, key_of = [], {}
     for row in results.records:
         k = row.get("num_speculative_tokens") or 0
         c = row.get("concurrency") or row.get("max_concurrency") or 0
         ident = {"gpu": gpu, "target": target, "split": row["dataset"], "drafter": _drafter(row, meta), "k": k, "c": c}
-        key_of[(row["run"], row["dataset"], c)] = ident
+        key_of[Cell.of_row(row)] = ident
         runs.append({**ident, "start": 0, "mode": "load", "throughput_tps": row.get("output_throughput_tps"),
                      "output_tokens": row.get("output_tokens"), "requests": row.get("requests"),
                      "steps": row.get("stream_steps"), "guessed_tokens": row.get("spec_draft_tokens"),
@@ -48,7 +50,7 @@ def tables(results: RunResults, requests: list[RequestRecord], gpu: str) -> tupl
                      "engine_version": row.get("server_version"), "specbench_version": meta.get("specbench_version")})
     reqs = []
     for r in requests:
-        ident = key_of.get((r.config, r.dataset, r.concurrency or 0))
+        ident = key_of.get(Cell.of_record(r))
         if r.phase != "measure" or ident is None:
             continue
         reqs.append({**ident, "start": r.repeat, "question_id": f"{r.prompt_id}#{r.turn}" if r.turn else r.prompt_id,

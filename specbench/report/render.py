@@ -1,17 +1,20 @@
 """Markdown / JSON / CSV renderings of result records.
 
 The markdown table is the one teams paste into PRs (``../shared/reference/results_example.md``):
-missing values print as ``—`` (or ``-`` inside the per-position cell), never as 0.
+missing values print as ``—`` (or ``-`` inside the per-position cell), never as 0. JSON is standard
+JSON: a NaN or ±Infinity (never a measured value) is written as ``null``; CSV leaves it empty.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-import json
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..jsonio import dumps
+from .load import is_number
 from .quality_columns import quality_columns
 
 FORMATS = ("markdown", "json", "csv")
@@ -21,9 +24,13 @@ Record = dict[str, Any]
 
 
 def _num(value: Any, digits: int, suffix: str = "", missing: str = DASH) -> str:
-    if value is None:
+    if not is_number(value):
         return missing
     return f"{value:.{digits}f}{suffix}"
+
+
+def _non_finite(value: Any) -> bool:
+    return isinstance(value, float) and not math.isfinite(value)
 
 
 def _pair(r: Record, prefix: str) -> str:
@@ -31,7 +38,7 @@ def _pair(r: Record, prefix: str) -> str:
 
 
 def _pct(value: Any, missing: str = DASH) -> str:
-    return missing if value is None else f"{value * 100:.2f}%"
+    return f"{value * 100:.2f}%" if is_number(value) else missing
 
 
 def _positions(r: Record) -> str:
@@ -76,7 +83,7 @@ def markdown(records: Sequence[Record], meta: dict[str, Any] | None = None) -> s
         if len({r.get("concurrency") for r in records}) > 1:
             columns.insert(2, ("Conc", lambda r: str(r.get("concurrency", DASH))))
         if len({r.get("request_rate") for r in records}) > 1:
-            columns.insert(2, ("Rate req/s", lambda r: DASH if r.get("request_rate") is None else f"{r['request_rate']:g}"))
+            columns.insert(2, ("Rate/s", lambda r: DASH if r.get("request_rate") is None else f"{r['request_rate']:g}"))
         if any((r.get("ci95") or {}).get("speedup_vs_baseline") for r in records):
             columns.insert(columns.index(next(c for c in columns if c[0] == "Speedup")) + 1,
                            ("Speedup 95% CI", _ci))
@@ -98,6 +105,7 @@ def warnings(records: Sequence[Record]) -> list[str]:
     out = []
     for r in records:
         where = f"{r['run']} / {r['dataset']}" + (f" / c={r['concurrency']}" if r.get("concurrency") is not None else "")
+        where += f" / rate {r['request_rate']:g}/s" if isinstance(r.get("request_rate"), (int, float)) else ""
         if r.get("acceptance_sources_agree") is False:
             out.append(f"⚠ {where}: accepted tokens seen in the stream differ from the server counters by "
                        f"{r.get('acceptance_tokens_diff')} (other traffic in the window, or steps merged into one chunk)")
@@ -163,7 +171,8 @@ def to_csv(records: Sequence[Record]) -> str:
     writer = csv.DictWriter(buf, fieldnames=keys, lineterminator="\n")
     writer.writeheader()
     for r in records:
-        writer.writerow({k: json.dumps(v) if isinstance(v, (dict, list)) else ("" if v is None else v) for k, v in r.items()})
+        writer.writerow({k: dumps(v) if isinstance(v, (dict, list)) else ("" if v is None or _non_finite(v) else v)
+                         for k, v in r.items()})
     return buf.getvalue().rstrip("\n")
 
 
@@ -171,7 +180,7 @@ def render(records: Sequence[Record], fmt: str, meta: dict[str, Any] | None = No
     if fmt == "markdown":
         return markdown(records, meta)
     if fmt == "json":
-        return json.dumps(list(records), indent=2)
+        return dumps(list(records), indent=2)
     if fmt == "csv":
         return to_csv(records)
     raise ValueError(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")

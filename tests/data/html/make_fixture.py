@@ -24,6 +24,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
+from specbench.cell import Cell  # noqa: E402
 from specbench.measure import PhaseInfo, add_comparisons, order_row, summarize_cell  # noqa: E402
 from specbench.records import RequestRecord  # noqa: E402
 
@@ -130,7 +131,7 @@ def build_rows(phases: list[PhaseInfo], records: list[RequestRecord]) -> list[di
     for dataset in DATASETS:
         for conc in CONCURRENCY:
             for config, _m, _k in CONFIGS:
-                cell_phases = [p for p in phases if p.cell == (config, dataset, conc, None)]
+                cell_phases = [p for p in phases if p.cell == Cell(config, dataset, conc)]
                 cell_recs = [r for r in records if (r.config, r.dataset, r.concurrency) == (config, dataset, conc)]
                 method, k = methods[config]
                 rows.append(summarize_cell(cell_phases, cell_recs, method=method, k=k))
