@@ -123,3 +123,23 @@ def split_credentials(url: str) -> tuple[str, str | None]:
         return url, None
     token = base64.b64encode(f"{unquote(user or '')}:{unquote(password or '')}".encode()).decode()
     return urlunsplit(parts._replace(netloc=host)), f"Basic {token}"
+
+
+def secret_values(argv: Sequence[Any], shown_argv: Sequence[Any], env: Mapping[str, Any]) -> list[str]:
+    """The real secret strings behind a launch: argv words that redaction changed (the value part of
+    ``--flag=v``) and secret-named environment values, longest first so one never hides part of another.
+    A launched engine echoes its arguments into its log (vLLM prints its non-default args), so the
+    log is scrubbed of these as it is written."""
+    found: set[str] = set()
+    for real, shown in zip(argv, shown_argv):
+        if isinstance(real, str) and real != shown:
+            name, eq, value = real.partition("=")
+            found.add(value if eq and name.startswith("-") and shown == f"{name}={MASK}" else real)
+    found |= {str(v) for k, v in env.items() if is_secret_name(k) and v not in (None, "")}
+    return sorted((s for s in found if len(s) >= 4), key=len, reverse=True)
+
+
+def scrub(text: bytes, values: Sequence[str]) -> bytes:
+    for value in values:
+        text = text.replace(value.encode(), MASK.encode())
+    return text

@@ -16,6 +16,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections import deque
 from collections.abc import Callable
@@ -25,6 +26,7 @@ from typing import Any
 import aiohttp
 
 from ..errors import LaunchError
+from ..secrets import scrub, secret_values
 
 _LIVE: set["ServerProcess"] = set()
 
@@ -147,6 +149,14 @@ def stop_leftover(identity: dict[str, Any], grace_s: float = 10.0) -> bool:
     return True
 
 
+def _copy_scrubbed(source: Any, log: Any, values: list[str]) -> None:
+    """Engine output → log with secret values masked, line by line (the engine echoes its argv)."""
+    with source, log:
+        for line in source:
+            log.write(scrub(line, values))
+            log.flush()
+
+
 class ServerProcess:
     def __init__(self, name: str, argv: list[str], env: dict[str, str], log_path: Path, base_url: str,
                  health_path: str, models_path: str, model: str, startup_timeout_s: float,
@@ -155,7 +165,9 @@ class ServerProcess:
         self.base_url, self.health_path, self.models_path = base_url, health_path, models_path
         self.model, self.startup_timeout_s = model, startup_timeout_s
         self.display_argv = display_argv or argv
+        self.secrets = secret_values(argv, self.display_argv, env)
         self.proc: subprocess.Popen | None = None
+        self._log_copier: threading.Thread | None = None
         self.started_at: float | None = None
         self.ready_s: float | None = None
 
@@ -168,12 +180,18 @@ class ServerProcess:
         log.write(f"$ {' '.join(self.display_argv)}\n".encode())
         log.flush()
         try:
-            self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE if self.secrets else log,
+                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                          env={**os.environ, **self.env}, start_new_session=True,
                                          preexec_fn=die_with_parent())
         except FileNotFoundError:
+            log.close()
             raise LaunchError(f"config {self.name!r}: engine executable not found: {exe}") from None
-        finally:
+        if self.secrets:
+            self._log_copier = threading.Thread(target=_copy_scrubbed, args=(self.proc.stdout, log, self.secrets),
+                                                name=f"log-{self.name}", daemon=True)
+            self._log_copier.start()
+        else:
             log.close()
         self.started_at = time.monotonic()
         _LIVE.add(self)
@@ -259,6 +277,8 @@ class ServerProcess:
         except subprocess.TimeoutExpired:
             pass
         _wait_group_gone(self.proc.pid, timeout_s=10)
+        if self._log_copier is not None:
+            self._log_copier.join(timeout=5)
         return self.proc.returncode
 
 
