@@ -70,9 +70,10 @@ def table_columns(records: Sequence[Record]) -> list[tuple[str, Callable[[Record
     if any(r.get("fidelity_identical") is not None for r in records):
         cols.append(("Same output", lambda r: DASH if r.get("fidelity_identical") is None
                      else f"{r['fidelity_identical'] * 100:.2f}%"))
+    cols += quality_columns(records)
     if any(r.get("status") not in (None, "ok") or r.get("failed_requests") for r in records):
-        cols.append(("Failed", _failed))
-    return cols + quality_columns(records)
+        cols.append(("Failed", _failed))  # last, where a reader looks for it
+    return cols
 
 
 def _cell_html(text: str) -> str:

@@ -89,9 +89,10 @@ def markdown(records: Sequence[Record], meta: dict[str, Any] | None = None) -> s
                            ("Speedup 95% CI", _ci))
         if any(r.get("fidelity_identical") is not None for r in records):
             columns.append(("Same output", lambda r: _pct(r.get("fidelity_identical"))))
-        if any(r.get("failed_requests") for r in records) or any(r.get("status") == "failed" for r in records):
-            columns.append(("Failed", _failed))
     columns += quality_columns(records)
+    if _has_extras(records) and (any(r.get("failed_requests") for r in records)
+                                 or any(r.get("status") == "failed" for r in records)):
+        columns.append(("Failed", _failed))  # last, where a reader looks for it
     table = markdown_table(records, columns)
     sweep = sweep_table(records)
     if sweep:
