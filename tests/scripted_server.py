@@ -40,6 +40,7 @@ class Script:
     version: str = "scripted-1.0"
     extra_engine_label: bool = False
     spec_stats: bool = False  # vLLM >= 0.32 --per-request-spec-decode-metrics summary
+    paced: bool = False  # decode chunk i leaves at first chunk + i × gap_s (no drift): exact mean step time
 
 
 class ScriptedServer:
@@ -66,6 +67,10 @@ class ScriptedServer:
             total += n
             i += 1
         return chunks
+
+    def step_gap(self) -> float:
+        """Seconds before the next decode chunk (a subclass may make it depend on load)."""
+        return self.s.gap_s
 
     def token(self, seed: int, idx: int) -> tuple[int, str]:
         tid = (seed * 31 + idx * 7) % 1000
@@ -161,9 +166,11 @@ class ScriptedServer:
         await asyncio.sleep(self.s.ttft_s)
         done = 0
         sched = self.schedule(max_tokens)
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
         for i, n in enumerate(sched):
             if i > 0:
-                await asyncio.sleep(self.s.gap_s)
+                await asyncio.sleep(max(0.0, t0 + i * self.s.gap_s - loop.time()) if self.s.paced else self.step_gap())
                 self._count_step(n)
             if fault == "stall" and i == 2:
                 await asyncio.sleep(3600)
