@@ -40,7 +40,7 @@ class Script:
     version: str = "scripted-1.0"
     extra_engine_label: bool = False
     spec_stats: bool = False  # vLLM >= 0.32 --per-request-spec-decode-metrics summary
-    paced: bool = False  # decode chunk i leaves at first chunk + i × gap_s (no drift): exact mean step time
+    paced: bool = False  # each decode chunk leaves one step after the previous one was due (no drift): exact mean step time
 
 
 class ScriptedServer:
@@ -167,10 +167,12 @@ class ScriptedServer:
         done = 0
         sched = self.schedule(max_tokens)
         loop = asyncio.get_running_loop()
-        t0 = loop.time()
+        deadline = loop.time()
         for i, n in enumerate(sched):
             if i > 0:
-                await asyncio.sleep(max(0.0, t0 + i * self.s.gap_s - loop.time()) if self.s.paced else self.step_gap())
+                gap = self.step_gap()
+                deadline += gap
+                await asyncio.sleep(max(0.0, deadline - loop.time()) if self.s.paced else gap)
                 self._count_step(n)
             if fault == "stall" and i == 2:
                 await asyncio.sleep(3600)
