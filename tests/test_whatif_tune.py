@@ -301,3 +301,21 @@ def test_tune_report_without_requests_falls_back_to_overlapping_cis():
     [cell] = result["cells"]
     assert cell["best"] == 2 and cell["indistinguishable"] == [1] and result["method"].startswith("overlapping")
     assert math.isclose(cell["best_speedup"], 1.25)
+
+
+def test_tune_verify_refuses_unusable_schedules_in_one_line(tmp_path, capsys):
+    assert main(["tune", "--verify", str(tmp_path / "none.json")]) == 2
+    assert capsys.readouterr().err.strip() == f"specbench: {tmp_path / 'none.json'}: schedule file not found"
+    suite = suite_of(tmp_path, [{"name": "baseline"}, NGRAM])
+    off = tmp_path / "off.json"
+    off.write_text(json.dumps({"suite": str(suite.path), "schedules": [
+        {"family": "ngram", "by_concurrency": {"1": 0}, "ranges": [[1, 1, 0]], "speculative_config": None, "flag": None}]}))
+    assert main(["tune", "--verify", str(off)]) == 2
+    assert "no schedule with an engine flag to verify" in capsys.readouterr().err
+    (tmp_path / "bad.json").write_text("[1, 2]")
+    assert main(["tune", "--verify", str(tmp_path / "bad.json")]) == 2
+    assert "not a schedule written by specbench tune" in capsys.readouterr().err
+    assert main(["tune", str(suite.path)]) == 2
+    assert "give SUITE and --k" in capsys.readouterr().err
+    assert main(["tune", str(suite.path), "--k", "1,x"]) == 2
+    assert "--k: 'x' is not an integer" in capsys.readouterr().err
