@@ -91,12 +91,6 @@ def run_with_plan(suite: Suite, out: Path, key: str, plan: dict[str, Any], *, re
     return outcome, runner.meta
 
 
-def default_output(suite: Suite) -> Path:
-    from .runner import default_output as plain
-
-    return plain(suite)
-
-
 def parse_numbers(text: str, flag: str, kind: type) -> list:
     """``1.5,2,2.5`` → numbers, one-line error naming the flag otherwise."""
     out = []

@@ -366,7 +366,7 @@ def verify_suite(schedule: dict[str, Any], where: str) -> Suite:
 
 
 def tune_cli(args: argparse.Namespace) -> int:
-    from .explain import default_output
+    from .runner import default_output
     from .report.html import read_requests
     from .report.render import markdown
     from .store import RunDir

@@ -110,6 +110,9 @@ def test_html_plot_marks_where_tokens_per_step_meet_step_cost():
     rows = [_row("baseline", 1, 1.0, None, 1.0), _row("baseline", 16, 1.0, None, 1.0),
             _row("spec", 1, 2.4, 1.2, 1.8), _row("spec", 16, 2.2, 2.8, 0.7)]
     page = render_html(rows, None, {})
+    table = page[page.index('<table class="results">'):page.index("</table>")]
+    assert '<th scope="col">Step cost</th><th scope="col">Decomposed speedup</th>' in table
+    assert "<td>2.000x</td>" in table and "<td>0.786x</td>" in table
     fig = page[page.index('id="fig-decomposition"'):]
     fig = fig[:fig.index("</figure>")]
     assert fig.count('class="crossover"') == 1

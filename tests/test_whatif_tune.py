@@ -301,6 +301,12 @@ def test_tune_report_without_requests_falls_back_to_overlapping_cis():
     [cell] = result["cells"]
     assert cell["best"] == 2 and cell["indistinguishable"] == [1] and result["method"].startswith("overlapping")
     assert math.isclose(cell["best_speedup"], 1.25)
+    page = render_html(rows, None, meta)
+    fig = page[page.index('id="fig-tune"'):]
+    fig = fig[:fig.index("</figure>")]
+    assert fig.count('class="best-k"') == 1 and "<b>1.250× [1.15–1.35]</b>" in fig
+    assert "Serve it with <code>--speculative-config" in fig and "[[1,1,2]]" in fig
+    assert 'id="fig-tune"' not in render_html(rows, None, {})
 
 
 def test_tune_verify_refuses_unusable_schedules_in_one_line(tmp_path, capsys):

@@ -11,7 +11,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from .model import PALETTE, Load, Model, Record, load_of
+from .model import PALETTE, Load, Model, load_of
 from .svg import INK, MUTED, Scale, Svg, _f, esc, figure, legend, linear_axis, x_axis, y_axis
 
 LOAD_COLOURS = PALETTE + ["#000000", "#999999"]
