@@ -151,6 +151,11 @@ def build_parser() -> argparse.ArgumentParser:
         pass
     else:
         register(sub)
+    from .tune import register as register_tune
+    from .whatif import register as register_whatif
+
+    register_whatif(sub)
+    register_tune(sub)
     return parser
 
 

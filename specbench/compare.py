@@ -5,7 +5,7 @@ of one run against an earlier run of the same suite (judged with the gate's nois
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,6 +51,28 @@ def paired_requests(config: Sequence[RequestRecord], baseline: Sequence[RequestR
     return [(r, base[_key(r)]) for r in config if r.ok and r.phase == "measure" and _key(r) in base]
 
 
+def paired_bootstrap(columns: np.ndarray, stat: Callable[[np.ndarray], np.ndarray], resamples: int = 2000,
+                     seed: int = 0) -> tuple[float | None, float | None, float | None]:
+    """A statistic of per-prompt columns and its bootstrap 95% CI, resampling prompts (rows).
+
+    ``stat`` receives an index array (one row of indices, or ``resamples`` rows) and returns the
+    statistic per row of indices; resampling whole prompts keeps each prompt's pairing intact.
+    """
+    n = len(columns)
+    if not n:
+        return None, None, None
+    point = float(stat(np.arange(n)))
+    if n < 2:
+        return point, None, None
+    rng = np.random.default_rng(seed)
+    samples = stat(rng.integers(0, n, size=(resamples, n)))
+    samples = samples[np.isfinite(samples)]
+    if not samples.size:
+        return point, None, None
+    lo, hi = np.percentile(samples, [2.5, 97.5])
+    return point, float(lo), float(hi)
+
+
 def paired_speedup(pairs: Sequence[tuple[RequestRecord, RequestRecord]], resamples: int = 2000,
                    seed: int = 0) -> dict[str, float | None]:
     """Speedup of per-request decode rate over paired prompts, with a bootstrap 95% CI over prompts.
@@ -69,12 +91,70 @@ def paired_speedup(pairs: Sequence[tuple[RequestRecord, RequestRecord]], resampl
         t, l = tok[idx].sum(axis=-2), lat[idx].sum(axis=-2)
         return (t[..., 0] / l[..., 0]) / (t[..., 1] / l[..., 1])
 
-    out["paired_speedup"] = float(stat(np.arange(len(pairs))))
-    if len(pairs) >= 2:
-        rng = np.random.default_rng(seed)
-        samples = stat(rng.integers(0, len(pairs), size=(resamples, len(pairs))))
-        lo, hi = np.percentile(samples, [2.5, 97.5])
-        out["paired_speedup_ci_low"], out["paired_speedup_ci_high"] = float(lo), float(hi)
+    point, lo, hi = paired_bootstrap(tok, stat, resamples, seed)
+    out["paired_speedup"], out["paired_speedup_ci_low"], out["paired_speedup_ci_high"] = point, lo, hi
+    return out
+
+
+def _decode_columns(r: RequestRecord) -> tuple[float, float, float, float]:
+    """Decode tokens and steps (as stream acceptance counts them) and Σ/count of chunk gaps (as step_ms does)."""
+    from .acceptance import decode_steps
+
+    steps = decode_steps(r)
+    gaps = len(r.chunk_times) - 1 if len(r.chunk_times) > 1 else 0
+    return float(sum(steps)), float(len(steps)), (r.chunk_times[-1] - r.chunk_times[0]) if gaps else 0.0, float(gaps)
+
+
+def paired_decomposition(pairs: Sequence[tuple[RequestRecord, RequestRecord]], resamples: int = 2000,
+                         seed: int = 0) -> tuple[float | None, float | None, float | None]:
+    """Tokens per step ÷ step cost ratio over paired prompts, with the bootstrap CI of ``paired_speedup``.
+
+    Per side: (Σ decode tokens ÷ Σ decode steps) ÷ (Σ chunk gaps ÷ number of gaps), pooled the way
+    ``stream_mean_acceptance_length`` and ``step_mean_ms`` pool them; config ÷ baseline. Decode steps
+    and gaps are counted alike, so it is the ratio of decode-phase token rates (TTFT left out).
+    """
+    cols = np.array([[*_decode_columns(c), *_decode_columns(b)] for c, b in pairs], dtype=float).reshape(-1, 8)
+
+    def stat(idx: np.ndarray) -> np.ndarray:
+        s = cols[idx].sum(axis=-2)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rate = lambda o: (s[..., o] / s[..., o + 1]) / (s[..., o + 2] / s[..., o + 3])  # noqa: E731
+            return rate(0) / rate(4)
+
+    point, lo, hi = paired_bootstrap(cols, stat, resamples, seed)
+    if point is not None and not math.isfinite(point):
+        return None, None, None
+    return point, lo, hi
+
+
+#: results keys of the speedup decomposition (null where not measured)
+DECOMPOSITION_KEYS = ("step_cost_ratio", "speedup_decomposed", "speedup_decomposed_ci_low",
+                      "speedup_decomposed_ci_high", "speedup_residual")
+
+
+def decomposition(row: dict, base: dict, pairs: Sequence[tuple[RequestRecord, RequestRecord]]) -> dict[str, float | None]:
+    """Speedup = tokens per step ÷ step cost × residual, for one row against its baseline row.
+
+    ``step_cost_ratio`` = step_mean_ms ÷ the baseline's; ``speedup_decomposed`` = stream tokens per
+    step ÷ the baseline's (1.0 unless its chunks carry several tokens) ÷ step_cost_ratio: the
+    decode-phase gain. ``speedup_residual`` = speedup_vs_baseline ÷ speedup_decomposed: what is won
+    or lost outside decode steps (prefill/TTFT, queueing, scheduling). The CI is the paired
+    bootstrap of ``paired_decomposition``, scaled onto the row's point value like the speedup's.
+    """
+    out: dict[str, float | None] = dict.fromkeys(DECOMPOSITION_KEYS)
+    if row is base or row.get("run") == base.get("run"):
+        return out
+    cost = ratio(row.get("step_mean_ms"), base.get("step_mean_ms"))
+    tokens = ratio(row.get("stream_mean_acceptance_length"), base.get("stream_mean_acceptance_length"))
+    out["step_cost_ratio"] = cost
+    if cost is None or tokens is None:
+        return out
+    out["speedup_decomposed"] = tokens / cost
+    out["speedup_residual"] = ratio(row.get("speedup_vs_baseline"), out["speedup_decomposed"])
+    point, lo, hi = paired_decomposition(pairs)
+    if point and lo is not None and hi is not None:
+        scale = out["speedup_decomposed"] / point
+        out["speedup_decomposed_ci_low"], out["speedup_decomposed_ci_high"] = lo * scale, hi * scale
     return out
 
 

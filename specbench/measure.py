@@ -16,8 +16,8 @@ import numpy as np
 
 from . import acceptance as acc
 from .cell import Cell
-from .compare import fidelity, mean_ci95, paired_requests, paired_speedup, ratio
 from .client import SOURCE_USAGE_TOTAL
+from .compare import decomposition, fidelity, mean_ci95, paired_requests, paired_speedup, ratio
 from .metrics import latency_stats, shared_reads, throughput, token_sources
 from .records import RequestRecord
 
@@ -285,6 +285,7 @@ def add_comparisons(rows: list[dict[str, Any]], records: Sequence[RequestRecord]
         row.update(paired_speedup(pairs))
         if row["run"] != baseline:
             row.update(fidelity(pairs))
+        row.update(decomposition(row, base, pairs))
         reps_c, reps_b = row.get("output_throughput_tps_repeats"), base.get("output_throughput_tps_repeats")
         ci = dict(row.get("ci95") or {})
         row["speedup_ci_method"] = None
@@ -302,6 +303,8 @@ def add_comparisons(rows: list[dict[str, Any]], records: Sequence[RequestRecord]
                 scale = row["speedup_vs_baseline"] / row["paired_speedup"]
                 ci["speedup_vs_baseline"] = [row["paired_speedup_ci_low"] * scale, row["paired_speedup_ci_high"] * scale]
                 row["speedup_ci_method"] = f"bootstrap over {row['paired_prompts']} paired prompts (2000 resamples)"
+            if row.get("speedup_decomposed_ci_low") is not None:
+                ci["speedup_decomposed"] = [row["speedup_decomposed_ci_low"], row["speedup_decomposed_ci_high"]]
         row["ci95"] = ci or None
 
 

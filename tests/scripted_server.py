@@ -58,6 +58,7 @@ class Script:
     api_key: str | None = None
     metrics_format: str = "vllm"  # or "sglang", or "none" (no spec-decode counters)
     capacity: int | None = None  # requests served at once; the rest wait in a queue
+    paced: bool = False  # each decode chunk leaves one step after the previous one was due (no drift): exact mean step time
 
 
 class ScriptedServer:
@@ -109,6 +110,10 @@ class ScriptedServer:
             total += n
             i += 1
         return chunks
+
+    def step_gap(self) -> float:
+        """Seconds before the next decode chunk (a subclass may make it depend on load)."""
+        return self.s.gap_s
 
     def token(self, seed: int, idx: int) -> tuple[int, str]:
         tid = (seed * 31 + idx * 7) % 1000
@@ -233,9 +238,13 @@ class ScriptedServer:
         await asyncio.sleep(self.s.ttft_s)
         done = 0
         sched = self.schedule(max_tokens)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time()
         for i, n in enumerate(sched):
             if i > 0:
-                await asyncio.sleep(self.s.gap_s)
+                gap = self.step_gap()
+                deadline += gap
+                await asyncio.sleep(max(0.0, deadline - loop.time()) if self.s.paced else gap)
                 self._count_step(n)
             if fault == "stall" and i == 2:
                 await asyncio.sleep(3600)

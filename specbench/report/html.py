@@ -28,7 +28,8 @@ from .plots import (acceptance_plot, category_plot, cdf_points, crossings, laten
                     speedup_plot)
 from .plots_requests import request_scatter
 from .quality_columns import quality_columns
-from .render import COLUMNS, DASH
+from .explain_plots import decomposition_plot, tune_section, whatif_section
+from .render import COLUMNS, DASH, DECOMPOSITION_COLUMNS, DECOMPOSITION_NOTE, has_decomposition
 from .svg import NOT_MEASURED, esc, nice_ticks
 
 __all__ = ["NOT_MEASURED", "PALETTE", "baseline_name", "cdf_points", "crossings", "nice_ticks", "read_requests",
@@ -73,6 +74,9 @@ def table_columns(records: Sequence[Record]) -> list[tuple[str, Callable[[Record
     cols += quality_columns(records)
     if any(r.get("status") not in (None, "ok") or r.get("failed_requests") for r in records):
         cols.append(("Failed", _failed))  # last, where a reader looks for it
+    if has_decomposition(records):
+        at = [h for h, _ in cols].index("Accept len") + 1
+        cols[at:at] = DECOMPOSITION_COLUMNS
     return cols
 
 
@@ -181,12 +185,19 @@ def render_html(records: list[dict], requests: list[RequestRecord] | None, meta:
     sections.append(("table", "Comparison table", table_html(m) + (
         '<p class="notes">— (and - inside Accept p1/p2/p3) = not measured (null in results.json), never 0. Speedup = output tok/s ÷ the baseline\'s '
         "on the same data set and load point (the paired per-prompt speed-up is drawn in the next plot); "
-        "Accept p1/p2/p3 = joint acceptance of draft positions 1–3 from server counters.</p>")))
+        "Accept p1/p2/p3 = joint acceptance of draft positions 1–3 from server counters."
+        + (" " + esc(DECOMPOSITION_NOTE) if has_decomposition(m.records) else "") + "</p>")))
     if m.records:
         sections.append(("speedup", "Speed-up per data set", speedup_plot(m)))
         lp = load_plot(m)
         if lp:
             sections.append(("speedup-load", "Speed-up vs load", lp))
+        if has_decomposition(m.records):
+            sections.append(("decomposition", "Why: tokens per step vs step cost", decomposition_plot(m)))
+        for sid, title, content in (("whatif", "Break-even acceptance (what-if)", whatif_section(m)),
+                                    ("tune", "Best K per load", tune_section(m))):
+            if content:
+                sections.append((sid, title, content))
         sections.append(("acceptance-position", "Acceptance by position", acceptance_plot(m)))
         sections.append(("category-acceptance", "Acceptance per category", category_plot(m)))
         sections.append(("latency-cdf", "Latency CDFs", latency_plot(m, requests)))

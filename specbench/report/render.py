@@ -62,6 +62,31 @@ COLUMNS: list[tuple[str, Callable[[Record], str]]] = [
 ]
 
 
+def _decomposed(r: Record) -> str:
+    value = _num(r.get("speedup_decomposed"), 3, "x")
+    lo, hi = r.get("speedup_decomposed_ci_low"), r.get("speedup_decomposed_ci_high")
+    return value if value == DASH or lo is None or hi is None else f"{value} [{lo:.3f}–{hi:.3f}]"
+
+
+#: shown when some row has a measured step cost ratio (Speedup = Tok/step ÷ Step cost × Residual)
+DECOMPOSITION_COLUMNS: list[tuple[str, Callable[[Record], str]]] = [
+    ("Tok/step", lambda r: _num(r.get("stream_mean_acceptance_length"), 3)),
+    ("Step cost", lambda r: _num(r.get("step_cost_ratio"), 3, "x")),
+    ("Decomposed speedup", _decomposed),
+    ("Residual", lambda r: _num(r.get("speedup_residual"), 3)),
+]
+DECOMPOSITION_NOTE = (
+    "Decomposition: Speedup = Tok/step ÷ Step cost × Residual. Tok/step = decode tokens per streamed chunk (one "
+    "target step); Step cost = mean chunk gap (step_mean_ms) ÷ the baseline's; Decomposed speedup = Tok/step (÷ the "
+    "baseline's, 1 unless its chunks carry several tokens) ÷ Step cost, the decode-phase gain, with the 95% CI of the "
+    "same paired bootstrap as the speedup; Residual = Speedup ÷ Decomposed speedup: below 1 is lost, above 1 won, "
+    "outside decode steps (prefill/TTFT, queueing, scheduling).")
+
+
+def has_decomposition(records: Sequence[Record]) -> bool:
+    return any(r.get("step_cost_ratio") is not None for r in records)
+
+
 def _md_row(cells: Sequence[str]) -> str:
     return "| " + " | ".join(cells) + " |"
 
@@ -89,6 +114,9 @@ def markdown(records: Sequence[Record], meta: dict[str, Any] | None = None) -> s
                            ("Speedup 95% CI", _ci))
         if any(r.get("fidelity_identical") is not None for r in records):
             columns.append(("Same output", lambda r: _pct(r.get("fidelity_identical"))))
+        if has_decomposition(records):
+            at = [h for h, _ in columns].index("Accept len") + 1
+            columns[at:at] = DECOMPOSITION_COLUMNS
     columns += quality_columns(records)
     if _has_extras(records) and (any(r.get("failed_requests") for r in records)
                                  or any(r.get("status") == "failed" for r in records)):
@@ -97,8 +125,23 @@ def markdown(records: Sequence[Record], meta: dict[str, Any] | None = None) -> s
     sweep = sweep_table(records)
     if sweep:
         table += "\n\n" + sweep
-    notes = list((meta or {}).get("notes") or []) + warnings(records)
+    table += "".join("\n\n" + part for part in explain_sections(records, meta))
+    notes = list((meta or {}).get("notes") or []) + ([DECOMPOSITION_NOTE] if has_decomposition(records) else []) + warnings(records)
     return table if not notes else table + "\n\n" + "\n".join(f"- {n}" for n in notes)
+
+
+def explain_sections(records: Sequence[Record], meta: dict[str, Any] | None) -> list[str]:
+    """The what-if map and the best-K table of runs made by ``specbench whatif`` / ``tune``."""
+    out = []
+    if (meta or {}).get("whatif"):
+        from ..whatif import whatif_markdown
+
+        out.append(whatif_markdown(records, meta))
+    if (meta or {}).get("tune"):
+        from ..tune import tune_markdown
+
+        out.append(tune_markdown(records, meta))
+    return [part for part in out if part]
 
 
 def warnings(records: Sequence[Record]) -> list[str]:

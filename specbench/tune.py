@@ -1,0 +1,418 @@
+"""`specbench tune SUITE --k 1,2,3,5,7`: the best number of draft tokens per load.
+
+Each speculative config family (configs that differ only in K) is expanded over the K values,
+one server per K, with the baseline, into one run directory; every config sees the same prompts.
+Per data set and load point the best K is the one with the highest speedup; the Ks that cannot be
+told apart from it are found with a paired bootstrap of each K's speed ratio to the best K over
+the prompts both answered (the bootstrap of ``compare.paired_speedup``). K = 0 (no speculation,
+the baseline itself) is a candidate too: the answer at high load may be "don't speculate".
+
+The recommendation is a schedule concurrency → K, written as ``schedule.json`` with the exact
+vLLM flag that serves it (``num_speculative_tokens_per_batch_size`` in ``--speculative-config``);
+``specbench tune --verify schedule.json`` re-measures that schedule against the baseline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import shlex
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .compare import paired_requests, paired_speedup
+from .errors import SuiteError
+from .explain import derived_suite, parse_numbers, raw_config, run_with_plan, spec_configs
+from .launch import load_engine
+from .records import RequestRecord
+from .report.model import Load, Record, baseline_name, load_of
+from .suite import ServerConfig, Suite
+from .whatif import load_label
+
+K_KEYS = ("num_speculative_tokens", "num_speculative_tokens_per_batch_size")
+PAIRED_METHOD = ("paired bootstrap of each K's speed ratio to the best K (Σ tokens ÷ Σ latency over the prompts both "
+                 "answered, 2000 resamples of prompts): indistinguishable when its 95% CI contains 1.0; K=0 (no "
+                 "speculation) is indistinguishable from a speculative best whose own speedup CI contains 1.0")
+OVERLAP_METHOD = ("overlapping 95% speedup CIs (requests.jsonl not read): indistinguishable when a K's interval "
+                  "overlaps the best K's")
+
+
+# ------------------------------------------------------------------------------ expansion
+
+def _family_key(c: ServerConfig) -> str:
+    spec = {k: v for k, v in c.speculative.items() if k not in K_KEYS}
+    return json.dumps([c.engine, c.method, c.drafter, spec, list(c.args), c.env, c.gpus], sort_keys=True, default=str)
+
+
+def family_name(config: str) -> str:
+    """``ngram_k3`` → ``ngram``: the config name without its K."""
+    return re.sub(r"[_-]?k\d+$", "", config) or config
+
+
+def families(configs: Sequence[ServerConfig]) -> dict[str, list[ServerConfig]]:
+    """Configs that differ only in K, under one name each."""
+    groups: dict[str, list[ServerConfig]] = {}
+    for c in configs:
+        groups.setdefault(_family_key(c), []).append(c)
+    out: dict[str, list[ServerConfig]] = {}
+    for members in groups.values():
+        name = family_name(members[0].name)
+        unique, i = name, 2
+        while unique in out:
+            unique, i = f"{name}{i}", i + 1
+        out[unique] = members
+    return out
+
+
+def expand_tune(suite: Suite, ks: Sequence[int], only: Sequence[str] | None = None) -> tuple[Suite, dict[str, Any]]:
+    """The suite to run (baseline + every family × K) and its plan (derived config → family, K)."""
+    if not ks or any(k < 1 for k in ks):
+        raise SuiteError(f"--k: expected positive integers, got {','.join(map(str, ks))} (K=0, no speculation, is "
+                         "the baseline and always a candidate)")
+    chosen = spec_configs(suite, only, "tune")
+    configs = [raw_config(suite, suite.baseline)]
+    plan: dict[str, Any] = {"ks": list(ks), "configs": {}, "families": {}}
+    pool = [c for c in suite.configs if c is not suite.baseline and c.method and c.launched]
+    for fam, members in families(pool).items():
+        if not any(c in members for c in chosen):
+            continue
+        first = members[0]
+        engine = load_engine(first.engine or suite.engine)
+        plan["families"][fam] = {"from": [c.name for c in members], "engine": engine.name, "adapter": engine.adapter,
+                                 "method": first.method, "drafter": first.drafter,
+                                 "speculative": {k: v for k, v in first.speculative.items() if k not in K_KEYS}}
+        for k in ks:
+            raw = raw_config(suite, first)
+            raw["name"] = f"{fam}_k{k}"
+            raw["num_speculative_tokens"] = k
+            raw.pop("port", None)
+            raw.pop("baseline", None)
+            if raw.get("speculative"):
+                raw["speculative"] = {key: v for key, v in raw["speculative"].items() if key not in K_KEYS}
+            configs.append(raw)
+            plan["configs"][raw["name"]] = {"family": fam, "k": k}
+    return derived_suite(suite, "tune", configs), plan
+
+
+# ------------------------------------------------------------------------------ choosing K
+
+@dataclass(frozen=True)
+class Candidate:
+    k: int  # 0 = no speculation (the baseline)
+    speedup: float | None
+    ci: tuple[float, float] | None = None  # 95% CI of the speedup vs the baseline
+
+
+def best_candidate(cands: Sequence[Candidate]) -> Candidate | None:
+    """The highest measured speedup; a tie goes to the smaller K (less drafting work)."""
+    measured = [c for c in cands if c.speedup is not None]
+    return max(measured, key=lambda c: (c.speedup, -c.k)) if measured else None
+
+
+def _contains_one(ci: tuple[float, float] | None) -> bool:
+    return ci is not None and ci[0] <= 1.0 <= ci[1]
+
+
+def indistinguishable(best: Candidate, cands: Sequence[Candidate],
+                      vs_best: dict[int, tuple[float, float] | None] | None) -> list[int]:
+    """The Ks (other than the best) whose speed cannot be told apart from the best K's.
+
+    ``vs_best[k]``: 95% CI of K's paired speed ratio to the best K; it contains 1.0 → not told
+    apart. K=0 against a speculative best, or a K against K=0 best: that K's own speedup CI
+    (which is its ratio to the baseline) contains 1.0. With ``vs_best`` None (no request records)
+    the speedup CIs are compared instead: overlapping intervals are not told apart.
+    """
+    out = []
+    for c in cands:
+        if c.k == best.k or c.speedup is None:
+            continue
+        if best.k == 0:
+            same = _contains_one(c.ci)
+        elif c.k == 0:
+            same = _contains_one(best.ci)
+        elif vs_best is not None:
+            same = _contains_one(vs_best.get(c.k))
+        else:
+            same = c.ci is not None and best.ci is not None and c.ci[0] <= best.ci[1] and best.ci[0] <= c.ci[1]
+        if same:
+            out.append(c.k)
+    return sorted(out)
+
+
+def schedule_ranges(by_concurrency: dict[int, int]) -> list[list[int]]:
+    """Concurrency → K as vLLM's ``num_speculative_tokens_per_batch_size`` ranges ``[start, end, K]``.
+
+    The first range starts at batch size 1; between two measured concurrencies the boundary is
+    their geometric mean (each batch size takes the K of the nearer load on a log scale); vLLM
+    carries the last K beyond the last range. Neighbouring ranges with the same K are merged.
+    """
+    cs = sorted(by_concurrency)
+    out: list[list[int]] = []
+    start = 1
+    for i, c in enumerate(cs):
+        end = c if i == len(cs) - 1 else max(c, math.floor(math.sqrt(c * cs[i + 1])))
+        k = by_concurrency[c]
+        if out and out[-1][2] == k:
+            out[-1][1] = end
+        else:
+            out.append([start, end, k])
+        start = end + 1
+    return out
+
+
+def engine_flag(family: dict[str, Any], ranges: list[list[int]]) -> tuple[dict[str, Any] | None, str | None, str]:
+    """(speculative config, the exact flag, a note) that serve this schedule, where the engine has it."""
+    max_k = max(k for _, _, k in ranges)
+    if max_k == 0:
+        return None, None, "speculation loses at every load measured: serve without speculative decoding"
+    if family.get("adapter") != "vllm":
+        return None, None, (f"engine {family.get('engine')}: no per-batch-size K known to specbench (vLLM has "
+                            "num_speculative_tokens_per_batch_size); serve each load range with its own K")
+    body: dict[str, Any] = {"method": family["method"]}
+    if family.get("drafter"):
+        body["model"] = family["drafter"]
+    body["num_speculative_tokens"] = max_k
+    body.update(family.get("speculative") or {})
+    body["num_speculative_tokens_per_batch_size"] = ranges
+    note = ("vLLM num_speculative_tokens_per_batch_size: [start, end, K] per running batch size (inclusive; K=0 = no "
+            "drafts; K is capped at num_speculative_tokens; the last K carries on beyond the last range; turned off "
+            "with data parallelism)")
+    return body, "--speculative-config " + shlex.quote(json.dumps(body, separators=(",", ":"))), note
+
+
+def _ci(r: Record | None) -> tuple[float, float] | None:
+    ci = ((r or {}).get("ci95") or {}).get("speedup_vs_baseline")
+    return (float(ci[0]), float(ci[1])) if isinstance(ci, list) and len(ci) == 2 and None not in ci else None
+
+
+def _records_by_cell(requests: Sequence[RequestRecord]) -> dict[tuple[str, str, int], list[RequestRecord]]:
+    out: dict[tuple[str, str, int], list[RequestRecord]] = defaultdict(list)
+    for r in requests:
+        if r.phase == "measure":
+            out[(r.config, r.dataset, r.concurrency or 0)].append(r)
+    return out
+
+
+def _conc_key(r: Record) -> int:
+    c = r.get("concurrency") if r.get("request_rate") is None else r.get("max_concurrency")
+    return int(c or 0)
+
+
+def tune_analysis(records: Sequence[Record], requests: Sequence[RequestRecord] | None,
+                  meta: dict[str, Any]) -> dict[str, Any]:
+    """Per data set × family × load: every K's speedup, the best K, the Ks not told apart; the schedules."""
+    plan = meta.get("tune") or {}
+    cfgs: dict[str, dict[str, Any]] = plan.get("configs") or {}
+    base = baseline_name(records, meta)
+    by_cell = _records_by_cell(requests) if requests is not None else None
+    rows: dict[tuple, dict[int, Record]] = defaultdict(dict)
+    for r in records:
+        p = cfgs.get(r.get("run"))
+        if isinstance(p, dict):
+            rows[(r["dataset"], p["family"], load_of(r))][int(p["k"])] = r
+    cells = []
+    for (dataset, fam, load), by_k in sorted(rows.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2].sort_key())):
+        base_row = next((r for r in records if r.get("run") == base and r["dataset"] == dataset and load_of(r) == load), None)
+        cands = ([Candidate(0, 1.0)] if base_row is not None and base_row.get("status", "ok") == "ok" else [])
+        cands += [Candidate(k, r.get("speedup_vs_baseline") if r.get("status", "ok") == "ok" else None, _ci(r))
+                  for k, r in sorted(by_k.items())]
+        best = best_candidate(cands)
+        vs_best: dict[int, tuple[float, float] | None] | None = None
+        if best is not None and by_cell is not None and best.k != 0:
+            vs_best = {}
+            best_recs = by_cell.get((by_k[best.k]["run"], dataset, _conc_key(by_k[best.k])), [])
+            for k, r in by_k.items():
+                if k == best.k:
+                    continue
+                ps = paired_speedup(paired_requests(by_cell.get((r["run"], dataset, _conc_key(r)), []), best_recs))
+                vs_best[k] = ((ps["paired_speedup_ci_low"], ps["paired_speedup_ci_high"])
+                              if ps["paired_speedup_ci_low"] is not None else None)
+        cells.append({
+            "dataset": dataset, "family": fam, "kind": load.kind, "load": load.value,
+            "candidates": [{"k": c.k, "speedup": c.speedup, "ci": list(c.ci) if c.ci else None,
+                            "vs_best_ci": list(vs_best[c.k]) if vs_best and vs_best.get(c.k) else None} for c in cands],
+            "best": None if best is None else best.k,
+            "best_speedup": None if best is None else best.speedup,
+            "best_ci": None if best is None or best.ci is None else list(best.ci),
+            "indistinguishable": [] if best is None else indistinguishable(best, cands, vs_best),
+        })
+    return {"method": PAIRED_METHOD if by_cell is not None else OVERLAP_METHOD, "cells": cells,
+            "schedules": schedules(cells, plan)}
+
+
+def schedules(cells: Sequence[dict[str, Any]], plan: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per family: concurrency → K. One data set: its best K. Several: the K with the highest geometric
+    mean speedup over the data sets (K=0 counts 1.0), among Ks measured on all of them."""
+    out = []
+    for fam, info in (plan.get("families") or {}).items():
+        conc_cells = [c for c in cells if c["family"] == fam and c["kind"] == "concurrency" and c["load"] is not None]
+        by_conc: dict[int, int] = {}
+        for conc in sorted({int(c["load"]) for c in conc_cells}):
+            here = [c for c in conc_cells if int(c["load"]) == conc]
+            if len(here) == 1:
+                if here[0]["best"] is not None:
+                    by_conc[conc] = here[0]["best"]
+                continue
+            per_k: dict[int, list[float]] = defaultdict(list)
+            for c in here:
+                for cand in c["candidates"]:
+                    if cand["speedup"] is not None and cand["speedup"] > 0:
+                        per_k[cand["k"]].append(cand["speedup"])
+            full = {k: v for k, v in per_k.items() if len(v) == len(here)}
+            if full:
+                by_conc[conc] = max(full, key=lambda k: (math.exp(sum(map(math.log, full[k])) / len(full[k])), -k))
+        if not by_conc:
+            continue
+        ranges = schedule_ranges(by_conc)
+        spec, flag, note = engine_flag(info, ranges)
+        out.append({"family": fam, "engine": info.get("engine"), "datasets": sorted({c["dataset"] for c in conc_cells}),
+                    "by_concurrency": {str(c): k for c, k in by_conc.items()}, "ranges": ranges,
+                    "speculative_config": spec, "flag": flag, "note": note})
+    return out
+
+
+# ------------------------------------------------------------------------------ rendering
+
+def _fmt(cand: dict[str, Any] | None) -> str:
+    if cand is None or cand["speedup"] is None:
+        return "—"
+    text = f"{cand['speedup']:.3f}x"
+    if cand.get("ci") and cand["k"] != 0:
+        text += f" [{cand['ci'][0]:.2f}–{cand['ci'][1]:.2f}]"
+    return text
+
+
+def _label(cell: dict[str, Any]) -> str:
+    return load_label(Load(cell["kind"], cell["load"]))
+
+
+def analysis_of(records: Sequence[Record], meta: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The stored analysis (paired, written at the end of ``specbench tune``), else one from the rows alone."""
+    plan = (meta or {}).get("tune")
+    if not plan:
+        return None
+    return plan.get("result") or tune_analysis(records, None, meta or {})
+
+
+def tune_markdown(records: Sequence[Record], meta: dict[str, Any] | None) -> str:
+    result = analysis_of(records, meta)
+    if not result or not result["cells"]:
+        return ""
+    ks = sorted({c["k"] for cell in result["cells"] for c in cell["candidates"]})
+    header = ["Dataset", "Family", "Load", *[("K=0 (off)" if k == 0 else f"K={k}") for k in ks], "Best K",
+              "Not told apart from the best"]
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(["---"] * len(header)) + " |"]
+    for cell in result["cells"]:
+        by_k = {c["k"]: c for c in cell["candidates"]}
+        cols = []
+        for k in ks:
+            text = _fmt(by_k.get(k))
+            cols.append(f"**{text}**" if k == cell["best"] and text != "—" else text)
+        best = "—" if cell["best"] is None else ("0 (off)" if cell["best"] == 0 else str(cell["best"]))
+        alike = ", ".join("0 (off)" if k == 0 else str(k) for k in cell["indistinguishable"]) or "none"
+        lines.append("| " + " | ".join([cell["dataset"], cell["family"], _label(cell), *cols, best, alike]) + " |")
+    out = "Best K per load\n\n" + "\n".join(lines) + f"\n\n- Told apart by: {result['method']}."
+    for s in result.get("schedules") or []:
+        sched = ", ".join(f"C={c} → K={k}" for c, k in s["by_concurrency"].items())
+        out += f"\n- Schedule {s['family']}: {sched}. " + (f"Serve it with: `{s['flag']}`" if s.get("flag") else s["note"])
+    return out
+
+
+# ------------------------------------------------------------------------------ command line
+
+def _write_schedule(out: Path, suite: Suite, result: dict[str, Any]) -> Path:
+    from .store import write_json
+
+    path = out / "schedule.json"
+    write_json(path, {"suite": str(suite.path), "run": str(out), "method": result["method"],
+                      "schedules": result["schedules"], "verify": f"specbench tune --verify {path}"})
+    return path
+
+
+def verify_suite(schedule: dict[str, Any], where: str) -> Suite:
+    """Baseline + one config per family serving its schedule, from the suite the schedule was tuned on."""
+    from .suite import load_suite
+
+    if not isinstance(schedule, dict) or not isinstance(schedule.get("schedules"), list) or "suite" not in schedule:
+        raise SuiteError(f"{where}: not a schedule written by specbench tune (needs 'suite' and 'schedules')")
+    suite = load_suite(schedule["suite"])
+    configs = [raw_config(suite, suite.baseline)] if suite.baseline else []
+    if not configs:
+        raise SuiteError(f"{schedule['suite']}: no baseline config to verify the schedule against")
+    by_family = families([c for c in suite.configs if c is not suite.baseline and c.method and c.launched])
+    for s in schedule["schedules"]:
+        spec = s.get("speculative_config")
+        if not spec:
+            continue
+        members = by_family.get(s.get("family"))
+        if not members:
+            raise SuiteError(f"{where}: family {s.get('family')!r} no longer matches a config of {schedule['suite']}")
+        raw = raw_config(suite, members[0])
+        raw["name"] = f"{s['family']}_schedule"
+        raw["num_speculative_tokens"] = spec["num_speculative_tokens"]
+        raw.pop("port", None)
+        raw["speculative"] = {**{k: v for k, v in (raw.get("speculative") or {}).items() if k not in K_KEYS},
+                              "num_speculative_tokens_per_batch_size": spec["num_speculative_tokens_per_batch_size"]}
+        configs.append(raw)
+    if len(configs) == 1:
+        raise SuiteError(f"{where}: no schedule with an engine flag to verify (speculation off everywhere, or an "
+                         "engine without a per-batch-size K)")
+    return derived_suite(suite, "schedule", configs)
+
+
+def tune_cli(args: argparse.Namespace) -> int:
+    from .runner import default_output
+    from .report.html import read_requests
+    from .report.render import markdown
+    from .store import RunDir
+    from .suite import load_suite
+
+    if args.verify:
+        path = Path(args.verify)
+        try:
+            schedule = json.loads(path.read_text())
+        except FileNotFoundError:
+            raise SuiteError(f"{path}: schedule file not found") from None
+        except json.JSONDecodeError as err:
+            raise SuiteError(f"{path}:{err.lineno}: not valid JSON: {err.msg}") from None
+        suite = verify_suite(schedule, str(path))
+        out = Path(args.resume or args.output or default_output(suite))
+        outcome, _ = run_with_plan(suite, out, "schedule", {"from": str(path)}, resume=bool(args.resume), quiet=args.quiet)
+        return outcome.exit_code
+    if not args.suite or not args.k:
+        raise SuiteError("tune: give SUITE and --k 1,2,3 (or --verify schedule.json)")
+    suite = load_suite(args.suite)
+    derived, plan = expand_tune(suite, parse_numbers(args.k, "--k", int), args.config or None)
+    plan["suite"] = str(suite.path)
+    out = Path(args.resume or args.output or default_output(derived))
+    outcome, meta = run_with_plan(derived, out, "tune", plan, resume=bool(args.resume), quiet=args.quiet)
+    result = tune_analysis(outcome.rows, read_requests(out), meta)
+    meta["tune"]["result"] = result
+    run = RunDir(out)
+    run.write_meta(meta)
+    run.write_results(outcome.rows, markdown(outcome.rows, meta))
+    path = _write_schedule(out, suite, result)
+    print(tune_markdown(outcome.rows, meta))
+    print(f"schedule: {path} (re-measure it with: specbench tune --verify {path})")
+    return outcome.exit_code
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "tune", help="best number of draft tokens K per load, and the schedule that serves it",
+        description="Expand the suite's speculative configs over K values (one server per K, baseline included, paired "
+                    "prompts), report the best K per load with the Ks not told apart from it, and write schedule.json "
+                    "with the engine flag. --verify schedule.json re-measures that schedule.")
+    p.add_argument("suite", nargs="?", help="suite YAML file")
+    p.add_argument("--k", help="K values, e.g. 1,2,3,5,7")
+    p.add_argument("--config", action="append", metavar="NAME", help="only the family of this config (repeatable)")
+    p.add_argument("--verify", metavar="SCHEDULE", help="re-measure a schedule.json written by tune against the baseline")
+    p.add_argument("--output", "-o", help="run directory (default results/<suite>-tune-<timestamp>/)")
+    p.add_argument("--resume", metavar="DIR", help="continue an interrupted run in DIR")
+    p.add_argument("--quiet", "-q", action="store_true", help="no live progress")
+    p.set_defaults(func=tune_cli)
