@@ -155,7 +155,7 @@ class VllmAdapter:
         spec = engine.data["speculative"]
         body: dict[str, Any] = {"method": config.method}
         if config.drafter:
-            body[spec["drafter_key"]] = config.drafter
+            body[spec["drafter_key"]] = os.path.expanduser(config.drafter)
         if config.num_speculative_tokens is not None:
             body[spec["k_key"]] = config.num_speculative_tokens
         body.update(config.speculative)
@@ -181,7 +181,7 @@ class SglangAdapter:
         drafter = config.drafter or extras.pop("model", None)
         out = [spec["algorithm_flag"], method.upper()]
         if drafter:
-            out += [spec["drafter_flag"], drafter]
+            out += [spec["drafter_flag"], os.path.expanduser(drafter)]
         flags: dict[str, str | None] = {}  # flag → value (None: a bare store_true flag); extras override K's
         if config.num_speculative_tokens is not None:
             k = config.num_speculative_tokens
