@@ -41,7 +41,7 @@ FORMAT = "specbench-bundle/1"
 # package reached only through one of these is left out too).
 DEFAULT_EXCLUDE = (
     "torch", "torchaudio", "torchvision", "torchcodec", "triton", "nvidia-*", "cuda-*",
-    "flashinfer-*", "apache-tvm-ffi", "tilelang", "quack-kernels", "humming-kernels",
+    "flashinfer-*", "tilelang", "quack-kernels", "humming-kernels",
     "cutlass-dsl", "nvidia-cutlass-dsl*", "tokenspeed-mla", "pynvvideocodec",
 )
 # Taken from the host whenever it has them, even against an exact pin: the host's compiled stack

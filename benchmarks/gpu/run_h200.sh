@@ -1,7 +1,9 @@
 #!/bin/bash
 # Everything issue 16 measures on a 2-GPU H200 host, in one detached run (the device tool allows
 # 10 min per command; start this with setsid and collect with collect.sh).
-#   run_h200.sh [prep] [known] [side] [parallel]   (default: all, with known ∥ side on GPUs 0 / 1)
+#   run_h200.sh [prep] [known] [side] [sequential] [parallel]
+#   (default: all = prep, known ∥ side on GPUs 0 / 1, then parallel; the parallel-vs-sequential check
+#   is `run_h200.sh prep sequential parallel` on an otherwise idle host)
 # Expects: the bundle parts + manifest.json + unpack.py in $BUNDLE (default /root/bundle), this
 # checkout at $ROOT, gsm8k.jsonl in $SPECBENCH_DATA_DIR. Writes under $OUTROOT (default /root/out).
 set -u
@@ -47,6 +49,13 @@ side() {
   VLLM_CACHE_ROOT=$HOME/.cache/vllm-side python3 benchmarks/gpu/side_by_side.py --out "$OUTROOT/side" --gpu 1 \
     --model "$MODELS/SmolLM2-135M-Instruct" --drafter "$MODELS/dspark-random-smollm2" > "$OUTROOT/side.log" 2>&1
   say "side: exit $?"
+}
+
+sequential() {
+  say "sequential: start (GPU 0)"
+  CUDA_VISIBLE_DEVICES=0 SPECBENCH_ENGINE_PYTHON="$ROOT/benchmarks/gpu/logged_python.sh" \
+    sb run suites/gpu_parallel.yaml -o "$OUTROOT/sequential" --quiet > "$OUTROOT/sequential.log" 2>&1
+  say "sequential: exit $?"
 }
 
 parallel() {

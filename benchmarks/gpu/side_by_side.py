@@ -210,11 +210,12 @@ def main() -> None:
                 (out / "side_by_side.json").write_text(json.dumps(rows, indent=1))
                 (out / "side_by_side.md").write_text(table(rows))
         finally:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+                try:
+                    proc.wait(30)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
             log.close()
     (out / "side_by_side.json").write_text(json.dumps(rows, indent=1))
     (out / "side_by_side.md").write_text(table(rows))
