@@ -56,7 +56,8 @@ ENGINE_PY = Path.home() / ".cache/specbench/engine/bin/python"
 TOKENIZER = Path.home() / ".cache/specbench/models/SmolLM2-135M-Instruct"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 KEY_RE = re.compile(r"^\[(\d+-\d+)\]")
-WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda", "mu", "nu", "xi", "omicron", "pi", "rho", "sigma", "tau", "upsilon", "phi", "chi", "psi", "omega"]
+WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda", "mu",
+         "nu", "xi", "omicron", "pi", "rho", "sigma", "tau", "upsilon", "phi", "chi", "psi", "omega"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -246,7 +247,7 @@ class Server:
                         break
             except OSError:
                 if time.time() > deadline or self.proc.poll() is not None:
-                    raise RuntimeError("synthetic server did not start")
+                    raise RuntimeError("synthetic server did not start") from None
                 time.sleep(0.05)
         time.sleep(0.1 * args.server_workers)  # let every worker bind
         kids = proc_children(self.proc.pid)

@@ -16,7 +16,6 @@ import fnmatch
 import hashlib
 import io
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -28,7 +27,6 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from packaging.markers import Marker
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
@@ -508,7 +506,7 @@ def _download(python: str, reqs: list[str], python_version: str, platform: str, 
 def _resolver_for(python_version: str) -> str:
     """A Python of the target's minor version (pip evaluates markers such as python_version with its own)."""
     want = ".".join(python_version.split(".")[:2])
-    if "%d.%d" % sys.version_info[:2] == want:
+    if f"{sys.version_info[0]}.{sys.version_info[1]}" == want:
         return sys.executable
     cands = [shutil.which(f"python{want}")] + [str(p) for p in sorted(Path.home().glob(f".pyenv/versions/{want}*/bin/python{want}"))]
     for cand in cands:
@@ -539,7 +537,8 @@ def bundle_cli(args) -> int:
 def add_arguments(p) -> None:
     """The ``setup bundle`` options (on the ``setup`` subparser)."""
     p.add_argument("--engine", help="bundle: the engine requirement, e.g. vllm==0.26.0")
-    p.add_argument("--host-packages", metavar="FILE", help="bundle: the host's `pip list` / `pip freeze` output; what it has (compatible) is left out")
+    p.add_argument("--host-packages", metavar="FILE", help="bundle: the host's `pip list` / `pip freeze` output; "
+                   "what it has (compatible) is left out")
     p.add_argument("--python-version", default="3.12", help="bundle: the host's Python (default 3.12)")
     p.add_argument("--platform", default="manylinux_2_28_x86_64", help="bundle: the host's wheel platform (default manylinux_2_28_x86_64)")
     p.add_argument("--part-size", default="60M", help="bundle: size of each archive part (default 60M)")

@@ -10,6 +10,7 @@ A second run with the same archive returns at once (``.specbench-bundle`` in the
 """
 
 import argparse
+import functools
 import hashlib
 import json
 import os
@@ -141,7 +142,7 @@ def main(argv=None):
                     src = tar.extractfile(member)
                     h = hashlib.sha256()
                     with open(path, "wb") as out:
-                        for block in iter(lambda: src.read(1 << 20), b""):
+                        for block in iter(functools.partial(src.read, 1 << 20), b""):
                             h.update(block)
                             out.write(block)
                     if h.hexdigest() != wheels[name]["sha256"]:
@@ -161,7 +162,8 @@ def main(argv=None):
     for module in args.modules:
         import subprocess
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([site] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
-        code = subprocess.call([sys.executable, "-c", "import %s as m; print('%s', getattr(m, '__version__', ''), m.__file__)" % (module, module)], env=env)
+        probe = "import %s as m; print('%s', getattr(m, '__version__', ''), m.__file__)" % (module, module)
+        code = subprocess.call([sys.executable, "-c", probe], env=env)
         if code:
             fail("import %s failed with the site folder on PYTHONPATH" % module)
     print("export PYTHONPATH=%s${PYTHONPATH:+:$PYTHONPATH}" % site)

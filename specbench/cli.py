@@ -116,8 +116,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--max-rate-at-slo", metavar="P", help="per config and data set, search the highest Poisson rate whose "
                      "percentile P (p99) of each load.slo bound is met; reported with its bracket and the capacity speedup vs the baseline")
     spread = run.add_mutually_exclusive_group()
-    spread.add_argument("--parallel", choices=("gpus",), help="run configs side by side on this machine, each on its own GPUs (SPECBENCH_GPUS or nvidia-smi -L; server.gpus_per_server); see docs/parallel.md")
-    spread.add_argument("--ray", metavar="ADDRESS", help="run each config as a task on the Ray cluster at ADDRESS ('auto': the one `ray start` made here); needs specbench[ray]; see docs/parallel.md")
+    spread.add_argument("--parallel", choices=("gpus",), help="run configs side by side on this machine, each on its own GPUs "
+                        "(SPECBENCH_GPUS or nvidia-smi -L; server.gpus_per_server); see docs/parallel.md")
+    spread.add_argument("--ray", metavar="ADDRESS", help="run each config as a task on the Ray cluster at ADDRESS "
+                        "('auto': the one `ray start` made here); "
+                        "needs specbench[ray]; see docs/parallel.md")
     run.set_defaults(func=_run)
 
     report = sub.add_parser("report", help="print the comparison table of result dirs or results.json files, or of the runs under a directory")

@@ -14,9 +14,10 @@ import math
 import os
 import re
 import sys
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Literal, Mapping, Sequence
+from typing import Any, Literal
 
 from specbench.errors import ResultsError, SpecbenchError, SuiteError
 

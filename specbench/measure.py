@@ -60,7 +60,7 @@ class PhaseInfo:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "PhaseInfo":
+    def from_dict(cls, d: dict[str, Any]) -> PhaseInfo:
         return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
 
     @property

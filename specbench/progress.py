@@ -21,7 +21,7 @@ class RunProgress:
         self.tokens = self.steps = self.step_tokens = 0
         self.t0 = None
 
-    def __enter__(self) -> "RunProgress":
+    def __enter__(self) -> RunProgress:
         self.bar.__enter__()
         return self
 

@@ -68,6 +68,6 @@ class RequestRecord:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "RequestRecord":
+    def from_dict(cls, data: dict[str, Any]) -> RequestRecord:
         known = {f for f in cls.__dataclass_fields__}
         return cls(**{k: v for k, v in data.items() if k in known})

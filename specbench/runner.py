@@ -78,7 +78,7 @@ Progress = Callable[..., None]
 
 
 def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
 def default_output(suite: Suite, root: Path = Path("results")) -> Path:
@@ -126,7 +126,7 @@ async def _server_info(session: aiohttp.ClientSession, url: str, engine: Engine)
             if r.status != 200:
                 return {"version": None, "version_error": f"{where}: HTTP {r.status}", "raw": None}
             data = json.loads(await r.read())
-    except (aiohttp.ClientError, asyncio.TimeoutError, ValueError, RecursionError) as err:
+    except (TimeoutError, aiohttp.ClientError, ValueError, RecursionError) as err:
         return {"version": None, "version_error": f"{where}: {type(err).__name__}: {str(err)[:100]}", "raw": None}
     info: dict[str, Any] = {"version": None, "raw": data if engine.acceptance_reads_server_info else None}
     version = data.get(key) if isinstance(data, dict) else None
@@ -149,7 +149,7 @@ async def _check_url(session: aiohttp.ClientSession, config: ServerConfig, model
             if r.status != 200:
                 raise ServerError(f"config {config.name!r}: GET {shown} returned HTTP {r.status}")
             body = await r.read()
-    except (aiohttp.ClientError, asyncio.TimeoutError) as err:
+    except (TimeoutError, aiohttp.ClientError) as err:
         raise ServerError(redact_url(f"config {config.name!r}: cannot reach {shown}: {type(err).__name__} {err}".rstrip())) from None
     try:
         served = served_models(body)
@@ -309,7 +309,8 @@ class Runner:
             # only what has measured cells must stay the same; a config that never ran may be fixed
             changed += [f"{group}.{name}" for name in sorted(set(o) & set(n) & measured[group]) if o[name] != n[name]]
         if changed:
-            raise SuiteError(f"{self.suite.path}: cannot resume {self.run.path}: the suite changed in ways that break comparability: {', '.join(changed)}")
+            raise SuiteError(f"{self.suite.path}: cannot resume {self.run.path}: the suite changed in ways that break "
+                             f"comparability: {', '.join(changed)}")
 
     def _stop_leftovers(self) -> None:
         for name, identity in self.run.launched().items():

@@ -230,7 +230,7 @@ def _check_url(url: str, where: str, problems: list[str]) -> None:
         problems.append(f"{where}: not an http(s) URL: {shown!r}")
         return
     try:
-        parsed.port
+        _ = parsed.port  # urllib checks the port only when asked
     except ValueError:
         problems.append(f"{where}: bad port in URL {shown!r}")
 
@@ -385,7 +385,8 @@ def parse_suite(data: Any, path: Path) -> Suite:
     if lraw.get("client") == "socket":
         for c in configs:
             if c.url and not c.url.startswith("http://"):
-                problems.append(f"{where}: load.client: socket speaks plain http:// only; config {c.name!r} has url {redact_url(c.url)!r} (use auto or aiohttp)")
+                problems.append(f"{where}: load.client: socket speaks plain http:// only; "
+                                f"config {c.name!r} has url {redact_url(c.url)!r} (use auto or aiohttp)")
 
     gate = top.get("gate")
     if gate is not None:

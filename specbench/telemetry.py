@@ -98,7 +98,7 @@ class PhaseMeter:
         self.energy_error: str | None = None
 
     @classmethod
-    def for_config(cls, suite, config) -> "PhaseMeter":
+    def for_config(cls, suite, config) -> PhaseMeter:
         try:
             gpus, reason = server_gpus(suite, config)
         except Exception as err:  # a suite the launcher cannot read fails elsewhere, with its own message

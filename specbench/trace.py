@@ -155,7 +155,8 @@ async def run_trace(suite: Suite, prompt: str, baseline: str | None, config: str
     base_cfg = configs.get(baseline) if baseline else suite.baseline
     spec_cfg: ServerConfig | None = configs.get(config) if config else next((c for c in suite.configs if c.method), None)
     if base_cfg is None or spec_cfg is None:
-        raise SuiteError(f"{suite.path}: trace needs a baseline and a speculative config (got {baseline!r}, {config!r}; configs: {', '.join(configs)})")
+        raise SuiteError(f"{suite.path}: trace needs a baseline and a speculative config "
+                         f"(got {baseline!r}, {config!r}; configs: {', '.join(configs)})")
     run = RunDir(out_dir)
     run.create()
     sides = []

@@ -366,9 +366,9 @@ def verify_suite(schedule: dict[str, Any], where: str) -> Suite:
 
 
 def tune_cli(args: argparse.Namespace) -> int:
-    from .runner import default_output
     from .report.html import read_requests
     from .report.render import markdown
+    from .runner import default_output
     from .store import RunDir
     from .suite import load_suite
 

@@ -19,7 +19,6 @@ import json
 import math
 
 from aiohttp import web
-
 from scripted_server import Script, ScriptedServer
 
 

@@ -160,7 +160,8 @@ class ScriptedServer:
             for pos, v in enumerate(self.per_pos):
                 for e in engines:
                     val = v if e == "0" else 0.0
-                    lines.append(f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{engine="{e}",model_name="{self.s.model}",position="{pos}"}} {float(val)}')
+                    lines.append(f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{engine="{e}",model_name="{self.s.model}",'
+                                 f'position="{pos}"}} {float(val)}')
         return web.Response(text="\n".join(lines) + "\n", content_type="text/plain")
 
     def sglang_metrics(self) -> str:
@@ -258,7 +259,8 @@ class ScriptedServer:
             finish = "length" if i == len(sched) - 1 else None
             await send(chunk("".join(t for _, t in toks), [t for t, _ in toks], done, finish, i))
         if (body.get("stream_options") or {}).get("include_usage"):
-            final: dict = {"id": f"req-{number}", "choices": [], "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": done, "total_tokens": prompt_tokens + done}}
+            final: dict = {"id": f"req-{number}", "choices": [], "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": done,
+                                                                   "total_tokens": prompt_tokens + done}}
             if self.s.spec_stats and self.s.k:
                 steps = len(sched) - 1
                 accepted = sum(n - 1 for n in sched[1:])

@@ -11,18 +11,18 @@ from pathlib import Path
 
 import pytest
 
-from specbench.bundle import (build_bundle, parse_host_packages, parse_size, platform_tags)
+from specbench.bundle import build_bundle, parse_host_packages, parse_size, platform_tags
 from specbench.cli import main
 from specbench.errors import SpecbenchError
 
-PY = "%d.%d" % sys.version_info[:2]
+PY = f"{sys.version_info[0]}.{sys.version_info[1]}"
 
 
 def make_wheel(folder: Path, name: str, version: str, requires: list[str] = (), extras: list[str] = (),
                script: bool = False) -> Path:
     mod = name.replace("-", "_")
     dist = f"{mod}-{version}.dist-info"
-    meta = [f"Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
+    meta = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
     meta += [f"Provides-Extra: {e}" for e in extras] + [f"Requires-Dist: {r}" for r in requires]
     path = folder / f"{mod}-{version}-py3-none-any.whl"
     with zipfile.ZipFile(path, "w") as z:

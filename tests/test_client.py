@@ -7,7 +7,6 @@ source of each record saying how its per-chunk counts were obtained.
 import asyncio
 import json
 
-import aiohttp
 import pytest
 from aiohttp import web
 

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from scripted_server import Script, start
+
 from specbench.cli import main
 from specbench.runner import run_suite
 from specbench.suite import load_suite

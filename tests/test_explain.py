@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from scripted_server import Script, start
+
 from specbench.compare import DECOMPOSITION_KEYS, decomposition, paired_decomposition
 from specbench.records import RequestRecord
 from specbench.report.html import render_html

@@ -29,8 +29,8 @@ from pathlib import Path
 import pytest
 import yaml
 from aiohttp import web
-
 from scripted_server import Script, ScriptedServer
+
 from specbench.cli import main
 from specbench.errors import SuiteError
 from specbench.launch.process import group_members

@@ -12,8 +12,7 @@ import yaml
 
 from specbench.datasets import DatasetSpec
 from specbench.errors import SuiteError
-from specbench.grade import (Gold, accuracy_pairs, accuracy_summary, golds, grade_answer, mcnemar_exact,
-                             paired_accuracy)
+from specbench.grade import Gold, accuracy_pairs, accuracy_summary, golds, grade_answer, mcnemar_exact, paired_accuracy
 from specbench.grade.answers import equivalent, extract_gsm8k, extract_math, last_boxed, normalize
 from specbench.grade.programs import extract_code, humaneval_program, mbpp_program, network_isolation, run_program
 from specbench.records import RequestRecord
@@ -292,9 +291,9 @@ async def test_graded_run_pairs_accuracy_with_the_baseline(tmp_path, scripted, m
 
 
 async def test_grader_never_runs_unless_asked(tmp_path, scripted, monkeypatch):
+    import specbench.grade as grade_mod
     from specbench.runner import run_suite
     from specbench.suite import load_suite
-    import specbench.grade as grade_mod
 
     _, url = await scripted(pattern=[1], ttft_s=0.002, gap_s=0.001)
     monkeypatch.setattr(grade_mod, "grade_answer", lambda *a: pytest.fail("graded without load.grade"))

@@ -26,7 +26,14 @@ import numpy as np
 import pytest
 
 from specbench.report.html import (
-    NOT_MEASURED, PALETTE, baseline_name, cdf_points, crossings, nice_ticks, read_requests, render_html,
+    NOT_MEASURED,
+    PALETTE,
+    baseline_name,
+    cdf_points,
+    crossings,
+    nice_ticks,
+    read_requests,
+    render_html,
     write_html,
 )
 from specbench.report.load import load_run

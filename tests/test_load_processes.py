@@ -7,8 +7,7 @@ import signal
 import time
 from pathlib import Path
 
-from specbench.client import RequestSpec
-from specbench.client import close_transport, open_transport
+from specbench.client import RequestSpec, close_transport, open_transport
 from specbench.drive import Phase, drive, drive_processes
 from specbench.records import Prompt
 

@@ -20,9 +20,8 @@ import pytest
 import yaml
 
 from specbench import parallel
-from specbench.parallel import worker
 from specbench.errors import LaunchError, SuiteError
-from specbench.parallel import config_gpu_count, detect_gpus, parallel_size, plan, run_parallel
+from specbench.parallel import config_gpu_count, detect_gpus, parallel_size, plan, run_parallel, worker
 from specbench.runner import run_suite
 from specbench.suite import load_suite, parse_suite
 

@@ -7,8 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from specbench.per_request import (SOURCE_STATS, SOURCE_STREAM, acceptance_summary, request_lengths,
-                                   slower_share)
+from specbench.per_request import SOURCE_STATS, SOURCE_STREAM, acceptance_summary, request_lengths, slower_share
 from specbench.records import RequestRecord
 from specbench.report.html import read_requests, render_html
 from specbench.report.load import load_run

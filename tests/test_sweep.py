@@ -3,13 +3,13 @@
 import json
 
 import pytest
-
 from scripted_server import Script, start
+from test_end_to_end import write_suite
+
 from specbench.compare import crossover
 from specbench.report.render import sweep_table
 from specbench.runner import run_suite
 from specbench.suite import load_suite
-from test_end_to_end import write_suite
 
 
 def test_crossover_is_where_speedup_stays_below_one():

@@ -1,8 +1,8 @@
 """Token trace: annotation rules (pure) and the whole command against scripted servers."""
 
 import yaml
-
 from scripted_server import Script, start
+
 from specbench.suite import load_suite
 from specbench.trace import ACCEPTED, BONUS, CORRECTED, PREFILL, TARGET, annotate, run_trace
 

@@ -8,11 +8,9 @@ exit 2 naming the file (and key), a rendered ``—``, or a value that never reac
 
 from __future__ import annotations
 
-import asyncio
 import csv
 import io
 import json
-import math
 import time
 from pathlib import Path
 
@@ -275,8 +273,8 @@ def test_report_json_of_a_results_file_with_nan_tokens_is_standard(tmp_path, cap
 
 
 from aiohttp import web  # noqa: E402
-
 from scripted_server import Script, ScriptedServer  # noqa: E402
+
 from specbench.runner import run_suite  # noqa: E402
 
 
@@ -614,11 +612,11 @@ def test_gate_warns_when_comparability_is_unreadable(gate_run, capsys, tmp_path)
 # ============================================================================== 4. secrets
 
 import base64  # noqa: E402
-import os  # noqa: E402
 import sys  # noqa: E402
 
 from specbench.launch import load_engine  # noqa: E402
 from specbench.runner import redact_raw  # noqa: E402
+
 MASK = "***"
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -21,14 +20,11 @@ import uuid
 from pathlib import Path
 
 import pytest
-import yaml
+from test_faults import SCRIPTED, _alive, _reap, _spawn_cli, _wait_for, _write_launchers, check_run_dir, marked_processes, serve, write_suite
 
-from scripted_server import Script, start
 from specbench.cli import main
 from specbench.runner import run_suite
 from specbench.suite import load_suite
-from test_faults import (ROOT, SCRIPTED, _alive, _reap, _spawn_cli, _wait_for, _write_launchers, check_run_dir,
-                         marked_processes, serve, write_suite)
 
 
 @pytest.fixture

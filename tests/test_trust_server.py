@@ -15,8 +15,8 @@ import aiohttp
 import pytest
 import yaml
 from aiohttp import web
-
 from scripted_server import Script, ScriptedServer
+
 from specbench.acceptance import ratio_acceptance
 from specbench.cli import main
 from specbench.client import RequestSpec, close_transport, open_transport, stream_request

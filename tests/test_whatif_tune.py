@@ -15,10 +15,18 @@ from specbench.errors import SuiteError
 from specbench.launch import load_engine
 from specbench.report.html import render_html
 from specbench.suite import parse_suite
-from specbench.tune import (Candidate, best_candidate, engine_flag, expand_tune, families, family_name,
-                            indistinguishable, schedule_ranges, tune_analysis)
-from specbench.whatif import (break_even, default_lengths, expand_whatif, synthetic_support, verdict, whatif_curves,
-                              whatif_markdown)
+from specbench.tune import (
+    Candidate,
+    best_candidate,
+    engine_flag,
+    expand_tune,
+    families,
+    family_name,
+    indistinguishable,
+    schedule_ranges,
+    tune_analysis,
+)
+from specbench.whatif import break_even, default_lengths, expand_whatif, synthetic_support, verdict, whatif_curves, whatif_markdown
 
 TESTS = Path(__file__).parent
 OK = lambda engine, python: None  # noqa: E731  (an engine that has synthetic acceptance)

@@ -105,7 +105,7 @@ class DatasetSpec:
         }
 
     @classmethod
-    def from_mapping(cls, data: Mapping[str, Any] | str, where: str, base_dir: Path) -> "DatasetSpec":
+    def from_mapping(cls, data: Mapping[str, Any] | str, where: str, base_dir: Path) -> DatasetSpec:
         """Parse one ``datasets:`` entry; a bare string is shorthand for ``{name: <string>}``."""
         if isinstance(data, str):
             data = {"name": data}

@@ -8,7 +8,6 @@ otherwise download it, which hangs or fails on offline machines. Second choice i
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import os
 import tempfile
@@ -46,13 +45,13 @@ def o200k_cache_file(env: Mapping[str, str] = os.environ, sha256: str = O200K_SH
 
 
 @lru_cache(maxsize=1)
-def _o200k() -> "tiktoken.Encoding":
+def _o200k() -> tiktoken.Encoding:
     import tiktoken
 
     return tiktoken.get_encoding("o200k_base")
 
 
-def local_encoding() -> "tiktoken.Encoding | None":
+def local_encoding() -> tiktoken.Encoding | None:
     """The o200k encoding if it can be built without the network."""
     return _o200k() if o200k_cache_file() is not None else None
 
@@ -72,7 +71,7 @@ class PromptTokenCounter:
 
     def __init__(
         self,
-        session: "aiohttp.ClientSession | None" = None,
+        session: aiohttp.ClientSession | None = None,
         base_url: str | None = None,
         model: str | None = None,
         *,
@@ -114,7 +113,7 @@ class PromptTokenCounter:
                 if resp.status != 200:
                     return self._disable(f"{self.url}: HTTP {resp.status}")
                 body = await resp.json(content_type=None)
-        except (aiohttp.ClientError, asyncio.TimeoutError, ValueError) as exc:
+        except (TimeoutError, aiohttp.ClientError, ValueError) as exc:
             return self._disable(f"{self.url}: {type(exc).__name__}: {exc}")
         count = body.get("count") if isinstance(body, dict) else None
         if count is None and isinstance(body, dict) and isinstance(body.get("tokens"), list):

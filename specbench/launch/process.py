@@ -28,7 +28,7 @@ import aiohttp
 from ..errors import LaunchError
 from ..secrets import scrub, secret_values
 
-_LIVE: set["ServerProcess"] = set()
+_LIVE: set[ServerProcess] = set()
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -247,7 +247,7 @@ class ServerProcess:
                     if m.status in (401, 403):
                         raise self._fail(f"GET {self.models_path} returned HTTP {m.status}: the server wants an API key "
                                          "(api_key_env in the suite names the variable holding it)")
-            except (aiohttp.ClientError, asyncio.TimeoutError) as err:
+            except (TimeoutError, aiohttp.ClientError) as err:
                 last = type(err).__name__
             if body is not None:
                 try:

@@ -156,7 +156,7 @@ class _Signals:
         self.handled: list[int] = []
         self.count = 0
 
-    def __enter__(self) -> "_Signals":
+    def __enter__(self) -> _Signals:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             try:

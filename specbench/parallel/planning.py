@@ -19,7 +19,7 @@ MAX_LOG_BYTES = 32 << 20  # server log shipped back from a Ray worker: its last 
 
 
 def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
 # ---- planning: how many GPUs each config needs, and which GPUs there are ----------------------

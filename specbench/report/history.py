@@ -101,11 +101,11 @@ def parse_time(value: Any) -> dt.datetime | None:
         t = dt.datetime.fromisoformat(value)
     except ValueError:
         return None
-    return t if t.tzinfo else t.replace(tzinfo=dt.timezone.utc)
+    return t if t.tzinfo else t.replace(tzinfo=dt.UTC)
 
 
 def show_time(t: dt.datetime | None) -> str:
-    return "start time not recorded" if t is None else t.astimezone(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return "start time not recorded" if t is None else t.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def is_run_dir(path: Path) -> bool:
@@ -245,7 +245,7 @@ class SuiteHistory:
 
 
 def _order(run: RunEntry) -> tuple:
-    epoch = dt.datetime.min.replace(tzinfo=dt.timezone.utc)
+    epoch = dt.datetime.min.replace(tzinfo=dt.UTC)
     return (run.started or epoch, str(run.path))
 
 

@@ -22,13 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from ..records import RequestRecord
+from .explain_plots import decomposition_plot, tune_section, whatif_section
 from .load import load_run, read_requests
 from .model import PALETTE, Model, Record, _unique, baseline_name, load_of
-from .plots import (acceptance_plot, category_plot, cdf_points, crossings, latency_plot, load_plot, nm_html,
-                    speedup_plot)
+from .plots import acceptance_plot, category_plot, cdf_points, crossings, latency_plot, load_plot, nm_html, speedup_plot
 from .plots_requests import request_scatter
 from .quality_columns import quality_columns
-from .explain_plots import decomposition_plot, tune_section, whatif_section
 from .render import COLUMNS, DASH, DECOMPOSITION_COLUMNS, DECOMPOSITION_NOTE, has_decomposition
 from .svg import NOT_MEASURED, esc, nice_ticks
 

@@ -14,8 +14,27 @@ import numpy as np
 from ..metrics import token_itl, tpot
 from ..records import RequestRecord
 from .model import Load, Model, Record, _unique, load_of, load_of_request
-from .svg import (AXIS, FONT, GRID, INK, MUTED, NOT_MEASURED, Scale, Svg, _f, empty_plot, esc, figure, legend,
-                  linear_axis, log_ticks, text_width, tick_label, x_axis, y_axis)
+from .svg import (
+    AXIS,
+    FONT,
+    GRID,
+    INK,
+    MUTED,
+    NOT_MEASURED,
+    Scale,
+    Svg,
+    _f,
+    empty_plot,
+    esc,
+    figure,
+    legend,
+    linear_axis,
+    log_ticks,
+    text_width,
+    tick_label,
+    x_axis,
+    y_axis,
+)
 
 
 def nm_html(detail: str = "") -> str:
@@ -55,7 +74,8 @@ def speedup_plot(m: Model) -> str:
         f"Bar: <b>speedup_vs_baseline</b> = output tokens/s of the config ÷ the baseline's "
         f"(<code>{esc(m.baseline)}</code>) on the same data set and load point; the black error bar is its 95% "
         f"confidence interval <code>ci95.speedup_vs_baseline</code>, computed as each row's "
-        f"<code>speedup_ci_method</code> says{how}. “no CI” = the row has none. Diamond: <b>paired speed-up</b> = Σtokens/Σlatency of the config ÷ the same "
+        f"<code>speedup_ci_method</code> says{how}. “no CI” = the row has none. "
+        "Diamond: <b>paired speed-up</b> = Σtokens/Σlatency of the config ÷ the same "
         "for the baseline over the prompts both answered, with a 95% bootstrap interval over prompts "
         "(<code>paired_speedup_ci_low/high</code>). The dashed line at 1.0 is the baseline; a null value is "
         "written “not measured”, never drawn as 0.")

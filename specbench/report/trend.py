@@ -32,7 +32,7 @@ class TrendRun:
 
 
 def _time_label(started: dt.datetime | None) -> str:
-    return "start unknown" if started is None else started.astimezone(dt.timezone.utc).strftime("%m-%d %H:%M")
+    return "start unknown" if started is None else started.astimezone(dt.UTC).strftime("%m-%d %H:%M")
 
 
 def _panel(title: str, metric: str, axis: str, runs: Sequence[TrendRun], m: Model, dataset: str, load: Load,
