@@ -54,19 +54,6 @@ async def serve(port: int = 0, **script) -> tuple[ScriptedServer, web.AppRunner,
     return server, runner, f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
 
 
-@pytest.fixture
-async def scripted():
-    """Factory of in-process scripted servers, all cleaned up at teardown."""
-    runners = []
-
-    async def make(**script):
-        server, runner, url = await serve(**script)
-        runners.append(runner)
-        return server, url
-
-    yield make
-    for runner in runners:
-        await runner.cleanup()
 
 
 def closed_port() -> int:

@@ -20,25 +20,11 @@ import uuid
 from pathlib import Path
 
 import pytest
-from test_faults import SCRIPTED, _alive, _reap, _spawn_cli, _wait_for, _write_launchers, check_run_dir, marked_processes, serve, write_suite
+from test_faults import SCRIPTED, _alive, _reap, _spawn_cli, _wait_for, _write_launchers, check_run_dir, marked_processes, write_suite
 
 from specbench.cli import main
 from specbench.runner import run_suite
 from specbench.suite import load_suite
-
-
-@pytest.fixture
-async def scripted():
-    runners = []
-
-    async def make(**script):
-        server, runner, url = await serve(**script)
-        runners.append(runner)
-        return server, url
-
-    yield make
-    for runner in runners:
-        await runner.cleanup()
 
 
 @pytest.fixture
