@@ -113,7 +113,7 @@ def verify_step_acceptance(tokens: float, steps: float, requests: float, k: int 
 def ratio_acceptance(before: MetricsSnapshot, after: MetricsSnapshot, tokens_name: str, steps_name: str) -> float | None:
     """Tokens per verify step from two cumulative counters (SGLang: generation tokens / verify calls)."""
     t_a, t_b, s_a, s_b = after.get(tokens_name), before.get(tokens_name), after.get(steps_name), before.get(steps_name)
-    if None in (t_a, t_b, s_a, s_b) or s_a - s_b <= 0:
+    if t_a is None or t_b is None or s_a is None or s_b is None or s_a - s_b <= 0:
         return None
     return (t_a - t_b) / (s_a - s_b)
 

@@ -24,8 +24,10 @@ import tarfile
 import tempfile
 import time
 import zipfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO, Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
@@ -198,7 +200,8 @@ def plan_bundle(top: list[Requirement], resolved: dict[str, Resolved], host: dic
             s &= req.specifier
         specs[name] = s
     top_names = {canonicalize_name(r.name) for r in top if reasons.get(canonicalize_name(r.name)) in ("engine", "with")}
-    on_host, conflicts = {}, []
+    on_host: dict[str, dict[str, Any]] = {}
+    conflicts: list[str] = []
     for name in edges:
         if name in top_names or name not in host:
             continue
@@ -212,11 +215,11 @@ def plan_bundle(top: list[Requirement], resolved: dict[str, Resolved], host: dic
     required_by = {n: sorted({p for _, p in edges[n]}) for n in extras}
     bundle = [resolved[n] for n in extras if n not in on_host]
     used = {n: on_host[n] for n in sorted(on_host) if n in extras}
-    excl = sorted({canonicalize_name(s.name) for r in resolved.values() for s in r.requires
+    excl: list[str] = sorted({canonicalize_name(s.name) for r in resolved.values() for s in r.requires
                    if _excluded(canonicalize_name(s.name), exclude) and _applies(s, env, set())} |
                   {canonicalize_name(r.name) for r in top if _excluded(canonicalize_name(r.name), exclude)})
-    for name in bundle:
-        reasons.setdefault(name.name, "dependency")
+    for res in bundle:
+        reasons.setdefault(res.name, "dependency")
     return Plan(bundle, {n.name: reasons[n.name] for n in bundle}, required_by, used, excl, conflicts)
 
 
@@ -281,6 +284,10 @@ def _sha256(path: Path) -> str:
 class _PartWriter(io.RawIOBase):
     """A write-only stream that cuts what it gets into ``bundle.tar.partNNN`` files of ``size`` bytes."""
 
+    parts: list[dict[str, Any]]
+    _f: IO[bytes] | None
+    _h: hashlib._Hash | None
+
     def __init__(self, out: Path, size: int):
         self.out, self.size, self.parts = out, size, []
         self.total = hashlib.sha256()
@@ -299,6 +306,7 @@ class _PartWriter(io.RawIOBase):
 
     def _close_part(self) -> None:
         if self._f is not None:
+            assert self._h is not None  # opened together with _f in _next
             self._f.close()
             self.parts[-1].update(size=self._n, sha256=self._h.hexdigest())
             self._f = None
@@ -310,6 +318,7 @@ class _PartWriter(io.RawIOBase):
         while done < len(data):
             if self._f is None or self._n >= self.size:
                 self._next()
+            assert self._f is not None and self._h is not None  # _next opened both
             take = min(len(data) - done, self.size - self._n)
             chunk = data[done:done + take]
             self._f.write(chunk)
@@ -365,8 +374,8 @@ def _local_wheel(spec: str, work: Path) -> Path | None:
 
 def build_bundle(engine: str, host_file: Path | None, out: Path, *, python_version: str = "3.12",
                  platform: str = "manylinux_2_28_x86_64", part_size: int = 60 << 20,
-                 extra: list[str] = (), only: list[str] = (), exclude: tuple[str, ...] = DEFAULT_EXCLUDE,
-                 keep_host: tuple[str, ...] = DEFAULT_KEEP_HOST, index_args: list[str] = (),
+                 extra: Sequence[str] = (), only: Sequence[str] = (), exclude: tuple[str, ...] = DEFAULT_EXCLUDE,
+                 keep_host: tuple[str, ...] = DEFAULT_KEEP_HOST, index_args: Sequence[str] = (),
                  resolver_python: str | None = None, log=print) -> dict:
     """Resolve, download and pack; returns the manifest (also written to ``out/manifest.json``)."""
     try:
@@ -390,7 +399,7 @@ def build_bundle(engine: str, host_file: Path | None, out: Path, *, python_versi
         work = Path(tmp)
         dl = work / "wheels"
         dl.mkdir()
-        reasons = {canonicalize_name(engine_req.name): "engine"}
+        reasons: dict[str, str] = {canonicalize_name(engine_req.name): "engine"}
         top = [engine_req]
         local: dict[str, Path] = {}
         for spec in extra:

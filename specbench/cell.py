@@ -7,7 +7,7 @@ at one concurrency cap (an open-loop sweep) can never fold into one cell.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -39,7 +39,7 @@ class Cell:
     @classmethod
     def of_phase(cls, phase: Any) -> Cell:
         """A ``PhaseInfo`` or its dict in phases.jsonl."""
-        get = phase.get if isinstance(phase, Mapping) else lambda k: getattr(phase, k)
+        get: Callable[[str], Any] = phase.get if isinstance(phase, Mapping) else lambda k: getattr(phase, k)
         return cls(get("config"), get("dataset"), get("concurrency"), get("request_rate"))
 
     @classmethod

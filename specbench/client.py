@@ -77,8 +77,10 @@ class RequestSpec:
         # identity: a compressed stream's chunk times would be the compressor's, not the server's
         h = {"Content-Type": "application/json", "Accept-Encoding": "identity"}
         basic = split_credentials(self.base_url)[1]
-        if self.api_key or basic:
-            h["Authorization"] = f"Bearer {self.api_key}" if self.api_key else basic
+        if self.api_key:
+            h["Authorization"] = f"Bearer {self.api_key}"
+        elif basic:
+            h["Authorization"] = basic
         return h
 
     @functools.cached_property

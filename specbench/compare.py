@@ -22,7 +22,7 @@ def ratio(value: float | None, reference: float | None) -> float | None:
     return value / reference
 
 
-def mean_ci95(values: Sequence[float]) -> tuple[float, float, float] | None:
+def mean_ci95(values: Sequence[float | None]) -> tuple[float, float, float] | None:
     """Mean and Student-t 95% interval over repeats (hyperfine-style error bars)."""
     vals = [v for v in values if v is not None]
     if len(vals) < 2:
@@ -153,7 +153,7 @@ def decomposition(row: dict, base: dict, pairs: Sequence[tuple[RequestRecord, Re
     out["speedup_residual"] = ratio(row.get("speedup_vs_baseline"), out["speedup_decomposed"])
     point, lo, hi = paired_decomposition(pairs)
     if point and lo is not None and hi is not None:
-        scale = out["speedup_decomposed"] / point
+        scale = tokens / cost / point
         out["speedup_decomposed_ci_low"], out["speedup_decomposed_ci_high"] = lo * scale, hi * scale
     return out
 
@@ -179,7 +179,7 @@ def fidelity(pairs: Sequence[tuple[RequestRecord, RequestRecord]]) -> dict[str, 
     diverge: list[int] = []
     same = 0
     for c, b in pairs:
-        a, r = (c.output_token_ids, b.output_token_ids) if use_ids else (c.text, b.text)
+        a, r = (c.output_token_ids or [], b.output_token_ids or []) if use_ids else (c.text, b.text)
         pos = first_divergence(a, r)
         if pos is None:
             same += 1
@@ -325,7 +325,7 @@ def _metric_change(old_rec: dict, new_rec: dict, metric: str, cell: RunCell, whe
 
 
 def compare_runs(old: Sequence[dict], new: Sequence[dict], where: tuple[str, str] = ("old", "new"),
-                 metrics: Sequence[str] = tuple(m for m, _ in RUN_METRICS), tolerance: float = 0.0) -> RunComparison:
+                 metrics: Sequence[str] = tuple(m for m, _ in RUN_METRICS), tolerance: float = 0.0) -> RunComparison:  # type: ignore[name-defined]  # mypy misreads a generator in a default
     """Per cell of two runs of one suite: each metric old → new with its CI and a verdict.
 
     ``where`` names the two runs in error messages (a malformed ``ci95`` is a ResultsError);

@@ -126,6 +126,7 @@ async def _drive(session: Transport, spec: RequestSpec, prompts: Sequence[Prompt
         await asyncio.gather(*(worker() for _ in range(min(phase.concurrency, len(prompts)) or 1)))
 
     async def open_loop() -> None:
+        assert phase.request_rate is not None  # started only for a request rate
         rng = random.Random(phase.seed)
         limit = asyncio.Semaphore(phase.concurrency) if phase.concurrency > 0 else None
         arrivals: list[asyncio.Task] = []

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 from specbench.errors import ResultsError, SpecbenchError, SuiteError
 
@@ -192,7 +192,7 @@ def parse_percent(value: Any) -> float:
     return float(match["num"]) / 100
 
 
-def is_number(value: Any) -> bool:
+def is_number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
@@ -420,10 +420,11 @@ def evaluate_cell(
     if skip_wildcard(check, cand, ref):
         return None
     require_ok(cand, "candidate", key, check)
-    if check.kind == "max_drop":
+    if check.kind == "max_drop" and ref is not None:
         require_ok(ref, "reference", key, check)
     measured = read_measure(cand, check.metric, "candidate", key)
-    if check.kind == "max_drop":
+    reference: Measure | None
+    if check.kind == "max_drop" and ref is not None:
         reference = read_measure(ref, check.metric, "reference", key)
         limit, outcome = judge_drop(measured, reference, check.value, check.lower_is_better)
         return Verdict(check, key, measured, reference, limit, outcome)
@@ -694,9 +695,9 @@ def judge_runs(args: argparse.Namespace) -> tuple[list[Verdict], Run, Run | None
             missing = cand.path if cand.meta is None else ref.path
             warn(f"no meta.json beside {missing}; cannot verify the runs are comparable")
         else:
-            for run in (cand, ref):
-                if not isinstance(run.meta.get("comparability"), Mapping):
-                    warn(f"{run.path.parent / 'meta.json'} has no readable comparability; "
+            for path, meta in ((cand.path, cand.meta), (ref.path, ref.meta)):
+                if not isinstance(meta.get("comparability"), Mapping):
+                    warn(f"{path.parent / 'meta.json'} has no readable comparability; "
                          "cannot verify the runs are comparable")
             problems = comparability_problems(cand.meta, ref.meta)
             if problems:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -68,6 +68,11 @@ class PhaseInfo:
         return Cell.of_phase(self)
 
 
+def _complete(values: Sequence[Any]) -> TypeGuard[Sequence[float]]:
+    """Every repeat has the value: a null is never averaged as if it were a number."""
+    return None not in values
+
+
 def combine_acceptance(windows: Sequence[dict[str, Any]], k: int | None,
                        completed: Sequence[int] | None = None) -> dict[str, Any]:
     """Pool counter windows of several repeats by summing their raw deltas.
@@ -92,8 +97,8 @@ def combine_acceptance(windows: Sequence[dict[str, Any]], k: int | None,
             lengths = [w["mean_acceptance_length"] for w in windows if w.get("mean_acceptance_length") is not None]
             rates = [w.get("acceptance_rate") for w in windows if w.get("mean_acceptance_length") is not None]
             out["mean_acceptance_length"] = float(np.mean(lengths))
-            out["acceptance_rate"] = float(np.mean(rates)) if None not in rates else None
-            out["acceptance_source"] = sources[0] + f" (mean of {len(lengths)} repeats)"
+            out["acceptance_rate"] = float(np.mean(rates)) if _complete(rates) else None
+            out["acceptance_source"] = f"{sources[0]} (mean of {len(lengths)} repeats)"
         return out
     drafts = sum(w["spec_drafts"] for w in measured)
     tokens = sum(w["spec_draft_tokens"] for w in measured)
@@ -121,7 +126,7 @@ def _combine_verify_steps(windows: Sequence[dict[str, Any]], k: int | None,
     counted = [w.get("sglang_finished_requests") for w in windows]
     if None in counted and completed is None:
         return acc.empty_acceptance(k)
-    requests = [n if n is not None else completed[i] for i, n in enumerate(counted)]
+    requests = [n if n is not None else completed[i] for i, n in enumerate(counted)]  # type: ignore[index]  # not None: returned above
     tokens, steps = sum(w["sglang_generation_tokens"] for w in windows), sum(w["sglang_verify_calls"] for w in windows)
     out = acc.empty_acceptance(k)
     out.update(acc.verify_step_acceptance(tokens, steps, sum(requests), k))
@@ -186,8 +191,8 @@ def summarize_cell(phases: Sequence[PhaseInfo], records: Sequence[RequestRecord]
     row["output_tokens"] = total["output_tokens"]
     rps = [t["request_throughput_rps"] for t in tp_per_repeat]
     tps = [t["output_throughput_tps"] for t in tp_per_repeat]
-    row["request_throughput_rps"] = float(np.mean(rps)) if None not in rps and rps else None
-    row["output_throughput_tps"] = float(np.mean(tps)) if None not in tps and tps else None
+    row["request_throughput_rps"] = float(np.mean(rps)) if _complete(rps) and rps else None
+    row["output_throughput_tps"] = float(np.mean(tps)) if _complete(tps) and tps else None
     row["speedup_vs_baseline"] = None
     row.update(latency_stats(measured))
     row.update(shared_reads(measured))
@@ -243,7 +248,7 @@ def summarize_cell(phases: Sequence[PhaseInfo], records: Sequence[RequestRecord]
     if len(phases) > 1:
         mc = mean_ci95(tps)
         if mc:
-            std["output_throughput_tps"] = float(np.std(tps, ddof=1))
+            std["output_throughput_tps"] = float(np.std([t for t in tps if t is not None], ddof=1))
             ci["output_throughput_tps"] = [mc[1], mc[2]]
     row["std"] = std or None
     row["ci95"] = ci or None
@@ -293,7 +298,7 @@ def add_comparisons(rows: list[dict[str, Any]], records: Sequence[RequestRecord]
             if row.get("paired_speedup_ci_low") is not None:
                 ci["paired_speedup"] = [row["paired_speedup_ci_low"], row["paired_speedup_ci_high"]]
             mc = mean_ci95([ratio(a, b) for a, b in zip(reps_c, reps_b)]) if reps_c and reps_b and len(reps_c) == len(reps_b) else None
-            if mc:
+            if mc and reps_c:
                 ci["speedup_vs_baseline"] = [mc[1], mc[2]]
                 row["speedup_ci_method"] = f"Student-t over {len(reps_c)} paired repeats"
             elif row.get("paired_speedup_ci_low") is not None and row["speedup_vs_baseline"] and row["paired_speedup"]:

@@ -62,6 +62,7 @@ def token_itl(rec: RequestRecord) -> np.ndarray:
 def tpot(rec: RequestRecord) -> float | None:
     if not rec.ok or not rec.output_tokens or rec.output_tokens <= 1:
         return None
+    assert rec.latency is not None and rec.ttft is not None  # ok: it has chunks
     return (rec.latency - rec.ttft) / (rec.output_tokens - 1)
 
 
@@ -85,8 +86,8 @@ def latency_stats(records: Sequence[RequestRecord]) -> dict[str, float | None]:
     steps = np.concatenate([np.diff(r.chunk_times) for r in ok if len(r.chunk_times) > 1] or [np.empty(0)])
     tpots = [t for t in (tpot(r) for r in ok) if t is not None]
     out: dict[str, float | None] = {}
-    out.update(stats_ms("latency", [r.latency for r in ok]))
-    out.update(stats_ms("ttft", [r.ttft for r in ok]))
+    out.update(stats_ms("latency", [r.latency for r in ok if r.latency is not None]))
+    out.update(stats_ms("ttft", [r.ttft for r in ok if r.ttft is not None]))
     out.update(stats_ms("itl", itl))
     out.update(stats_ms("tpot", tpots))
     out.update(stats_ms("step", steps))

@@ -19,7 +19,7 @@ time per output token (latency ÷ output tokens) exceeds the baseline's on the s
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -30,12 +30,17 @@ SOURCE_STATS = "vLLM per-request speculative_decoding stats (drafted steps only)
 SOURCE_STREAM = "stream chunk sizes (decode tokens ÷ decode chunks)"
 
 
+def _real(v: Any) -> TypeGuard[int | float]:
+    """An int or float as JSON gives them; a bool is not a count."""
+    return type(v) in (int, float)
+
+
 def _stats(rec: RequestRecord) -> tuple[float, float] | None:
     s = rec.spec_stats if isinstance(rec.spec_stats, dict) else None
     if not s:
         return None
     steps, accepted = s.get("num_spec_steps"), s.get("num_accepted_draft_tokens")
-    if type(steps) not in (int, float) or type(accepted) not in (int, float) or steps <= 0 or accepted < 0:
+    if not _real(steps) or not _real(accepted) or steps <= 0 or accepted < 0:
         return None
     return float(steps), float(accepted)
 
@@ -46,14 +51,16 @@ def request_lengths(records: Sequence[RequestRecord]) -> tuple[list[tuple[Reques
     if ok and all(_stats(r) for r in ok):
         out = []
         for r in ok:
-            steps, accepted = _stats(r)
+            stats = _stats(r)
+            assert stats is not None  # checked by all() above
+            steps, accepted = stats
             out.append((r, 1 + accepted / steps, steps + accepted))
         return out, SOURCE_STATS
     out = []
     for r in ok:
-        steps = decode_steps(r)
-        if steps:
-            out.append((r, sum(steps) / len(steps), float(sum(steps))))
+        chunks = decode_steps(r)
+        if chunks:
+            out.append((r, sum(chunks) / len(chunks), float(sum(chunks))))
     return out, (SOURCE_STREAM if out else None)
 
 
@@ -75,12 +82,14 @@ def acceptance_summary(records: Sequence[RequestRecord]) -> dict[str, Any]:
 
 
 def _time_per_token(r: RequestRecord) -> float | None:
-    return r.latency / r.output_tokens if r.output_tokens else None
+    latency = r.latency
+    return latency / r.output_tokens if latency is not None and r.output_tokens else None
 
 
 def slower_share(pairs: Sequence[tuple[RequestRecord, RequestRecord]]) -> dict[str, Any]:
     """Share of paired prompts where the config's time per output token exceeded the baseline's."""
-    both = [(c, b) for c, b in pairs if _time_per_token(c) is not None and _time_per_token(b) is not None]
-    slower = sum(1 for c, b in both if _time_per_token(c) > _time_per_token(b))
+    times = [(_time_per_token(c), _time_per_token(b)) for c, b in pairs]
+    both = [(tc, tb) for tc, tb in times if tc is not None and tb is not None]
+    slower = sum(1 for tc, tb in both if tc > tb)
     return {"slower_than_baseline_share": slower / len(both) if both else None,
             "slower_than_baseline_compared": len(both) or None}

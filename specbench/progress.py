@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.text import Text
 
 from .acceptance import decode_steps
@@ -17,7 +17,7 @@ class RunProgress:
         self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                             TextColumn("{task.fields[stats]}"), TimeElapsedColumn(), TimeRemainingColumn(),
                             console=console, disable=quiet, transient=False)
-        self.task = None
+        self.task: TaskID | None = None
         self.tokens = self.steps = self.step_tokens = 0
         self.t0 = None
 

@@ -59,8 +59,8 @@ def add_quality(rows: list[dict[str, Any]], phases: Sequence[PhaseInfo], records
             row.update(paired_accuracy(accuracy_pairs(mine, theirs)))
         row["energy_per_token_ratio_vs_baseline"] = ratio(row.get("joules_per_output_token"), base.get("joules_per_output_token"))
         if "usd_per_million_output_tokens" in row:
-            r = ratio(row["usd_per_million_output_tokens"], base.get("usd_per_million_output_tokens"))
-            row["cost_saving_vs_baseline"] = None if r is None else 1 - r
+            usd = ratio(row["usd_per_million_output_tokens"], base.get("usd_per_million_output_tokens"))
+            row["cost_saving_vs_baseline"] = None if usd is None else 1 - usd
 
 
 def _note(row: dict[str, Any], text: str) -> None:

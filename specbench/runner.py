@@ -130,7 +130,7 @@ async def _server_info(session: aiohttp.ClientSession, url: str, engine: Engine)
         return {"version": None, "version_error": f"{where}: {type(err).__name__}: {str(err)[:100]}", "raw": None}
     info: dict[str, Any] = {"version": None, "raw": data if engine.acceptance_reads_server_info else None}
     version = data.get(key) if isinstance(data, dict) else None
-    if type(version) in (int, float) and math.isfinite(version):
+    if isinstance(version, (int, float)) and not isinstance(version, bool) and math.isfinite(version):
         version = str(version)
     if isinstance(version, str) and 0 < len(version) <= 100:
         info["version"] = version
@@ -142,6 +142,7 @@ async def _server_info(session: aiohttp.ClientSession, url: str, engine: Engine)
 
 
 async def _check_url(session: aiohttp.ClientSession, config: ServerConfig, model: str, engine: Engine) -> None:
+    assert config.url is not None  # only a config given by URL is checked
     url = config.url + engine.models_path
     shown = redact_url(url)
     try:
@@ -163,7 +164,7 @@ async def _check_url(session: aiohttp.ClientSession, config: ServerConfig, model
 async def open_server(suite: Suite, config: ServerConfig, run: RunDir, session: aiohttp.ClientSession,
                       stop: asyncio.Event | None = None):
     engine = load_engine(config.engine or suite.engine)
-    if not config.launched:
+    if config.url is not None:  # not launched
         await _check_url(session, config, suite.model, engine)
         yield Server(config, config.url, engine, info={"engine": engine.name, "url": redact_url(config.url), "launched": False})
         return
@@ -178,7 +179,9 @@ async def open_server(suite: Suite, config: ServerConfig, run: RunDir, session: 
     proc = ServerProcess(config.name, argv, env, run.logs / f"{config.name}.log", url, engine.health_path,
                          engine.models_path, suite.model, suite.server.startup_timeout_s, engine.redact(argv))
     proc.start()
-    run.record_server(config.name, proc.identity())
+    identity = proc.identity()
+    assert identity is not None and proc.proc is not None  # start() spawned the process or raised
+    run.record_server(config.name, identity)
     try:
         ready_s = await proc.wait_ready(session, stop)
         yield Server(config, url, engine, proc, info={
@@ -365,7 +368,7 @@ class Runner:
         transport = open_transport(server.url, self.suite.load.client)
         meter = PhaseMeter.for_config(self.suite, cfg)
         try:
-            warm = len(prompts) if self.suite.load.warmup == "pass" else self.suite.load.warmup
+            warm = self.suite.load.warmup if isinstance(self.suite.load.warmup, int) else len(prompts)  # or "pass"
             if warm:
                 warm_prompts = prompts if self.suite.load.warmup == "pass" else [
                     Prompt(p.id, p.dataset, p.turns[:1], p.category, p.system) for p in prompts[:warm]]

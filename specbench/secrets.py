@@ -16,7 +16,7 @@ from __future__ import annotations
 import base64
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, overload
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 MASK = "***"
@@ -38,7 +38,13 @@ def is_secret_name(name: Any) -> bool:
     return any(p in _PLURALS or p in _WHOLE or p.endswith(_WORDS) for p in parts)
 
 
-def redact_url(text: str) -> str:
+@overload
+def redact_url(text: str) -> str: ...
+@overload
+def redact_url(text: str | None) -> str | None: ...
+
+
+def redact_url(text: str | None) -> str | None:
     """``http://user:pass@host:port/x`` → ``http://user:***@host:port/x``, in a URL or any text holding URLs."""
     if not isinstance(text, str) or "@" not in text:
         return text

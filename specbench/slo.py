@@ -138,6 +138,7 @@ def with_rate_search(suite, percentile: str):
 def request_values(rec: RequestRecord) -> dict[str, float | None]:
     """The bounded metrics of one successful request, in ms (TPOT None for a one-token answer)."""
     t = tpot(rec)
+    assert rec.ttft is not None and rec.latency is not None  # a successful request has chunks
     return {"ttft_ms": rec.ttft * 1000, "tpot_ms": None if t is None else t * 1000, "latency_ms": rec.latency * 1000}
 
 
@@ -145,7 +146,7 @@ def meets(rec: RequestRecord, slo: Slo) -> bool:
     if not rec.ok:
         return False
     values = request_values(rec)
-    return all(values[k] is None or values[k] <= bound for k, bound in slo.bounds().items())
+    return all((v := values[k]) is None or v <= bound for k, bound in slo.bounds().items())
 
 
 def slo_summary(records: Sequence[RequestRecord], wall_s: float, slo: Slo | None) -> dict[str, Any]:

@@ -378,15 +378,15 @@ def parse_suite(data: Any, path: Path) -> Suite:
             problems.append(f"{where}.data_dir: directory not found: {data_dir}")
 
     if top.get("api_key_env"):
-        for i, c in enumerate(configs):
-            if c.url and urlparse(c.url).netloc.rpartition("@")[0]:
+        for i, cfg in enumerate(configs):
+            if cfg.url and urlparse(cfg.url).netloc.rpartition("@")[0]:
                 problems.append(f"{where}: configs[{i}].url: has credentials (user@) and api_key_env is set; both would be "
                                 "the Authorization header: use one")
     if lraw.get("client") == "socket":
-        for c in configs:
-            if c.url and not c.url.startswith("http://"):
+        for cfg in configs:
+            if cfg.url and not cfg.url.startswith("http://"):
                 problems.append(f"{where}: load.client: socket speaks plain http:// only; "
-                                f"config {c.name!r} has url {redact_url(c.url)!r} (use auto or aiohttp)")
+                                f"config {cfg.name!r} has url {redact_url(cfg.url)!r} (use auto or aiohttp)")
 
     gate = top.get("gate")
     if gate is not None:

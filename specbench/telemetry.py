@@ -87,7 +87,7 @@ class PhaseMeter:
     def __init__(self, gpus: Sequence[str] | None, reason: str | None = None,
                  interval_s: float = SAMPLE_INTERVAL_S) -> None:
         self.gpus, self.reason, self.interval_s = list(gpus or []), reason, interval_s
-        self.nvml = None
+        self.nvml: Any = None  # the pynvml module once started; it has no type stubs
         self.handles: list[Any] = []
         self.energy0: list[float | None] = []
         self.samples: dict[str, list] = {"t_s": [], "gpu_util_pct": [], "mem_used_mib": [], "sm_clock_mhz": []}
@@ -214,7 +214,7 @@ def telemetry_summary(windows: Sequence[dict[str, Any]], output_tokens: int | No
     if errors or None in energies:
         out["telemetry_error"] = errors[0] if errors else "energy missing in a repeat"
     else:
-        out["energy_j"] = float(sum(energies))
+        out["energy_j"] = float(sum(e for e in energies if e is not None))
         if output_tokens:
             out["joules_per_output_token"] = out["energy_j"] / output_tokens
     samples = [w["samples"] for w in windows if isinstance(w.get("samples"), dict)]

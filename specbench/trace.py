@@ -38,7 +38,7 @@ class TraceSide:
     @property
     def tokens_per_s(self) -> float | None:
         r = self.record
-        return r.output_tokens / r.latency if r.ok and r.latency else None
+        return r.output_tokens / r.latency if r.ok and r.latency and r.output_tokens is not None else None
 
     @property
     def steps(self) -> int:
@@ -100,7 +100,8 @@ def render_markdown(base: TraceSide, spec: TraceSide, prompt: str, model: str, k
     identical = base.record.output_token_ids == spec.record.output_token_ids if base.record.output_token_ids else base.record.text == spec.record.text
     lines += ["", "## Verification log", "",
               f"- Draft lookahead k: {k}", f"- Target steps: {spec.steps}",
-              f"- Average tokens per step: {spec.record.output_tokens / spec.steps:.2f}" if spec.steps else "- Average tokens per step: —",
+              f"- Average tokens per step: {spec.record.output_tokens / spec.steps:.2f}"
+              if spec.steps and spec.record.output_tokens is not None else "- Average tokens per step: —",
               f"- Output identical to baseline: {'yes' if identical else 'NO'}"]
     return "\n".join(lines)
 

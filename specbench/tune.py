@@ -75,6 +75,7 @@ def expand_tune(suite: Suite, ks: Sequence[int], only: Sequence[str] | None = No
         raise SuiteError(f"--k: expected positive integers, got {','.join(map(str, ks))} (K=0, no speculation, is "
                          "the baseline and always a candidate)")
     chosen = spec_configs(suite, only, "tune")
+    assert suite.baseline is not None  # spec_configs raised otherwise
     configs = [raw_config(suite, suite.baseline)]
     plan: dict[str, Any] = {"ks": list(ks), "configs": {}, "families": {}}
     pool = [c for c in suite.configs if c is not suite.baseline and c.method and c.launched]
@@ -212,7 +213,7 @@ def tune_analysis(records: Sequence[Record], requests: Sequence[RequestRecord] |
     by_cell = _records_by_cell(requests) if requests is not None else None
     rows: dict[tuple, dict[int, Record]] = defaultdict(dict)
     for r in records:
-        p = cfgs.get(r.get("run"))
+        p = cfgs.get(r.get("run", ""))
         if isinstance(p, dict):
             rows[(r["dataset"], p["family"], load_of(r))][int(p["k"])] = r
     cells = []
@@ -231,11 +232,11 @@ def tune_analysis(records: Sequence[Record], requests: Sequence[RequestRecord] |
                     continue
                 ps = paired_speedup(paired_requests(by_cell.get((r["run"], dataset, _conc_key(r)), []), best_recs))
                 vs_best[k] = ((ps["paired_speedup_ci_low"], ps["paired_speedup_ci_high"])
-                              if ps["paired_speedup_ci_low"] is not None else None)
+                              if ps["paired_speedup_ci_low"] is not None and ps["paired_speedup_ci_high"] is not None else None)
         cells.append({
             "dataset": dataset, "family": fam, "kind": load.kind, "load": load.value,
             "candidates": [{"k": c.k, "speedup": c.speedup, "ci": list(c.ci) if c.ci else None,
-                            "vs_best_ci": list(vs_best[c.k]) if vs_best and vs_best.get(c.k) else None} for c in cands],
+                            "vs_best_ci": list(vb) if vs_best and (vb := vs_best.get(c.k)) else None} for c in cands],
             "best": None if best is None else best.k,
             "best_speedup": None if best is None else best.speedup,
             "best_ci": None if best is None or best.ci is None else list(best.ci),

@@ -18,7 +18,7 @@ import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from .errors import SuiteError
 from .explain import derived_suite, parse_numbers, raw_config, run_with_plan, spec_configs
@@ -94,6 +94,7 @@ def expand_whatif(suite: Suite, lengths: Sequence[float] | None = None, only: Se
     """
     chosen = spec_configs(suite, only, "whatif")
     base = suite.baseline
+    assert base is not None  # spec_configs raised otherwise
     configs = [raw_config(suite, base)]
     plan: dict[str, Any] = {"configs": {}, "real": include_real}
     derived = []
@@ -129,7 +130,7 @@ def expand_whatif(suite: Suite, lengths: Sequence[float] | None = None, only: Se
 
 # ------------------------------------------------------------------------------ analysis
 
-def break_even(points: Sequence[tuple[float, float | None]]) -> float | str | None:
+def break_even(points: Sequence[tuple[float, float | None]]) -> float | Literal["never", "always"] | None:
     """The lowest acceptance length from which speedup stays ≥ 1.0, linearly interpolated.
 
     Between the last point below 1.0 and the next one (≥ 1.0 by construction). ``"always"``:
@@ -174,7 +175,7 @@ class Curve:
     real: Record | None = None
 
     @property
-    def break_even(self) -> float | str | None:
+    def break_even(self) -> float | Literal["never", "always"] | None:
         return break_even([(p.x, p.speedup) for p in self.points])
 
     @property

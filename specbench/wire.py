@@ -260,7 +260,7 @@ class Wire:
             sock.setblocking(False)
             try:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                if self._want_stamps:
+                if self._want_stamps and SO_TIMESTAMPNS is not None:
                     try:
                         sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
                     except OSError:
@@ -276,6 +276,7 @@ class Wire:
             self._addrs[key] = addr
             self._open.add(sock)
             return sock
+        assert last is not None  # addrs is not empty: each failed attempt set it
         raise WireError(f"{key[0]}:{key[1]}: cannot connect: {_why(last)}")
 
     def _pooled(self, key: tuple[str, int]) -> socket.socket | None:

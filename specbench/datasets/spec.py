@@ -148,7 +148,7 @@ class DatasetSpec:
         options = {key: get(key, OPTION_CHECKS[key]) for key in option_keys if data.get(key) is not None}
         known = definition.categories
         unknown = [c for c in options.get("categories", ()) if known is not None and c not in known]
-        if unknown:
+        if unknown and known is not None:
             msg = f"unknown categories {', '.join(unknown)} for '{source}' (known: {', '.join(known)})"
             raise fail("categories", msg)
         return cls(

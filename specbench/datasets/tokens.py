@@ -104,6 +104,7 @@ class PromptTokenCounter:
     async def _tokenize(self, text: str) -> int | None:
         import aiohttp
 
+        assert self.session is not None and self.url is not None  # count() asks only while _server_ok
         payload: dict[str, Any] = {"prompt": text}
         if self.model:
             payload["model"] = self.model
@@ -111,15 +112,18 @@ class PromptTokenCounter:
             timeout = aiohttp.ClientTimeout(total=self.timeout_s)
             async with self.session.post(self.url, json=payload, timeout=timeout) as resp:
                 if resp.status != 200:
-                    return self._disable(f"{self.url}: HTTP {resp.status}")
+                    self._disable(f"{self.url}: HTTP {resp.status}")
+                    return None
                 body = await resp.json(content_type=None)
         except (TimeoutError, aiohttp.ClientError, ValueError) as exc:
-            return self._disable(f"{self.url}: {type(exc).__name__}: {exc}")
+            self._disable(f"{self.url}: {type(exc).__name__}: {exc}")
+            return None
         count = body.get("count") if isinstance(body, dict) else None
         if count is None and isinstance(body, dict) and isinstance(body.get("tokens"), list):
             count = len(body["tokens"])
         if not isinstance(count, int) or isinstance(count, bool):
-            return self._disable(f"{self.url}: response has no token count")
+            self._disable(f"{self.url}: response has no token count")
+            return None
         return count
 
     def _disable(self, error: str) -> None:

@@ -91,9 +91,11 @@ def golds(spec, data_dir: Path | None) -> dict[str, Gold]:
 def grade_answer(text: str, gold: Gold) -> dict[str, Any]:
     """One answer against its gold; the code sets run a program (seconds), the math sets do not."""
     if gold.kind in ("gsm8k", "math500"):
+        assert gold.answer is not None  # gold_from_row sets it for these sets
         found, how = answers.extract_gsm8k(text) if gold.kind == "gsm8k" else answers.extract_math(text)
         return {"correct": answers.equivalent(found, gold.answer), "answer": found, "gold": gold.answer, "how": how}
     if gold.kind == "humaneval":
+        assert gold.prompt is not None and gold.entry_point is not None  # gold_from_row sets them for humaneval
         program = programs.humaneval_program(text, gold.prompt, gold.tests[0], gold.entry_point)
     else:
         program = programs.mbpp_program(text, list(gold.tests), list(gold.imports), gold.setup)
@@ -145,7 +147,7 @@ def accuracy_summary(records: Sequence[RequestRecord], graded_set: bool) -> dict
     else:
         out["accuracy_error"] = ("no request was graded (failed requests are not graded; "
                                  "a run measured before grading was switched on has no grades)")
-    nets = {(r.grade or {}).get("network") for r, _ in graded} - {None}
+    nets = {net for r, _ in graded if (net := (r.grade or {}).get("network")) is not None}
     if nets:
         out["grade_network_guard"] = " + ".join(sorted(nets))
     return out
@@ -186,5 +188,5 @@ def accuracy_pairs(config: Sequence[RequestRecord], baseline: Sequence[RequestRe
     """(config right, baseline right) for each prompt (and repeat) graded under both."""
     key = lambda r: (r.prompt_id, r.turn, r.repeat)  # noqa: E731
     base = {key(r): _correct(r) for r in baseline if r.phase == "measure"}
-    return [(c, base[key(r)]) for r in config if r.phase == "measure"
-            and (c := _correct(r)) is not None and base.get(key(r)) is not None]
+    return [(c, b) for r in config if r.phase == "measure"
+            and (c := _correct(r)) is not None and (b := base.get(key(r))) is not None]

@@ -11,7 +11,7 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 
@@ -167,6 +167,15 @@ def _check_dspark_block(config, drafter, k) -> None:
                           f"vLLM refuses this DSpark layout (smaller values produce incorrect output): use k >= {block}")
 
 
+class Adapter(Protocol):
+    """An engine family's speculative flags and acceptance reading (a class of static methods)."""
+
+    def spec_args(self, engine: Engine, config: Any) -> list[str]: ...
+
+    def acceptance(self, engine: Engine, before: MetricsSnapshot, after: MetricsSnapshot, k: int | None,
+                   server_info: dict[str, Any] | None) -> dict[str, Any]: ...
+
+
 class VllmAdapter:
     """vLLM: one ``--speculative-config`` JSON; acceptance from the four spec_decode counters."""
 
@@ -281,4 +290,4 @@ def _server_info_length(info: Any, key: str) -> tuple[float | None, str | None]:
     return float(value), None
 
 
-ADAPTERS = {"vllm": VllmAdapter, "sglang": SglangAdapter}
+ADAPTERS: dict[str, Adapter] = {"vllm": VllmAdapter, "sglang": SglangAdapter}

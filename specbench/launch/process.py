@@ -21,7 +21,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import aiohttp
 
@@ -68,7 +68,7 @@ def served_models(body: bytes) -> list[str]:
     ids = [d.get("id") if isinstance(d, dict) else None for d in data["data"]]
     if not all(isinstance(i, str) for i in ids):
         raise ValueError("a model list entry has no string \"id\"")
-    return ids
+    return cast(list[str], ids)
 _PR_SET_PDEATHSIG = 1
 
 
@@ -224,6 +224,7 @@ class ServerProcess:
 
     async def wait_ready(self, session: aiohttp.ClientSession, stop: asyncio.Event | None = None) -> float:
         """Poll until /health is 200 and /v1/models lists the model; return seconds to ready."""
+        assert self.proc is not None and self.started_at is not None  # start() ran
         deadline = self.started_at + self.startup_timeout_s
         last = "no answer yet"
         while True:

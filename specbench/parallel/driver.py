@@ -65,7 +65,7 @@ class Driver:
         from ..measure import PhaseInfo
         from ..records import RequestRecord
 
-        kind, name = msg.get("type"), msg.get("config")
+        kind, name = msg.get("type"), msg.get("config", "")
         if kind == "start":
             self.meta["parallel"]["configs"][name] = {k: msg.get(k) for k in ("gpus", "port", "host", "node", "started_at")}
             self.runner.run.write_meta(self.meta)
@@ -80,8 +80,8 @@ class Driver:
                 self.meta.setdefault("chunk_clock", {})[name] = msg["chunk_clock"]
             self.runner.run.write_meta(self.meta)
         elif kind == "phase":
-            info = PhaseInfo.from_dict(msg["info"])
-            self.runner.store_phase(info, [RequestRecord.from_dict(r) for r in msg["records"]])
+            phase = PhaseInfo.from_dict(msg["info"])
+            self.runner.store_phase(phase, [RequestRecord.from_dict(r) for r in msg["records"]])
         elif kind == "launched":  # a worker's server, recorded here so --resume can stop it if all are killed
             if msg.get("identity"):
                 self.runner.run.record_server(name, msg["identity"])

@@ -62,7 +62,7 @@ def parallel_size(args: tuple[str, ...] | list[str], where: str = "args") -> int
 def suite_gpus_per_server(suite, override: int | None = None) -> int:
     """``server.gpus_per_server`` (default 1); ``override`` (the API argument) wins."""
     if override is not None:
-        value = override
+        value: Any = override
     else:
         value = getattr(suite.server, "gpus_per_server", None)
         if value is None:

@@ -19,10 +19,14 @@ import traceback
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import LaunchError
 from .planning import MAX_LOG_BYTES, _now
+
+if TYPE_CHECKING:
+    from ..records import Prompt
+    from ..runner import Runner
 
 # ---- worker side: one config, in a subprocess (gpus) or a Ray task (ray) ----------------------
 
@@ -159,7 +163,7 @@ class WorkerControl:
 
     def __init__(self) -> None:
         self.loop: asyncio.AbstractEventLoop | None = None
-        self.runner = None
+        self.runner: Runner | None = None
         self.requested = False
 
     def stop(self) -> None:
@@ -171,7 +175,7 @@ class WorkerControl:
                 pass
 
 
-async def run_config(job: dict[str, Any], prompts: dict[str, Any], emit: Callable[[dict[str, Any]], None],
+async def run_config(job: dict[str, Any], prompts: dict[str, list[Prompt]], emit: Callable[[dict[str, Any]], None],
                      control: WorkerControl | None = None) -> None:
     """Run one config with the ordinary Runner and ``emit`` plain-dict messages:
     ``start``, ``server`` (its meta entry), ``phase`` (PhaseInfo + records), ``log``, ``done``."""
@@ -243,7 +247,7 @@ async def run_config(job: dict[str, Any], prompts: dict[str, Any], emit: Callabl
                 runner.stop.set()
         original = runner_mod.preflight
         if not hooked:  # prompts were loaded by the driver: the data files need not exist here
-            runner_mod.preflight = lambda _suite: prompts
+            runner_mod.preflight = lambda suite: prompts
         try:
             outcome = await runner.execute()
         finally:

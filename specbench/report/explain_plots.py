@@ -51,14 +51,14 @@ def decomposition_plot(m: Model) -> str:
         loads = _panel_loads(m, d)
         if not loads:
             continue
-        xs = [ld.value for ld in loads]
+        xs = [ld.value for ld in loads if ld.value is not None]
         log = len(xs) > 1 and min(xs) > 0 and max(xs) / min(xs) >= 4
         sx = Scale(min(xs), max(xs), left + 24, pw - right - 24, log=log)
         series: dict[str, dict[str, list[tuple[float, float]]]] = {}
         vals, missing = [1.0], []
         for c in m.spec_configs:
-            s = {"al": [], "cost": [], "speedup": []}
-            for ld in loads:
+            s: dict[str, list[tuple[float, float]]] = {"al": [], "cost": [], "speedup": []}
+            for ld, x in zip(loads, xs):
                 r = m.row(c, d, ld)
                 for key, field in (("al", "stream_mean_acceptance_length"), ("cost", "step_cost_ratio"),
                                    ("speedup", "speedup_vs_baseline")):
@@ -67,7 +67,7 @@ def decomposition_plot(m: Model) -> str:
                         if key != "speedup":
                             missing.append(f"{c} {'tokens/step' if key == 'al' else 'step cost'} @ {ld.label}")
                         continue
-                    s[key].append((ld.value, v))
+                    s[key].append((x, v))
                     vals.append(v)
             if any(s.values()):
                 series[c] = s
@@ -108,7 +108,7 @@ def decomposition_plot(m: Model) -> str:
             for x in xs:
                 r = m.row(c, d, next(ld for ld in loads if ld.value == x))
                 dec, res = _num((r or {}).get("speedup_decomposed")), _num((r or {}).get("speedup_residual"))
-                if x in al and x in cost and dec is not None:
+                if r is not None and x in al and x in cost and dec is not None:
                     sp = _num((r or {}).get("speedup_vs_baseline"))
                     summary.append(
                         f"<li><b>{esc(d)}</b> · <code>{esc(c)}</code> @ {esc(load_of(r).label)}: {al[x]:.2f} tokens per "

@@ -15,7 +15,7 @@ import datetime as dt
 import json
 import os
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,8 +62,8 @@ class RunEntry:
     def provenance(self) -> dict[str, Any]:
         """Which run this is: suite, times, engine versions, suite-file hash and git state."""
         meta = self.meta
-        source = meta.get("suite_file") if isinstance(meta.get("suite_file"), dict) else {}
-        git = source.get("git") if isinstance(source.get("git"), dict) else {}
+        source = _dict(meta.get("suite_file"))
+        git = _dict(source.get("git"))
         return {
             "path": str(self.path),
             "suite": self.suite,
@@ -163,17 +163,22 @@ def read_entry(path: Path) -> RunEntry:
 # -------------------------------------------------------------------------------- completeness
 
 
+def _dict(value: Any) -> dict[str, Any]:
+    """``value`` when meta.json holds an object there, else empty: its content is not trusted."""
+    return value if isinstance(value, dict) else {}
+
+
 def _as_list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, (list, tuple)) else [value]
 
 
 def expected_cells(meta: dict[str, Any]) -> set[tuple[str, str, Load]] | None:
     """Every cell the suite asked for, from the suite copy in meta.json; None when it cannot be told."""
-    suite = meta.get("suite") if isinstance(meta.get("suite"), dict) else {}
-    raw = suite.get("raw") if isinstance(suite.get("raw"), dict) else {}
-    comp = meta.get("comparability") if isinstance(meta.get("comparability"), dict) else {}
+    suite = _dict(meta.get("suite"))
+    raw = _dict(suite.get("raw"))
+    comp = _dict(meta.get("comparability"))
     configs, datasets = comp.get("configs"), comp.get("datasets")
-    load = raw.get("load") if isinstance(raw.get("load"), dict) else {}
+    load = _dict(raw.get("load"))
     if not isinstance(configs, dict) or not isinstance(datasets, dict) or not configs or not datasets:
         return None
     try:
@@ -198,7 +203,7 @@ def classify(meta: dict[str, Any], records: list[Record] | None) -> tuple[str, s
         return "failed", "no cell measured (no results.json)"
     if meta and not meta.get("finished_at"):
         return "unfinished", f"{len(records)} cell(s) written but no finished_at in meta.json: still running, or killed"
-    failed_configs = meta.get("failed_configs") if isinstance(meta.get("failed_configs"), dict) else {}
+    failed_configs = _dict(meta.get("failed_configs"))
     failed = [_cell_name(r) for r in records if r.get("status") == "failed"]
     if failed_configs or failed:
         parts = [f"config {name} failed: {str(err).splitlines()[0] if str(err) else '?'}"
@@ -298,7 +303,7 @@ def history(roots: Sequence[Path], *, suite: str | None = None, since: dt.dateti
     return out
 
 
-def reference_for(reference: Path, candidate_dir: Path, candidate_meta: dict[str, Any] | None) -> Path:
+def reference_for(reference: Path, candidate_dir: Path, candidate_meta: Mapping[str, Any] | None) -> Path:
     """``gate --reference DIR``: a run directory or results.json is itself; a directory of runs means
     the latest complete run of the candidate's suite started before the candidate."""
     from ..gate import GateError

@@ -222,7 +222,7 @@ def load_plot(m: Model) -> str | None:
         loads = [ld for ld in m.loads_of(d) if ld.kind == kind and ld.value is not None]
         if len(loads) < 2:
             continue
-        xs = [ld.value for ld in loads]
+        xs = [ld.value for ld in loads if ld.value is not None]
         log = min(xs) > 0 and max(xs) / min(xs) >= 4
         sx = Scale(min(xs), max(xs), left + 24, pw - right - 24, log=log)
         vals = [1.0]
@@ -230,14 +230,14 @@ def load_plot(m: Model) -> str | None:
         missing: list[str] = []
         for c in m.spec_configs:
             pts = []
-            for ld in loads:
+            for ld, x in zip(loads, xs):
                 r = m.row(c, d, ld)
                 v = None if r is None else r.get("speedup_vs_baseline")
-                if v is None:
+                if r is None or v is None:
                     missing.append(f"{c} @ {ld.label}" + (f" ({_why_missing(r)})" if _why_missing(r) else ""))
                     continue
                 iv = _interval(r, "speedup_vs_baseline")
-                pts.append((ld.value, float(v), iv))
+                pts.append((x, float(v), iv))
                 vals.append(v)
                 if iv:
                     vals += list(iv)
@@ -348,7 +348,7 @@ def _pool(rows: Sequence[Record], get: Callable[[Record], list[float | None] | N
     n = max((len(lst) for lst, _ in lists), default=0)
     out: list[float | None] = []
     for i in range(n):
-        num = sum(lst[i] * w for lst, w in lists if i < len(lst) and lst[i] is not None)
+        num = sum(v * w for lst, w in lists if i < len(lst) and (v := lst[i]) is not None)
         den = sum(w for lst, w in lists if i < len(lst) and lst[i] is not None)
         out.append(num / den if den else None)
     return out, len(lists)
@@ -438,7 +438,7 @@ def _pooled_category(rows: Sequence[Record]) -> dict[str, tuple[float | None, in
         for cat, v in (r.get("categories") or {}).items():
             acc.setdefault(cat, []).append((v.get("stream_mean_acceptance_length"), v.get("output_tokens") or 0,
                                             v.get("requests") or 0))
-    out = {}
+    out: dict[str, tuple[float | None, int]] = {}
     for cat, items in acc.items():
         measured = [(length, tok) for length, tok, _ in items if length is not None]
         nreq = sum(n for _, _, n in items)
@@ -487,7 +487,7 @@ def category_plot(m: Model) -> str:
     y_end = height - 50
     for t in ticks:  # grid under the bars
         svg.line(sx(t), top, sx(t), y_end, GRID)
-    y = top
+    y: float = top
     for d, cats, per in blocks:
         svg.rect(0, y + 2, width, head_h - 4, "#f2f2f2")
         svg.text(8, y + head_h / 2 + 5, d, size=14, weight="bold")

@@ -27,7 +27,7 @@ def request_scatter(m: Model, requests: Sequence[RequestRecord] | None) -> str:
     if not requests:
         return figure(plot, title, empty_plot(plot, "requests.jsonl not available for these results"), caption)
     measured = [r for r in requests if r.phase == "measure"]
-    groups: dict[tuple[str, int, str], list[RequestRecord]] = {}
+    groups: dict[tuple[str, int, str | None], list[RequestRecord]] = {}
     for r in measured:
         groups.setdefault((r.dataset, r.concurrency or 0, r.config), []).append(r)
     categories = sorted({r.category or NO_CATEGORY for r in measured})

@@ -50,10 +50,10 @@ def tables(results: RunResults, requests: list[RequestRecord], gpu: str) -> tupl
                      "engine_version": row.get("server_version"), "specbench_version": meta.get("specbench_version")})
     reqs = []
     for r in requests:
-        ident = key_of.get(Cell.of_record(r))
-        if r.phase != "measure" or ident is None:
+        cell_ident = key_of.get(Cell.of_record(r))
+        if r.phase != "measure" or cell_ident is None:
             continue
-        reqs.append({**ident, "start": r.repeat, "question_id": f"{r.prompt_id}#{r.turn}" if r.turn else r.prompt_id,
+        reqs.append({**cell_ident, "start": r.repeat, "question_id": f"{r.prompt_id}#{r.turn}" if r.turn else r.prompt_id,
                      "category": r.category, "prompt_tokens": r.prompt_tokens, "chunks": list(r.chunk_tokens),
                      "times": [t - r.send_time for t in r.chunk_times], "output_ids": r.output_token_ids,
                      "error": r.error})

@@ -53,7 +53,8 @@ def _accuracy_diff(r: Record) -> str:
         return DASH
     lo, hi = r.get("accuracy_diff_ci_low"), r.get("accuracy_diff_ci_high")
     p = r.get("accuracy_mcnemar_p")
-    return (f"{d * 100:+.1f} pp [{lo * 100:+.1f}, {hi * 100:+.1f}]" + (f" p={p:.2g}" if p is not None else ""))
+    return (f"{d * 100:+.1f} pp" + (f" [{lo * 100:+.1f}, {hi * 100:+.1f}]" if lo is not None and hi is not None else "")
+            + (f" p={p:.2g}" if p is not None else ""))
 
 
 def _acceptance(r: Record) -> str:

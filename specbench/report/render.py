@@ -179,7 +179,7 @@ def sweep_table(records: Sequence[Record]) -> str | None:
     """Speedup vs concurrency per data set and config, with the crossover where it drops below 1."""
     from ..compare import crossover
 
-    loads = sorted({r.get("concurrency") for r in records if r.get("concurrency") is not None})
+    loads = sorted({c for r in records if (c := r.get("concurrency")) is not None})
     if len(loads) < 2:
         return None
     header = ["Dataset", "Run", *[f"c={c}" for c in loads], "Crossover"]

@@ -49,7 +49,7 @@ def _panel(title: str, metric: str, axis: str, runs: Sequence[TrendRun], m: Mode
         for i, run in enumerate(runs):
             r = next((x for x in run.records if x["run"] == c and x["dataset"] == dataset and load_of(x) == load), None)
             v = None if r is None else r.get(metric)
-            if not isinstance(v, (int, float)) or isinstance(v, bool):
+            if r is None or not isinstance(v, (int, float)) or isinstance(v, bool):
                 missing.append(f"{c} @ {_time_label(run.started)}")
                 continue
             iv = _interval(r, metric)
