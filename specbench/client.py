@@ -172,6 +172,8 @@ class _Stream:
             text = (delta.get("content") or "") + (delta.get("reasoning_content") or delta.get("reasoning") or "")
         else:
             text = choice.get("text") or ""
+            if type(text) is not str:
+                raise BadValue(f"choices[0].text = {text!r:.60} is not a string")
         ids = choice.get("token_ids") or (choice.get("delta") or {}).get("token_ids")
         n: int | None = None
         if done is not None:

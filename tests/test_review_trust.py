@@ -1,0 +1,77 @@
+"""An adversarial review of issue 14's guarantees: close variants of its cases that still let a wrong,
+stale or leaked value through. Each test failed before the commit that fixed it."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+from pathlib import Path
+
+import yaml
+from aiohttp import web
+
+from specbench.cli import main
+from specbench.client import RequestSpec, close_transport, open_transport, stream_request
+from specbench.records import RequestRecord
+
+SECRET = "sk-review-77aa"
+MAX_TOKENS = 8
+
+
+async def _sse_app(chunks: list[dict], echo_auth: bool = False):
+    """A server streaming ``chunks`` (with the request's Authorization header wherever a string is "AUTH")."""
+
+    async def complete(request: web.Request) -> web.StreamResponse:
+        auth = request.headers.get("Authorization", "")
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        for chunk in chunks:
+            text = json.dumps(chunk).replace('"AUTH"', json.dumps(auth)) if echo_auth else json.dumps(chunk)
+            await resp.write(b"data: " + text.encode() + b"\n\n")
+        await resp.write(b"data: [DONE]\n\n")
+        return resp
+
+    app = web.Application()
+    app.add_routes([web.post("/v1/completions", complete), web.post("/v1/chat/completions", complete)])
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.2)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    return runner, f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
+
+
+async def _one(chunks: list[dict], *, kind: str = "socket", echo_auth: bool = False, **spec) -> RequestRecord:
+    runner, url = await _sse_app(chunks, echo_auth)
+    try:
+        rs = RequestSpec(base_url=url, model="m", max_tokens=MAX_TOKENS, **spec)
+        transport = open_transport(url, kind)
+        try:
+            return await stream_request(transport, rs, [{"role": "user", "content": "hi"}],
+                                        RequestRecord(prompt_id="p", dataset="d", config="c"))
+        finally:
+            await close_transport(transport)
+    finally:
+        await runner.cleanup()
+
+
+def _files_text(out: Path) -> str:
+    return "\n".join(p.read_text(errors="replace") for p in out.rglob("*") if p.is_file())
+
+
+def _suite(tmp_path: Path, prompts_file: Path, configs: list[dict], **extra) -> Path:
+    suite = {"name": "review", "model": "smol", "endpoint": "chat", "configs": configs,
+             "datasets": [{"name": "prompts", "path": str(prompts_file), "requests": 2}],
+             "load": {"concurrency": 1, "max_tokens": MAX_TOKENS, "temperature": 0, "warmup": 0, "timeout_s": 20},
+             **extra}
+    path = tmp_path / "suite.yaml"
+    path.write_text(yaml.safe_dump(suite))
+    return path
+
+
+# ---- a wrong-typed completion text fails the request, it does not escape stream_request ----
+
+async def test_non_string_completion_text_fails_the_request():
+    for kind in ("socket", "aiohttp"):
+        rec = await _one([{"choices": [{"text": ["a"]}]}, {"choices": [{"text": 5}]}], kind=kind, endpoint="completions")
+        assert rec.error is not None and "text" in rec.error and not rec.ok
