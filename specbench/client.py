@@ -364,10 +364,21 @@ async def stream_request(
     except ConnectionError as err:
         record.error = f"{type(err).__name__}: {err}"
     stream.finish()
-    if spec.api_key:  # a server may echo the request's headers back: the key goes in no file
-        record.error = record.error and record.error.replace(spec.api_key, "***")
-        record.text = record.text.replace(spec.api_key, "***")
+    if spec.api_key:  # a server may echo the request's headers back, into any field: the key goes in no file
+        for name in ("error", "text", "finish_reason", "token_warning", "spec_stats"):
+            setattr(record, name, _without(getattr(record, name), spec.api_key))
     return record
+
+
+def _without(value: Any, secret: str) -> Any:
+    """``value`` with ``secret`` masked in every string it holds."""
+    if isinstance(value, str):
+        return value.replace(secret, "***")
+    if isinstance(value, dict):
+        return {_without(k, secret): _without(v, secret) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without(v, secret) for v in value]
+    return value
 
 
 def _http_error(status: int, detail: str, retry: str | None, secret: str | None) -> str:

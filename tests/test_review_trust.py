@@ -75,3 +75,14 @@ async def test_non_string_completion_text_fails_the_request():
     for kind in ("socket", "aiohttp"):
         rec = await _one([{"choices": [{"text": ["a"]}]}, {"choices": [{"text": 5}]}], kind=kind, endpoint="completions")
         assert rec.error is not None and "text" in rec.error and not rec.ok
+
+
+# ---- an echoed API key reaches no field of the record, whichever field the server echoes it into ----
+
+async def test_echoed_api_key_is_scrubbed_from_every_field():
+    rec = await _one([{"choices": [{"delta": {"content": "a"}, "finish_reason": "AUTH"}],
+                       "usage": {"completion_tokens": 1, "prompt_tokens": 2},
+                       "metrics": {"speculative_decoding": {"num_spec_steps": 1, "echo": "AUTH"}}}],
+                     echo_auth=True, api_key=SECRET)
+    assert rec.ok and rec.output_tokens == 1
+    assert SECRET not in json.dumps(rec.to_dict())
