@@ -86,3 +86,18 @@ async def test_echoed_api_key_is_scrubbed_from_every_field():
                      echo_auth=True, api_key=SECRET)
     assert rec.ok and rec.output_tokens == 1
     assert SECRET not in json.dumps(rec.to_dict())
+
+
+# ---- URL credentials: neither the password nor the Basic token it becomes reaches a file ----
+
+async def test_url_credentials_reach_no_file_through_probes_or_echoes(tmp_path, prompts_file, scripted):
+    _, url = await scripted(pattern=[1], version_body="[1, 2]", fault="http401echo", fault_on=(1, 2))
+    keyed = url.replace("http://", "http://bench:pw-review-31@")
+    suite = _suite(tmp_path, prompts_file, [{"name": "base", "url": keyed}])
+    out = tmp_path / "out"
+    code = await asyncio.to_thread(main, ["run", str(suite), "-o", str(out), "--quiet"])
+    assert code == 1  # both measured requests got the 401
+    text = _files_text(out)
+    assert "HTTP 401" in text and "version" in text
+    token = base64.b64encode(b"bench:pw-review-31").decode()
+    assert "pw-review-31" not in text and token not in text
