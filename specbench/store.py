@@ -106,6 +106,9 @@ class RunDir:
     def check_resumable(self) -> None:
         if not self.path.is_dir():
             raise RunDirError(f"--resume {self.path}: no such directory, nothing to resume")
+        if not (self.path / META).exists() and self.load_phases():
+            raise RunDirError(f"--resume {self.path}: its {PHASES} has measured phases but there is no {META}, so "
+                              "nothing shows they were measured with this suite: use --overwrite or another -o")
         if not any((self.path / name).exists() for name in (META, REQUESTS, PHASES)):
             raise RunDirError(f"--resume {self.path}: no {META}, {REQUESTS} or {PHASES} there, nothing to resume")
 

@@ -101,3 +101,31 @@ async def test_url_credentials_reach_no_file_through_probes_or_echoes(tmp_path, 
     assert "HTTP 401" in text and "version" in text
     token = base64.b64encode(b"bench:pw-review-31").decode()
     assert "pw-review-31" not in text and token not in text
+
+
+# ---- --resume must be able to tell the old phases are comparable ----
+
+async def test_resume_without_meta_json_refuses_to_mix_unknown_phases(tmp_path, prompts_file, scripted, capsys):
+    _, url = await scripted(pattern=[1])
+    suite = _suite(tmp_path, prompts_file, [{"name": "base", "url": url}])
+    out = tmp_path / "out"
+    assert await asyncio.to_thread(main, ["run", str(suite), "-o", str(out), "--quiet"]) == 0
+    (out / "meta.json").unlink()  # e.g. a SIGKILL during --overwrite, or a hand-cleaned dir
+    changed = yaml.safe_load(suite.read_text())
+    changed["load"]["max_tokens"] = 4  # its old cells would now be counted as measured with max_tokens 4
+    suite.write_text(yaml.safe_dump(changed))
+    code = await asyncio.to_thread(main, ["run", str(suite), "--resume", str(out), "--quiet"])
+    assert code == 2 and "meta.json" in capsys.readouterr().err
+
+
+async def test_resume_with_meta_json_of_the_wrong_shape_is_one_line(tmp_path, prompts_file, scripted, capsys):
+    _, url = await scripted(pattern=[1])
+    suite = _suite(tmp_path, prompts_file, [{"name": "base", "url": url}])
+    out = tmp_path / "out"
+    assert await asyncio.to_thread(main, ["run", str(suite), "-o", str(out), "--quiet"]) == 0
+    meta = json.loads((out / "meta.json").read_text())
+    for key, bad in (("comparability", []), ("runs", 5), ("servers", [])):
+        (out / "meta.json").write_text(json.dumps({**meta, key: bad}))
+        code = await asyncio.to_thread(main, ["run", str(suite), "--resume", str(out), "--quiet"])
+        err = capsys.readouterr().err
+        assert code == 2 and "meta.json" in err and key in err and "Traceback" not in err, (key, err)
