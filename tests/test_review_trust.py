@@ -129,3 +129,16 @@ async def test_resume_with_meta_json_of_the_wrong_shape_is_one_line(tmp_path, pr
         code = await asyncio.to_thread(main, ["run", str(suite), "--resume", str(out), "--quiet"])
         err = capsys.readouterr().err
         assert code == 2 and "meta.json" in err and key in err and "Traceback" not in err, (key, err)
+
+
+# ---- a /metrics series exported twice is not counted twice ----
+
+def test_duplicate_metrics_series_is_invalid_not_doubled():
+    from specbench.scrape import parse_metrics
+
+    snap = parse_metrics('# TYPE vllm:spec_decode_num_drafts counter\n'
+                         'vllm:spec_decode_num_drafts_total{engine="0"} 10\n'
+                         'vllm:spec_decode_num_drafts_total{engine="1"} 5\n'
+                         'vllm:spec_decode_num_drafts_total{engine="0"} 10\n')
+    assert snap.get("vllm:spec_decode_num_drafts_total") is None
+    assert "duplicate" in snap.invalid["vllm:spec_decode_num_drafts_total"]
