@@ -288,6 +288,9 @@ def _checked_stats(stats: Any, where: str) -> dict[str, Any]:
         value = stats.get(key)
         if value is not None and (type(value) not in (int, float) or value < 0):
             raise BadValue(f"{where}.{key} = {value!r:.60} is not a non-negative number")
+    accepted, drafted = stats.get("num_accepted_draft_tokens"), stats.get("num_draft_tokens")
+    if accepted is not None and drafted is not None and accepted > drafted:  # an acceptance rate above 100 %
+        raise BadValue(f"{where}.num_accepted_draft_tokens = {accepted!r} exceeds num_draft_tokens = {drafted!r}")
     return stats
 
 

@@ -142,3 +142,13 @@ def test_duplicate_metrics_series_is_invalid_not_doubled():
                          'vllm:spec_decode_num_drafts_total{engine="0"} 10\n')
     assert snap.get("vllm:spec_decode_num_drafts_total") is None
     assert "duplicate" in snap.invalid["vllm:spec_decode_num_drafts_total"]
+
+
+# ---- per-request spec stats that contradict themselves fail the request ----
+
+async def test_per_request_stats_accepting_more_than_drafted_fail_the_request():
+    rec = await _one([{"choices": [{"delta": {"content": "a"}}], "usage": {"completion_tokens": 1}},
+                      {"choices": [], "usage": {"completion_tokens": 1},
+                       "metrics": {"speculative_decoding": {"num_spec_steps": 1, "num_draft_tokens": 1,
+                                                            "num_accepted_draft_tokens": 5}}}])
+    assert not rec.ok and "num_accepted_draft_tokens" in rec.error
