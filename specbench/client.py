@@ -14,6 +14,7 @@ source that agrees with it (``token_warning`` says so) or fail the request.
 from __future__ import annotations
 
 import asyncio
+import base64
 import functools
 import gzip
 import json
@@ -82,6 +83,17 @@ class RequestSpec:
         elif basic:
             h["Authorization"] = basic
         return h
+
+    @functools.cached_property
+    def secrets(self) -> tuple[str, ...]:
+        """What a server echoing the request back must not get into a file: the API key, or the
+        URL's Basic credentials (the header's token and the password itself)."""
+        found: list[str | None] = [self.api_key]
+        basic = split_credentials(self.base_url)[1]
+        if basic:
+            token = basic.removeprefix("Basic ")
+            found += [token, base64.b64decode(token).decode(errors="replace").partition(":")[2]]
+        return tuple(sorted({s for s in found if s and len(s) >= 4}, key=len, reverse=True))
 
     @functools.cached_property
     def token_limit(self) -> int:
@@ -172,6 +184,8 @@ class _Stream:
             text = (delta.get("content") or "") + (delta.get("reasoning_content") or delta.get("reasoning") or "")
         else:
             text = choice.get("text") or ""
+            if type(text) is not str:
+                raise BadValue(f"choices[0].text = {text!r:.60} is not a string")
         ids = choice.get("token_ids") or (choice.get("delta") or {}).get("token_ids")
         n: int | None = None
         if done is not None:
@@ -274,6 +288,9 @@ def _checked_stats(stats: Any, where: str) -> dict[str, Any]:
         value = stats.get(key)
         if value is not None and (type(value) not in (int, float) or value < 0):
             raise BadValue(f"{where}.{key} = {value!r:.60} is not a non-negative number")
+    accepted, drafted = stats.get("num_accepted_draft_tokens"), stats.get("num_draft_tokens")
+    if accepted is not None and drafted is not None and accepted > drafted:  # an acceptance rate above 100 %
+        raise BadValue(f"{where}.num_accepted_draft_tokens = {accepted!r} exceeds num_draft_tokens = {drafted!r}")
     return stats
 
 
@@ -362,15 +379,27 @@ async def stream_request(
     except ConnectionError as err:
         record.error = f"{type(err).__name__}: {err}"
     stream.finish()
-    if spec.api_key:  # a server may echo the request's headers back: the key goes in no file
-        record.error = record.error and record.error.replace(spec.api_key, "***")
-        record.text = record.text.replace(spec.api_key, "***")
+    if spec.secrets:  # a server may echo the request's headers back, into any field: the key goes in no file
+        for name in ("error", "text", "finish_reason", "token_warning", "spec_stats"):
+            setattr(record, name, _without(getattr(record, name), spec.secrets))
     return record
 
 
-def _http_error(status: int, detail: str, retry: str | None, secret: str | None) -> str:
-    if secret:
-        detail = detail.replace(secret, "***")
+def _without(value: Any, secrets: tuple[str, ...]) -> Any:
+    """``value`` with each of ``secrets`` masked in every string it holds."""
+    if isinstance(value, str):
+        for secret in secrets:
+            value = value.replace(secret, "***")
+        return value
+    if isinstance(value, dict):
+        return {_without(k, secrets): _without(v, secrets) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without(v, secrets) for v in value]
+    return value
+
+
+def _http_error(status: int, detail: str, retry: str | None, secrets: tuple[str, ...]) -> str:
+    detail = _without(detail, secrets)  # before the cut, which could leave a secret's head
     detail = detail[:200].replace("\n", " ")
     return f"HTTP {status}" + (f" (retry-after {retry})" if retry else "") + (f": {detail}" if detail else "")
 
@@ -389,7 +418,7 @@ async def _over_wire(wire: Wire, spec: RequestSpec, body: bytes, stream: _Stream
             except (OSError, EOFError):
                 body = b"(gzip-encoded body)"
         stream.record.error = _http_error(resp.status, body.decode(errors="replace"),
-                                          resp.headers.get("retry-after"), spec.api_key)
+                                          resp.headers.get("retry-after"), spec.secrets)
 
 
 async def _over_aiohttp(session: aiohttp.ClientSession, spec: RequestSpec, body: bytes, stream: _Stream) -> None:
@@ -399,7 +428,7 @@ async def _over_aiohttp(session: aiohttp.ClientSession, spec: RequestSpec, body:
     async with session.post(spec.url, data=body, headers=spec.headers()) as resp:
         if resp.status != 200:
             record.error = _http_error(resp.status, (await resp.read()).decode(errors="replace"),
-                                       resp.headers.get("Retry-After"), spec.api_key)
+                                       resp.headers.get("Retry-After"), spec.secrets)
             return
         encoding = resp.headers.get("Content-Encoding")
         if encoding and encoding.lower() != "identity":

@@ -120,7 +120,7 @@ async def _server_info(session: aiohttp.ClientSession, url: str, engine: Engine)
     """The server's version (a string, or null with ``version_error``) and, for engines that read
     acceptance from it, the parsed answer as it came (the adapter checks its shape)."""
     path, key = engine.version_path
-    where = f"GET {url}{path}"
+    where = f"GET {redact_url(url)}{path}"
     try:
         async with session.get(url + path, timeout=aiohttp.ClientTimeout(total=10)) as r:
             if r.status != 200:

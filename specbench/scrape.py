@@ -1,7 +1,7 @@
 """Read a server's Prometheus ``/metrics`` into plain numbers (I/O edge + a pure parser).
 
-Values are checked here, where they enter: a sample that is NaN or infinite, or a negative
-counter, is left out of the sums and named in ``MetricsSnapshot.invalid``, so acceptance built on
+Values are checked here, where they enter: a sample that is NaN or infinite, a negative
+counter, or a series given twice, is left out of the sums and named in ``MetricsSnapshot.invalid``, so acceptance built on
 it is null with that reason instead of a wrong number.
 """
 
@@ -37,10 +37,16 @@ def parse_metrics(text: str, split_label: str = "position") -> MetricsSnapshot:
     totals: dict[str, float] = defaultdict(float)
     by_label: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     invalid: dict[str, str] = {}
+    seen: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             if sample.name.endswith("_created"):
                 continue
+            series = (sample.name, tuple(sorted(sample.labels.items())))
+            if series in seen:  # one series exported twice would be summed as two engines
+                invalid.setdefault(sample.name, f"duplicate series {dict(series[1])}")
+                continue
+            seen.add(series)
             value = sample.value
             if not math.isfinite(value) or (family.type == "counter" and value < 0):
                 invalid.setdefault(sample.name, _why_invalid(value))

@@ -44,6 +44,11 @@ _SHAPE: dict[str, dict[str, tuple[tuple[type, ...], bool]]] = {
              "acceptance": ((dict,), False), "server": ((dict,), False), "requests": ((int, type(None)), False)},
 }
 
+#: meta.json keys a resumed run reads or extends, and the JSON type each must have
+_META_SHAPE: dict[str, type] = {"comparability": dict, "configs": dict, "datasets": dict, "servers": dict,
+                                "failed_configs": dict, "slo_search": dict, "chunk_clock": dict, "restarts": dict,
+                                "runs": list, "run_dir_notes": list, "superseded_phases": list}
+
 
 def write_atomic(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
@@ -101,6 +106,9 @@ class RunDir:
     def check_resumable(self) -> None:
         if not self.path.is_dir():
             raise RunDirError(f"--resume {self.path}: no such directory, nothing to resume")
+        if not (self.path / META).exists() and self.load_phases():
+            raise RunDirError(f"--resume {self.path}: its {PHASES} has measured phases but there is no {META}, so "
+                              "nothing shows they were measured with this suite: use --overwrite or another -o")
         if not any((self.path / name).exists() for name in (META, REQUESTS, PHASES)):
             raise RunDirError(f"--resume {self.path}: no {META}, {REQUESTS} or {PHASES} there, nothing to resume")
 
@@ -249,6 +257,17 @@ class RunDir:
             raise RunDirError(f"{path}: not valid JSON ({err}); cannot continue this run") from None
         if not isinstance(meta, dict):
             raise RunDirError(f"{path}: expected a JSON object, got a {type(meta).__name__}; cannot continue this run")
+        comparability = meta.get("comparability")
+        shaped = {**{k: meta[k] for k in _META_SHAPE if k in meta},
+                  **{f"comparability.{k}": comparability[k] for k in ("configs", "datasets")
+                     if isinstance(comparability, dict) and k in comparability}}
+        for key, value in shaped.items():
+            if not isinstance(value, _META_SHAPE[key.partition(".")[2] or key]):
+                raise RunDirError(f"{path}: {key!r} is a {type(value).__name__}, not a JSON "
+                                  f"{'array' if _META_SHAPE[key.partition('.')[2] or key] is list else 'object'}; "
+                                  "cannot continue this run")
+        for key in ("servers", "failed_configs"):
+            meta.setdefault(key, {})
         return meta
 
     def write_meta(self, meta: dict[str, Any]) -> None:
