@@ -34,7 +34,7 @@ from .provenance import suite_file_provenance
 from .quality import add_quality, suite_notes
 from .records import Prompt, RequestRecord
 from .report.render import markdown
-from .scrape import scrape
+from .scrape import PROBE_LIMIT, read_capped, scrape
 from .secrets import redact_env, redact_mapping, redact_url
 from .slo import PROBE_PHASE, PROBES_FILE, attach_capacity, search_server
 from .store import RunDir
@@ -125,7 +125,7 @@ async def _server_info(session: aiohttp.ClientSession, url: str, engine: Engine)
         async with session.get(url + path, timeout=aiohttp.ClientTimeout(total=10)) as r:
             if r.status != 200:
                 return {"version": None, "version_error": f"{where}: HTTP {r.status}", "raw": None}
-            data = json.loads(await r.read())
+            data = json.loads(await read_capped(r, PROBE_LIMIT))
     except (TimeoutError, aiohttp.ClientError, ValueError, RecursionError) as err:
         return {"version": None, "version_error": f"{where}: {type(err).__name__}: {str(err)[:100]}", "raw": None}
     info: dict[str, Any] = {"version": None, "raw": data if engine.acceptance_reads_server_info else None}
@@ -149,7 +149,9 @@ async def _check_url(session: aiohttp.ClientSession, config: ServerConfig, model
         async with session.get(url, timeout=aiohttp.ClientTimeout(total=15)) as r:
             if r.status != 200:
                 raise ServerError(f"config {config.name!r}: GET {shown} returned HTTP {r.status}")
-            body = await r.read()
+            body = await read_capped(r, PROBE_LIMIT)
+    except ValueError as err:
+        raise ServerError(f"config {config.name!r}: GET {shown}: {err}") from None
     except (TimeoutError, aiohttp.ClientError) as err:
         raise ServerError(redact_url(f"config {config.name!r}: cannot reach {shown}: {type(err).__name__} {err}".rstrip())) from None
     try:

@@ -68,6 +68,23 @@ def _why_invalid(value: float) -> str:
     return f"negative ({value:g})"
 
 
+#: the most a side endpoint may answer: a /metrics page of a large multi-engine server is a few MB
+METRICS_LIMIT = 32 << 20
+PROBE_LIMIT = 4 << 20
+
+
+async def read_capped(resp: aiohttp.ClientResponse, limit: int) -> bytes:
+    """The body, or ValueError past ``limit`` bytes: a hostile or broken server must not be able to
+    make the harness buffer gigabytes."""
+    pieces, size = [], 0
+    async for piece in resp.content.iter_chunked(1 << 16):
+        size += len(piece)
+        if size > limit:
+            raise ValueError(f"answer larger than {limit >> 20} MiB")
+        pieces.append(piece)
+    return b"".join(pieces)
+
+
 async def scrape(session: aiohttp.ClientSession, base_url: str, timeout_s: float = 10.0) -> MetricsSnapshot:
     """GET ``/metrics``; a failure is recorded, never raised, so a run keeps what it measured."""
     url = base_url.rstrip("/") + "/metrics"
@@ -75,7 +92,7 @@ async def scrape(session: aiohttp.ClientSession, base_url: str, timeout_s: float
         async with session.get(url, timeout=aiohttp.ClientTimeout(total=timeout_s)) as resp:
             if resp.status != 200:
                 return MetricsSnapshot(ok=False, error=f"GET {url}: HTTP {resp.status}")
-            body = await resp.read()
+            body = await read_capped(resp, METRICS_LIMIT)
     except (aiohttp.ClientError, TimeoutError, ValueError) as err:
         return MetricsSnapshot(ok=False, error=f"GET {url}: {type(err).__name__}: {err}")
     try:

@@ -152,3 +152,46 @@ async def test_per_request_stats_accepting_more_than_drafted_fail_the_request():
                        "metrics": {"speculative_decoding": {"num_spec_steps": 1, "num_draft_tokens": 1,
                                                             "num_accepted_draft_tokens": 5}}}])
     assert not rec.ok and "num_accepted_draft_tokens" in rec.error
+
+
+async def _huge(path: str, size: int):
+    async def answer(request: web.Request) -> web.Response:
+        return web.Response(body=b"#" * size)
+
+    app = web.Application()
+    app.add_routes([web.get(path, answer)])
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.2)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    return runner, f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
+
+
+async def test_a_huge_metrics_or_probe_answer_is_refused_not_buffered():
+    """A server cannot make the harness buffer an endless side answer: the cell's acceptance (or the
+    config) fails with the reason instead."""
+    import aiohttp
+
+    from specbench.launch import load_engine
+    from specbench.runner import _check_url
+    from specbench.scrape import METRICS_LIMIT, PROBE_LIMIT, scrape
+    from specbench.suite import ServerConfig
+
+    runner, url = await _huge("/metrics", METRICS_LIMIT + 1)
+    try:
+        async with aiohttp.ClientSession() as session:
+            snap = await scrape(session, url)
+        assert not snap.ok and "larger than 32 MiB" in (snap.error or "")
+    finally:
+        await runner.cleanup()
+    runner, url = await _huge("/v1/models", PROBE_LIMIT + 1)
+    try:
+        async with aiohttp.ClientSession() as session:
+            try:
+                await _check_url(session, ServerConfig(name="x", url=url), "m", load_engine("vllm"))
+            except Exception as err:  # noqa: BLE001 - the type and text are what is checked
+                assert type(err).__name__ == "ServerError" and "larger than 4 MiB" in str(err)
+            else:
+                raise AssertionError("a 4 MiB+ /v1/models answer was accepted")
+    finally:
+        await runner.cleanup()

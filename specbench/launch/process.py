@@ -26,6 +26,7 @@ from typing import Any, cast
 import aiohttp
 
 from ..errors import LaunchError
+from ..scrape import PROBE_LIMIT, read_capped
 from ..secrets import scrub, secret_values
 
 _LIVE: set[ServerProcess] = set()
@@ -244,7 +245,10 @@ class ServerProcess:
                     async with session.get(self.base_url + self.models_path, timeout=timeout) as m:
                         last = f"{self.models_path} returned {m.status}"
                         if m.status == 200:
-                            body = await m.read()
+                            try:
+                                body = await read_capped(m, PROBE_LIMIT)
+                            except ValueError as err:
+                                raise self._fail(f"GET {self.models_path}: {err}") from None
                     if m.status in (401, 403):
                         raise self._fail(f"GET {self.models_path} returned HTTP {m.status}: the server wants an API key "
                                          "(api_key_env in the suite names the variable holding it)")
