@@ -9,7 +9,6 @@ See docs/gate.md for the threshold syntax and the noise rule.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import re
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeGuard
 
 from specbench.errors import ResultsError, SpecbenchError, SuiteError
+from specbench.report.load import load_run as read_run
 
 Kind = Literal["min", "max", "max_drop"]
 Outcome = Literal["pass", "within noise", "fail"]
@@ -602,27 +602,15 @@ def results_path(path: Path) -> Path:
 
 
 def load_run(path: Path) -> Run:
+    """A run through the report's loader, strictly: a damaged value refuses the run, never becomes —."""
     results = results_path(Path(path))
     if not results.is_file():
         raise ResultsError(f"{results}: results file not found")
-    try:
-        records = json.loads(results.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ResultsError(f"{results}: unreadable JSON ({err})") from None
-    except RecursionError:
-        raise ResultsError(f"{results}: unreadable JSON (nested too deeply)") from None
-    meta_file = results.parent / "meta.json"
-    meta = None
-    if meta_file.is_file():
-        try:
-            meta = json.loads(meta_file.read_text())
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-            raise ResultsError(f"{meta_file}: unreadable JSON ({err})") from None
-        except RecursionError:
-            raise ResultsError(f"{meta_file}: unreadable JSON (nested too deeply)") from None
-        if not isinstance(meta, dict):
-            raise ResultsError(f"{meta_file}: expected a JSON object")
-    return Run(results, index_cells(records, str(results)), meta)
+    run = read_run(results, quiet=True, strict=True)
+    for problem in run.problems:
+        warn(problem)
+    meta = run.meta if (results.parent / "meta.json").is_file() else None
+    return Run(results, index_cells(run.records, str(results)), meta)
 
 
 def load_suite_gate(path: Path) -> tuple[GateSpec, str | None]:

@@ -120,11 +120,8 @@ class Suite:
 
     @property
     def baseline(self) -> ServerConfig | None:
-        marked = [c for c in self.configs if c.baseline]
-        if marked:
-            return marked[0]
-        named = [c for c in self.configs if c.name == "baseline"]
-        return named[0] if named else None
+        name = find_baseline([c.name for c in self.configs], [c.name for c in self.configs if c.baseline])
+        return next((c for c in self.configs if c.name == name), None)
 
     def comparability(self) -> dict[str, Any]:
         """What must match between two runs for their numbers to be compared (resume, gate)."""
@@ -150,6 +147,16 @@ class Suite:
 
     def raw_config(self, name: str) -> dict[str, Any]:
         return next((c for c in self.raw.get("configs", []) if c.get("name") == name), {})
+
+
+def find_baseline(names: list[str], marked: list[str]) -> str | None:
+    """The baseline among configs ``names``: the one marked ``baseline: true``, else the one named "baseline".
+
+    The one rule for the suite, the report (from meta.json) and everything that divides by the baseline."""
+    marked = [m for m in marked if m in names]
+    if marked:
+        return marked[0]
+    return "baseline" if "baseline" in names else None
 
 
 def _fingerprint(obj: Any) -> str:

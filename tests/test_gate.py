@@ -202,6 +202,17 @@ def test_failed_cell_returns_2(tmp_path, capsys):
     assert "status 'failed'" in capsys.readouterr().err
 
 
+def test_results_are_read_by_the_reports_loader_and_a_repair_refuses(tmp_path, capsys):
+    """The report would show a damaged value as —; the gate, reading the same loader, refuses the run."""
+    records = two_cells()
+    records[0]["itl_mean_ms"] = "fast"
+    cand = write_run(tmp_path / "cand", records)
+    assert gate(cand, "--min", "speedup_vs_baseline:dspark_k3=1.2") == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("specbench gate: ") and "results.json: record 0 (baseline / math500): itl_mean_ms" in err
+    assert len(err.splitlines()) == 1
+
+
 def test_unusable_inputs_return_2(tmp_path, capsys):
     cand = write_run(tmp_path / "cand", two_cells())
     assert gate(tmp_path / "nowhere") == 2

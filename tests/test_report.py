@@ -147,6 +147,25 @@ def test_extra_columns_for_specbench_runs():
     assert lines[-1].startswith("- ⚠ spec / d / c=4: cell failed (2 failed requests")
 
 
+def test_markdown_and_html_tables_share_one_column_spec():
+    """An interrupted cell is said in both tables, and a rate sweep gets the same Rate/s column."""
+    import re
+
+    from specbench.report.html import table_html
+    from specbench.report.model import Model
+
+    rows = [{"dataset": "d", "run": "baseline", "requests": 4, "request_rate": 4.0, "status": "ok", "failed_requests": 0},
+            {"dataset": "d", "run": "spec", "requests": 1, "request_rate": 16.0, "status": "interrupted",
+             "failed_requests": 0, "ci95": {"speedup_vs_baseline": [None, None]}}]
+    lines = markdown(rows).split("\n")
+    header = [h.strip() for h in lines[0].strip("|").split("|")]
+    html = table_html(Model(rows, None))
+    assert re.findall(r"<th scope=\"col\">(.*?)</th>", html) == header
+    assert header[2] == "Rate/s" and header[-1] == "Failed"
+    assert [c.strip() for c in lines[3].strip("|").split("|")][-1] == "cell interrupted"
+    assert "cell interrupted" in html
+
+
 # ---------------------------------------------------------------- errors
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ResultsError, SpecbenchError
-from .load import load_run
+from .load import load_run, refusal
 from .model import Load, load_of
 
 Record = dict[str, Any]
@@ -142,8 +142,7 @@ def read_entry(path: Path) -> RunEntry:
         if (path / "results.json").is_file():
             run = load_run(path, quiet=True)
             if run.problems:  # a repaired value would make a damaged run look complete
-                more = f" (and {len(run.problems) - 1} more)" if len(run.problems) > 1 else ""
-                raise ResultsError(run.problems[0].replace("; shown as —", "").replace("; ignored", "") + more)
+                raise ResultsError(refusal(run.problems))
             meta, records = run.meta, run.records
             if not isinstance(meta, dict):
                 raise ResultsError(f"{path / 'meta.json'}: expected a JSON object")

@@ -17,18 +17,17 @@ Plots:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..records import RequestRecord
+from .columns import DASH, has_decomposition, table_columns
 from .explain_plots import decomposition_plot, tune_section, whatif_section
 from .load import load_run, read_requests
-from .model import PALETTE, Model, Record, _unique, baseline_name, load_of
+from .model import PALETTE, Model, _unique, baseline_name, load_of
 from .plots import acceptance_plot, category_plot, cdf_points, crossings, latency_plot, load_plot, nm_html, speedup_plot
 from .plots_requests import request_scatter
-from .quality_columns import quality_columns
-from .render import COLUMNS, DASH, DECOMPOSITION_COLUMNS, DECOMPOSITION_NOTE, has_decomposition
+from .render import DECOMPOSITION_NOTE
 from .svg import NOT_MEASURED, esc, nice_ticks
 
 __all__ = ["NOT_MEASURED", "PALETTE", "baseline_name", "cdf_points", "crossings", "nice_ticks", "read_requests",
@@ -38,46 +37,6 @@ __all__ = ["NOT_MEASURED", "PALETTE", "baseline_name", "cdf_points", "crossings"
 # --------------------------------------------------------------------------------------------
 # comparison table
 # --------------------------------------------------------------------------------------------
-
-def _ci_cell(r: Record, key: str) -> str:
-    ci = (r.get("ci95") or {}).get(key)
-    return f"{ci[0]:.3f}–{ci[1]:.3f}" if ci and None not in ci else DASH
-
-
-def _failed(r: Record) -> str:
-    if r.get("status") in ("failed", "interrupted"):
-        return f"cell {r['status']}"
-    return str(r.get("failed_requests") or 0)
-
-
-def table_columns(records: Sequence[Record]) -> list[tuple[str, Callable[[Record], str]]]:
-    """The markdown table's columns (``render.COLUMNS``) plus the sweep extras it adds for our runs.
-
-    Paired speed-up is left to the speed-up plot, which draws it with its interval.
-    """
-    cols = list(COLUMNS)
-    names = [h for h, _ in cols]
-    loads = {load_of(r) for r in records}
-    if len(loads) > 1:
-        if all(ld.kind == "concurrency" for ld in loads):
-            cols.insert(names.index("Run") + 1, ("Conc", lambda r: DASH if r.get("concurrency") is None
-                                                 else str(r["concurrency"])))
-        else:
-            cols.insert(names.index("Run") + 1, ("Load", lambda r: load_of(r).label))
-    if any((r.get("ci95") or {}).get("speedup_vs_baseline") for r in records):
-        at = [h for h, _ in cols].index("Speedup") + 1
-        cols.insert(at, ("Speedup 95% CI", lambda r: _ci_cell(r, "speedup_vs_baseline")))
-    if any(r.get("fidelity_identical") is not None for r in records):
-        cols.append(("Same output", lambda r: DASH if r.get("fidelity_identical") is None
-                     else f"{r['fidelity_identical'] * 100:.2f}%"))
-    cols += quality_columns(records)
-    if any(r.get("status") not in (None, "ok") or r.get("failed_requests") for r in records):
-        cols.append(("Failed", _failed))  # last, where a reader looks for it
-    if has_decomposition(records):
-        at = [h for h, _ in cols].index("Accept len") + 1
-        cols[at:at] = DECOMPOSITION_COLUMNS
-    return cols
-
 
 def _cell_html(text: str) -> str:
     if text == DASH or (text and set(text) <= {"-", "/", DASH}):

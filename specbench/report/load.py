@@ -256,8 +256,18 @@ def warn(problems: list[str], prefix: str = "specbench report") -> None:
               f"({problems[0].split(':')[0]})", file=sys.stderr)
 
 
-def load_run(path: str | Path, *, quiet: bool = False) -> RunResults:
-    """One run's clean records and meta; repairs are printed to stderr unless ``quiet``."""
+def refusal(problems: list[str]) -> str:
+    """The first repair, and how many more, as an error line (a verdict never rests on a repaired value)."""
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    return problems[0].replace("; shown as —", "").replace("; ignored", "") + more
+
+
+def load_run(path: str | Path, *, quiet: bool = False, strict: bool = False) -> RunResults:
+    """One run's clean records and meta; repairs are printed to stderr unless ``quiet``.
+
+    ``strict`` (the gate): a record value that needed a repair is a ``ResultsError`` instead, since
+    a verdict on a value shown as — would be a guess; meta.json's repairs stay in ``problems``.
+    """
     path = Path(path)
     if path.is_dir():
         results = path / "results.json"
@@ -266,6 +276,8 @@ def load_run(path: str | Path, *, quiet: bool = False) -> RunResults:
     else:
         results = path
     records, problems = clean_records(_read_json(results), results)
+    if strict and problems:
+        raise ResultsError(refusal(problems))
     meta_path = results.parent / "meta.json"
     meta: dict[str, Any] = {}
     if meta_path.exists():

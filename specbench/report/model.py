@@ -6,6 +6,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..suite import find_baseline
+
 Record = dict[str, Any]
 
 #: baseline first (black), then the Okabe–Ito colours, which stay distinct under colour-vision deficiency
@@ -25,13 +27,10 @@ def _unique(values: Iterable[Any]) -> list[Any]:
 def baseline_name(records: Sequence[Record], meta: dict[str, Any] | None) -> str | None:
     """The suite's baseline: the config marked ``baseline: true``, else the one named "baseline"."""
     raw = (((meta or {}).get("suite") or {}).get("raw") or {})
-    marked = [c.get("name") for c in raw.get("configs") or [] if isinstance(c, dict) and c.get("baseline")]
-    runs = _unique(r.get("run") for r in records)
-    if marked and marked[0] in runs:
-        return marked[0]
-    if "baseline" in runs:
-        return "baseline"
-    return next((r["run"] for r in records if r.get("method") == "baseline"), None)
+    marked = [c["name"] for c in raw.get("configs") or [] if isinstance(c, dict) and c.get("baseline")
+              and isinstance(c.get("name"), str)]
+    found = find_baseline(_unique(r.get("run") for r in records), marked)
+    return found or next((r["run"] for r in records if r.get("method") == "baseline"), None)
 
 
 @dataclass(frozen=True)

@@ -10,71 +10,23 @@ from __future__ import annotations
 import csv
 import io
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from ..jsonio import dumps
-from .load import is_number
-from .quality_columns import quality_columns
+from .columns import COLUMNS, DASH, Column, has_decomposition, num, table_columns
+
+__all__ = ["COLUMNS", "DASH", "DECOMPOSITION_NOTE", "FORMATS", "has_decomposition", "markdown", "render", "to_csv"]
 
 FORMATS = ("markdown", "json", "csv")
-DASH = "—"
 
 Record = dict[str, Any]
-
-
-def _num(value: Any, digits: int, suffix: str = "", missing: str = DASH) -> str:
-    if not is_number(value):
-        return missing
-    return f"{value:.{digits}f}{suffix}"
 
 
 def _non_finite(value: Any) -> bool:
     return isinstance(value, float) and not math.isfinite(value)
 
 
-def _pair(r: Record, prefix: str) -> str:
-    return f"{_num(r.get(f'{prefix}_mean_ms'), 2)}/{_num(r.get(f'{prefix}_p95_ms'), 2)}"
-
-
-def _pct(value: Any, missing: str = DASH) -> str:
-    return f"{value * 100:.2f}%" if is_number(value) else missing
-
-
-def _positions(r: Record) -> str:
-    return "/".join(_pct(r.get(f"acceptance_pos_{i}"), missing="-") for i in (1, 2, 3))
-
-
-#: (header, cell) pairs of the comparison table, in order
-COLUMNS: list[tuple[str, Callable[[Record], str]]] = [
-    ("Dataset", lambda r: str(r["dataset"])),
-    ("Run", lambda r: str(r["run"])),
-    ("Req", lambda r: str(r.get("requests", DASH))),
-    ("Output tok/s", lambda r: _num(r.get("output_throughput_tps"), 2)),
-    ("Speedup", lambda r: _num(r.get("speedup_vs_baseline"), 3, "x")),
-    ("Latency mean/p95 ms", lambda r: _pair(r, "latency")),
-    ("TTFT mean/p95 ms", lambda r: _pair(r, "ttft")),
-    ("ITL mean/p95 ms", lambda r: _pair(r, "itl")),
-    ("TPOT mean/p95 ms", lambda r: _pair(r, "tpot")),
-    ("Accept rate", lambda r: _pct(r.get("acceptance_rate"))),
-    ("Accept p1/p2/p3", _positions),
-    ("Accept len", lambda r: _num(r.get("mean_acceptance_length"), 3)),
-]
-
-
-def _decomposed(r: Record) -> str:
-    value = _num(r.get("speedup_decomposed"), 3, "x")
-    lo, hi = r.get("speedup_decomposed_ci_low"), r.get("speedup_decomposed_ci_high")
-    return value if value == DASH or lo is None or hi is None else f"{value} [{lo:.3f}–{hi:.3f}]"
-
-
-#: shown when some row has a measured step cost ratio (Speedup = Tok/step ÷ Step cost × Residual)
-DECOMPOSITION_COLUMNS: list[tuple[str, Callable[[Record], str]]] = [
-    ("Tok/step", lambda r: _num(r.get("stream_mean_acceptance_length"), 3)),
-    ("Step cost", lambda r: _num(r.get("step_cost_ratio"), 3, "x")),
-    ("Decomposed speedup", _decomposed),
-    ("Residual", lambda r: _num(r.get("speedup_residual"), 3)),
-]
 DECOMPOSITION_NOTE = (
     "Decomposition: Speedup = Tok/step ÷ Step cost × Residual. Tok/step = decode tokens per streamed chunk (one "
     "target step); Step cost = mean chunk gap (step_mean_ms) ÷ the baseline's; Decomposed speedup = Tok/step (÷ the "
@@ -83,45 +35,19 @@ DECOMPOSITION_NOTE = (
     "outside decode steps (prefill/TTFT, queueing, scheduling).")
 
 
-def has_decomposition(records: Sequence[Record]) -> bool:
-    return any(r.get("step_cost_ratio") is not None for r in records)
-
-
 def _md_row(cells: Sequence[str]) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
-def markdown_table(records: Sequence[Record], columns: Sequence[tuple[str, Callable[[Record], str]]] = COLUMNS) -> str:
+def markdown_table(records: Sequence[Record], columns: Sequence[Column] = COLUMNS) -> str:
     lines = [_md_row([h for h, _ in columns]), _md_row(["---"] * len(columns))]
     lines += [_md_row([cell(r) for _, cell in columns]) for r in records]
     return "\n".join(lines)
 
 
-def _has_extras(records: Sequence[Record]) -> bool:
-    return any("concurrency" in r or "status" in r for r in records)
-
-
 def markdown(records: Sequence[Record], meta: dict[str, Any] | None = None) -> str:
-    """The comparison table; runs made by specbench also get their sweep columns and notes."""
-    columns = list(COLUMNS)
-    if _has_extras(records):
-        if len({r.get("concurrency") for r in records}) > 1:
-            columns.insert(2, ("Conc", lambda r: str(r.get("concurrency", DASH))))
-        if len({r.get("request_rate") for r in records}) > 1:
-            columns.insert(2, ("Rate/s", lambda r: DASH if r.get("request_rate") is None else f"{r['request_rate']:g}"))
-        if any((r.get("ci95") or {}).get("speedup_vs_baseline") for r in records):
-            columns.insert(columns.index(next(c for c in columns if c[0] == "Speedup")) + 1,
-                           ("Speedup 95% CI", _ci))
-        if any(r.get("fidelity_identical") is not None for r in records):
-            columns.append(("Same output", lambda r: _pct(r.get("fidelity_identical"))))
-        if has_decomposition(records):
-            at = [h for h, _ in columns].index("Accept len") + 1
-            columns[at:at] = DECOMPOSITION_COLUMNS
-    columns += quality_columns(records)
-    if _has_extras(records) and (any(r.get("failed_requests") for r in records)
-                                 or any(r.get("status") == "failed" for r in records)):
-        columns.append(("Failed", _failed))  # last, where a reader looks for it
-    table = markdown_table(records, columns)
+    """The comparison table (``columns.table_columns``), the sweep table, and the notes and warnings."""
+    table = markdown_table(records, table_columns(records))
     sweep = sweep_table(records)
     if sweep:
         table += "\n\n" + sweep
@@ -191,19 +117,9 @@ def sweep_table(records: Sequence[Record]) -> str | None:
         if all(v == 1.0 for v in by_c.values() if v is not None):
             continue  # the baseline itself
         cross = crossover([(c, by_c.get(c)) for c in loads])
-        lines.append(_md_row([dataset, run, *[_num(by_c.get(c), 3, "x") for c in loads],
+        lines.append(_md_row([dataset, run, *[num(by_c.get(c), 3, "x") for c in loads],
                               f"c={cross:g}" if cross is not None else "none (pays off at every load)"]))
     return "Speedup vs concurrency\n\n" + "\n".join(lines)
-
-
-def _ci(r: Record) -> str:
-    ci = (r.get("ci95") or {}).get("speedup_vs_baseline")
-    return f"{ci[0]:.3f}–{ci[1]:.3f}" if ci else DASH
-
-
-def _failed(r: Record) -> str:
-    failed = r.get("failed_requests") or 0
-    return "cell failed" if r.get("status") == "failed" else str(failed)
 
 
 def to_csv(records: Sequence[Record]) -> str:
