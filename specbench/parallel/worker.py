@@ -206,6 +206,10 @@ async def run_config(job: dict[str, Any], prompts: dict[str, list[Prompt]], emit
 
             last_server: Any = None
 
+            def check_resumable(self) -> None:
+                """The scratch dir holds only the done phases the driver sent: the driver has already
+                checked the real run dir (its meta.json and the suite's comparability)."""
+
             def write_meta(self, meta: dict[str, Any]) -> None:
                 super().write_meta(meta)
                 info = (meta.get("servers") or {}).get(name)
