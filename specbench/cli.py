@@ -156,17 +156,13 @@ def build_parser() -> argparse.ArgumentParser:
     add_arguments(setup)
     setup.set_defaults(func=_setup)
 
-    try:
-        from .gate import register
-    except ImportError:
-        pass
-    else:
-        register(sub)
+    # commands that live with their own module register themselves (imported here, at parse time)
+    from .gate import register as register_gate
     from .tune import register as register_tune
     from .whatif import register as register_whatif
 
-    register_whatif(sub)
-    register_tune(sub)
+    for register in (register_gate, register_whatif, register_tune):
+        register(sub)
     return parser
 
 
