@@ -294,6 +294,25 @@ def _checked_stats(stats: Any, where: str) -> dict[str, Any]:
     return stats
 
 
+def _stats_fit_the_stream(record: RequestRecord) -> None:
+    """Each drafted step yields its accepted tokens plus one, so steps + accepted cannot exceed the
+    answer's tokens by more than one step's k (max_tokens may cut the last step short); per-request
+    stats that claim more are not this answer's and are set aside."""
+    stats, tokens = record.spec_stats, record.output_tokens
+    if not stats or tokens is None or record.error:
+        return
+    steps, accepted = stats.get("num_spec_steps"), stats.get("num_accepted_draft_tokens")
+    drafted = stats.get("num_draft_tokens")
+    if not (isinstance(steps, (int, float)) and isinstance(accepted, (int, float))):
+        return
+    k = drafted / steps if isinstance(drafted, (int, float)) and steps > 0 else 0
+    if steps + accepted > tokens + k:
+        record.spec_stats = None
+        note = (f"per-request spec stats contradict the stream: {steps:g} steps + {accepted:g} accepted tokens "
+                f"> {tokens} output tokens; not used")
+        record.token_warning = f"{record.token_warning}; {note}" if record.token_warning else note
+
+
 class _ServerSaid(Exception):
     pass
 
@@ -379,6 +398,7 @@ async def stream_request(
     except ConnectionError as err:
         record.error = f"{type(err).__name__}: {err}"
     stream.finish()
+    _stats_fit_the_stream(record)
     if spec.secrets:  # a server may echo the request's headers back, into any field: the key goes in no file
         for name in ("error", "text", "finish_reason", "token_warning", "spec_stats"):
             setattr(record, name, _without(getattr(record, name), spec.secrets))

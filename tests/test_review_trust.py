@@ -195,3 +195,24 @@ async def test_a_huge_metrics_or_probe_answer_is_refused_not_buffered():
                 raise AssertionError("a 4 MiB+ /v1/models answer was accepted")
     finally:
         await runner.cleanup()
+
+
+async def test_per_request_stats_claiming_more_tokens_than_streamed_are_set_aside():
+    """Stats that claim more decode tokens than the answer has cannot be this answer's: the request
+    keeps its stream numbers, drops the stats and says why."""
+    chunks = [
+        {"choices": [{"index": 0, "delta": {"content": "a"}}], "usage": {"prompt_tokens": 3, "completion_tokens": 1}},
+        {"choices": [{"index": 0, "delta": {"content": "bcd"}, "finish_reason": "length"}],
+         "usage": {"prompt_tokens": 3, "completion_tokens": 4}},
+        {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 4},
+         "metrics": {"speculative_decoding": {"num_spec_steps": 3, "num_accepted_draft_tokens": 6, "num_draft_tokens": 9}}},
+    ]
+    for kind in ("socket", "aiohttp"):
+        rec = await _one(chunks, kind=kind, endpoint="chat")
+        assert rec.error is None and rec.output_tokens == 4, (kind, rec.error)
+        assert rec.spec_stats is None and "contradict the stream" in (rec.token_warning or ""), kind
+    fitting = [dict(c) for c in chunks]
+    fitting[2] = {**chunks[2], "metrics": {"speculative_decoding": {"num_spec_steps": 1, "num_accepted_draft_tokens": 2,
+                                                                     "num_draft_tokens": 3}}}
+    rec = await _one(fitting, endpoint="chat")
+    assert rec.spec_stats is not None and rec.token_warning is None
