@@ -277,15 +277,21 @@ class ScriptedServer:
         return resp
 
 
-async def start(script: Script, host: str = "127.0.0.1", port: int = 0) -> tuple[ScriptedServer, web.AppRunner, str]:
-    """Start in the running loop; returns the server, its runner (``await runner.cleanup()``) and base URL."""
-    server = ScriptedServer(script)
-    runner = web.AppRunner(server.app, access_log=None)
+async def serve_app(app: web.Application, host: str = "127.0.0.1", port: int = 0, **runner_kw) -> tuple[web.AppRunner, str]:
+    """Serve any aiohttp app in the running loop (port 0: a free one); its runner (``await runner.cleanup()``)
+    and base URL. The one place tests start an in-process server."""
+    runner = web.AppRunner(app, access_log=None, **runner_kw)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
     await site.start()
-    real_port = site._server.sockets[0].getsockname()[1]
-    return server, runner, f"http://{host}:{real_port}"
+    return runner, f"http://{host}:{site._server.sockets[0].getsockname()[1]}"
+
+
+async def start(script: Script, host: str = "127.0.0.1", port: int = 0) -> tuple[ScriptedServer, web.AppRunner, str]:
+    """Start in the running loop; returns the server, its runner (``await runner.cleanup()``) and base URL."""
+    server = ScriptedServer(script)
+    runner, url = await serve_app(server.app, host, port)
+    return server, runner, url
 
 
 def main() -> None:

@@ -9,6 +9,7 @@ import json
 
 import pytest
 from aiohttp import web
+from scripted_server import serve_app
 
 from specbench.client import (
     SOURCE_NONE,
@@ -49,12 +50,9 @@ async def raw_sse():
         app = web.Application()
         app.router.add_post("/v1/chat/completions", handler)
         app.router.add_post("/v1/completions", handler)
-        runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.1, handler_cancellation=True)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
+        runner, url = await serve_app(app, shutdown_timeout=0.1, handler_cancellation=True)
         runners.append(runner)
-        return f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
+        return url
 
     yield make
     for r in runners:

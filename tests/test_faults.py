@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 import yaml
 from aiohttp import web
-from scripted_server import Script, ScriptedServer
+from scripted_server import Script, ScriptedServer, serve_app
 
 from specbench.cli import main
 from specbench.errors import SuiteError
@@ -47,11 +47,8 @@ SECRET = "sk-secret-123"
 async def serve(port: int = 0, **script) -> tuple[ScriptedServer, web.AppRunner, str]:
     """A scripted server in this loop; a short shutdown timeout so stalled handlers don't hold cleanup."""
     server = ScriptedServer(Script(**script))
-    runner = web.AppRunner(server.app, access_log=None, shutdown_timeout=0.2)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", port)
-    await site.start()
-    return server, runner, f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
+    runner, url = await serve_app(server.app, port=port, shutdown_timeout=0.2)
+    return server, runner, url
 
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import yaml
 from aiohttp import web
+from scripted_server import serve_app
 
 from specbench.cli import main
 from specbench.client import RequestSpec, close_transport, open_transport, stream_request
@@ -34,11 +35,7 @@ async def _sse_app(chunks: list[dict], echo_auth: bool = False):
 
     app = web.Application()
     app.add_routes([web.post("/v1/completions", complete), web.post("/v1/chat/completions", complete)])
-    runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.2)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    return runner, f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
+    return await serve_app(app, shutdown_timeout=0.2)
 
 
 async def _one(chunks: list[dict], *, kind: str = "socket", echo_auth: bool = False, **spec) -> RequestRecord:
@@ -160,11 +157,7 @@ async def _huge(path: str, size: int):
 
     app = web.Application()
     app.add_routes([web.get(path, answer)])
-    runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.2)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    return runner, f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
+    return await serve_app(app, shutdown_timeout=0.2)
 
 
 async def test_a_huge_metrics_or_probe_answer_is_refused_not_buffered():

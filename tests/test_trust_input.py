@@ -273,7 +273,7 @@ def test_report_json_of_a_results_file_with_nan_tokens_is_standard(tmp_path, cap
 
 
 from aiohttp import web  # noqa: E402
-from scripted_server import Script, ScriptedServer  # noqa: E402
+from scripted_server import Script, ScriptedServer, serve_app  # noqa: E402
 
 from specbench.runner import run_suite  # noqa: E402
 
@@ -297,12 +297,9 @@ async def servers():
     runners = []
 
     async def start(server: ScriptedServer) -> str:
-        runner = web.AppRunner(server.app, access_log=None, shutdown_timeout=0.2)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
+        runner, url = await serve_app(server.app, shutdown_timeout=0.2)
         runners.append(runner)
-        return f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
+        return url
 
     yield start
     for r in runners:

@@ -14,8 +14,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 import yaml
-from aiohttp import web
-from scripted_server import Script, ScriptedServer
+from scripted_server import Script, ScriptedServer, serve_app
 
 from specbench.acceptance import ratio_acceptance
 from specbench.cli import main
@@ -43,12 +42,9 @@ async def serve():
 
     async def make(**script) -> tuple[ScriptedServer, str]:
         server = ScriptedServer(Script(**{"ttft_s": 0.01, "gap_s": 0.004, **script}))
-        runner = web.AppRunner(server.app, access_log=None, shutdown_timeout=0.2)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
+        runner, url = await serve_app(server.app, shutdown_timeout=0.2)
         runners.append(runner)
-        return server, f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
+        return server, url
 
     yield make
     for runner in runners:
