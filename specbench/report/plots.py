@@ -253,25 +253,7 @@ def load_plot(m: Model) -> str | None:
         for ci, (c, pts) in enumerate(series.items()):
             colour, dash = m.colour[c], m.dash[c]
             jitter = (ci - (len(series) - 1) / 2) * 7  # keep error bars of configs apart
-            # a gap in the series (a not-measured point) breaks the line
-            segs, cur = [], []
-            present = {p[0] for p in pts}
-            for x in xs:
-                if x in present:
-                    p = next(q for q in pts if q[0] == x)
-                    cur.append((sx(p[0]) + jitter, sy(p[1])))
-                elif cur:
-                    segs.append(cur)
-                    cur = []
-            if cur:
-                segs.append(cur)
-            for seg in segs:
-                if len(seg) > 1:
-                    svg.polyline(seg, colour, 2.5, dash)
-            for x, v, iv in pts:
-                if iv:
-                    svg.whisker(sy(max(iv[0], lo)), sy(min(iv[1], hi)), sx(x) + jitter, colour, cap=4, vertical=True)
-                svg.marker(sx(x) + jitter, sy(v), colour)
+            svg.series(xs, pts, sx, sy, colour, dash, clip=(lo, hi), jitter=jitter, width=2.5, cap=4)
             simple = [(x, v) for x, v, _ in pts]
             # crossings only between adjacent measured load points
             adjacent = [(simple[i], simple[i + 1]) for i in range(len(simple) - 1)

@@ -88,6 +88,33 @@ class Svg:
             self.line(x1, y - cap, x1, y + cap, colour, 1.6)
             self.line(x2, y - cap, x2, y + cap, colour, 1.6)
 
+    def series(self, slots: Sequence[Any], pts: Sequence[tuple[Any, float, Any]], sx: Callable[[Any], float],
+               sy: Callable[[float], float], colour: str, dash: str, *, clip: tuple[float, float], jitter: float = 0.0,
+               width: float = 2, cap: float = 4, r: float = 4.5) -> None:
+        """One config's values (slot, value, CI or None) over ordered slots: a line that breaks where a slot
+        has no value (a not-measured point is never bridged), an error bar per interval clipped to the
+        axis, a marker per value."""
+        at: dict[Any, tuple[Any, float, Any]] = {}
+        for p in pts:
+            at.setdefault(p[0], p)
+        segs: list[list[tuple[float, float]]] = []
+        cur: list[tuple[float, float]] = []
+        for s in slots:
+            if s in at:
+                cur.append((sx(s) + jitter, sy(at[s][1])))
+            elif cur:
+                segs.append(cur)
+                cur = []
+        segs.append(cur)
+        for seg in segs:
+            if len(seg) > 1:
+                self.polyline(seg, colour, width, dash)
+        lo, hi = clip
+        for s, v, iv in pts:
+            if iv:
+                self.whisker(sy(max(iv[0], lo)), sy(min(iv[1], hi)), sx(s) + jitter, colour, cap=cap, vertical=True)
+            self.marker(sx(s) + jitter, sy(v), colour, r=r)
+
     def render(self) -> str:
         return (f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" data-plot="{esc(self.plot)}" role="img" '
                 f'viewBox="0 0 {_f(self.width)} {_f(self.height)}" width="{_f(self.width)}" '

@@ -79,20 +79,7 @@ def _panel(title: str, metric: str, axis: str, runs: Sequence[TrendRun], m: Mode
     for k, (c, pts) in enumerate(series.items()):
         colour, dash = m.colour[c], m.dash[c]
         jitter = (k - (len(series) - 1) / 2) * 5
-        segs: list[list[tuple[float, float]]] = [[]]
-        by_i = {p[0]: p for p in pts}
-        for i in range(n):
-            if i in by_i:
-                segs[-1].append((sx(i) + jitter, sy(by_i[i][1])))
-            elif segs[-1]:
-                segs.append([])
-        for seg in segs:
-            if len(seg) > 1:
-                svg.polyline(seg, colour, 2.2, dash)
-        for i, v, iv in pts:
-            if iv:
-                svg.whisker(sy(max(iv[0], lo)), sy(min(iv[1], hi)), sx(i) + jitter, colour, cap=3, vertical=True)
-            svg.marker(sx(i) + jitter, sy(v), colour, r=3.8)
+        svg.series(range(n), pts, sx, sy, colour, dash, clip=(lo, hi), jitter=jitter, width=2.2, cap=3, r=3.8)
     if missing:
         svg.not_measured(left, ph - 10, "; ".join(missing), size=11, listing=True)
     return svg.render()
