@@ -1,15 +1,18 @@
 #!/bin/bash
 # Everything issue 16 measures on a 2-GPU H200 host, in one detached run (the device tool allows
 # 10 min per command; start this with setsid and collect with collect.sh).
-#   run_h200.sh [prep] [known] [side] [sequential] [parallel]
+#   run_h200.sh [prep] [known] [side] [sequential] [parallel] [prep_sglang] [sglang] [whatif] [abab]
 #   (default: all = prep, known ∥ side on GPUs 0 / 1, then parallel; the parallel-vs-sequential check
-#   is `run_h200.sh prep sequential parallel` on an otherwise idle host)
+#   is `run_h200.sh prep sequential parallel` on an otherwise idle host;
+#   round2 = prep, then whatif (GPU 1) ∥ [wait for $SGBUNDLE/COMPLETE, prep_sglang, sglang (GPU 0)], then abab)
 # Expects: the bundle parts + manifest.json + unpack.py in $BUNDLE (default /root/bundle), this
 # checkout at $ROOT, gsm8k.jsonl in $SPECBENCH_DATA_DIR. Writes under $OUTROOT (default /root/out).
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUNDLE=${BUNDLE:-/root/bundle}
 SITE=${SITE:-/root/site}
+SGBUNDLE=${SGBUNDLE:-/root/bundle-sglang}
+export SGLANG_SITE=${SGLANG_SITE:-/root/site-sglang}
 OUTROOT=${OUTROOT:-/root/out}
 MODELS=$HOME/.cache/specbench/models
 export PYTHONPATH=$ROOT:$SITE PYTHONUNBUFFERED=1 VLLM_USE_FLASHINFER_SAMPLER=0
@@ -70,8 +73,55 @@ parallel() {
   grep -h "logged_python" "$OUTROOT"/parallel/logs/*.log >> "$OUTROOT/STATUS" 2>/dev/null
 }
 
+prep_sglang() {
+  say "prep_sglang: unpack"
+  python3 "$SGBUNDLE/unpack.py" --parts "$SGBUNDLE" --site "$SGLANG_SITE" > "$OUTROOT/unpack_sglang.log" 2>&1 \
+    || { say "prep_sglang: unpack FAILED"; tail -20 "$OUTROOT/unpack_sglang.log"; return 1; }
+  PYTHONPATH=$SGLANG_SITE python3 -c "import sglang, sgl_kernel, torch; print('sglang', sglang.__version__, 'torch', torch.__version__)" \
+    >> "$OUTROOT/host_sglang.txt" 2>&1
+  PYTHONPATH=$SGLANG_SITE python3 -m pip check >> "$OUTROOT/host_sglang.txt" 2>&1
+  which nvcc >> "$OUTROOT/host_sglang.txt" 2>&1; nvcc --version >> "$OUTROOT/host_sglang.txt" 2>&1
+  say "prep_sglang: done ($(head -1 "$OUTROOT/host_sglang.txt"))"
+}
+
+sglang() {
+  say "sglang: start (GPU 0)"
+  CUDA_VISIBLE_DEVICES=0 SPECBENCH_ENGINE_PYTHON="$ROOT/benchmarks/gpu/sglang_python.sh" \
+    sb run suites/gpu_sglang.yaml -o "$OUTROOT/sglang" --quiet > "$OUTROOT/sglang.log" 2>&1
+  say "sglang: exit $?"
+}
+
+whatif() {
+  say "whatif: start (GPU 1)"
+  CUDA_VISIBLE_DEVICES=1 VLLM_CACHE_ROOT=$HOME/.cache/vllm-whatif \
+    sb whatif suites/gpu_whatif.yaml --lengths 1.5,2.5,3.5 -o "$OUTROOT/whatif" --quiet > "$OUTROOT/whatif.log" 2>&1
+  say "whatif: exit $?"
+}
+
+abab() {
+  # parallel and sequential alternated, twice: the difference between modes against the spread between runs
+  for i in 1 2; do
+    say "abab: parallel $i"
+    SPECBENCH_GPUS=0,1 SPECBENCH_ENGINE_PYTHON="$ROOT/benchmarks/gpu/logged_python.sh" \
+      sb run suites/gpu_parallel_repeats.yaml --parallel gpus -o "$OUTROOT/abab_parallel$i" --quiet > "$OUTROOT/abab_parallel$i.log" 2>&1
+    say "abab: parallel $i exit $?"
+    say "abab: sequential $i"
+    CUDA_VISIBLE_DEVICES=0 SPECBENCH_ENGINE_PYTHON="$ROOT/benchmarks/gpu/logged_python.sh" \
+      sb run suites/gpu_parallel_repeats.yaml -o "$OUTROOT/abab_sequential$i" --quiet > "$OUTROOT/abab_sequential$i.log" 2>&1
+    say "abab: sequential $i exit $?"
+  done
+}
+
 phases=${*:-all}
-if [ "$phases" = all ]; then
+if [ "$phases" = round2 ]; then
+  # the SGLang parts may still be arriving while vLLM is prepared and the what-if map runs on GPU 1
+  prep || { touch "$OUTROOT/DONE"; exit 1; }
+  whatif & w=$!
+  while [ ! -f "$SGBUNDLE/COMPLETE" ]; do sleep 2; done
+  prep_sglang && sglang
+  wait $w
+  abab
+elif [ "$phases" = all ]; then
   prep || { touch "$OUTROOT/DONE"; exit 1; }
   known & k=$!
   side & s=$!
