@@ -369,8 +369,7 @@ def verify_suite(schedule: dict[str, Any], where: str) -> Suite:
 def tune_cli(args: argparse.Namespace) -> int:
     from .report.html import read_requests
     from .report.render import markdown
-    from .run import default_output
-    from .run import RunDir
+    from .run import RunDir, default_output
     from .suite import load_suite
 
     if args.verify:

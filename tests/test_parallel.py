@@ -19,10 +19,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from specbench.run import parallel
 from specbench.errors import LaunchError, SuiteError
+from specbench.run import parallel, run_suite
 from specbench.run.parallel import config_gpu_count, detect_gpus, node, parallel_size, plan, run_parallel
-from specbench.run import run_suite
 from specbench.suite import load_suite, parse_suite
 
 ROOT = Path(__file__).resolve().parents[1]
