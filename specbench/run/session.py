@@ -40,6 +40,33 @@ def changed_comparability(suite: Suite, previous: dict[str, Any], phases: list[P
     return changed
 
 
+def check_usable(run: RunDir, suite: Suite, *, resume: bool, overwrite: bool) -> None:
+    """A fresh run needs an empty ``run``; a resumed one a run of a comparable suite."""
+    if resume:
+        run.check_resumable()
+        previous = run.load_meta()
+        changed = changed_comparability(suite, previous, run.load_phases()) if previous else []
+        if changed:
+            raise SuiteError(f"{suite.path}: cannot resume {run.path}: the suite changed in ways that "
+                             f"break comparability: {', '.join(changed)}")
+    elif not overwrite:
+        run.check_fresh()
+
+
+def new_meta(suite: Suite) -> dict[str, Any]:
+    """meta.json of a run that starts afresh."""
+    return {
+        "specbench_version": __version__,
+        "suite": {"name": suite.name, "path": str(suite.path), "raw": redact_raw(suite.raw)},
+        "suite_file": suite_file_provenance(suite.path),
+        "comparability": suite.comparability(),
+        "started_at": now(),
+        "host": {"platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count()},
+        "servers": {},
+        "failed_configs": {},
+    }
+
+
 def stop_leftovers(run: RunDir, progress: Progress) -> list[dict[str, Any]]:
     """Stop the servers an earlier, killed run left running in ``run``; the ones stopped."""
     stopped = []
@@ -71,15 +98,7 @@ class RunSession:
     def prepare(self) -> None:
         """Before anything is loaded or launched: refuse a run dir that cannot be used as asked (one
         line, exit 2, nothing touched), then stop servers a killed earlier run left running in it."""
-        if self.resume:
-            self.dir.check_resumable()
-            previous = self.dir.load_meta()
-            changed = changed_comparability(self.suite, previous, self.dir.load_phases()) if previous else []
-            if changed:
-                raise SuiteError(f"{self.suite.path}: cannot resume {self.dir.path}: the suite changed in ways that "
-                                 f"break comparability: {', '.join(changed)}")
-        elif not self.overwrite:
-            self.dir.check_fresh()
+        check_usable(self.dir, self.suite, resume=self.resume, overwrite=self.overwrite)
         if self.resume or self.overwrite:
             self.stopped_leftovers = stop_leftovers(self.dir, self.progress)
 
@@ -89,16 +108,7 @@ class RunSession:
         if self.overwrite:
             self.dir.clear()
         self.dir.create()
-        self.meta = (self.dir.load_meta() if self.resume else {}) or {
-            "specbench_version": __version__,
-            "suite": {"name": self.suite.name, "path": str(self.suite.path), "raw": redact_raw(self.suite.raw)},
-            "suite_file": suite_file_provenance(self.suite.path),
-            "comparability": self.suite.comparability(),
-            "started_at": now(),
-            "host": {"platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count()},
-            "servers": {},
-            "failed_configs": {},
-        }
+        self.meta = (self.dir.load_meta() if self.resume else {}) or new_meta(self.suite)
         self.meta.setdefault("runs", []).append({"started_at": now(), "resume": self.resume, "overwrite": self.overwrite,
                                                  **({"stopped_leftovers": self.stopped_leftovers} if self.stopped_leftovers else {})})
         self.meta.update(self.extra_meta)

@@ -79,7 +79,7 @@ async def run_gpus(collector: Collector, suite: Suite, jobs: list[Job], gpu_ids:
         if job.launched and job.gpus > len(gpu_ids):
             pending.remove(job)
             collector.fail(job.config, f"config {job.config!r} needs {job.gpus} GPUs; this machine has {len(gpu_ids)} "
-                                    f"({','.join(gpu_ids)})")
+                                       f"({','.join(gpu_ids)})")
     try:
         with StopSignals(collector, lambda: signal_children(signal.SIGINT), lambda: signal_children(signal.SIGINT)):
             while pending or running:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from ...errors import LaunchError
@@ -28,12 +30,10 @@ def import_ray() -> Any:
     return ray
 
 
-async def run_ray(collector: Collector, suite: Suite, jobs: list[Job], address: str | None, prompts: dict[str, list[Prompt]],
-                  restart_on_failure: bool) -> None:
-    """Each config a Ray generator task with ``num_gpus`` = its GPU count; Ray picks the node."""
+@contextmanager
+def ray_connection(address: str | None) -> Iterator[Any]:
+    """The ``ray`` module, connected to the cluster at ``address`` (shut down after, if connected here)."""
     ray = import_ray()
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
     started_here = not ray.is_initialized()
     if started_here:
         try:
@@ -41,11 +41,33 @@ async def run_ray(collector: Collector, suite: Suite, jobs: list[Job], address: 
         except (ConnectionError, ValueError, RuntimeError) as err:
             raise LaunchError(f"--ray {address or 'auto'}: cannot connect to a Ray cluster: {err}") from None
     try:
+        yield ray
+    finally:
+        if started_here:
+            ray.shutdown()
+
+
+def lost_worker(name: str, placements: dict[str, Any], err: Exception) -> str:
+    """The error of a config whose Ray worker or node was lost: where it ran, and where its log stays."""
+    where = placements.get(name, {})
+    node = f" on node {where.get('host')} ({str(where.get('node'))[:12]})" if where else ""
+    first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+    log = where.get("log_on_node")
+    return (f"config {name!r}: Ray worker lost{node}: {type(err).__name__}: {first}"
+            + (f" (its server log stays on that node: {log})" if log else ""))
+
+
+async def run_ray(collector: Collector, suite: Suite, jobs: list[Job], address: str | None, prompts: dict[str, list[Prompt]],
+                  restart_on_failure: bool) -> None:
+    """Each config a Ray generator task with ``num_gpus`` = its GPU count; Ray picks the node."""
+    with ray_connection(address) as ray:
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
         nodes = [n for n in ray.nodes() if n.get("Alive")]
         largest = max((int(n.get("Resources", {}).get("GPU", 0)) for n in nodes), default=0)
         collector.meta["parallel"].update(ray_version=ray.__version__, nodes=len(nodes),
-                                       cluster_resources={k: v for k, v in ray.cluster_resources().items()
-                                                          if not k.startswith("node:")})
+                                          cluster_resources={k: v for k, v in ray.cluster_resources().items()
+                                                             if not k.startswith("node:")})
         here = ray.get_runtime_context().get_node_id()
         prompts_ref = ray.put(prompts)
         remote = ray.remote(ray_config_task)
@@ -65,8 +87,8 @@ async def run_ray(collector: Collector, suite: Suite, jobs: list[Job], address: 
             if collector.stopping:
                 return
             if job.launched and job.gpus > largest:
-                collector.fail(job.config, f"config {job.config!r} needs {job.gpus} GPUs on one node; the largest node of "
-                                        f"the Ray cluster has {largest}")
+                collector.fail(job.config, f"config {job.config!r} needs {job.gpus} GPUs on one node; the largest "
+                                           f"node of the Ray cluster has {largest}")
                 return
             opts: dict[str, Any] = dict(num_cpus=cpus, num_gpus=job.gpus if job.launched else 0, max_retries=0,
                                         num_returns="streaming")
@@ -89,12 +111,7 @@ async def run_ray(collector: Collector, suite: Suite, jobs: list[Job], address: 
                 return
             except ray.exceptions.RayError as err:
                 if not finished:
-                    where = collector.meta["parallel"]["configs"].get(job.config, {})
-                    node = f" on node {where.get('host')} ({str(where.get('node'))[:12]})" if where else ""
-                    first = str(err).strip().splitlines()[0] if str(err).strip() else ""
-                    log = where.get("log_on_node")
-                    collector.fail(job.config, f"config {job.config!r}: Ray worker lost{node}: {type(err).__name__}: {first}"
-                                            + (f" (its server log stays on that node: {log})" if log else ""))
+                    collector.fail(job.config, lost_worker(job.config, collector.meta["parallel"]["configs"], err))
                     return
             finally:
                 gens.pop(job.config, None)
@@ -110,6 +127,3 @@ async def run_ray(collector: Collector, suite: Suite, jobs: list[Job], address: 
             url_jobs = [j for j in jobs if not j.launched]
             # Ray queues the tasks in submission order (baseline first) and packs them onto nodes
             await asyncio.gather(*(consume(j) for j in launched), url_lane(url_jobs))
-    finally:
-        if started_here:
-            ray.shutdown()
