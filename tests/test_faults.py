@@ -35,6 +35,7 @@ from specbench.cli import main
 from specbench.errors import SuiteError
 from specbench.launch.process import group_members
 from specbench.run import RunSession, SequentialRun, run_suite
+from specbench.run.parallel import run_parallel
 from specbench.suite import load_suite
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -378,6 +379,28 @@ def test_restart_remeasures_the_cell_cut_by_the_death(restarted):
     superseded = [r for r in records if r["phase"] == "superseded"]
     assert len(superseded) == 6 and {r["concurrency"] for r in superseded} == {2}
     assert len([r for r in records if r["phase"] == "measure"]) == 18
+
+
+async def test_parallel_restart_supersedes_the_cut_phase_in_the_run_dir(tmp_path, launchers, fake_engines, monkeypatch):
+    """--parallel gpus with restart_on_failure: the worker's restart reaches the one run dir, so the
+    phase cut by the death is set aside there as in a sequential run (not counted next to its re-measure)."""
+    d = tmp_path / "launchers"
+    shutil.copytree(launchers[0], d)
+    wrapped = yaml.safe_load((d / "fake-wrapped.yaml").read_text())
+    (d / "fake-wrapped.yaml").write_text(yaml.safe_dump({**wrapped, "gpu_env": "CUDA_VISIBLE_DEVICES"}))
+    monkeypatch.setenv("SPECBENCH_LAUNCHERS", str(d))
+    monkeypatch.setenv("SPECBENCH_GPUS", "0")
+    suite = dying_suite(tmp_path / "suite.yaml", _prompts(tmp_path / "prompts.jsonl"), second=False,
+                        die=("--die-once", f"{tmp_path / 'died-once'}:8"))
+    out = tmp_path / "run"
+    outcome = await run_parallel(load_suite(suite), out, mode="gpus", restart_on_failure=True)
+    rows, records, _, meta = check_run_dir(out)
+    assert outcome.exit_code == 0 and meta["restarts"] == {"baseline": 1}
+    assert [(p["concurrency"], p["server_died"]) for p in meta["superseded_phases"]] == [(2, True)]
+    superseded = [r for r in records if r["phase"] == "superseded"]
+    assert len(superseded) == 6 and {r["concurrency"] for r in superseded} == {2}
+    assert len([r for r in records if r["phase"] == "measure"]) == 18
+    assert [(r["concurrency"], r["status"], r["requests"]) for r in rows] == [(1, "ok", 6), (2, "ok", 6), (3, "ok", 6)]
 
 
 async def test_restart_gives_up_after_one_retry(tmp_path, prompts_file, fake_engines):
