@@ -305,19 +305,22 @@ async def generate_load_processes(spec: RequestSpec, prompts: Sequence[Prompt], 
     await asyncio.to_thread(_join, workers, 5)
     drain()
     for i, why in ended.items():
-        if why is None:
-            continue
-        for p in shares[i]:
-            if p.id not in seen[i]:
-                rec = RequestRecord(prompt_id=p.id, dataset=p.dataset, config=phase.config, category=p.category,
-                                    phase=phase.phase, repeat=phase.repeat, concurrency=phase.concurrency,
-                                    request_rate=phase.request_rate, error=why)
+        if why is not None:
+            for rec in _unsent(shares[i], seen[i], phase, why):
                 records.append(rec)
                 if on_record:
                     on_record(rec)
     started = min((a for a, _ in spans), default=t0)
     finished = max((b for _, b in spans), default=time.perf_counter())
     return LoadResult(records=records, wall_s=finished - started, started=started, ended=finished)
+
+
+def _unsent(share: list[Prompt], seen: set[str], phase: LoadPass, why: str) -> list[RequestRecord]:
+    """A dead load-generator process's prompts without any record, as failed records naming its exit."""
+    return [RequestRecord(prompt_id=p.id, dataset=p.dataset, config=phase.config, category=p.category,
+                          phase=phase.phase, repeat=phase.repeat, concurrency=phase.concurrency,
+                          request_rate=phase.request_rate, error=why)
+            for p in share if p.id not in seen]
 
 
 def _join(workers, timeout: float) -> None:
