@@ -1,6 +1,6 @@
 """Client overhead benchmark (issue #8, "Measure without disturbing").
 
-Runs specbench's streaming client (``specbench.drive.drive``) and ``vllm bench serve`` against
+Runs specbench's streaming client (``specbench.loadgen.generate_load``) and ``vllm bench serve`` against
 ``synthetic_server.py`` at rising numbers of concurrent streams and reports how far each client's
 timings are from the truth, how many chunks/s it sustains, and what CPU it spends per chunk.
 
@@ -76,11 +76,11 @@ def child_specbench(argv: list[str]) -> None:
     variant = set(filter(None, a.variant.split("+")))
 
     import specbench.client as sclient
-    from specbench.drive import Phase, drive
+    from specbench.loadgen import LoadPass, generate_load
     from specbench.records import Prompt
 
     # The package as `specbench run` uses it: socket client with kernel stamps, orjson, uvloop,
-    # quiet GC in drive(). Variants: "+aiohttp" (the TLS path), "+asyncio" (no uvloop). Older
+    # quiet GC in generate_load(). Variants: "+aiohttp" (the TLS path), "+asyncio" (no uvloop). Older
     # names (+orjson, +fast, +uvloop, +gc) are what the package now does and change nothing.
 
     rng = random.Random(0)
@@ -96,16 +96,16 @@ def child_specbench(argv: list[str]) -> None:
     print("specbench child: warming up", flush=True)
 
     async def run() -> None:
-        # as specbench/runner.py: the kernel-stamped socket client, or "+aiohttp" for the TLS path
+        # as specbench/run/phases.py: the kernel-stamped socket client, or "+aiohttp" for the TLS path
         s = sclient.open_transport(a.url, "aiohttp" if "aiohttp" in variant else "auto")
         out["clock"] = sclient.transport_clock(s)
         try:
             # warm-up: one request per stream, so every connection is open before measuring
-            await drive(s, spec, prompts(a.concurrency, "w"), Phase(config="synthetic", phase="warmup",
+            await generate_load(s, spec, prompts(a.concurrency, "w"), LoadPass(config="synthetic", phase="warmup",
                                                                    concurrency=a.concurrency))
             ps = prompts(a.num_prompts, "p")
             ru0, pt0 = resource.getrusage(resource.RUSAGE_SELF), time.process_time()
-            res = await drive(s, spec, ps, Phase(config="synthetic", concurrency=a.concurrency))
+            res = await generate_load(s, spec, ps, LoadPass(config="synthetic", concurrency=a.concurrency))
             ru1, pt1 = resource.getrusage(resource.RUSAGE_SELF), time.process_time()
             out["wall_s"] = res.wall_s
             out["started"], out["ended"] = res.started, res.ended
@@ -360,7 +360,7 @@ def run_client(args, name: str, conc: int, nprompts: int, work: Path, profile: b
 
 def load_specbench(data: dict) -> list[dict]:
     """Per request: key, send time, content-chunk receive times, and the client's own TTFT / TPOT / ITL."""
-    from specbench.metrics import token_itl, tpot
+    from specbench.latency import token_itl, tpot
     from specbench.records import RequestRecord
 
     out = []

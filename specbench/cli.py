@@ -12,10 +12,10 @@ from .errors import SpecbenchError
 
 
 def _run(args: argparse.Namespace) -> int:
-    from .drive import run_loop
+    from .loadgen import run_loop
     from .progress import RunProgress
     from .report.render import markdown
-    from .runner import default_output, run_suite
+    from .run import default_output, run_suite
     from .suite import load_suite
 
     suite = load_suite(args.suite)
@@ -31,7 +31,7 @@ def _run(args: argparse.Namespace) -> int:
     console = Console(stderr=True)
     with RunProgress(console, quiet=args.quiet) as progress:
         if args.parallel or args.ray:
-            from .parallel import run_parallel
+            from .run.parallel import run_parallel
 
             work = run_parallel(suite, out, mode="ray" if args.ray else "gpus", address=args.ray,
                                 resume=bool(args.resume), progress=progress, restart_on_failure=args.restart_on_failure,

@@ -68,27 +68,22 @@ def run_with_plan(suite: Suite, out: Path, key: str, plan: dict[str, Any], *, re
     """
     from rich.console import Console
 
-    from .drive import run_loop
+    from .loadgen import run_loop
     from .progress import RunProgress
     from .report.render import markdown
-    from .runner import Runner
-
-    class PlannedRunner(Runner):
-        def _start_meta(self) -> None:
-            super()._start_meta()
-            self.meta[key] = plan
+    from .run import RunSession, SequentialRun
 
     console = Console(stderr=True)
     with RunProgress(console, quiet=quiet) as progress:
-        runner = PlannedRunner(suite, out, resume=resume, progress=progress)
-        outcome = run_loop(runner.execute())
-    Console().print(markdown(outcome.rows, runner.meta), markup=False, highlight=False, soft_wrap=True)
+        session = RunSession(suite, out, resume=resume, progress=progress, extra_meta={key: plan})
+        outcome = run_loop(SequentialRun(suite, session, progress=progress).execute())
+    Console().print(markdown(outcome.rows, session.meta), markup=False, highlight=False, soft_wrap=True)
     for name, err in outcome.failed_configs.items():
         console.print(f"[red]config {name} failed:[/] {err.splitlines()[0]}", highlight=False)
     console.print(f"results: {out}/results.json, {out}/results.md, {out}/requests.jsonl", highlight=False)
     if outcome.interrupted:
         console.print("[yellow]interrupted: what was measured is saved; finish with --resume[/]")
-    return outcome, runner.meta
+    return outcome, session.meta
 
 
 def parse_numbers(text: str, flag: str, kind: type) -> list:

@@ -18,7 +18,7 @@ from . import acceptance as acc
 from .cell import Cell
 from .client import SOURCE_USAGE_TOTAL
 from .compare import decomposition, fidelity, mean_ci95, paired_requests, paired_speedup, ratio
-from .metrics import latency_stats, shared_reads, throughput, token_sources
+from .latency import latency_stats, shared_reads, throughput, token_sources
 from .records import RequestRecord
 
 REFERENCE_KEYS = [

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from .errors import SuiteError
-from .metrics import tpot
+from .latency import tpot
 from .records import RequestRecord
 
 SLO_KEYS = ("ttft_ms", "tpot_ms", "latency_ms")
@@ -227,7 +227,7 @@ async def search_server(*, url: str, client: str, spec, prompts, config: str, sl
                         on_start: Callable[[float], None] | None = None) -> dict[str, Any]:
     """Run the search against one server with ``prompts`` as each probe's workload."""
     from .client import close_transport, open_transport
-    from .drive import Phase, drive
+    from .loadgen import LoadPass, generate_load
 
     async def probe(rate: float) -> dict[str, Any] | None:
         if stop is not None and stop.is_set():
@@ -236,8 +236,8 @@ async def search_server(*, url: str, client: str, spec, prompts, config: str, sl
             on_start(rate)
         transport = open_transport(url, client)
         try:
-            res = await drive(transport, spec, prompts, Phase(config, PROBE_PHASE, 0, rate, seed=seed),
-                              on_record=on_record, stop=stop, grace_s=grace_s)
+            res = await generate_load(transport, spec, prompts, LoadPass(config, PROBE_PHASE, 0, rate, seed=seed),
+                                      on_record=on_record, stop=stop, grace_s=grace_s)
         finally:
             await close_transport(transport)
         if stop is not None and stop.is_set():

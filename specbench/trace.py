@@ -118,9 +118,9 @@ def render_terminal(console: Console, spec: TraceSide, kinds: list[str]) -> None
 
 
 async def _one(session: aiohttp.ClientSession, suite: Suite, server, prompt: str) -> TraceSide:
-    from .runner import _request_spec
+    from .run.servers import request_spec
 
-    spec = _request_spec(suite, server)
+    spec = request_spec(suite, server)
     before = await scrape(session, server.url)
     rec = RequestRecord(prompt_id="trace", dataset="trace", config=server.config.name)
     await stream_request(session, spec, [{"role": "user", "content": prompt}], rec)
@@ -149,8 +149,8 @@ async def _token_texts(session: aiohttp.ClientSession, url: str, model: str, ids
 
 
 async def run_trace(suite: Suite, prompt: str, baseline: str | None, config: str | None, out_dir: Path) -> tuple[str, TraceSide, list[str]]:
-    from .runner import auth_headers, open_server
-    from .store import RunDir
+    from .run import RunDir
+    from .run.servers import auth_headers, open_server
 
     configs = {c.name: c for c in suite.configs}
     base_cfg = configs.get(baseline) if baseline else suite.baseline

@@ -327,7 +327,7 @@ def tune_markdown(records: Sequence[Record], meta: dict[str, Any] | None) -> str
 # ------------------------------------------------------------------------------ command line
 
 def _write_schedule(out: Path, suite: Suite, result: dict[str, Any]) -> Path:
-    from .store import write_json
+    from .run.rundir import write_json
 
     path = out / "schedule.json"
     write_json(path, {"suite": str(suite.path), "run": str(out), "method": result["method"],
@@ -369,8 +369,7 @@ def verify_suite(schedule: dict[str, Any], where: str) -> Suite:
 def tune_cli(args: argparse.Namespace) -> int:
     from .report.html import read_requests
     from .report.render import markdown
-    from .runner import default_output
-    from .store import RunDir
+    from .run import RunDir, default_output
     from .suite import load_suite
 
     if args.verify:

@@ -274,7 +274,7 @@ def whatif_markdown(records: Sequence[Record], meta: dict[str, Any] | None) -> s
 # ------------------------------------------------------------------------------ command line
 
 def whatif_cli(args: argparse.Namespace) -> int:
-    from .runner import default_output
+    from .run import default_output
     from .suite import load_suite
 
     suite = load_suite(args.suite)

@@ -8,7 +8,7 @@ import yaml
 from scripted_server import Script, start
 
 from specbench.cli import main
-from specbench.runner import run_suite
+from specbench.run import run_suite
 from specbench.suite import load_suite
 
 # pattern 1,2,4 with k=3: 3 steps carry 7 tokens with 0+1+3 accepted

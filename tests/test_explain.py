@@ -11,7 +11,7 @@ from specbench.compare import DECOMPOSITION_KEYS, decomposition, paired_decompos
 from specbench.records import RequestRecord
 from specbench.report.html import render_html
 from specbench.report.render import DECOMPOSITION_NOTE, markdown
-from specbench.runner import run_suite
+from specbench.run import run_suite
 from specbench.suite import load_suite
 
 PATTERN, K = [1, 2, 4], 3  # 7 tokens in 3 steps

@@ -5,7 +5,7 @@ from scripted_server import Script, start
 from test_end_to_end import write_suite
 
 from specbench.cli import main
-from specbench.runner import run_suite
+from specbench.run import run_suite
 from specbench.suite import load_suite
 
 

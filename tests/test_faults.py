@@ -34,7 +34,8 @@ from scripted_server import Script, ScriptedServer, serve_app
 from specbench.cli import main
 from specbench.errors import SuiteError
 from specbench.launch.process import group_members
-from specbench.runner import Runner, run_suite
+from specbench.run import RunSession, SequentialRun, run_suite
+from specbench.run.parallel import run_parallel
 from specbench.suite import load_suite
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -198,7 +199,7 @@ def run_in_thread(launchers: tuple[Path, str], suite: Path, out: Path, **kwargs)
 
     def target():
         try:
-            box["outcome"] = asyncio.run(Runner(load_suite(suite), out, **kwargs).execute())
+            box["outcome"] = asyncio.run(run_suite(load_suite(suite), out, **kwargs))
         except BaseException as err:  # noqa: BLE001 - re-raised in the caller's thread
             box["error"] = err
 
@@ -380,12 +381,34 @@ def test_restart_remeasures_the_cell_cut_by_the_death(restarted):
     assert len([r for r in records if r["phase"] == "measure"]) == 18
 
 
+async def test_parallel_restart_supersedes_the_cut_phase_in_the_run_dir(tmp_path, launchers, fake_engines, monkeypatch):
+    """--parallel gpus with restart_on_failure: the worker's restart reaches the one run dir, so the
+    phase cut by the death is set aside there as in a sequential run (not counted next to its re-measure)."""
+    d = tmp_path / "launchers"
+    shutil.copytree(launchers[0], d)
+    wrapped = yaml.safe_load((d / "fake-wrapped.yaml").read_text())
+    (d / "fake-wrapped.yaml").write_text(yaml.safe_dump({**wrapped, "gpu_env": "CUDA_VISIBLE_DEVICES"}))
+    monkeypatch.setenv("SPECBENCH_LAUNCHERS", str(d))
+    monkeypatch.setenv("SPECBENCH_GPUS", "0")
+    suite = dying_suite(tmp_path / "suite.yaml", _prompts(tmp_path / "prompts.jsonl"), second=False,
+                        die=("--die-once", f"{tmp_path / 'died-once'}:8"))
+    out = tmp_path / "run"
+    outcome = await run_parallel(load_suite(suite), out, mode="gpus", restart_on_failure=True)
+    rows, records, _, meta = check_run_dir(out)
+    assert outcome.exit_code == 0 and meta["restarts"] == {"baseline": 1}
+    assert [(p["concurrency"], p["server_died"]) for p in meta["superseded_phases"]] == [(2, True)]
+    superseded = [r for r in records if r["phase"] == "superseded"]
+    assert len(superseded) == 6 and {r["concurrency"] for r in superseded} == {2}
+    assert len([r for r in records if r["phase"] == "measure"]) == 18
+    assert [(r["concurrency"], r["status"], r["requests"]) for r in rows] == [(1, "ok", 6), (2, "ok", 6), (3, "ok", 6)]
+
+
 async def test_restart_gives_up_after_one_retry(tmp_path, prompts_file, fake_engines):
     # the server dies on its first request, every time: one restart, then the config fails
     suite = write_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "args": ["--die-after", "0"]}],
                         engine="fake-wrapped", concurrency=[1, 2])
     out = tmp_path / "run"
-    outcome = await Runner(load_suite(suite), out, restart_on_failure=True).execute()
+    outcome = await run_suite(load_suite(suite), out, restart_on_failure=True)
     rows, _, _, meta = check_run_dir(out)
     assert set(outcome.failed_configs) == {"baseline"} and meta["restarts"] == {"baseline": 1}
     assert meta["failed_configs"].keys() == {"baseline"}
@@ -397,7 +420,7 @@ async def test_restart_gives_up_after_one_retry(tmp_path, prompts_file, fake_eng
 async def test_restart_with_nothing_left_keeps_the_failure(tmp_path, prompts_file, fake_engines):
     suite = write_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "args": ["--die-after", "0"]}],
                         engine="fake-wrapped")
-    outcome = await Runner(load_suite(suite), tmp_path / "run", restart_on_failure=True).execute()
+    outcome = await run_suite(load_suite(suite), tmp_path / "run", restart_on_failure=True)
     rows, *_ = check_run_dir(tmp_path / "run")
     assert rows[0]["status"] == "failed" and rows[0]["failed_requests"] == 6
     assert set(outcome.failed_configs) == {"baseline"}, "every request failed, yet the config is reported fine"
@@ -606,18 +629,19 @@ async def test_stop_cancels_in_flight_after_grace(tmp_path, prompts_file, script
     suite = write_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": url}],
                         concurrency=[1], requests=6, timeout_s=600)
     out = tmp_path / "run"
-    runner = Runner(load_suite(suite), out, grace_s=0.5)
+    loaded = load_suite(suite)
+    run = SequentialRun(loaded, RunSession(loaded, out), grace_s=0.5)
     loop = asyncio.get_running_loop()
 
     def interrupt_when_stalled():
         if server.requests >= 2:
-            runner._on_signal()  # what SIGINT does
+            run.interrupt()  # what SIGINT does
         else:
             loop.call_later(0.05, interrupt_when_stalled)
 
     loop.call_later(0.05, interrupt_when_stalled)
     t0 = time.monotonic()
-    outcome = await asyncio.wait_for(runner.execute(), 10)
+    outcome = await asyncio.wait_for(run.execute(), 10)
     assert time.monotonic() - t0 < 5
     assert outcome.exit_code == 130
     rows, records, _, _ = check_run_dir(out)

@@ -265,7 +265,7 @@ def write_suite(tmp_path: Path, urls: dict[str, str], **load) -> Path:
 async def test_graded_run_pairs_accuracy_with_the_baseline(tmp_path, scripted, monkeypatch):
     """The scripted servers answer "tN" tokens, so every answer is wrong; the grader is rigged to read
     the spec config's answer to prompt 0 as "#### 18" (the baseline runs, and is graded, first)."""
-    from specbench.runner import run_suite
+    from specbench.run import run_suite
     from specbench.suite import load_suite
 
     _, base = await scripted(pattern=[1], ttft_s=0.002, gap_s=0.001)
@@ -298,7 +298,7 @@ async def test_graded_run_pairs_accuracy_with_the_baseline(tmp_path, scripted, m
 @needs_shared
 async def test_grader_never_runs_unless_asked(tmp_path, scripted, monkeypatch):
     import specbench.grade as grade_mod
-    from specbench.runner import run_suite
+    from specbench.run import run_suite
     from specbench.suite import load_suite
 
     _, url = await scripted(pattern=[1], ttft_s=0.002, gap_s=0.001)

@@ -19,8 +19,8 @@ from specbench.errors import LaunchError, SuiteError
 from specbench.launch import ServerProcess, known_engines, load_engine
 from specbench.launch.engines import BUILTIN_LAUNCHERS
 from specbench.launch.process import _LIVE, free_port, port_in_use
-from specbench.runner import open_server, preflight
-from specbench.store import RunDir
+from specbench.run import RunDir, preflight
+from specbench.run.servers import open_server
 from specbench.suite import ServerConfig, parse_suite
 
 TESTS = Path(__file__).resolve().parent

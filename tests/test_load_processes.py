@@ -1,5 +1,5 @@
 """Stopping load generation: records from every worker merge on one clock; a stop reaches every
-worker and every arrival, and what it cuts is recorded before drive returns."""
+worker and every arrival, and what it cuts is recorded before generate_load returns."""
 
 import asyncio
 import os
@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from specbench.client import RequestSpec, close_transport, open_transport
-from specbench.drive import Phase, drive, drive_processes
+from specbench.loadgen import LoadPass, generate_load, generate_load_processes
 from specbench.records import Prompt
 
 
@@ -20,7 +20,7 @@ async def test_two_processes_cover_every_prompt_on_the_parents_clock(scripted):
     server, url = await scripted(pattern=[1, 2], ttft_s=0.01, gap_s=0.005)
     spec = RequestSpec(base_url=url, model="smol", max_tokens=16)
     t0 = time.perf_counter()
-    res = await drive_processes(spec, prompts(12), Phase("c", concurrency=4), 2)
+    res = await generate_load_processes(spec, prompts(12), LoadPass("c", concurrency=4), 2)
     t1 = time.perf_counter()
     assert sorted(r.prompt_id for r in res.records) == sorted(p.id for p in prompts(12))
     assert all(r.ok and r.concurrency == 4 and r.output_tokens == 16 for r in res.records)
@@ -42,7 +42,7 @@ async def test_stop_reaches_the_workers_and_keeps_what_was_cut(scripted):
         stop.set()
 
     asyncio.create_task(stop_when_busy())
-    res = await drive_processes(spec, prompts(8), Phase("c", concurrency=4), 2, stop=stop, grace_s=0.2)
+    res = await generate_load_processes(spec, prompts(8), LoadPass("c", concurrency=4), 2, stop=stop, grace_s=0.2)
     assert server.requests == 4, "no request may start after the stop"
     assert len(res.records) == 4
     assert all(r.error == "cancelled: run stopped before the request finished" for r in res.records)
@@ -50,14 +50,14 @@ async def test_stop_reaches_the_workers_and_keeps_what_was_cut(scripted):
 
 
 async def test_open_loop_stop_records_the_request_in_flight_before_returning(scripted):
-    """Poisson arrivals at 0.2/s: the stop comes while drive waits for the next arrival."""
+    """Poisson arrivals at 0.2/s: the stop comes while generate_load waits for the next arrival."""
     server, url = await scripted(pattern=[1], ttft_s=0.01, gap_s=0.1)
     spec = RequestSpec(base_url=url, model="smol", max_tokens=20)
     stop = asyncio.Event()
     asyncio.get_running_loop().call_later(0.3, stop.set)
     transport = open_transport(url)
     try:
-        res = await drive(transport, spec, prompts(3), Phase("c", concurrency=0, request_rate=0.2, seed=1),
+        res = await generate_load(transport, spec, prompts(3), LoadPass("c", concurrency=0, request_rate=0.2, seed=1),
                           stop=stop, grace_s=0.2)
         assert res.wall_s < 1.5
         assert [r.error for r in res.records] == ["cancelled: run stopped before the request finished"]
@@ -92,7 +92,7 @@ async def test_a_dead_worker_keeps_what_it_sent_and_its_other_prompts_fail(scrip
         os.kill(sorted(load_workers())[0], signal.SIGKILL)
 
     killer = asyncio.create_task(kill_one_after_its_first_record())
-    res = await drive_processes(spec, prompts(8), Phase("c", concurrency=2), 2,
+    res = await generate_load_processes(spec, prompts(8), LoadPass("c", concurrency=2), 2,
                                 on_record=lambda r: seen.append(r.prompt_id))
     await killer
     assert sorted(r.prompt_id for r in res.records) == sorted(p.id for p in prompts(8)), "every prompt has a record"

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from specbench.metrics import (
+from specbench.latency import (
     PERCENTILES,
     chunk_token_counts,
     latency_stats,

@@ -19,10 +19,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from specbench import parallel
 from specbench.errors import LaunchError, SuiteError
-from specbench.parallel import config_gpu_count, detect_gpus, parallel_size, plan, run_parallel, worker
-from specbench.runner import run_suite
+from specbench.run import parallel, run_suite
+from specbench.run.parallel import config_gpu_count, detect_gpus, node, parallel_size, plan, run_parallel
 from specbench.suite import load_suite, parse_suite
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -220,14 +219,14 @@ def test_stale_claims_and_scratch_dirs_of_dead_workers_are_swept(tmp_path, monke
 
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     dead_pid = int(dead.stdout)
-    monkeypatch.setattr(worker, "_PORT_DIR", tmp_path / "ports")
+    monkeypatch.setattr(node, "PORT_DIR", tmp_path / "ports")
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    port, claim = worker.claim_port("127.0.0.1")
+    port, claim = node.claim_port("127.0.0.1")
     assert claim.read_text() == str(os.getpid())
     (tmp_path / "ports" / "1").write_text(str(dead_pid))
     (tmp_path / f"specbench-w{dead_pid}-baseline-abc").mkdir()
     (tmp_path / f"specbench-w{os.getpid()}-baseline-def").mkdir()
-    worker.sweep_stale()
+    node.sweep_stale()
     assert claim.exists() and not (tmp_path / "ports" / "1").exists()
     assert [p.name for p in tmp_path.glob("specbench-w*")] == [f"specbench-w{os.getpid()}-baseline-def"]
 

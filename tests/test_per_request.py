@@ -11,7 +11,7 @@ from specbench.per_request import SOURCE_STATS, SOURCE_STREAM, acceptance_summar
 from specbench.records import RequestRecord
 from specbench.report.html import read_requests, render_html
 from specbench.report.load import load_run
-from specbench.runner import run_suite
+from specbench.run import run_suite
 from specbench.suite import load_suite
 
 

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from specbench.launch.process import group_members
-from specbench.runner import run_suite
+from specbench.run import run_suite
 from specbench.setup_cpu import MODEL_NAME, cache_dir
 from specbench.suite import load_suite
 

@@ -11,7 +11,7 @@ from scripted_server import Script, start
 from specbench.cli import main
 from specbench.errors import SuiteError
 from specbench.records import RequestRecord
-from specbench.runner import run_suite
+from specbench.run import run_suite
 from specbench.slo import RateSearch, Slo, attach_capacity, meets, parse_percentile, percentile_check, search_max_rate, slo_summary
 from specbench.suite import load_suite, parse_suite
 

@@ -8,7 +8,7 @@ from test_end_to_end import write_suite
 
 from specbench.compare import crossover
 from specbench.report.render import sweep_table
-from specbench.runner import run_suite
+from specbench.run import run_suite
 from specbench.suite import load_suite
 
 

@@ -10,7 +10,7 @@ import yaml
 
 from specbench import telemetry
 from specbench.errors import SuiteError
-from specbench.runner import run_suite
+from specbench.run import run_suite
 from specbench.suite import load_suite, parse_suite
 from specbench.telemetry import Cost, PhaseMeter, cost_summary, server_gpus, telemetry_summary
 

@@ -221,7 +221,7 @@ def test_gate_suite_file_is_read_with_the_same_bounds(tmp_path, capsys):
 from specbench.measure import PhaseInfo  # noqa: E402
 from specbench.records import RequestRecord  # noqa: E402
 from specbench.report.render import render  # noqa: E402
-from specbench.store import RunDir, write_json  # noqa: E402
+from specbench.run.rundir import RunDir, write_json  # noqa: E402
 
 NAN, INF = float("nan"), float("inf")
 
@@ -275,7 +275,7 @@ def test_report_json_of_a_results_file_with_nan_tokens_is_standard(tmp_path, cap
 from aiohttp import web  # noqa: E402
 from scripted_server import Script, ScriptedServer, serve_app  # noqa: E402
 
-from specbench.runner import run_suite  # noqa: E402
+from specbench.run import run_suite  # noqa: E402
 
 
 class NanMetricsServer(ScriptedServer):
@@ -612,7 +612,7 @@ import base64  # noqa: E402
 import sys  # noqa: E402
 
 from specbench.launch import load_engine  # noqa: E402
-from specbench.runner import redact_raw  # noqa: E402
+from specbench.run.results import redact_raw  # noqa: E402
 
 MASK = "***"
 

@@ -23,7 +23,7 @@ import pytest
 from test_faults import SCRIPTED, _alive, _reap, _spawn_cli, _wait_for, _write_launchers, check_run_dir, marked_processes, write_suite
 
 from specbench.cli import main
-from specbench.runner import run_suite
+from specbench.run import run_suite
 from specbench.suite import load_suite
 
 
@@ -153,7 +153,7 @@ async def test_output_that_is_a_file_is_one_line(tmp_path, prompts_file, capsys)
 
 async def test_parallel_run_into_a_dir_holding_a_run(tmp_path, prompts_file, scripted, monkeypatch):
     from specbench.errors import RunDirError
-    from specbench.parallel import run_parallel
+    from specbench.run.parallel import run_parallel
 
     monkeypatch.setenv("SPECBENCH_GPUS", "0")
     server, url = await scripted()

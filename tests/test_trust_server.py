@@ -20,12 +20,12 @@ from specbench.acceptance import ratio_acceptance
 from specbench.cli import main
 from specbench.client import RequestSpec, close_transport, open_transport, stream_request
 from specbench.errors import LaunchError
+from specbench.latency import latency_stats
 from specbench.launch import load_engine
 from specbench.launch.process import ServerProcess
 from specbench.measure import PhaseInfo, summarize_cell
-from specbench.metrics import latency_stats
 from specbench.records import RequestRecord
-from specbench.runner import run_suite
+from specbench.run import run_suite
 from specbench.scrape import parse_metrics
 from specbench.suite import load_suite
 

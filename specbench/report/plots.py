@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..metrics import token_itl, tpot
+from ..latency import token_itl, tpot
 from ..records import RequestRecord
 from .model import Load, Model, Record, _unique, load_of, load_of_request
 from .svg import (

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..metrics import tpot
+from ..latency import tpot
 from ..per_request import request_lengths
 from ..records import RequestRecord
 from .model import PALETTE, Load, Model, load_of

@@ -2,24 +2,21 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 import re
 import subprocess
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import LaunchError, SuiteError
+from ...cell import Cell
+from ...errors import LaunchError, SuiteError
+from ..preflight import config_order, load_points
 
 MODES = ("gpus", "ray")
 RAY_EXTRA = "specbench[ray]"
 # forwarded to Ray workers (a cluster's workers do not inherit the driver's environment)
 FORWARDED_ENV = ("SPECBENCH_LAUNCHERS", "SPECBENCH_ENGINE_PYTHON")
 MAX_LOG_BYTES = 32 << 20  # server log shipped back from a Ray worker: its last 32 MiB
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
 # ---- planning: how many GPUs each config needs, and which GPUs there are ----------------------
@@ -121,10 +118,10 @@ class Job:
     done_phases: list[dict[str, Any]] = field(default_factory=list)
     exclusive: frozenset[str] = frozenset()  # keys no two running jobs may hold (url lane, fixed ports)
 
-def _todo(suite, config, done: list[dict[str, Any]]) -> int:
-    from ..cell import Cell
-    from ..runner import load_points
 
+
+def cells_left(suite, config, done: list[dict[str, Any]]) -> int:
+    """How many (cell, repeat) of ``config`` are not among its ``done`` phases."""
     have = {(Cell.of_phase(p).with_config(config.name), p["repeat"]) for p in done}
     return sum(1 for spec in suite.datasets for point in load_points(suite) for rep in range(suite.load.repeats)
                if (Cell.at(config.name, spec.name, point), rep) not in have)
@@ -132,13 +129,11 @@ def _todo(suite, config, done: list[dict[str, Any]]) -> int:
 
 def plan(suite, done_by: dict[str, list[dict[str, Any]]], gpus_per_server: int) -> list[Job]:
     """Jobs in the sequential order (baseline first); configs with nothing left to do are left out."""
-    from ..runner import _config_order
-
     ports = [c.port for c in suite.configs if c.launched and c.port]
     jobs = []
-    for config in _config_order(suite):
+    for config in config_order(suite):
         done = done_by.get(config.name, [])
-        if not _todo(suite, config, done):
+        if not cells_left(suite, config, done):
             continue
         exclusive = set()
         if not config.launched:

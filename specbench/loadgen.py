@@ -1,4 +1,4 @@
-"""Drive a server with prompts under a load shape → request records and the phase's wall time.
+"""Load generation: send prompts to a server under a load shape → request records and the phase's wall time.
 
 Closed loop (``concurrency``: C conversations in flight, each worker starts the next as soon as
 its last one ends) or open loop (``request_rate``: Poisson arrivals, seeded). Multi-turn prompts
@@ -20,7 +20,7 @@ from .records import Prompt, RequestRecord
 
 
 @dataclass(frozen=True)
-class Phase:
+class LoadPass:
     """One measured (or warm-up) pass over prompts."""
 
     config: str
@@ -32,7 +32,7 @@ class Phase:
 
 
 @dataclass
-class PhaseResult:
+class LoadResult:
     records: list[RequestRecord]
     wall_s: float
     started: float
@@ -51,7 +51,7 @@ def _messages(prompt: Prompt, answers: list[str], turn: int) -> list[dict[str, s
 
 
 async def _conversation(
-    session: Transport, spec: RequestSpec, prompt: Prompt, phase: Phase, sink: list[RequestRecord],
+    session: Transport, spec: RequestSpec, prompt: Prompt, phase: LoadPass, sink: list[RequestRecord],
     on_record: Callable[[RequestRecord], None] | None, stop: asyncio.Event | None,
 ) -> None:
     """One prompt's turns in order; each record lands in ``sink`` as soon as it ends, even if cancelled."""
@@ -78,15 +78,15 @@ async def _conversation(
         answers.append(rec.text)
 
 
-async def drive(
+async def generate_load(
     session: Transport,
     spec: RequestSpec,
     prompts: Sequence[Prompt],
-    phase: Phase,
+    phase: LoadPass,
     on_record: Callable[[RequestRecord], None] | None = None,
     stop: asyncio.Event | None = None,
     grace_s: float = 10.0,
-) -> PhaseResult:
+) -> LoadResult:
     """Run every prompt once; the wall time spans first dispatch to last completion.
 
     When ``stop`` is set no new request starts; requests in flight get ``grace_s`` to finish and
@@ -94,7 +94,7 @@ async def drive(
     """
     records: list[RequestRecord] = []
     with _quiet_gc():
-        return await _drive(session, spec, prompts, phase, records, on_record, stop, grace_s)
+        return await _generate(session, spec, prompts, phase, records, on_record, stop, grace_s)
 
 
 @contextmanager
@@ -111,9 +111,9 @@ def _quiet_gc():
         gc.unfreeze()
 
 
-async def _drive(session: Transport, spec: RequestSpec, prompts: Sequence[Prompt], phase: Phase,
+async def _generate(session: Transport, spec: RequestSpec, prompts: Sequence[Prompt], phase: LoadPass,
                  records: list[RequestRecord], on_record: Callable[[RequestRecord], None] | None,
-                 stop: asyncio.Event | None, grace_s: float) -> PhaseResult:
+                 stop: asyncio.Event | None, grace_s: float) -> LoadResult:
     started = time.perf_counter()
 
     async def closed_loop() -> None:
@@ -154,7 +154,7 @@ async def _drive(session: Transport, spec: RequestSpec, prompts: Sequence[Prompt
                 arrivals.append(asyncio.create_task(one(p)))
                 next_at += rng.expovariate(phase.request_rate)
             await asyncio.gather(*arrivals)
-        finally:  # cut short: requests in flight are cancelled and recorded before drive returns
+        finally:  # cut short: requests in flight are cancelled and recorded before generate_load returns
             pending = [t for t in arrivals if not t.done()]
             for t in pending:
                 t.cancel()
@@ -178,11 +178,11 @@ async def _drive(session: Transport, spec: RequestSpec, prompts: Sequence[Prompt
                 if not stop.is_set():
                     raise
     finally:
-        if not main.done():  # drive itself was cancelled: take its requests down with it
+        if not main.done():  # generate_load itself was cancelled: take its requests down with it
             main.cancel()
             await asyncio.gather(main, return_exceptions=True)
     ended = time.perf_counter()
-    return PhaseResult(records=records, wall_s=ended - started, started=started, ended=ended)
+    return LoadResult(records=records, wall_s=ended - started, started=started, ended=ended)
 
 
 def run_loop(coro):
@@ -194,7 +194,7 @@ def run_loop(coro):
     return uvloop.run(coro)
 
 
-def _load_worker(index: int, spec: RequestSpec, prompts: list[Prompt], phase: Phase, client: str, grace_s: float,
+def _load_worker(index: int, spec: RequestSpec, prompts: list[Prompt], phase: LoadPass, client: str, grace_s: float,
                  stop_flag, out) -> None:
     """One load-generator process (its own event loop and connections). Each record goes to the
     parent the moment it ends, so a worker that dies loses only the requests it had in flight."""
@@ -202,7 +202,7 @@ def _load_worker(index: int, spec: RequestSpec, prompts: list[Prompt], phase: Ph
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group; the parent decides
 
-    async def go() -> PhaseResult:
+    async def go() -> LoadResult:
         stop = asyncio.Event()
         sent: set[int] = set()
 
@@ -218,7 +218,7 @@ def _load_worker(index: int, spec: RequestSpec, prompts: list[Prompt], phase: Ph
         watcher = asyncio.create_task(watch())
         transport = open_transport(spec.base_url, client)
         try:
-            result = await drive(transport, spec, prompts, phase, on_record=send, stop=stop, grace_s=grace_s)
+            result = await generate_load(transport, spec, prompts, phase, on_record=send, stop=stop, grace_s=grace_s)
         finally:
             watcher.cancel()
             await close_transport(transport)
@@ -235,16 +235,16 @@ def _load_worker(index: int, spec: RequestSpec, prompts: list[Prompt], phase: Ph
         raise
 
 
-async def drive_processes(spec: RequestSpec, prompts: Sequence[Prompt], phase: Phase, processes: int,
+async def generate_load_processes(spec: RequestSpec, prompts: Sequence[Prompt], phase: LoadPass, processes: int,
                           on_record: Callable[[RequestRecord], None] | None = None,
                           client: str = "auto", stop: asyncio.Event | None = None,
-                          grace_s: float = 10.0) -> PhaseResult:
+                          grace_s: float = 10.0) -> LoadResult:
     """Closed-loop load from several processes, for concurrency one event loop cannot keep up with.
 
     Prompts and streams are dealt round-robin; ``time.perf_counter`` is CLOCK_MONOTONIC, shared by
     every process on the machine, so records merge with consistent clocks and the phase's wall time
     runs from the earliest start to the latest end. Records arrive as they end (``on_record`` runs
-    live). ``stop`` reaches every worker (each then behaves like ``drive``: no new requests,
+    live). ``stop`` reaches every worker (each then behaves like ``generate_load``: no new requests,
     ``grace_s`` for those in flight, cut ones recorded). A worker that dies keeps what it sent;
     its prompts without any record become failed records naming the worker's exit.
     """
@@ -257,7 +257,7 @@ async def drive_processes(spec: RequestSpec, prompts: Sequence[Prompt], phase: P
     ctx = multiprocessing.get_context("spawn")
     flag, out = ctx.Event(), ctx.Queue()
     workers = [ctx.Process(target=_load_worker, daemon=True,
-                           args=(i, spec, share, Phase(phase.config, phase.phase, n, None, phase.seed, phase.repeat),
+                           args=(i, spec, share, LoadPass(phase.config, phase.phase, n, None, phase.seed, phase.repeat),
                                  client, grace_s, flag, out))
                for i, (share, n) in enumerate(zip(shares, streams))]
     records: list[RequestRecord] = []
@@ -305,19 +305,22 @@ async def drive_processes(spec: RequestSpec, prompts: Sequence[Prompt], phase: P
     await asyncio.to_thread(_join, workers, 5)
     drain()
     for i, why in ended.items():
-        if why is None:
-            continue
-        for p in shares[i]:
-            if p.id not in seen[i]:
-                rec = RequestRecord(prompt_id=p.id, dataset=p.dataset, config=phase.config, category=p.category,
-                                    phase=phase.phase, repeat=phase.repeat, concurrency=phase.concurrency,
-                                    request_rate=phase.request_rate, error=why)
+        if why is not None:
+            for rec in _unsent(shares[i], seen[i], phase, why):
                 records.append(rec)
                 if on_record:
                     on_record(rec)
     started = min((a for a, _ in spans), default=t0)
     finished = max((b for _, b in spans), default=time.perf_counter())
-    return PhaseResult(records=records, wall_s=finished - started, started=started, ended=finished)
+    return LoadResult(records=records, wall_s=finished - started, started=started, ended=finished)
+
+
+def _unsent(share: list[Prompt], seen: set[str], phase: LoadPass, why: str) -> list[RequestRecord]:
+    """A dead load-generator process's prompts without any record, as failed records naming its exit."""
+    return [RequestRecord(prompt_id=p.id, dataset=p.dataset, config=phase.config, category=p.category,
+                          phase=phase.phase, repeat=phase.repeat, concurrency=phase.concurrency,
+                          request_rate=phase.request_rate, error=why)
+            for p in share if p.id not in seen]
 
 
 def _join(workers, timeout: float) -> None:

@@ -20,11 +20,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from .cell import Cell
-from .errors import RunDirError
-from .jsonio import dumps
-from .measure import PhaseInfo
-from .records import RequestRecord
+from ..cell import Cell
+from ..errors import RunDirError
+from ..jsonio import dumps
+from ..measure import PhaseInfo
+from ..records import RequestRecord
+from ..slo import PROBES_FILE
 
 REQUESTS, PHASES, META, LAUNCHED = "requests.jsonl", "phases.jsonl", "meta.json", "launched.json"
 QUARANTINE = {REQUESTS: "requests.quarantine.jsonl", PHASES: "phases.quarantine.jsonl"}
@@ -63,7 +64,7 @@ def write_json(path: Path, data: Any) -> None:
     write_atomic(path, dumps(data, indent=2, default=str) + "\n")
 
 
-def _problem(name: str, raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
+def line_problem(name: str, raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
     """A raw line → (its object, None) or (None, why it cannot be used)."""
     try:
         obj = json.loads(raw.decode())
@@ -85,12 +86,128 @@ def _problem(name: str, raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
     return obj, None
 
 
-class RunDir:
+def scan_lines(path: Path, name: str) -> tuple[list[tuple[bytes, dict[str, Any]]], list[dict[str, Any]]]:
+    """Every intact line of a raw file (raw, object) and every bad one (line number, reason, text)."""
+    if not path.exists():
+        return [], []
+    good, bad = [], []
+    for number, raw in enumerate(path.read_bytes().split(b"\n"), start=1):
+        if not raw.strip():
+            continue
+        obj, why = line_problem(name, raw)
+        if obj is None:
+            bad.append({"line": number, "reason": why, "text": raw.decode(errors="replace")})
+        else:
+            good.append((raw, obj))
+    return good, bad
+
+
+def backfill_rates(records: list[RequestRecord], phases: list[PhaseInfo]) -> None:
+    """Records written before they carried ``request_rate`` take it from their phase, where only
+    one phase of that config, data set, concurrency and repeat exists."""
+    rates: dict[tuple, set] = {}
+    for p in phases:
+        rates.setdefault((p.config, p.dataset, p.concurrency, p.repeat), set()).add(p.request_rate)
+    if not any(rate is not None for found in rates.values() for rate in found):
+        return
+    for r in records:
+        if r.request_rate is None and r.phase != "warmup":
+            found = rates.get((r.config, r.dataset, r.concurrency or 0, r.repeat), set())
+            if len(found) == 1:
+                r.request_rate = next(iter(found))
+
+
+def split_incomplete(phases: list[PhaseInfo], records: list[RequestRecord]) -> tuple[
+        list[PhaseInfo], list[dict[str, Any]], list[str]]:
+    """The complete phases, the phases to measure again (as written, with why where it is not plain)
+    and the notes; measured requests without a complete phase are marked ``superseded`` in place."""
+    measured = Counter((Cell.of_record(r), r.repeat) for r in records if r.phase == "measure")
+    cut, complete, notes = [], [], []
+    for p in phases:
+        have = measured[(p.cell, p.repeat)]
+        if p.complete and p.requests is not None and have != p.requests:
+            entry = {**p.to_dict(), "superseded_because": f"{p.requests - have} of its {p.requests} "
+                                                          "measured request records are unreadable"}
+            notes.append(f"{p.cell} (repeat {p.repeat}): {entry['superseded_because']}; measured again")
+            cut.append(entry)
+        elif p.complete:
+            complete.append(p)
+        else:
+            cut.append(p.to_dict())
+    done = {(p.cell, p.repeat) for p in complete}
+    for r in records:
+        if r.phase == "measure" and (Cell.of_record(r), r.repeat) not in done:
+            r.phase = "superseded"
+    return complete, cut, notes
+
+
+def read_meta(path: Path) -> dict[str, Any]:
+    """meta.json as a resumed run needs it ({} when there is none); one-line error when it is unusable."""
+    if not path.exists():
+        return {}
+    try:
+        meta = json.loads(path.read_text())
+    except (ValueError, UnicodeDecodeError) as err:
+        raise RunDirError(f"{path}: not valid JSON ({err}); cannot continue this run") from None
+    if not isinstance(meta, dict):
+        raise RunDirError(f"{path}: expected a JSON object, got a {type(meta).__name__}; cannot continue this run")
+    comparability = meta.get("comparability")
+    shaped = {**{k: meta[k] for k in _META_SHAPE if k in meta},
+              **{f"comparability.{k}": comparability[k] for k in ("configs", "datasets")
+                 if isinstance(comparability, dict) and k in comparability}}
+    for key, value in shaped.items():
+        if not isinstance(value, _META_SHAPE[key.partition(".")[2] or key]):
+            raise RunDirError(f"{path}: {key!r} is a {type(value).__name__}, not a JSON "
+                              f"{'array' if _META_SHAPE[key.partition('.')[2] or key] is list else 'object'}; "
+                              "cannot continue this run")
+    for key in ("servers", "failed_configs"):
+        meta.setdefault(key, {})
+    return meta
+
+
+def _append_lines(path: Path, lines: list[str]) -> None:
+    with path.open("a") as f:
+        f.writelines(lines)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+class LaunchedServers:
+    """``launched.json``: servers started and not yet stopped (pid + start time), so a later run can
+    stop what a killed one left running. ``logs`` is where their logs go."""
+
+    def __init__(self, path: Path) -> None:
+        self.file = Path(path) / LAUNCHED
+        self.logs = Path(path) / "logs"
+
+    def launched(self) -> dict[str, dict[str, Any]]:
+        try:
+            data = json.loads(self.file.read_text())
+        except (OSError, ValueError):
+            return {}
+        return {k: v for k, v in data.items() if isinstance(v, dict)} if isinstance(data, dict) else {}
+
+    def record_server(self, name: str, identity: dict[str, Any]) -> None:
+        write_json(self.file, {**self.launched(), name: identity})
+
+    def forget_server(self, name: str) -> None:
+        left = self.launched()
+        left.pop(name, None)
+        if left:
+            write_json(self.file, left)
+        else:
+            self.forget_all_servers()
+
+    def forget_all_servers(self) -> None:
+        self.file.unlink(missing_ok=True)
+
+
+class RunDir(LaunchedServers):
     """The one reader and writer of a run directory's files."""
 
     def __init__(self, path: Path) -> None:
+        super().__init__(path)
         self.path = Path(path)
-        self.logs = self.path / "logs"
 
     # ---- what the directory holds ----
     def holds_run(self) -> bool:
@@ -128,68 +245,32 @@ class RunDir:
     def append_phase(self, info: PhaseInfo, records: list[RequestRecord]) -> None:
         """Requests first, then the phase line: a phase counts as done only once both are on disk."""
         info.requests = sum(1 for r in records if r.phase == "measure")
-        with (self.path / REQUESTS).open("a") as f:
-            for r in records:
-                f.write(dumps(r.to_dict()) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-        with (self.path / PHASES).open("a") as f:
-            f.write(dumps(info.to_dict()) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
+        _append_lines(self.path / REQUESTS, [dumps(r.to_dict()) + "\n" for r in records])
+        _append_lines(self.path / PHASES, [dumps(info.to_dict()) + "\n"])
 
-    def _scan(self, name: str) -> tuple[list[tuple[bytes, dict[str, Any]]], list[dict[str, Any]]]:
-        """Every intact line (raw, object) and every bad one (line number, reason, text)."""
-        path = self.path / name
-        if not path.exists():
-            return [], []
-        good, bad = [], []
-        for number, raw in enumerate(path.read_bytes().split(b"\n"), start=1):
-            if not raw.strip():
-                continue
-            obj, why = _problem(name, raw)
-            if obj is None:
-                bad.append({"line": number, "reason": why, "text": raw.decode(errors="replace")})
-            else:
-                good.append((raw, obj))
-        return good, bad
+    def append_probes(self, records: list[RequestRecord], rate: float) -> None:
+        """One SLO search probe's requests, each with the rate it was sent at."""
+        with (self.path / PROBES_FILE).open("a") as f:
+            f.writelines(json.dumps({**r.to_dict(), "probe_rate": rate}) + "\n" for r in records)
 
     def load_phases(self) -> list[PhaseInfo]:
-        return [PhaseInfo.from_dict(d) for _, d in self._scan(PHASES)[0]]
+        return [PhaseInfo.from_dict(d) for _, d in scan_lines(self.path / PHASES, PHASES)[0]]
 
     def load_requests(self) -> list[RequestRecord]:
-        records = [RequestRecord.from_dict(d) for _, d in self._scan(REQUESTS)[0]]
+        records = [RequestRecord.from_dict(d) for _, d in scan_lines(self.path / REQUESTS, REQUESTS)[0]]
         if any(r.request_rate is None and r.phase != "warmup" for r in records):
-            self._backfill_rates(records)
+            backfill_rates(records, self.load_phases())
         return records
-
-    def _backfill_rates(self, records: list[RequestRecord]) -> None:
-        """Records written before they carried ``request_rate`` take it from their phase, where only
-        one phase of that config, data set, concurrency and repeat exists."""
-        rates: dict[tuple, set] = {}
-        for p in self.load_phases():
-            rates.setdefault((p.config, p.dataset, p.concurrency, p.repeat), set()).add(p.request_rate)
-        if not any(rate is not None for found in rates.values() for rate in found):
-            return
-        for r in records:
-            if r.request_rate is None and r.phase != "warmup":
-                found = rates.get((r.config, r.dataset, r.concurrency or 0, r.repeat), set())
-                if len(found) == 1:
-                    r.request_rate = next(iter(found))
 
     def quarantine(self) -> list[str]:
         """Move every unreadable line of the raw files to ``<name>.quarantine.jsonl`` (line number,
         reason, text), keeping every intact line; one note per file that had any."""
         notes = []
         for name, target in QUARANTINE.items():
-            good, bad = self._scan(name)
+            good, bad = scan_lines(self.path / name, name)
             if not bad:
                 continue
-            with (self.path / target).open("a") as f:
-                for entry in bad:
-                    f.write(dumps(entry) + "\n")
-                f.flush()
-                os.fsync(f.fileno())
+            _append_lines(self.path / target, [dumps(entry) + "\n" for entry in bad])
             write_atomic(self.path / name, "".join(raw.decode() + "\n" for raw, _ in good))
             where = ", ".join(f"line {b['line']} ({b['reason']})" for b in bad[:5]) + (" …" if len(bad) > 5 else "")
             notes.append(f"{name}: {len(bad)} unreadable line(s) moved to {target}: {where}")
@@ -202,73 +283,15 @@ class RunDir:
         (quarantined lines) is measured again too. Unreadable lines are quarantined first.
         Returns the phases set aside and the notes to show."""
         notes = self.quarantine()
-        phases, records = self.load_phases(), self.load_requests()
-        measured = Counter((Cell.of_record(r), r.repeat) for r in records if r.phase == "measure")
-        cut, complete = [], []
-        for p in phases:
-            have = measured[(p.cell, p.repeat)]
-            if p.complete and p.requests is not None and have != p.requests:
-                entry = {**p.to_dict(), "superseded_because": f"{p.requests - have} of its {p.requests} "
-                                                              "measured request records are unreadable"}
-                notes.append(f"{p.cell} (repeat {p.repeat}): {entry['superseded_because']}; measured again")
-                cut.append(entry)
-            elif p.complete:
-                complete.append(p)
-            else:
-                cut.append(p.to_dict())
-        done = {(p.cell, p.repeat) for p in complete}
-        for r in records:
-            if r.phase == "measure" and (Cell.of_record(r), r.repeat) not in done:
-                r.phase = "superseded"
+        records = self.load_requests()
+        complete, cut, more = split_incomplete(self.load_phases(), records)
         write_atomic(self.path / REQUESTS, "".join(dumps(r.to_dict()) + "\n" for r in records))
         write_atomic(self.path / PHASES, "".join(dumps(p.to_dict()) + "\n" for p in complete))
-        return cut, notes
-
-    # ---- launched servers (pid + start time), so a later run can stop what a killed one left ----
-    def launched(self) -> dict[str, dict[str, Any]]:
-        try:
-            data = json.loads((self.path / LAUNCHED).read_text())
-        except (OSError, ValueError):
-            return {}
-        return {k: v for k, v in data.items() if isinstance(v, dict)} if isinstance(data, dict) else {}
-
-    def record_server(self, name: str, identity: dict[str, Any]) -> None:
-        write_json(self.path / LAUNCHED, {**self.launched(), name: identity})
-
-    def forget_all_servers(self) -> None:
-        (self.path / LAUNCHED).unlink(missing_ok=True)
-
-    def forget_server(self, name: str) -> None:
-        left = self.launched()
-        left.pop(name, None)
-        if left:
-            write_json(self.path / LAUNCHED, left)
-        else:
-            (self.path / LAUNCHED).unlink(missing_ok=True)
+        return cut, notes + more
 
     # ---- derived files ----
     def load_meta(self) -> dict[str, Any]:
-        path = self.path / META
-        if not path.exists():
-            return {}
-        try:
-            meta = json.loads(path.read_text())
-        except (ValueError, UnicodeDecodeError) as err:
-            raise RunDirError(f"{path}: not valid JSON ({err}); cannot continue this run") from None
-        if not isinstance(meta, dict):
-            raise RunDirError(f"{path}: expected a JSON object, got a {type(meta).__name__}; cannot continue this run")
-        comparability = meta.get("comparability")
-        shaped = {**{k: meta[k] for k in _META_SHAPE if k in meta},
-                  **{f"comparability.{k}": comparability[k] for k in ("configs", "datasets")
-                     if isinstance(comparability, dict) and k in comparability}}
-        for key, value in shaped.items():
-            if not isinstance(value, _META_SHAPE[key.partition(".")[2] or key]):
-                raise RunDirError(f"{path}: {key!r} is a {type(value).__name__}, not a JSON "
-                                  f"{'array' if _META_SHAPE[key.partition('.')[2] or key] is list else 'object'}; "
-                                  "cannot continue this run")
-        for key in ("servers", "failed_configs"):
-            meta.setdefault(key, {})
-        return meta
+        return read_meta(self.path / META)
 
     def write_meta(self, meta: dict[str, Any]) -> None:
         write_json(self.path / META, meta)

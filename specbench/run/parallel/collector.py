@@ -1,0 +1,140 @@
+"""The collector: the parallel run's side of the run dir. Workers' messages become calls on one
+``RunSession``, so a parallel run leaves exactly the files a sequential run leaves."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ...measure import PhaseInfo
+from ...records import RequestRecord
+from ..sequential import RunOutcome
+from ..session import RunSession
+from .planning import MAX_LOG_BYTES
+
+
+class Collector:
+    """Applies each worker message to the run session; keeps which configs failed and whether the
+    run was interrupted. ``meta.json`` ``parallel`` holds the mode and where each config ran."""
+
+    def __init__(self, session: RunSession, mode: str) -> None:
+        self.session, self.mode = session, mode
+        self.progress = session.progress
+        self.failed: dict[str, str] = {}
+        self.interrupted = False
+        self.stopping = False
+        self.t_start = time.monotonic()
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        return self.session.meta
+
+    @property
+    def logs(self) -> Path:
+        return self.session.logs
+
+    def placement(self, name: str) -> dict[str, Any]:
+        """Where config ``name`` runs (meta.json ``parallel.configs``)."""
+        return self.meta["parallel"]["configs"].setdefault(name, {})
+
+    def handle(self, msg: dict[str, Any]) -> None:
+        kind, name = msg.get("type"), msg.get("config", "")
+        s = self.session
+        if kind == "start":
+            self.placement(name).update({k: msg.get(k) for k in ("gpus", "port", "host", "node", "started_at")})
+            s.save_meta()
+        elif kind == "server":
+            info = dict(msg["info"])
+            if self.mode == "ray" and info.get("log"):  # shipped here when the worker ends
+                self.placement(name)["log_on_node"] = info["log"]
+                info["log"] = str(self.logs / f"{name}.log")
+            s.server_ready(name, info)
+        elif kind == "chunk_clock":
+            s.chunk_clock(name, msg["clock"])
+        elif kind == "phase":
+            s.store_phase(PhaseInfo.from_dict(msg["info"]), [RequestRecord.from_dict(r) for r in msg["records"]])
+        elif kind == "probes":
+            s.store_probes([RequestRecord.from_dict(r) for r in msg["records"]], msg["rate"])
+        elif kind == "search":
+            s.store_search(name, msg["dataset"], msg["result"])
+        elif kind == "restart":
+            s.config_restarting(name, msg["attempt"])
+        elif kind == "launched":  # a worker's server, recorded here so --resume can stop it if all are killed
+            if msg.get("identity"):
+                s.record_server(name, msg["identity"])
+            else:
+                s.forget_server(name)
+        elif kind == "log":
+            self.logs.mkdir(parents=True, exist_ok=True)
+            with (self.logs / f"{name}.log").open("a") as f:
+                if msg.get("truncated"):
+                    f.write(f"[specbench: log from the worker cut to its last {MAX_LOG_BYTES >> 20} MiB]\n")
+                f.write(msg["text"])
+        elif kind == "done":
+            self.finished(name, msg)
+
+    def finished(self, name: str, msg: dict[str, Any]) -> None:
+        self.placement(name)["finished_at"] = msg.get("finished_at")
+        if msg.get("interrupted"):
+            self.interrupted = True
+        if msg.get("failed"):
+            for cfg, err in msg["failed"].items():
+                self.fail(cfg, err, traceback_text=msg.get("traceback"))
+        elif not self.interrupted:
+            self.session.config_succeeded(name)
+        self.session.save_meta()
+
+    def fail(self, name: str, error: str, traceback_text: str | None = None) -> None:
+        self.failed[name] = error
+        if traceback_text:
+            self.placement(name)["traceback"] = traceback_text
+        self.session.config_failed(name, error)
+        self.session.save_meta()
+
+    def finish(self) -> RunOutcome:
+        total = time.monotonic() - self.t_start
+        measured = sum(p.wall_s for p in self.session.dir.load_phases())
+        # configs run side by side, so per-config times overlap and do not add up to the total
+        rows = self.session.finish({"total_s": round(total, 3), "measured_s": round(measured, 3),
+                                    "parallel": True, "harness_s": None, "harness_share": None})
+        return RunOutcome(self.session.path, rows, dict(self.failed), interrupted=self.interrupted)
+
+
+class StopSignals:
+    """First Ctrl-C/SIGTERM: stop starting configs and let running ones finish their phase
+    (marked interrupted, as in a sequential run); second: abort them."""
+
+    def __init__(self, collector: Collector, on_first: Callable[[], None], on_second: Callable[[], None]) -> None:
+        self.collector, self.on_first, self.on_second = collector, on_first, on_second
+        self.handled: list[int] = []
+        self.count = 0
+
+    def __enter__(self) -> StopSignals:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.add_signal_handler(sig, self.on_signal)
+                self.handled.append(sig)
+            except (RuntimeError, ValueError):  # not the main thread: the caller owns signals
+                pass
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in self.handled:
+            loop.remove_signal_handler(sig)
+
+    def on_signal(self) -> None:
+        self.count += 1
+        self.collector.stopping = True
+        self.collector.interrupted = True
+        if self.count == 1:
+            self.collector.progress("interrupt")
+            self.on_first()
+        else:
+            self.on_second()
+            raise KeyboardInterrupt

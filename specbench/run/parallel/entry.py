@@ -1,0 +1,61 @@
+"""``run_parallel``: plan the configs, then feed the collector from the gpus or Ray workers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from ...errors import SuiteError
+from ...launch import load_engine
+from ...records import Prompt
+from ...suite import Suite
+from ..preflight import load_suite_prompts, preflight
+from ..sequential import RunOutcome
+from ..session import Progress, RunSession
+from .collector import Collector
+from .gpus_mode import run_gpus
+from .planning import MODES, detect_gpus, plan, suite_gpus_per_server
+from .ray_mode import import_ray, run_ray
+
+
+def cluster_prompts(suite: Suite) -> dict[str, list[Prompt]]:
+    """The data-set half of preflight (engine binaries may exist only on the cluster's nodes)."""
+    for config in suite.configs:
+        load_engine(config.engine or suite.engine)
+    return load_suite_prompts(suite)
+
+
+async def run_parallel(suite: Suite, out: Path, *, mode: Literal["gpus", "ray"], address: str | None = None,
+                       resume: bool = False, progress: Progress | None = None, gpus_per_server: int | None = None,
+                       restart_on_failure: bool = False, overwrite: bool = False) -> RunOutcome:
+    """Run ``suite`` into ``out`` with configs in parallel; returns the same ``RunOutcome`` as
+    ``run_suite``. ``mode="gpus"``: this machine's GPUs (``SPECBENCH_GPUS`` or ``nvidia-smi -L``);
+    ``mode="ray"``: the Ray cluster at ``address`` ("auto": the one ``ray start`` made here)."""
+    if mode not in MODES:
+        raise SuiteError(f"parallel mode must be one of {', '.join(MODES)}, got {mode!r}")
+    per_server = suite_gpus_per_server(suite, gpus_per_server)
+    session = RunSession(suite, Path(out), resume=resume, overwrite=overwrite, progress=progress)
+    session.prepare()
+    where: dict[str, Any]
+    if mode == "gpus":
+        gpu_ids = detect_gpus()
+        prompts = preflight(suite)
+        where = {"gpus": gpu_ids}
+    else:
+        import_ray()
+        prompts = cluster_prompts(suite)
+        where = {"address": address}
+    session.extra_meta["parallel"] = {"mode": mode, **where, "gpus_per_server": per_server, "configs": {}}
+    session.begin()  # on resume: damaged lines quarantined, phases cut short set aside to be measured again
+    session.meta["runs"][-1]["parallel"] = mode
+    session.save_meta()
+    collector = Collector(session, mode)
+    jobs = plan(suite, session.done_phases() if resume else {}, per_server)
+    try:
+        if mode == "gpus":
+            await run_gpus(collector, suite, jobs, gpu_ids, prompts, restart_on_failure)
+        else:
+            await run_ray(collector, suite, jobs, address, prompts, restart_on_failure)
+    finally:
+        outcome = collector.finish()
+    return outcome

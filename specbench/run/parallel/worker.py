@@ -1,0 +1,241 @@
+"""Worker side: one config, in a subprocess (gpus) or a Ray task (ray), measured by the ordinary
+``SequentialRun`` into a ``WorkerChannel`` that streams every report back as a plain-dict message."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import pickle
+import re
+import shutil
+import socket
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from ...cell import Cell
+from ...measure import PhaseInfo
+from ...records import Prompt, RequestRecord
+from ..preflight import now
+from ..sequential import SequentialRun
+from .node import claim_port, node_log_dir, start_watchdog, stop_watchdog, sweep_stale
+from .planning import MAX_LOG_BYTES
+
+Emit = Callable[[dict[str, Any]], None]
+
+
+class WorkerChannel:
+    """A worker's ``Recorder``: every report becomes a message to the collector, the one writer of
+    the run dir. Only which cells are done is kept here, so a restarted config skips them."""
+
+    def __init__(self, name: str, emit: Emit, done_phases: list[dict[str, Any]], path: Path, logs: Path) -> None:
+        self.name, self.emit, self.path, self.logs = name, emit, path, logs
+        self.completed = {(Cell.of_phase(p), p["repeat"]) for p in done_phases}
+        self.searched_datasets: set[str] = set()
+
+    def prepare(self) -> None:
+        """The collector has checked the run dir."""
+
+    def begin(self) -> None:
+        """The collector has opened the run dir."""
+
+    def done(self) -> set[tuple[Cell, int]]:
+        return set(self.completed)
+
+    def searched(self, config: str) -> set[str]:
+        return set(self.searched_datasets)
+
+    def record_server(self, name: str, identity: dict[str, Any]) -> None:
+        self.emit({"type": "launched", "config": name, "identity": identity})
+
+    def forget_server(self, name: str) -> None:
+        self.emit({"type": "launched", "config": name, "identity": None})
+
+    def server_ready(self, name: str, info: dict[str, Any]) -> None:
+        self.emit({"type": "server", "config": name, "info": info})
+
+    def chunk_clock(self, name: str, clock: str) -> None:
+        self.emit({"type": "chunk_clock", "config": name, "clock": clock})
+
+    def store_phase(self, info: PhaseInfo, records: list[RequestRecord]) -> None:
+        if info.complete:
+            self.completed.add((info.cell, info.repeat))
+        self.emit({"type": "phase", "config": self.name, "info": info.to_dict(), "records": [r.to_dict() for r in records]})
+
+    def store_probes(self, records: list[RequestRecord], rate: float) -> None:
+        self.emit({"type": "probes", "config": self.name, "rate": rate, "records": [r.to_dict() for r in records]})
+
+    def store_search(self, name: str, dataset: str, result: dict[str, Any]) -> None:
+        self.searched_datasets.add(dataset)
+        self.emit({"type": "search", "config": name, "dataset": dataset, "result": result})
+
+    def config_failed(self, name: str, error: str) -> None:
+        """Reported with the worker's ``done``, unless a restart fixes it."""
+
+    def config_restarting(self, name: str, attempt: int) -> None:
+        self.emit({"type": "restart", "config": name, "attempt": attempt})
+
+    def config_succeeded(self, name: str) -> None:
+        """Reported with the worker's ``done``."""
+
+    def finish(self, timing: dict[str, Any]) -> list[dict[str, Any]]:
+        return []  # rows are the collector's
+
+
+class WorkerControl:
+    """Lets the thread that owns a worker ask its run to stop (Ray cancellation)."""
+
+    def __init__(self) -> None:
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.run: SequentialRun | None = None
+        self.requested = False
+
+    def attach(self, run: SequentialRun) -> None:
+        self.loop, self.run = asyncio.get_running_loop(), run
+        if self.requested:
+            run.stop.set()
+
+    def stop(self) -> None:
+        self.requested = True
+        if self.loop is not None and self.run is not None:
+            try:
+                self.loop.call_soon_threadsafe(self.run.stop.set)
+            except RuntimeError:  # loop already closed
+                pass
+
+
+def ship_log(logs: Path, name: str, emit: Emit) -> None:
+    """A Ray worker's server log (its last ``MAX_LOG_BYTES``) to the collector; removed once sent."""
+    log = logs / f"{name}.log"
+    if log.exists():
+        with log.open("rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(0, size - MAX_LOG_BYTES))
+            text = f.read().decode(errors="replace")
+        emit({"type": "log", "config": name, "text": text, "truncated": size > MAX_LOG_BYTES})
+        log.unlink(missing_ok=True)  # shipped; kept on the node only when the worker dies
+    try:
+        logs.rmdir()
+    except OSError:  # another config's log of the same run is still there
+        pass
+
+
+async def run_config(job: dict[str, Any], prompts: dict[str, list[Prompt]], emit: Emit,
+                     control: WorkerControl | None = None) -> None:
+    """Run one config with ``SequentialRun`` and ``emit`` plain-dict messages: ``start``, ``launched``,
+    ``server``, ``chunk_clock``, ``phase`` (PhaseInfo + records), ``restart``, ``log``, ``done``."""
+    suite, name = job["suite"], job["config"]
+    saved_env = {key: os.environ.get(key) for key in job.get("env") or {}}
+    os.environ.update(job.get("env") or {})
+    config = next(c for c in suite.configs if c.name == name)
+    sweep_stale()
+    scratch = Path(tempfile.mkdtemp(prefix=f"specbench-w{os.getpid()}-{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}-"))
+    watchdog = start_watchdog(scratch)
+    claim: Path | None = None
+    done: dict[str, Any] = {"type": "done", "config": name, "failed": {}, "interrupted": False}
+    try:
+        port = config.port
+        if config.launched and port is None:
+            port, claim = claim_port(suite.server.host)
+        gpus = job.get("gpus")
+        wconfig = replace(config, port=port, gpus=gpus if gpus is not None else config.gpus)
+        wsuite = replace(suite, configs=tuple(wconfig if c.name == name else c for c in suite.configs))
+        emit({"type": "start", "config": name, "gpus": wconfig.gpus, "port": port, "host": socket.gethostname(),
+              "node": job.get("node"), "pid": os.getpid(), "started_at": now()})
+        # gpus: straight into the run dir; ray: a node-local dir that outlives a crashed worker
+        logs = Path(job["log_dir"]) if job.get("log_dir") else node_log_dir(job["run_id"])
+        logs.mkdir(parents=True, exist_ok=True)
+        channel = WorkerChannel(name, emit, job.get("done_phases") or [], scratch, logs)
+        run = SequentialRun(wsuite, channel, only_configs=[name], prompts=prompts,
+                            restart_on_failure=bool(job.get("restart_on_failure")))
+        if control is not None:
+            control.attach(run)
+        outcome = await run.execute()
+        done["failed"], done["interrupted"] = dict(outcome.failed_configs), outcome.interrupted
+        if not job.get("log_dir"):
+            ship_log(logs, name, emit)
+    except Exception as err:  # a worker bug must not look like a silent success
+        done["failed"] = {name: f"worker error: {type(err).__name__}: {err}"}
+        done["traceback"] = traceback.format_exc()
+    finally:
+        if claim is not None:
+            claim.unlink(missing_ok=True)
+        shutil.rmtree(scratch, ignore_errors=True)
+        stop_watchdog(watchdog)
+        for key, value in saved_env.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    done["finished_at"] = now()
+    emit(done)
+
+
+def worker_main(job_path: str) -> int:
+    """``python -m specbench.run.parallel --worker JOB``: one config; JSON lines on stdout."""
+    chan = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # anything else printed goes to stderr, never into the channel
+    sys.stdout = sys.stderr
+    with open(job_path, "rb") as f:
+        job, prompts = pickle.load(f)
+    parent = os.getppid()
+
+    def orphan_watch() -> None:  # the collector died: stop our server, then go
+        while os.getppid() == parent:
+            time.sleep(1)
+        from ...launch import reap_all
+
+        reap_all(grace_s=5)
+        os._exit(3)
+
+    threading.Thread(target=orphan_watch, daemon=True).start()
+
+    def emit(msg: dict[str, Any]) -> None:
+        chan.write(json.dumps(msg, default=str) + "\n")
+        chan.flush()
+
+    asyncio.run(run_config(job, prompts, emit))
+    chan.close()
+    return 0
+
+
+def ray_config_task(job: dict[str, Any], prompts: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """The Ray task: a generator of messages; the run goes in a thread with its own loop."""
+    import queue
+
+    import ray
+
+    job = dict(job)
+    gpu_ids = [str(g) for g in ray.get_gpu_ids()]
+    if job.get("gpus_needed"):
+        job["gpus"] = ",".join(gpu_ids)
+    job["node"] = ray.get_runtime_context().get_node_id()
+    messages: queue.Queue = queue.Queue()
+    control = WorkerControl()
+
+    def body() -> None:
+        try:
+            asyncio.run(run_config(job, prompts, messages.put, control))
+        finally:
+            messages.put(None)
+
+    thread = threading.Thread(target=body, name=f"specbench-{job['config']}", daemon=True)
+    thread.start()
+    try:
+        while True:
+            msg = messages.get()
+            if msg is None:
+                break
+            yield msg
+    except KeyboardInterrupt:  # ray.cancel(): let the run stop its server before we go
+        control.stop()
+        thread.join(timeout=60)
+        raise
+    thread.join()

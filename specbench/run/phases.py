@@ -1,0 +1,119 @@
+"""One phase of a cell: warm-up, then the measurement window (a /metrics snapshot on each side of
+the timed load) → its ``PhaseInfo`` and request records; and the SLO rate search of a server."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+
+from ..cell import LoadPoint
+from ..client import RequestSpec, Transport, close_transport, open_transport, transport_clock
+from ..loadgen import LoadPass, LoadResult, generate_load, generate_load_processes
+from ..measure import PhaseInfo
+from ..records import Prompt, RequestRecord
+from ..scrape import scrape
+from ..secrets import redact_url
+from ..slo import PROBE_PHASE, search_server
+from ..suite import Suite
+from ..telemetry import PhaseMeter
+from .recorder import Recorder
+from .servers import Server, server_info
+
+
+@dataclass
+class Phases:
+    """Measures phases against one server after another; adds up the time spent warming up and measuring."""
+
+    suite: Suite
+    session: aiohttp.ClientSession
+    stop: asyncio.Event
+    progress: Callable[..., None]
+    grace_s: float = 10.0
+    timing: dict[str, float] = field(default_factory=lambda: {"servers_s": 0.0, "warmup_s": 0.0, "measured_s": 0.0})
+
+    def _on_record(self, record: RequestRecord) -> None:
+        self.progress("request", record=record)
+
+    async def _warm_up(self, transport: Transport, spec: RequestSpec, prompts: list[Prompt], config: str,
+                       dataset: str, point: LoadPoint) -> list[RequestRecord]:
+        warmup = self.suite.load.warmup
+        warm = warmup if isinstance(warmup, int) else len(prompts)  # or "pass"
+        if not warm:
+            return []
+        chosen = prompts if warmup == "pass" else [Prompt(p.id, p.dataset, p.turns[:1], p.category, p.system)
+                                                   for p in prompts[:warm]]
+        self.progress("phase", config=config, dataset=dataset, point=point.label, total=len(chosen), warmup=True)
+        res = await generate_load(transport, spec, chosen, LoadPass(config, "warmup", max(point.concurrency, 1), None),
+                                  on_record=self._on_record, stop=self.stop, grace_s=self.grace_s)
+        self.timing["warmup_s"] += res.wall_s
+        return res.records
+
+    async def _timed(self, transport: Transport, spec: RequestSpec, prompts: list[Prompt], load: LoadPass) -> LoadResult:
+        processes = self.suite.load.processes_at(load.concurrency) if load.request_rate is None else 1
+        if processes > 1:
+            return await generate_load_processes(spec, prompts, load, processes, on_record=self._on_record,
+                                                 client=self.suite.load.client, stop=self.stop, grace_s=self.grace_s)
+        return await generate_load(transport, spec, prompts, load, on_record=self._on_record, stop=self.stop,
+                                   grace_s=self.grace_s)
+
+    async def measure(self, server: Server, spec: RequestSpec, prompts: list[Prompt], dataset: str, point: LoadPoint,
+                      repeat: int, recorder: Recorder) -> None:
+        """Warm up, then the timed pass between two /metrics snapshots; the phase goes to ``recorder``."""
+        cfg = server.config
+        transport = open_transport(server.url, self.suite.load.client)
+        meter = PhaseMeter.for_config(self.suite, cfg)
+        try:
+            warm_records = await self._warm_up(transport, spec, prompts, cfg.name, dataset, point)
+            self.progress("phase", config=cfg.name, dataset=dataset, point=point.label,
+                          total=sum(len(p.turns) for p in prompts), warmup=False)
+            before = await scrape(self.session, server.url)
+            meter.start()
+            load = LoadPass(cfg.name, "measure", point.concurrency, point.request_rate,
+                            seed=self.suite.load.seed + repeat, repeat=repeat)
+            result = await self._timed(transport, spec, prompts, load)
+        finally:
+            meter.stop()
+            recorder.chunk_clock(cfg.name, transport_clock(transport))
+            await close_transport(transport)
+        after = await scrape(self.session, server.url)
+        self.timing["measured_s"] += result.wall_s
+        died = server.process is not None and (
+            not server.process.alive
+            # a server killed mid-phase fails its requests a moment before its process is reaped
+            or (any(r.error for r in result.records) and await asyncio.to_thread(server.process.exited_within, 1.0)))
+        info = await server_info(self.session, server.url, server.engine) if server.engine.acceptance_reads_server_info else {}
+        acceptance = server.engine.acceptance(before, after, cfg.num_speculative_tokens, info.get("raw"))
+        if not before.ok or not after.ok:
+            acceptance["acceptance_error"] = redact_url(before.error or after.error)
+        for r in warm_records + result.records:
+            if r.error:
+                r.error = redact_url(r.error)
+        phase = PhaseInfo(config=cfg.name, dataset=dataset, concurrency=point.concurrency,
+                          request_rate=point.request_rate, repeat=repeat, wall_s=result.wall_s,
+                          acceptance=acceptance, server={k: server.info.get(k) for k in ("engine", "version", "url")},
+                          interrupted=self.stop.is_set(), server_died=died, telemetry=meter.stop())
+        recorder.store_phase(phase, warm_records + result.records)
+
+    async def search_rate(self, server: Server, spec: RequestSpec, prompts: list[Prompt], dataset: str,
+                          recorder: Recorder) -> None:
+        """--max-rate-at-slo for one config × data set; probe requests and the result go to ``recorder``."""
+        name = server.config.name
+
+        def on_probe(probe: dict[str, Any], records: list[RequestRecord]) -> None:
+            recorder.store_probes(records, probe["rate"])
+
+        def on_start(rate: float) -> None:
+            self.progress("phase", config=name, dataset=dataset, point=f"{PROBE_PHASE} {rate:g} req/s",
+                          total=len(prompts), warmup=False)
+
+        load = self.suite.load
+        result = await search_server(url=server.url, client=load.client, spec=spec, prompts=prompts, config=name,
+                                     slo=load.slo, search=load.rate_search, seed=load.seed, stop=self.stop,
+                                     grace_s=self.grace_s, on_probe=on_probe, on_record=self._on_record,
+                                     on_start=on_start)
+        if not result["interrupted"]:
+            recorder.store_search(name, dataset, result)

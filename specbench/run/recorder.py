@@ -1,0 +1,50 @@
+"""What the phase loop reports to: the run directory (a sequential run, or the parallel collector
+behind a worker's messages). The loop never touches files itself."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..cell import Cell
+from ..measure import PhaseInfo
+from ..records import RequestRecord
+from .servers import ServerBook
+
+
+class Recorder(ServerBook, Protocol):
+    path: Path  # where the run's files are
+
+    def prepare(self) -> None:
+        """Checks before anything is loaded or launched."""
+
+    def begin(self) -> None:
+        """Open for writing."""
+
+    def done(self) -> set[tuple[Cell, int]]:
+        """(cell, repeat) of every phase measured completely, which a resumed or restarted config skips."""
+        ...
+
+    def searched(self, config: str) -> set[str]:
+        """Data sets whose rate search for ``config`` is done."""
+        ...
+
+    def server_ready(self, name: str, info: dict[str, Any]) -> None: ...
+
+    def chunk_clock(self, name: str, clock: str) -> None: ...
+
+    def store_phase(self, info: PhaseInfo, records: list[RequestRecord]) -> None: ...
+
+    def store_probes(self, records: list[RequestRecord], rate: float) -> None: ...
+
+    def store_search(self, name: str, dataset: str, result: dict[str, Any]) -> None: ...
+
+    def config_failed(self, name: str, error: str) -> None: ...
+
+    def config_restarting(self, name: str, attempt: int) -> None: ...
+
+    def config_succeeded(self, name: str) -> None: ...
+
+    def finish(self, timing: dict[str, Any]) -> list[dict[str, Any]]:
+        """The timing into meta.json; the rows as finally written."""
+        ...

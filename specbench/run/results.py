@@ -1,0 +1,55 @@
+"""Derived results: rows for every cell measured so far, and the notes printed under the table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..cell import Cell
+from ..measure import PhaseInfo, add_comparisons, order_row, summarize_cell
+from ..quality import add_quality, suite_notes
+from ..records import RequestRecord
+from ..secrets import redact_mapping
+from ..suite import Suite
+from .preflight import load_points
+
+
+def build_rows(suite: Suite, phases: list[PhaseInfo], records: list[RequestRecord]) -> list[dict[str, Any]]:
+    """Results rows for every cell measured so far, in suite order (data set, then config)."""
+    configs = {c.name: c for c in suite.configs}
+    by_cell: dict[Cell, list[PhaseInfo]] = {}
+    for p in phases:
+        by_cell.setdefault(p.cell, []).append(p)
+    rec_by: dict[Cell, list[RequestRecord]] = {}
+    for r in records:
+        rec_by.setdefault(Cell.of_record(r), []).append(r)
+    rows = []
+    for spec in suite.datasets:
+        for point in load_points(suite):
+            for config in suite.configs:
+                cell = Cell.at(config.name, spec.name, point)
+                if cell not in by_cell:
+                    continue
+                c = configs[config.name]
+                rows.append(summarize_cell(by_cell[cell], rec_by.get(cell, []), method=c.label_method,
+                                           k=c.num_speculative_tokens))
+    add_comparisons(rows, [r for r in records], suite.baseline.name if suite.baseline else None)
+    add_quality(rows, phases, records, suite)
+    return [order_row(r) for r in rows]
+
+
+def redact_raw(raw: Any) -> Any:
+    """The suite as written, minus secrets (see ``specbench.secrets``)."""
+    return redact_mapping(raw)
+
+
+def run_notes(suite: Suite, clocks: dict[str, str] | None = None) -> list[str]:
+    clock = sorted(set((clocks or {}).values()))
+    return [
+        "Speedup = output tok/s of the run ÷ baseline's on the same data set and load point; its 95% CI is "
+        "bootstrapped over paired prompts, or Student-t over repeats (speedup_ci_method in results.json).",
+        "ITL is per token (a chunk of n tokens after a gap g gives n samples of g/n); TPOT = (latency − TTFT)/(output tokens − 1)."
+        + (f" Chunk times: {' / '.join(clock)}; TTFT counts from just before the request is written to the socket." if clock else ""),
+        "Acceptance: deltas of the engine's spec-decode counters over each measured phase (see acceptance_source in results.json); — = not measured.",
+        f"temperature {suite.load.temperature:g}, max_tokens {suite.load.max_tokens}, warm-up "
+        + ("a full matching pass" if suite.load.warmup == "pass" else f"{suite.load.warmup} request(s)") + " before each timed pass.",
+    ] + suite_notes(suite)

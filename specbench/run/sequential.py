@@ -1,0 +1,180 @@
+"""A sequential run: for each config (baseline first), launch or reach its server; for each data
+set and load point, measure a phase → a cell; results are rewritten after every cell."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import time
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from ..cell import Cell
+from ..errors import LaunchError, ServerError
+from ..launch import reap_all
+from ..records import Prompt
+from ..suite import ServerConfig, Suite
+from .phases import Phases
+from .preflight import config_order, load_points, preflight
+from .recorder import Recorder
+from .servers import Server, auth_headers, open_server, request_spec, server_info
+from .session import Progress, RunSession
+
+
+@dataclass
+class RunOutcome:
+    path: Path
+    rows: list[dict[str, Any]]
+    failed_configs: dict[str, str]
+    interrupted: bool = False
+
+    @property
+    def exit_code(self) -> int:
+        if self.interrupted:
+            return 130
+        return 1 if self.failed_configs or any(r.get("status") != "ok" for r in self.rows) else 0
+
+
+class SequentialRun:
+    """Configs one after another into ``recorder`` (a ``RunSession``, or a parallel worker's channel).
+    ``only_configs`` runs a subset; ``prompts`` given means they were loaded (and checked) already."""
+
+    def __init__(self, suite: Suite, recorder: Recorder, *, progress: Progress | None = None,
+                 restart_on_failure: bool = False, only_configs: list[str] | None = None,
+                 grace_s: float = 10.0, prompts: dict[str, list[Prompt]] | None = None) -> None:
+        self.suite, self.recorder = suite, recorder
+        self.progress = progress or (lambda *a, **k: None)
+        self.restart_on_failure, self.only_configs = restart_on_failure, only_configs
+        self.grace_s, self.prompts = grace_s, prompts
+        self.stop = asyncio.Event()
+        self.timing = {"servers_s": 0.0, "warmup_s": 0.0, "measured_s": 0.0}
+
+    def interrupt(self) -> None:
+        """What SIGINT/SIGTERM do: the first stops new requests (those in flight get ``grace_s``),
+        a second stops the servers at once."""
+        if self.stop.is_set():
+            reap_all(grace_s=2)
+            raise KeyboardInterrupt
+        self.stop.set()
+        self.progress("interrupt")
+
+    async def execute(self) -> RunOutcome:
+        t_start = time.monotonic()
+        self.recorder.prepare()
+        prompts = self.prompts if self.prompts is not None else preflight(self.suite)
+        self.recorder.begin()
+        loop = asyncio.get_running_loop()
+        handled = []
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.add_signal_handler(sig, self.interrupt)
+                handled.append(sig)
+            except (RuntimeError, ValueError):  # not the main thread: the caller owns signals
+                pass
+        failed: dict[str, str] = {}
+        connector = aiohttp.TCPConnector(limit=0, force_close=False)
+        try:
+            async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=None),
+                                             headers=auth_headers(self.suite)) as session:
+                phases = Phases(self.suite, session, self.stop, self.progress, self.grace_s, self.timing)
+                for config in config_order(self.suite):
+                    if self.only_configs is not None and config.name not in self.only_configs:
+                        continue
+                    if self.stop.is_set():
+                        break
+                    error = await self._config_with_restart(phases, config, prompts)
+                    if error is None:
+                        self.recorder.config_succeeded(config.name)
+                    else:
+                        failed[config.name] = error
+        finally:
+            for sig in handled:
+                loop.remove_signal_handler(sig)
+            reap_all()
+            rows = self.recorder.finish(run_timing(self.timing, time.monotonic() - t_start))
+        return RunOutcome(self.recorder.path, rows, failed, interrupted=self.stop.is_set())
+
+    async def _config_with_restart(self, phases: Phases, config: ServerConfig,
+                                   prompts: dict[str, list[Prompt]]) -> str | None:
+        """Run one config; on a launch or server failure optionally restart it once. Returns the error, if any."""
+        error = None
+        for attempt in range(2 if self.restart_on_failure else 1):
+            if attempt:
+                self.recorder.config_restarting(config.name, attempt)
+            try:
+                await self._config(phases, config, prompts)
+                return None
+            except (LaunchError, ServerError) as err:
+                if self.stop.is_set():
+                    return None  # stopped by the user, not a failure of the config
+                error = str(err)
+                self.recorder.config_failed(config.name, error)
+        return error
+
+    async def _config(self, phases: Phases, config: ServerConfig, prompts: dict[str, list[Prompt]]) -> None:
+        done, load = self.recorder.done(), self.suite.load
+        todo = [(spec.name, point, rep) for spec in self.suite.datasets for point in load_points(self.suite)
+                for rep in range(load.repeats) if (Cell.at(config.name, spec.name, point), rep) not in done]
+        searched = self.recorder.searched(config.name)
+        searches = [] if load.rate_search is None else [d.name for d in self.suite.datasets if d.name not in searched]
+        if not todo and not searches:
+            return
+        self.progress("server", config=config.name, launching=config.launched)
+        server_cm = open_server(self.suite, config, self.recorder, phases.session, self.stop)
+        async with timed_server(server_cm, phases.timing) as server:
+            server.info.update(await server_info(phases.session, server.url, server.engine))
+            server.info.pop("raw", None)
+            self.recorder.server_ready(config.name, server.info)
+            spec = request_spec(self.suite, server)
+            for dataset, point, rep in todo:
+                if self.stop.is_set():
+                    return
+                if server.process is not None and not server.process.alive:
+                    raise server.process.death("between cells")
+                pool = prompts[dataset]
+                chosen = pool[: load.prompts_at(point.concurrency, len(pool))]
+                await phases.measure(server, spec, chosen, dataset, point, rep, self.recorder)
+                if server.process is not None and not server.process.alive:
+                    raise server.process.death(f"during data set {dataset!r} ({point.label})")
+            for dataset in searches:
+                if self.stop.is_set():
+                    return
+                await phases.search_rate(server, spec, prompts[dataset], dataset, self.recorder)
+
+
+@asynccontextmanager
+async def timed_server(cm: AbstractAsyncContextManager[Server], timing: dict[str, float]) -> AsyncIterator[Server]:
+    """Time spent starting and stopping servers, kept apart from the harness's own overhead."""
+    t0, t1 = time.monotonic(), None
+    try:
+        async with cm as server:
+            timing["servers_s"] += time.monotonic() - t0
+            try:
+                yield server
+            finally:
+                t1 = time.monotonic()
+    finally:
+        if t1 is not None:
+            timing["servers_s"] += time.monotonic() - t1
+
+
+def run_timing(busy: dict[str, float], total: float) -> dict[str, Any]:
+    """meta.json's timing: servers, warm-up and measured time, and the harness's own share of the rest."""
+    spent = sum(busy.values())
+    return {**{k: round(v, 3) for k, v in busy.items()}, "total_s": round(total, 3),
+            "harness_s": round(total - spent, 3), "harness_share": round((total - spent) / total, 4) if total else None}
+
+
+async def run_suite(suite: Suite, out: Path, *, resume: bool = False, overwrite: bool = False,
+                    progress: Progress | None = None, extra_meta: dict[str, Any] | None = None,
+                    **kwargs: Any) -> RunOutcome:
+    """``specbench run``: ``out`` must hold no run unless ``resume`` (continue it) or ``overwrite``
+    (replace it); ``extra_meta`` is merged into meta.json."""
+    session = RunSession(suite, out, resume=resume, overwrite=overwrite, progress=progress, extra_meta=extra_meta)
+    return await SequentialRun(suite, session, progress=progress, **kwargs).execute()
+

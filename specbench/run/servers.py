@@ -1,0 +1,143 @@
+"""Server lifecycle: reach a config's server at its URL or launch it, and tell it apart (version,
+served model); the request every phase sends to it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import aiohttp
+
+from ..client import RequestSpec
+from ..errors import ServerError
+from ..launch import Engine, ServerProcess, load_engine
+from ..launch.process import free_port, served_models
+from ..scrape import PROBE_LIMIT, read_capped
+from ..secrets import redact_env, redact_url
+from ..suite import ServerConfig, Suite
+
+
+class ServerBook(Protocol):
+    """Where a launched server's log goes, and the record of servers started and not yet stopped."""
+
+    logs: Path
+
+    def record_server(self, name: str, identity: dict[str, Any]) -> None: ...
+
+    def forget_server(self, name: str) -> None: ...
+
+
+@dataclass
+class Server:
+    """A reachable server for one config: launched by us or given as a URL."""
+
+    config: ServerConfig
+    url: str
+    engine: Engine
+    process: ServerProcess | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+async def server_info(session: aiohttp.ClientSession, url: str, engine: Engine) -> dict[str, Any]:
+    """The server's version (a string, or null with ``version_error``) and, for engines that read
+    acceptance from it, the parsed answer as it came (the adapter checks its shape)."""
+    path, key = engine.version_path
+    where = f"GET {redact_url(url)}{path}"
+    try:
+        async with session.get(url + path, timeout=aiohttp.ClientTimeout(total=10)) as r:
+            if r.status != 200:
+                return {"version": None, "version_error": f"{where}: HTTP {r.status}", "raw": None}
+            data = json.loads(await read_capped(r, PROBE_LIMIT))
+    except (TimeoutError, aiohttp.ClientError, ValueError, RecursionError) as err:
+        return {"version": None, "version_error": f"{where}: {type(err).__name__}: {str(err)[:100]}", "raw": None}
+    info: dict[str, Any] = {"version": None, "raw": data if engine.acceptance_reads_server_info else None}
+    version = data.get(key) if isinstance(data, dict) else None
+    if isinstance(version, (int, float)) and not isinstance(version, bool) and math.isfinite(version):
+        version = str(version)
+    if isinstance(version, str) and 0 < len(version) <= 100:
+        info["version"] = version
+    elif not isinstance(data, dict):
+        info["version_error"] = f"{where}: answered a JSON {type(data).__name__}, not an object"
+    else:
+        info["version_error"] = f"{where}: {key!r} is {'missing' if version is None else 'not a version string'}"
+    return info
+
+
+async def check_url(session: aiohttp.ClientSession, config: ServerConfig, model: str, engine: Engine) -> None:
+    assert config.url is not None  # only a config given by URL is checked
+    url = config.url + engine.models_path
+    shown = redact_url(url)
+    try:
+        async with session.get(url, timeout=aiohttp.ClientTimeout(total=15)) as r:
+            if r.status != 200:
+                raise ServerError(f"config {config.name!r}: GET {shown} returned HTTP {r.status}")
+            body = await read_capped(r, PROBE_LIMIT)
+    except ValueError as err:
+        raise ServerError(f"config {config.name!r}: GET {shown}: {err}") from None
+    except (TimeoutError, aiohttp.ClientError) as err:
+        raise ServerError(redact_url(f"config {config.name!r}: cannot reach {shown}: {type(err).__name__} {err}".rstrip())) from None
+    try:
+        served = served_models(body)
+    except ValueError as err:
+        raise ServerError(redact_url(f"config {config.name!r}: GET {shown}: {err}")) from None
+    if model not in served:
+        raise ServerError(f"config {config.name!r}: {redact_url(config.url)} serves {served}, not the suite's model {model!r}")
+
+
+@asynccontextmanager
+async def open_server(suite: Suite, config: ServerConfig, book: ServerBook, session: aiohttp.ClientSession,
+                      stop: asyncio.Event | None = None) -> AsyncIterator[Server]:
+    """The config's server, reached or launched (and stopped on exit); a launched one is recorded in
+    ``book`` while it runs."""
+    engine = load_engine(config.engine or suite.engine)
+    if config.url is not None:  # not launched
+        await check_url(session, config, suite.model, engine)
+        yield Server(config, config.url, engine, info={"engine": engine.name, "url": redact_url(config.url), "launched": False})
+        return
+    host = suite.server.host
+    port = config.port or free_port(host)
+    argv = engine.argv(config=config, model=suite.model, model_path=suite.server.model_path, host=host, port=port,
+                       python=suite.server.python, extra=suite.server.args)
+    env = {**engine.env, **suite.server.env, **config.env}
+    if config.gpus is not None and engine.gpu_env:
+        env[engine.gpu_env] = config.gpus
+    url = f"http://{host}:{port}"
+    proc = ServerProcess(config.name, argv, env, book.logs / f"{config.name}.log", url, engine.health_path,
+                         engine.models_path, suite.model, suite.server.startup_timeout_s, engine.redact(argv))
+    proc.start()
+    identity = proc.identity()
+    assert identity is not None and proc.proc is not None  # start() spawned the process or raised
+    book.record_server(config.name, identity)
+    try:
+        ready_s = await proc.wait_ready(session, stop)
+        yield Server(config, url, engine, proc, info={
+            "engine": engine.name, "url": url, "launched": True, "argv": engine.redact(argv),
+            "env": redact_env(env),
+            "ready_s": round(ready_s, 1), "log": str(proc.log_path), "pid": proc.proc.pid,
+        })
+    finally:
+        proc.stop()
+        book.forget_server(config.name)
+
+
+def auth_headers(suite: Suite) -> dict[str, str]:
+    """``Authorization`` for every request to the suite's servers, probes included: vLLM's
+    ``--api-key`` guards every /v1 path, /v1/models among them."""
+    api_key = os.environ.get(suite.api_key_env) if suite.api_key_env else None
+    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
+
+
+def request_spec(suite: Suite, server: Server) -> RequestSpec:
+    api_key = os.environ.get(suite.api_key_env) or None if suite.api_key_env else None
+    extra = {**(server.engine.data.get("request_extra") or {}), **suite.load.extra_body}
+    return RequestSpec(base_url=server.url, model=suite.model, endpoint=suite.endpoint,
+                       max_tokens=suite.load.max_tokens, temperature=suite.load.temperature, top_p=suite.load.top_p,
+                       ignore_eos=suite.load.ignore_eos, timeout_s=suite.load.timeout_s, extra_body=extra,
+                       api_key=api_key)

@@ -1,0 +1,200 @@
+"""One run directory in use: meta.json's life (start, resume, comparability, supersede, notes,
+timing) on top of ``RunDir``'s files. A sequential run and the parallel collector both record
+through it, so both leave the same files."""
+
+from __future__ import annotations
+
+import os
+import platform
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..cell import Cell
+from ..errors import SuiteError
+from ..grade import grade_phase
+from ..launch.process import stop_leftover
+from ..measure import PhaseInfo
+from ..provenance import suite_file_provenance
+from ..records import RequestRecord
+from ..report.render import markdown
+from ..slo import attach_capacity
+from ..suite import Suite
+from .preflight import now
+from .results import build_rows, redact_raw, run_notes
+from .rundir import RunDir
+
+Progress = Callable[..., None]
+
+
+def changed_comparability(suite: Suite, previous: dict[str, Any], phases: list[PhaseInfo]) -> list[str]:
+    """The comparability keys a resumed suite changed; of configs and data sets only those with
+    measured cells must stay the same (a config that never ran may be fixed)."""
+    old, new = previous.get("comparability", {}), suite.comparability()
+    changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k) and k not in ("configs", "datasets"))
+    measured = {"configs": {p.config for p in phases}, "datasets": {p.dataset for p in phases}}
+    for group in ("configs", "datasets"):
+        o, n = old.get(group, {}), new.get(group, {})
+        changed += [f"{group}.{name}" for name in sorted(set(o) & set(n) & measured[group]) if o[name] != n[name]]
+    return changed
+
+
+def check_usable(run: RunDir, suite: Suite, *, resume: bool, overwrite: bool) -> None:
+    """A fresh run needs an empty ``run``; a resumed one a run of a comparable suite."""
+    if resume:
+        run.check_resumable()
+        previous = run.load_meta()
+        changed = changed_comparability(suite, previous, run.load_phases()) if previous else []
+        if changed:
+            raise SuiteError(f"{suite.path}: cannot resume {run.path}: the suite changed in ways that "
+                             f"break comparability: {', '.join(changed)}")
+    elif not overwrite:
+        run.check_fresh()
+
+
+def new_meta(suite: Suite) -> dict[str, Any]:
+    """meta.json of a run that starts afresh."""
+    return {
+        "specbench_version": __version__,
+        "suite": {"name": suite.name, "path": str(suite.path), "raw": redact_raw(suite.raw)},
+        "suite_file": suite_file_provenance(suite.path),
+        "comparability": suite.comparability(),
+        "started_at": now(),
+        "host": {"platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count()},
+        "servers": {},
+        "failed_configs": {},
+    }
+
+
+def stop_leftovers(run: RunDir, progress: Progress) -> list[dict[str, Any]]:
+    """Stop the servers an earlier, killed run left running in ``run``; the ones stopped."""
+    stopped = []
+    for name, identity in run.launched().items():
+        if stop_leftover(identity):
+            stopped.append({"config": name, **identity})
+            progress("notice", message=f"stopped a leftover server of config {name!r} (pid {identity.get('pid')}) "
+                                       f"that an earlier, killed run had left running")
+    run.forget_all_servers()
+    return stopped
+
+
+class RunSession:
+    """The run dir of one ``specbench run``: fresh (``out`` must hold no run), ``resume`` (continue
+    it) or ``overwrite`` (replace it). ``extra_meta`` is merged into meta.json at ``begin``."""
+
+    def __init__(self, suite: Suite, out: Path, *, resume: bool = False, overwrite: bool = False,
+                 progress: Progress | None = None, extra_meta: dict[str, Any] | None = None) -> None:
+        if resume and overwrite:
+            raise SuiteError("--resume and --overwrite exclude each other")
+        self.suite, self.dir = suite, RunDir(out)
+        self.resume, self.overwrite = resume, overwrite
+        self.progress = progress or (lambda *a, **k: None)
+        self.extra_meta = extra_meta or {}
+        self.stopped_leftovers: list[dict[str, Any]] = []
+        self.meta: dict[str, Any] = {}
+        self.path, self.logs = self.dir.path, self.dir.logs
+
+    def prepare(self) -> None:
+        """Before anything is loaded or launched: refuse a run dir that cannot be used as asked (one
+        line, exit 2, nothing touched), then stop servers a killed earlier run left running in it."""
+        check_usable(self.dir, self.suite, resume=self.resume, overwrite=self.overwrite)
+        if self.resume or self.overwrite:
+            self.stopped_leftovers = stop_leftovers(self.dir, self.progress)
+
+    def begin(self) -> None:
+        """Open the run dir for writing: cleared (--overwrite), or its damaged lines quarantined and
+        its cut phases set aside (--resume)."""
+        if self.overwrite:
+            self.dir.clear()
+        self.dir.create()
+        self.meta = (self.dir.load_meta() if self.resume else {}) or new_meta(self.suite)
+        self.meta.setdefault("runs", []).append({"started_at": now(), "resume": self.resume, "overwrite": self.overwrite,
+                                                 **({"stopped_leftovers": self.stopped_leftovers} if self.stopped_leftovers else {})})
+        self.meta.update(self.extra_meta)
+        if self.resume:
+            self.supersede_incomplete()
+        self.save_meta()
+
+    def supersede_incomplete(self) -> None:
+        """Set aside what must be measured again (the cut phases are listed in meta.json), after
+        quarantining unreadable lines; see ``RunDir.supersede_incomplete``."""
+        cut, notes = self.dir.supersede_incomplete()
+        if cut:
+            self.meta.setdefault("superseded_phases", []).extend(cut)
+        for note in notes:  # said now and kept under the table: it bears on the numbers
+            self.progress("notice", message=note)
+            self.meta.setdefault("run_dir_notes", []).append(note)
+
+    def done(self) -> set[tuple[Cell, int]]:
+        return {(p.cell, p.repeat) for p in self.dir.load_phases() if p.complete}
+
+    def done_phases(self) -> dict[str, list[dict[str, Any]]]:
+        """The complete phases as written, per config."""
+        by: dict[str, list[dict[str, Any]]] = {}
+        for p in self.dir.load_phases():
+            if p.complete:
+                by.setdefault(p.config, []).append(p.to_dict())
+        return by
+
+    def searched(self, config: str) -> set[str]:
+        return set((self.meta.get("slo_search") or {}).get(config, {}))
+
+    def save_meta(self) -> None:
+        self.dir.write_meta(self.meta)
+
+    # ---- what a run reports, in the order it happens ----
+    def record_server(self, name: str, identity: dict[str, Any]) -> None:
+        self.dir.record_server(name, identity)
+
+    def forget_server(self, name: str) -> None:
+        self.dir.forget_server(name)
+
+    def server_ready(self, name: str, info: dict[str, Any]) -> None:
+        self.meta["servers"][name] = info
+        self.save_meta()
+
+    def chunk_clock(self, name: str, clock: str) -> None:
+        self.meta.setdefault("chunk_clock", {})[name] = clock
+
+    def store_phase(self, info: PhaseInfo, records: list[RequestRecord]) -> None:
+        grade_phase(self.suite, info.dataset, records)
+        self.dir.append_phase(info, records)
+        rows = self.write()
+        self.progress("cell_done", row=next((r for r in rows if Cell.of_row(r) == info.cell), None))
+
+    def store_probes(self, records: list[RequestRecord], rate: float) -> None:
+        self.dir.append_probes(records, rate)
+        self.progress("cell_done", row=None)
+
+    def store_search(self, name: str, dataset: str, result: dict[str, Any]) -> None:
+        self.meta.setdefault("slo_search", {}).setdefault(name, {})[dataset] = result
+        self.write()
+
+    def config_failed(self, name: str, error: str) -> None:
+        self.meta["failed_configs"][name] = error
+        self.progress("config_failed", config=name, error=error)
+
+    def config_restarting(self, name: str, attempt: int) -> None:
+        self.meta.setdefault("restarts", {})[name] = attempt
+        self.supersede_incomplete()
+
+    def config_succeeded(self, name: str) -> None:
+        """A config that completed every cell this time is no longer failed (from an earlier run)."""
+        self.meta["failed_configs"].pop(name, None)
+
+    def write(self) -> list[dict[str, Any]]:
+        """Rebuild the rows from the raw files; rewrite meta.json and the results."""
+        rows = build_rows(self.suite, self.dir.load_phases(), self.dir.load_requests())
+        attach_capacity(rows, self.meta.get("slo_search"), self.suite.baseline.name if self.suite.baseline else None)
+        self.meta["updated_at"] = now()
+        # `specbench report` prints them too
+        self.meta["notes"] = run_notes(self.suite, self.meta.get("chunk_clock")) + self.meta.get("run_dir_notes", [])
+        self.save_meta()
+        self.dir.write_results(rows, markdown(rows, self.meta))
+        return rows
+
+    def finish(self, timing: dict[str, Any]) -> list[dict[str, Any]]:
+        self.meta["finished_at"] = now()
+        self.meta["timing"] = timing
+        return self.write()
