@@ -13,6 +13,7 @@ import numpy as np
 from .errors import ResultsError
 from .gate import CellKey, GateError, Measure, is_number, judge_drop, lower_is_better, read_ci
 from .records import RequestRecord
+from .row import ResultRow
 from .report.model import Load, load_of
 
 
@@ -132,7 +133,7 @@ DECOMPOSITION_KEYS = ("step_cost_ratio", "speedup_decomposed", "speedup_decompos
                       "speedup_decomposed_ci_high", "speedup_residual")
 
 
-def decomposition(row: dict, base: dict, pairs: Sequence[tuple[RequestRecord, RequestRecord]]) -> dict[str, float | None]:
+def decomposition(row: ResultRow, base: ResultRow, pairs: Sequence[tuple[RequestRecord, RequestRecord]]) -> dict[str, float | None]:
     """Speedup = tokens per step ÷ step cost × residual, for one row against its baseline row.
 
     ``step_cost_ratio`` = step_mean_ms ÷ the baseline's; ``speedup_decomposed`` = stream tokens per
@@ -142,15 +143,15 @@ def decomposition(row: dict, base: dict, pairs: Sequence[tuple[RequestRecord, Re
     bootstrap of ``paired_decomposition``, scaled onto the row's point value like the speedup's.
     """
     out: dict[str, float | None] = dict.fromkeys(DECOMPOSITION_KEYS)
-    if row is base or row.get("run") == base.get("run"):
+    if row is base or row.run == base.run:
         return out
-    cost = ratio(row.get("step_mean_ms"), base.get("step_mean_ms"))
-    tokens = ratio(row.get("stream_mean_acceptance_length"), base.get("stream_mean_acceptance_length"))
+    cost = ratio(row.step_mean_ms, base.step_mean_ms)
+    tokens = ratio(row.stream_mean_acceptance_length, base.stream_mean_acceptance_length)
     out["step_cost_ratio"] = cost
     if cost is None or tokens is None:
         return out
     out["speedup_decomposed"] = tokens / cost
-    out["speedup_residual"] = ratio(row.get("speedup_vs_baseline"), out["speedup_decomposed"])
+    out["speedup_residual"] = ratio(row.speedup_vs_baseline, out["speedup_decomposed"])
     point, lo, hi = paired_decomposition(pairs)
     if point and lo is not None and hi is not None:
         scale = tokens / cost / point

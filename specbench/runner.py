@@ -29,7 +29,7 @@ from .errors import LaunchError, ServerError, SuiteError
 from .grade import grade_phase
 from .launch import Engine, ServerProcess, load_engine, reap_all
 from .launch.process import free_port, port_in_use, served_models, stop_leftover
-from .measure import PhaseInfo, add_comparisons, order_row, summarize_cell
+from .measure import PhaseInfo, ResultRow, add_comparisons, summarize_cell
 from .provenance import suite_file_provenance
 from .quality import add_quality, suite_notes
 from .records import Prompt, RequestRecord
@@ -63,7 +63,7 @@ class Server:
 @dataclass
 class RunOutcome:
     path: Path
-    rows: list[dict[str, Any]]
+    rows: list[ResultRow]
     failed_configs: dict[str, str]
     interrupted: bool = False
 
@@ -71,7 +71,7 @@ class RunOutcome:
     def exit_code(self) -> int:
         if self.interrupted:
             return 130
-        return 1 if self.failed_configs or any(r.get("status") != "ok" for r in self.rows) else 0
+        return 1 if self.failed_configs or any(r.status != "ok" for r in self.rows) else 0
 
 
 Progress = Callable[..., None]
@@ -212,7 +212,7 @@ def _request_spec(suite: Suite, server: Server) -> RequestSpec:
                        api_key=api_key)
 
 
-def build_rows(suite: Suite, phases: list[PhaseInfo], records: list[RequestRecord]) -> list[dict[str, Any]]:
+def build_rows(suite: Suite, phases: list[PhaseInfo], records: list[RequestRecord]) -> list[ResultRow]:
     """Results rows for every cell measured so far, in suite order (data set, then config)."""
     configs = {c.name: c for c in suite.configs}
     by_cell: dict[Cell, list[PhaseInfo]] = {}
@@ -233,7 +233,7 @@ def build_rows(suite: Suite, phases: list[PhaseInfo], records: list[RequestRecor
                                            k=c.num_speculative_tokens))
     add_comparisons(rows, [r for r in records], suite.baseline.name if suite.baseline else None)
     add_quality(rows, phases, records, suite)
-    return [order_row(r) for r in rows]
+    return rows
 
 
 def redact_raw(raw: Any) -> Any:
@@ -337,7 +337,7 @@ class Runner:
         row = next((r for r in rows if Cell.of_row(r) == info.cell), None)
         self.progress("cell_done", row=row)
 
-    def write(self) -> list[dict[str, Any]]:
+    def write(self) -> list[ResultRow]:
         phases, records = self.run.load_phases(), self.run.load_requests()
         rows = build_rows(self.suite, phases, records)
         attach_capacity(rows, self.meta.get("slo_search"), self.suite.baseline.name if self.suite.baseline else None)

@@ -1,0 +1,412 @@
+"""One typed results row: a cell's numbers as results.json holds them.
+
+Adding a metric is three edits: the function that measures it (returning ``{key: value}``, which
+``ResultRow.update`` takes), one field here (its annotation is also what the loader checks a value
+from a file against), and, to show it in the tables, one entry in ``report/columns.py``.
+
+A row keeps which keys it carries and in what order, exactly as the dicts it replaces did: a key
+is written when it was set (a comparison key only where there is a baseline, for instance), and a
+file's keys this version does not know (from a newer or older specbench, or another tool) are kept
+in ``extra`` and written back. ``to_dict`` is therefore byte-for-byte today's results.json row.
+
+``from_dict`` is the only way a row is read from a file. What cannot be a row (not an object, no
+``run``/``dataset``) is a one-line ``ResultsError``; a value of the wrong type, and NaN/±Infinity
+anywhere, become ``None`` (the cell renders ``—``), each said as one line naming file, record and key.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import typing
+from dataclasses import dataclass, field, fields
+from typing import Any, TypeGuard
+
+from .errors import ResultsError
+
+#: the reference table's keys, first and in this order in every row
+REFERENCE_KEYS = [
+    "dataset", "run", "method", "num_speculative_tokens", "requests", "output_tokens",
+    "request_throughput_rps", "output_throughput_tps", "speedup_vs_baseline",
+    "latency_mean_ms", "latency_p50_ms", "latency_p95_ms", "latency_p99_ms",
+    "ttft_mean_ms", "ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms",
+    "itl_mean_ms", "itl_p50_ms", "itl_p95_ms", "itl_p99_ms",
+    "tpot_mean_ms", "tpot_p50_ms", "tpot_p95_ms",
+    "acceptance_rate", "acceptance_pos_1", "acceptance_pos_2", "acceptance_pos_3", "mean_acceptance_length",
+]
+
+Numbers = list[float | None]
+Obj = dict[str, Any]
+
+
+@dataclass(eq=False)
+class ResultRow:
+    """One cell's results (``measure.summarize_cell``); see the module docstring for the rules."""
+
+    # --- the reference keys
+    dataset: str
+    run: str
+    method: str | None = None
+    num_speculative_tokens: int | None = None
+    requests: int | None = None
+    output_tokens: int | None = None
+    request_throughput_rps: float | None = None
+    output_throughput_tps: float | None = None
+    speedup_vs_baseline: float | None = None
+    latency_mean_ms: float | None = None
+    latency_p50_ms: float | None = None
+    latency_p95_ms: float | None = None
+    latency_p99_ms: float | None = None
+    ttft_mean_ms: float | None = None
+    ttft_p50_ms: float | None = None
+    ttft_p95_ms: float | None = None
+    ttft_p99_ms: float | None = None
+    itl_mean_ms: float | None = None
+    itl_p50_ms: float | None = None
+    itl_p95_ms: float | None = None
+    itl_p99_ms: float | None = None
+    tpot_mean_ms: float | None = None
+    tpot_p50_ms: float | None = None
+    tpot_p95_ms: float | None = None
+    acceptance_rate: float | None = None
+    acceptance_pos_1: float | None = None
+    acceptance_pos_2: float | None = None
+    acceptance_pos_3: float | None = None
+    mean_acceptance_length: float | None = None
+    # --- latency and the stream (metrics.py)
+    tpot_p99_ms: float | None = None
+    step_mean_ms: float | None = None
+    step_p50_ms: float | None = None
+    step_p95_ms: float | None = None
+    step_p99_ms: float | None = None
+    shared_read_chunks: int | None = None
+    shared_read_share: float | None = None
+    # --- the load point and how the cell was measured
+    concurrency: int | None = None
+    request_rate: float | None = None
+    max_concurrency: int | None = None
+    repeats: int | None = None
+    duration_s: float | None = None
+    prompt_tokens: int | None = None
+    # --- acceptance: counters, stream, per-request stats (acceptance.py)
+    acceptance_per_position: Numbers | None = None
+    acceptance_source: str | None = None
+    acceptance_window: str | None = None
+    acceptance_error: str | None = None
+    spec_drafts: int | None = None
+    spec_draft_tokens: int | None = None
+    spec_accepted_tokens: int | None = None
+    stream_steps: int | None = None
+    stream_accepted_tokens: int | None = None
+    stream_mean_acceptance_length: float | None = None
+    stream_acceptance_rate: float | None = None
+    stream_acceptance_joint: Numbers | None = None
+    stream_acceptance_conditional: Numbers | None = None
+    stream_tokens_per_step_histogram: Obj | None = None
+    stream_merged_chunks: int | None = None
+    acceptance_tokens_diff: float | None = None
+    acceptance_sources_agree: bool | None = None
+    draft_step_share: float | None = None
+    request_stats_mean_acceptance_length: float | None = None
+    # --- failures, provenance, spread
+    failed_requests: int | None = None
+    errors: Obj | None = None
+    status: str | None = None
+    server_died: bool | None = None
+    token_count_source: Obj | None = None
+    token_count_warnings: Obj | None = None
+    itl_percentiles_estimated: bool | None = None
+    notes: list[str] | None = None
+    output_throughput_tps_repeats: Numbers | None = None
+    categories: Obj | None = None
+    engine: str | None = None
+    server_version: str | None = None
+    server_url: str | None = None
+    std: Obj | None = None
+    ci95: Obj | None = None
+    # --- against the baseline (compare.py)
+    paired_speedup: float | None = None
+    paired_speedup_ci_low: float | None = None
+    paired_speedup_ci_high: float | None = None
+    paired_prompts: int | None = None
+    fidelity_identical: float | None = None
+    fidelity_compared: int | None = None
+    fidelity_unit: str | None = None
+    fidelity_first_divergence_median: float | None = None
+    step_cost_ratio: float | None = None
+    speedup_decomposed: float | None = None
+    speedup_decomposed_ci_low: float | None = None
+    speedup_decomposed_ci_high: float | None = None
+    speedup_residual: float | None = None
+    speedup_ci_method: str | None = None
+    # --- SLOs, per-request acceptance, accuracy, energy and cost (quality.py)
+    slo: Obj | None = None
+    slo_attainment: float | None = None
+    slo_met_requests: int | None = None
+    goodput_rps: float | None = None
+    request_acceptance_p10: float | None = None
+    request_acceptance_p50: float | None = None
+    request_acceptance_p90: float | None = None
+    request_acceptance_mean: float | None = None
+    request_acceptance_token_weighted_mean: float | None = None
+    request_acceptance_requests: int | None = None
+    request_acceptance_source: str | None = None
+    accuracy: float | None = None
+    accuracy_compared: int | None = None
+    accuracy_ungraded: int | None = None
+    accuracy_truncated: int | None = None
+    accuracy_error: str | None = None
+    grade_network_guard: str | None = None
+    energy_j: float | None = None
+    joules_per_output_token: float | None = None
+    gpu_util_mean_pct: float | None = None
+    gpu_mem_used_max_mib: float | None = None
+    sm_clock_mean_mhz: float | None = None
+    telemetry_gpus: Any = None
+    telemetry_error: str | None = None
+    gpu_hour_usd: float | None = None
+    cost_gpus: int | None = None
+    usd_per_million_output_tokens: float | None = None
+    cost_error: str | None = None
+    slower_than_baseline_share: float | None = None
+    slower_than_baseline_compared: int | None = None
+    accuracy_diff_vs_baseline: float | None = None
+    accuracy_diff_ci_low: float | None = None
+    accuracy_diff_ci_high: float | None = None
+    accuracy_mcnemar_p: float | None = None
+    accuracy_paired_prompts: int | None = None
+    accuracy_diff_method: str | None = None
+    energy_per_token_ratio_vs_baseline: float | None = None
+    cost_saving_vs_baseline: float | None = None
+    # --- the SLO capacity search (slo.attach_capacity)
+    slo_search_percentile: float | None = None
+    slo_max_rate_rps: float | None = None
+    slo_max_rate_bracket: Numbers | None = None
+    slo_search_steps: int | None = None
+    slo_capacity_speedup: float | None = None
+    slo_capacity_speedup_range: Numbers | None = None
+    #: keys this version has no field for (acceptance_pos_4.., a newer version's), kept as read
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_keys", [f for f in FIELD_NAMES if f in self.__dict__] + list(self.extra))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+        keys = self.__dict__.get("_keys")
+        if keys is not None and name in FIELD_SET and name not in keys:
+            keys.append(name)
+
+    @classmethod
+    def start(cls, dataset: str, run: str) -> ResultRow:
+        """A row carrying only ``dataset`` and ``run``; each key set afterwards joins it, in that order."""
+        row = cls.__new__(cls)
+        for f in FIELDS:
+            object.__setattr__(row, f.name, f.default_factory() if f.name == "extra" else f.default)  # type: ignore[misc]
+        object.__setattr__(row, "_keys", [])
+        row.dataset, row.run = dataset, run
+        return row
+
+    # ---- keys by name: for metric functions' dicts and keys made at run time (acceptance_pos_N)
+    def has(self, key: str) -> bool:
+        return key in self._keys
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """The value of ``key`` (a field or a kept extra), ``default`` when the row does not carry it."""
+        if key not in self._keys:
+            return default
+        return getattr(self, key) if key in FIELD_SET else self.extra[key]
+
+    def set(self, key: str, value: Any) -> None:
+        if key in FIELD_SET:
+            setattr(self, key, value)
+            return
+        if key not in self._keys:
+            self._keys.append(key)
+        self.extra[key] = value
+
+    def update(self, values: typing.Mapping[str, Any]) -> None:
+        for key, value in values.items():
+            self.set(key, value)
+
+    def keys(self) -> list[str]:
+        return list(self._keys)
+
+    def to_dict(self, reference_first: bool = True) -> dict[str, Any]:
+        """The results.json object: the reference keys first (null when unset), then every other key
+        the row carries, in the order it was set or read. ``reference_first=False``: only the keys
+        carried, in that order (a file echoed as it was read)."""
+        out = {k: self.get(k) for k in REFERENCE_KEYS} if reference_first else {}
+        out.update({k: self.get(k) for k in self._keys if k not in out})
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str | Any = "results", index: int = 0,
+                  problems: list[str] | None = None) -> ResultRow:
+        """A row from a results file's ``data[index]``. Repairs (a value that cannot be what its key
+        holds, shown as —) are appended to ``problems``; without that list the first is a ResultsError."""
+        checker = _Checker(where)
+        row = checker.row(index, data)
+        if problems is None and checker.problems:
+            raise ResultsError(refusal(checker.problems))
+        if problems is not None:
+            problems += checker.problems
+        return row
+
+    _keys: list[str] = field(init=False, repr=False, default_factory=list)
+
+
+FIELDS = [f for f in fields(ResultRow) if f.name != "_keys"]
+FIELD_NAMES = [f.name for f in FIELDS if f.name != "extra"]
+FIELD_SET = frozenset(FIELD_NAMES)
+
+
+# ----------------------------------------------------------------------------- reading a row
+
+def is_number(value: Any) -> TypeGuard[int | float]:
+    """A finite int or float (bool is not a number here)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _kind_of(annotation: Any) -> str | None:
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    base = args[0] if len(args) == 1 else annotation
+    if base is str:
+        return "text"
+    if base is bool:
+        return "flag"
+    if base in (int, float):
+        return "number"
+    origin = typing.get_origin(base)
+    if origin is dict:
+        return "mapping"
+    if origin is list and typing.get_args(base)[0] != str:
+        return "numbers"
+    return None
+
+
+_HINTS = typing.get_type_hints(ResultRow)
+#: what each field holds, from its annotation: text, flag, number, numbers, mapping; None = anything
+FIELD_KINDS: dict[str, str | None] = {name: _kind_of(_HINTS[name]) for name in FIELD_NAMES}
+
+#: a key this version has no field for is checked by its name, as results from older versions were
+_NUMBER = re.compile(
+    r"(_ms|_tps|_rps|_s|_share|_tokens|_rate|_length|_diff|_chunks|_steps|_drafts|requests|concurrency|repeats"
+    r"|_prompts|_compared|_identical|_median|_high|_low|_speedup|_vs_baseline)$|^acceptance_pos_\d+$")
+
+
+def expected_kind(key: str) -> str | None:
+    """What a results key holds: text, flag, numbers, mapping, number; None = unknown (kept as is)."""
+    if key in FIELD_KINDS:
+        return FIELD_KINDS[key]
+    return "number" if _NUMBER.search(key) else None
+
+
+def show(value: Any) -> str:
+    """A value as an error line quotes it: JSON, cut at 40 characters."""
+    text = json.dumps(value, allow_nan=True, default=str) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def finite(value: Any) -> Any:
+    """``value`` with NaN/±Infinity anywhere inside it replaced by None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [finite(v) for v in value]
+    return value
+
+
+def refusal(problems: list[str]) -> str:
+    """The first repair, and how many more, as an error line (a verdict never rests on a repaired value)."""
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    return problems[0].replace("; shown as —", "").replace("; ignored", "") + more
+
+
+_EXPECTED = {"number": "a finite number", "text": "text", "flag": "true/false"}
+_TYPES: dict[str, Any] = {"number": is_number, "text": lambda v: isinstance(v, str), "flag": lambda v: isinstance(v, bool)}
+
+
+class _Checker:
+    """Checks one file's records, remembering each repair as a line naming the file, record and key."""
+
+    def __init__(self, where: Any) -> None:
+        self.where = where
+        self.problems: list[str] = []
+
+    def note(self, at: str, key: str, value: Any, expected: str) -> None:
+        self.problems.append(f"{self.where}: {at}: {key}: expected {expected}, got {show(value)}; shown as —")
+
+    def value(self, at: str, key: str, value: Any, label: str | None = None) -> Any:
+        """``value`` if it has the type ``key`` holds, else None (noted under ``label``, default the key)."""
+        if value is None:
+            return None
+        kind = expected_kind(key)
+        name = label or key
+        if kind in _TYPES:
+            if _TYPES[kind](value):
+                return value
+            self.note(at, name, value, _EXPECTED[kind])
+            return None
+        if kind == "numbers":
+            if not isinstance(value, list):
+                self.note(at, name, value, "a list of numbers")
+                return None
+            if any(v is not None and not is_number(v) for v in value):
+                self.note(at, name, value, "a list of finite numbers")
+            return [v if is_number(v) else None for v in value]
+        if kind == "mapping":
+            if not isinstance(value, dict):
+                self.note(at, name, value, "an object")
+                return None
+            return self.mapping(at, key, value) if label is None else finite(value)
+        if isinstance(value, float) and not math.isfinite(value):
+            self.note(at, name, value, "a finite number")
+            return None
+        return finite(value)
+
+    def mapping(self, at: str, key: str, value: dict[str, Any]) -> dict[str, Any] | None:
+        if key == "ci95":
+            out = {}
+            for metric, bounds in value.items():
+                ok = (bounds is None or (isinstance(bounds, list) and len(bounds) == 2
+                                         and all(b is None or is_number(b) for b in bounds)))
+                if not ok:
+                    self.note(at, f"ci95.{metric}", bounds, "[low, high]")
+                out[metric] = bounds if ok else None
+            return out
+        if key in ("std", "errors", "stream_tokens_per_step_histogram"):
+            out = {}
+            for k, v in value.items():
+                if v is not None and not is_number(v):
+                    self.note(at, f"{key}.{k}", v, "a finite number")
+                    v = None
+                out[k] = v
+            return out
+        if key == "categories":
+            out = {}
+            for cat, stats in value.items():
+                if not isinstance(stats, dict):
+                    self.note(at, f"categories.{cat}", stats, "an object")
+                    continue
+                out[cat] = {k: self.value(at, k, v, f"categories.{cat}.{k}") for k, v in stats.items()}
+            return out
+        return finite(value)
+
+    def row(self, i: int, record: Any) -> ResultRow:
+        if not isinstance(record, dict):
+            raise ResultsError(f"{self.where}: record {i}: expected an object, got {type(record).__name__}")
+        for key in ("run", "dataset"):
+            if key not in record:
+                raise ResultsError(f"{self.where}: record {i}: key {key!r} missing")
+            if not isinstance(record[key], str) or not record[key]:
+                raise ResultsError(f"{self.where}: record {i}: {key}: expected text, got {show(record[key])}")
+        at = f"record {i} ({record['run']} / {record['dataset']})"
+        row = ResultRow.start(record["dataset"], record["run"])
+        row._keys.clear()
+        for k, v in record.items():
+            row.set(k, v if k in ("run", "dataset") else self.value(at, k, v))
+        return row
