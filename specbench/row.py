@@ -281,7 +281,7 @@ def _kind_of(annotation: Any) -> str | None:
     origin = typing.get_origin(base)
     if origin is dict:
         return "mapping"
-    if origin is list and typing.get_args(base)[0] != str:
+    if origin is list and typing.get_args(base)[0] is not str:
         return "numbers"
     return None
 

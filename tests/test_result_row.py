@@ -60,8 +60,8 @@ def test_a_row_read_back_writes_the_same_json(tmp_path):
     (tmp_path / "results.json").write_text(GOLDEN.read_text())
     run = load_run(tmp_path, quiet=True)
     assert run.problems == []
-    assert json.dumps([r.to_dict() for r in run.records], indent=2) + "\n" == GOLDEN.read_text()
-    assert [r.to_dict(reference_first=False) for r in run.records] == json.loads(GOLDEN.read_text())
+    assert json.dumps([r.to_dict() for r in run.rows], indent=2) + "\n" == GOLDEN.read_text()
+    assert [r.to_dict(reference_first=False) for r in run.rows] == json.loads(GOLDEN.read_text())
 
 
 def test_unknown_keys_are_kept_in_place_and_known_ones_typed():
