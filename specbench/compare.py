@@ -13,8 +13,8 @@ import numpy as np
 from .errors import ResultsError
 from .gate import CellKey, GateError, Measure, is_number, judge_drop, lower_is_better, read_ci
 from .records import RequestRecord
-from .row import ResultRow
 from .report.model import Load, load_of
+from .row import ResultRow
 
 
 def ratio(value: float | None, reference: float | None) -> float | None:
@@ -278,8 +278,8 @@ class RunComparison:
         return out
 
 
-def run_cell(record: dict) -> RunCell:
-    return RunCell(str(record["run"]), str(record["dataset"]), load_of(record))
+def run_cell(row: ResultRow) -> RunCell:
+    return RunCell(row.run, row.dataset, load_of(row))
 
 
 def change_verdict(old: Measure, new: Measure, metric: str, tolerance: float = 0.0) -> Verdict:
@@ -298,7 +298,7 @@ def change_verdict(old: Measure, new: Measure, metric: str, tolerance: float = 0
     return "within noise"
 
 
-def _measure(record: dict, metric: str, cell: RunCell, where: str) -> Measure | None:
+def _measure(record: ResultRow, metric: str, cell: RunCell, where: str) -> Measure | None:
     value = record.get(metric)
     if not is_number(value) or not math.isfinite(value):
         return None
@@ -309,14 +309,14 @@ def _measure(record: dict, metric: str, cell: RunCell, where: str) -> Measure | 
     return Measure(float(value), ci)
 
 
-def _metric_change(old_rec: dict, new_rec: dict, metric: str, cell: RunCell, where: tuple[str, str],
+def _metric_change(old_rec: ResultRow, new_rec: ResultRow, metric: str, cell: RunCell, where: tuple[str, str],
                    tolerance: float) -> MetricChange:
     old, new = _measure(old_rec, metric, cell, where[0]), _measure(new_rec, metric, cell, where[1])
-    if metric == "speedup_vs_baseline" and all(r.get("method") == "baseline" and r.get(metric) in (1.0, None)
+    if metric == "speedup_vs_baseline" and all(r.method == "baseline" and r.get(metric) in (1.0, None)
                                                for r in (old_rec, new_rec)):
         return MetricChange(metric, old, new, "not measured", BASELINE_ITSELF)
-    bad = [f"{side} cell {r.get('status')}" for side, r in (("old", old_rec), ("new", new_rec))
-           if r.get("status", "ok") != "ok"]
+    bad = [f"{side} cell {r.status}" for side, r in (("old", old_rec), ("new", new_rec))
+           if r.cell_status != "ok"]
     if bad:
         return MetricChange(metric, old, new, "not comparable", ", ".join(bad))
     if old is None or new is None:
@@ -325,7 +325,7 @@ def _metric_change(old_rec: dict, new_rec: dict, metric: str, cell: RunCell, whe
     return MetricChange(metric, old, new, change_verdict(old, new, metric, tolerance))
 
 
-def compare_runs(old: Sequence[dict], new: Sequence[dict], where: tuple[str, str] = ("old", "new"),
+def compare_runs(old: Sequence[ResultRow], new: Sequence[ResultRow], where: tuple[str, str] = ("old", "new"),
                  metrics: Sequence[str] = tuple(m for m, _ in RUN_METRICS), tolerance: float = 0.0) -> RunComparison:  # type: ignore[name-defined]  # mypy misreads a generator in a default
     """Per cell of two runs of one suite: each metric old → new with its CI and a verdict.
 

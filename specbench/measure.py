@@ -196,7 +196,7 @@ def summarize_cell(phases: Sequence[PhaseInfo], records: Sequence[RequestRecord]
                                                      "acceptance_pos_3", "mean_acceptance_length")})
     _extras(row, phases, acceptance, total)
     row.update(acc.stream_summary(measured, k))
-    row.update(acc.agreement(row.spec_accepted_tokens, row.stream_accepted_tokens, row.requests))
+    row.update(acc.agreement(row.spec_accepted_tokens, row.stream_accepted_tokens, row.requests or 0))
     row.draft_step_share = row.spec_drafts / row.stream_steps if row.spec_drafts and row.stream_steps else None
     req_stats = acc.request_stats_acceptance(measured)
     row.request_stats_mean_acceptance_length = req_stats["mean_acceptance_length"] if req_stats else None

@@ -10,15 +10,14 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any
 
 from .cell import Cell
 from .compare import paired_requests, ratio
 from .grade import accuracy_pairs, accuracy_summary, paired_accuracy
 from .measure import PhaseInfo
 from .per_request import acceptance_summary, slower_share
-from .row import ResultRow
 from .records import RequestRecord
+from .row import ResultRow
 from .slo import slo_summary
 from .telemetry import cost_summary, gpu_count, telemetry_summary
 

@@ -203,10 +203,15 @@ class ResultRow:
         """A row carrying only ``dataset`` and ``run``; each key set afterwards joins it, in that order."""
         row = cls.__new__(cls)
         for f in FIELDS:
-            object.__setattr__(row, f.name, f.default_factory() if f.name == "extra" else f.default)  # type: ignore[misc]
+            object.__setattr__(row, f.name, {} if f.name == "extra" else f.default)
         object.__setattr__(row, "_keys", [])
         row.dataset, row.run = dataset, run
         return row
+
+    @property
+    def cell_status(self) -> Any:
+        """``status``; a row without the key (from another tool) counts as "ok", a null one does not."""
+        return self.status if self.has("status") else "ok"
 
     # ---- keys by name: for metric functions' dicts and keys made at run time (acceptance_pos_N)
     def has(self, key: str) -> bool:
@@ -255,6 +260,11 @@ class ResultRow:
         return row
 
     _keys: list[str] = field(init=False, repr=False, default_factory=list)
+
+
+def rows_from(records: Any, where: str = "rows") -> list[ResultRow]:
+    """``ResultRow.from_dict`` over a list of row objects, strictly (the first repair is an error)."""
+    return [ResultRow.from_dict(r, where, i) for i, r in enumerate(records)]
 
 
 FIELDS = [f for f in fields(ResultRow) if f.name != "_keys"]

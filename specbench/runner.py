@@ -33,7 +33,7 @@ from .measure import PhaseInfo, ResultRow, add_comparisons, summarize_cell
 from .provenance import suite_file_provenance
 from .quality import add_quality, suite_notes
 from .records import Prompt, RequestRecord
-from .report.render import markdown
+from .report.markdown import markdown
 from .scrape import PROBE_LIMIT, read_capped, scrape
 from .secrets import redact_env, redact_mapping, redact_url
 from .slo import PROBE_PHASE, PROBES_FILE, attach_capacity, search_server

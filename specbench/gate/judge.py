@@ -222,20 +222,15 @@ def evaluate_cell(
     return Verdict(check, key, measured, reference, check.value, judge_limit(measured, check.value))
 
 
-def status(cell: ResultRow) -> Any:
-    """The cell's status; a row from another tool that has none counts as ok."""
-    return cell.status if cell.has("status") else "ok"
-
-
 def require_ok(cell: ResultRow, side: str, key: CellKey, check: Check) -> None:
     """A failed cell has no trustworthy numbers; judging it either way would be a guess."""
-    if status(cell) != "ok":
-        raise GateError(f"{side} cell {key} has status {status(cell)!r}; {check.describe()} cannot be judged")
+    if cell.cell_status != "ok":
+        raise GateError(f"{side} cell {key} has status {cell.cell_status!r}; {check.describe()} cannot be judged")
 
 
 def context_measure(ref: ResultRow | None, metric: str, key: CellKey) -> Measure | None:
     """The reference value shown beside a floor or ceiling; such checks do not need one."""
-    if ref is None or status(ref) != "ok":
+    if ref is None or ref.cell_status != "ok":
         return None
     try:
         return read_measure(ref, metric, "reference", key)

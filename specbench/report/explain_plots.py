@@ -107,9 +107,10 @@ def decomposition_plot(m: Model) -> str:
                                "it carries).</li>")
             for x in xs:
                 r = m.row(c, d, next(ld for ld in loads if ld.value == x))
-                dec, res = _num((r or {}).get("speedup_decomposed")), _num((r or {}).get("speedup_residual"))
+                dec = _num(r.speedup_decomposed if r is not None else None)
+                res = _num(r.speedup_residual if r is not None else None)
                 if r is not None and x in al and x in cost and dec is not None:
-                    sp = _num((r or {}).get("speedup_vs_baseline"))
+                    sp = _num(r.speedup_vs_baseline)
                     summary.append(
                         f"<li><b>{esc(d)}</b> · <code>{esc(c)}</code> @ {esc(load_of(r).label)}: {al[x]:.2f} tokens per "
                         f"step ÷ step cost {cost[x]:.2f}× = {dec:.3f}× in decode"
@@ -135,7 +136,7 @@ def decomposition_plot(m: Model) -> str:
 def whatif_section(m: Model) -> str | None:
     from ..whatif import WHATIF_NOTE, load_label, verdict, whatif_curves
 
-    curves = whatif_curves(m.records, m.meta)
+    curves = whatif_curves(m.rows, m.meta)
     if not curves:
         return None
     plot = "whatif"
@@ -230,7 +231,7 @@ def tune_section(m: Model) -> str | None:
     from ..tune import analysis_of
     from ..whatif import load_label
 
-    result = analysis_of(m.records, m.meta)
+    result = analysis_of(m.rows, m.meta)
     if not result or not result["cells"]:
         return None
     plot = "tune"

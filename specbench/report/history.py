@@ -21,10 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ResultsError, SpecbenchError
+from ..row import ResultRow
 from .load import load_run, refusal
 from .model import Load, load_of
 
-Record = dict[str, Any]
+Record = ResultRow
 
 COMPLETE = "complete"
 SHOWN_FORMATS = ("markdown", "json", "csv", "html")
@@ -85,8 +86,8 @@ def _str(value: Any) -> str | None:
 
 def engines(records: Sequence[Record], meta: dict[str, Any]) -> list[str]:
     """``engine version`` of every server of the run, from its rows, else from meta.json's servers."""
-    found = [f"{r.get('engine')} {r.get('server_version') or ''}".strip() for r in records
-             if isinstance(r.get("engine"), str)]
+    found = [f"{r.engine} {r.server_version or ''}".strip() for r in records
+             if isinstance(r.engine, str)]
     if not found and isinstance(meta.get("servers"), dict):
         found = [f"{s.get('engine')} {s.get('version') or ''}".strip() for s in meta["servers"].values()
                  if isinstance(s, dict) and isinstance(s.get("engine"), str)]
@@ -143,11 +144,11 @@ def read_entry(path: Path) -> RunEntry:
             run = load_run(path, quiet=True)
             if run.problems:  # a repaired value would make a damaged run look complete
                 raise ResultsError(refusal(run.problems))
-            meta, records = run.meta, run.records
+            meta, records = run.meta, run.rows
             if not isinstance(meta, dict):
                 raise ResultsError(f"{path / 'meta.json'}: expected a JSON object")
             for i, r in enumerate(records):
-                if not (isinstance(r.get("run"), str) and isinstance(r.get("dataset"), str)):
+                if not (isinstance(r.run, str) and isinstance(r.dataset, str)):
                     raise ResultsError(f"{path / 'results.json'}: record {i} has no string 'run' and 'dataset'")
         else:
             meta, records = _read_meta(path / "meta.json"), None
@@ -191,7 +192,7 @@ def expected_cells(meta: dict[str, Any]) -> set[tuple[str, str, Load]] | None:
 
 
 def _cell_name(r: Record) -> str:
-    return f"{r['run']} / {r['dataset']} / {load_of(r).label}"
+    return f"{r.run} / {r.dataset} / {load_of(r).label}"
 
 
 def classify(meta: dict[str, Any], records: list[Record] | None) -> tuple[str, str]:
@@ -203,24 +204,24 @@ def classify(meta: dict[str, Any], records: list[Record] | None) -> tuple[str, s
     if meta and not meta.get("finished_at"):
         return "unfinished", f"{len(records)} cell(s) written but no finished_at in meta.json: still running, or killed"
     failed_configs = _dict(meta.get("failed_configs"))
-    failed = [_cell_name(r) for r in records if r.get("status") == "failed"]
+    failed = [_cell_name(r) for r in records if r.status == "failed"]
     if failed_configs or failed:
         parts = [f"config {name} failed: {str(err).splitlines()[0] if str(err) else '?'}"
                  for name, err in failed_configs.items()]
         parts += [f"cell {c} failed" for c in failed[:3]] + ([f"+{len(failed) - 3} more"] if len(failed) > 3 else [])
         return "failed", "; ".join(parts)
-    cut = [_cell_name(r) for r in records if r.get("status") not in (None, "ok")]
+    cut = [_cell_name(r) for r in records if r.status not in (None, "ok")]
     expected = expected_cells(meta)
-    present = {(r["run"], r["dataset"], load_of(r)) for r in records}
+    present = {(r.run, r.dataset, load_of(r)) for r in records}
     missing = len(expected - present) if expected is not None else 0
     raw = (meta.get("suite") or {}).get("raw") if isinstance(meta.get("suite"), dict) else None
     repeats = ((raw or {}).get("load") or {}).get("repeats", 1) if isinstance(raw, dict) else 1
-    short = [_cell_name(r) for r in records if isinstance(repeats, int) and isinstance(r.get("repeats"), int)
-             and r["repeats"] < repeats]
+    short = [_cell_name(r) for r in records if isinstance(repeats, int) and isinstance(r.repeats, int)
+             and r.repeats < repeats]
     if cut or missing or short:
         total = len(expected) if expected is not None else len(records)
         parts = [f"{len(present & expected) if expected is not None else len(records)} of {total} cells measured"]
-        parts += [f"cell {c} {next(r.get('status') for r in records if _cell_name(r) == c)}" for c in cut[:3]]
+        parts += [f"cell {c} {next(r.status for r in records if _cell_name(r) == c)}" for c in cut[:3]]
         parts += [f"cell {c} has fewer than {repeats} repeats" for c in short[:3]]
         return "interrupted", "; ".join(parts)
     return COMPLETE, ""
@@ -370,7 +371,7 @@ def _heading(h: SuiteHistory) -> str:
 
 
 def markdown(histories: Sequence[SuiteHistory], roots: Sequence[Path], show_all: bool) -> str:
-    from .render import markdown as table
+    from .markdown import markdown as table
 
     n_runs = sum(len(h.runs) for h in histories)
     what = "every complete run of each suite" if show_all else "the latest complete run of each suite (`--all`: every one)"
@@ -396,7 +397,7 @@ def as_json(histories: Sequence[SuiteHistory], roots: Sequence[Path], show_all: 
         for run in h.runs:
             entry = {**run.provenance(), "shown": run in h.shown}
             if run in h.shown:
-                entry["records"] = run.records
+                entry["records"] = [r.to_dict(reference_first=False) for r in run.records or []]
             runs.append(entry)
         suites.append({"suite": h.name, "runs": runs})
     return json.dumps({"roots": [str(r) for r in roots], "selection": "all" if show_all else "latest",
@@ -409,14 +410,14 @@ RUN_COLUMNS = ("suite", "run_dir", "run_started_at", "run_status", "run_note")
 def as_csv(histories: Sequence[SuiteHistory]) -> str:
     """One row per cell of each shown run, then one row per run that is not complete (its status and
     why, no numbers); the run_* columns say which run every row comes from."""
-    from .render import to_csv
+    from .csv_rows import to_csv
 
-    rows: list[Record] = []
+    rows: list[dict[str, Any]] = []
     for h in histories:
         for run in h.shown:
             head = {"suite": h.name, "run_dir": str(run.path), "run_started_at": run.meta.get("started_at"),
                     "run_status": run.status, "run_note": None}
-            rows += [{**head, **r} for r in run.records or []]
+            rows += [{**head, **r.to_dict(reference_first=False)} for r in run.records or []]
     for h in histories:
         for run in h.runs:
             if not run.complete:
@@ -436,7 +437,7 @@ def comparison_of(old: RunEntry, new: RunEntry, tolerance: float = 0.0):
 
 def parse_tolerance(text: str | None) -> float:
     """``--tolerance 5%``: the gate's percentage syntax (a bare number is refused there too)."""
-    from ..gate import parse_percent
+    from ..gate.checks import parse_percent
 
     if text is None:
         return 0.0
@@ -453,7 +454,7 @@ def rule_text(tolerance: float) -> str:
 
 
 def comparability(old_meta: dict[str, Any], new_meta: dict[str, Any]) -> list[str]:
-    from ..gate import comparability_problems
+    from ..gate.judge import comparability_problems
 
     if not old_meta or not new_meta:
         return ["a run has no meta.json: cannot verify the runs are comparable"]
@@ -473,7 +474,7 @@ def verdict_text(m, markup: dict[str, str] | None = None) -> str:
 
 def comparison_markdown(old: RunEntry, new: RunEntry, title: str, tolerance: float = 0.0) -> str:
     from ..compare import RUN_METRICS
-    from ..gate import fmt_measure
+    from ..gate.render import fmt_measure
 
     comp = comparison_of(old, new, tolerance)
     labels = dict(RUN_METRICS)
@@ -530,7 +531,7 @@ def comparison_dict(old: RunEntry, new: RunEntry, tolerance: float = 0.0) -> dic
     }
 
 
-def comparison_rows(suite: str, old: RunEntry, new: RunEntry, tolerance: float = 0.0) -> list[Record]:
+def comparison_rows(suite: str, old: RunEntry, new: RunEntry, tolerance: float = 0.0) -> list[dict[str, Any]]:
     d = comparison_dict(old, new, tolerance)
     head = {"suite": suite, "old_run": d["old"]["path"], "new_run": d["new"]["path"]}
     rows = []
@@ -550,7 +551,7 @@ def comparison_rows(suite: str, old: RunEntry, new: RunEntry, tolerance: float =
 
 def compare_report(histories: Sequence[SuiteHistory], fmt: str, tolerance: float = 0.0) -> str:
     """``report DIR --compare``: per suite, the latest complete run against the previous one."""
-    from .render import to_csv
+    from .csv_rows import to_csv
 
     pairs = [(h, h.latest_pair) for h in histories]
     if fmt == "json":
@@ -586,6 +587,8 @@ def report_cli(args: argparse.Namespace) -> int:
     tolerance = parse_tolerance(args.tolerance)
     if args.tolerance and not args.compare:
         raise ResultsError("--tolerance applies to --compare only")
+    if args.format not in SHOWN_FORMATS:
+        raise ResultsError(f"--format {args.format}: one run only, not the runs under a directory (formats here: {', '.join(SHOWN_FORMATS)})")
     histories = history(roots, suite=args.suite, since=since, show_all=args.all)
     if args.format == "html":
         from .history_html import write_history_html
@@ -616,8 +619,8 @@ def _explicit(path: Path) -> RunEntry:
     """A run named on the command line: read it strictly (a damaged run is an error here)."""
     run = load_run(path)
     meta = run.meta if isinstance(run.meta, dict) else {}
-    status, reason = classify(meta, run.records)
-    return RunEntry(run.path.parent if run.path else path, meta, run.records, status, reason,
+    status, reason = classify(meta, run.rows)
+    return RunEntry(run.path.parent if run.path else path, meta, run.rows, status, reason,
                     parse_time(meta.get("started_at")))
 
 
@@ -628,7 +631,7 @@ def compare_cli(args: argparse.Namespace) -> int:
     if args.format == "json":
         text = json.dumps(comparison_dict(old, new, tolerance), indent=2)
     elif args.format == "csv":
-        from .render import to_csv
+        from .csv_rows import to_csv
 
         text = to_csv(comparison_rows(new.suite or old.suite or "", old, new, tolerance))
     else:

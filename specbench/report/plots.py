@@ -46,20 +46,20 @@ def nm_html(detail: str = "") -> str:
 # --------------------------------------------------------------------------------------------
 
 def _interval(r: Record, key: str) -> tuple[float, float] | None:
-    ci = (r.get("ci95") or {}).get(key)
+    ci = (r.ci95 or {}).get(key)
     if ci and len(ci) == 2 and None not in ci:
         return float(ci[0]), float(ci[1])
-    if key == "paired_speedup" and r.get("paired_speedup_ci_low") is not None and r.get("paired_speedup_ci_high") is not None:
-        return float(r["paired_speedup_ci_low"]), float(r["paired_speedup_ci_high"])
+    if key == "paired_speedup" and r.paired_speedup_ci_low is not None and r.paired_speedup_ci_high is not None:
+        return float(r.paired_speedup_ci_low), float(r.paired_speedup_ci_high)
     return None
 
 
 def _why_missing(r: Record | None, what: str = "") -> str:
     if r is None:
         return "no such cell"
-    if r.get("status") == "failed":
+    if r.status == "failed":
         return "cell failed"
-    if r.get("status") == "interrupted":
+    if r.status == "interrupted":
         return "interrupted"
     return what
 
@@ -67,7 +67,7 @@ def _why_missing(r: Record | None, what: str = "") -> str:
 def speedup_plot(m: Model) -> str:
     plot = "speedup"
     title = "Speed-up over the baseline, per data set"
-    methods = _unique(r["speedup_ci_method"] for r in m.records if r.get("speedup_ci_method"))
+    methods = _unique(r.speedup_ci_method for r in m.rows if r.speedup_ci_method)
     how = ("; here: " + "; ".join(esc(x) for x in methods)) if methods else (
         "; Student-t over per-repeat ratios when the run has repeats")
     caption = (
@@ -92,12 +92,12 @@ def speedup_plot(m: Model) -> str:
                 rows.append(("load", ld.label))
             for c in m.spec_configs:
                 rows.append(("bar", (c, m.row(c, d, ld))))
-    has_paired = any(r.get("paired_speedup") is not None for r in m.records)
+    has_paired = any(r.paired_speedup is not None for r in m.rows)
     values: list[float] = [1.0]
     for kind, item in rows:
         if kind == "bar" and item[1] is not None:
             r = item[1]
-            for v in (r.get("speedup_vs_baseline"), r.get("paired_speedup")):
+            for v in (r.speedup_vs_baseline, r.paired_speedup):
                 if v is not None:
                     values.append(v)
             for key in ("speedup_vs_baseline", "paired_speedup"):
@@ -128,7 +128,7 @@ def speedup_plot(m: Model) -> str:
         else:
             config, r = item
             svg.text(label_w - 10, y + 15, config, anchor="end")
-            sp = None if r is None else r.get("speedup_vs_baseline")
+            sp = None if r is None else r.speedup_vs_baseline
             note_x = label_w + plot_w + 10
             if sp is None:
                 svg.not_measured(label_w + 6, y + 15, _why_missing(r))
@@ -140,7 +140,7 @@ def speedup_plot(m: Model) -> str:
                     svg.whisker(sx(iv[0]), sx(iv[1]), y + 13, INK, cap=5)
                 svg.text(note_x, y + 17, f"{sp:.3f}×" + (f"  [{iv[0]:.2f}–{iv[1]:.2f}]" if iv else "  (no CI)"),
                          size=12)
-            ps = None if r is None else r.get("paired_speedup")
+            ps = None if r is None else r.paired_speedup
             piv = None if r is None else _interval(r, "paired_speedup")
             if ps is not None:
                 if piv:
@@ -232,7 +232,7 @@ def load_plot(m: Model) -> str | None:
             pts = []
             for ld, x in zip(loads, xs):
                 r = m.row(c, d, ld)
-                v = None if r is None else r.get("speedup_vs_baseline")
+                v = None if r is None else r.speedup_vs_baseline
                 if r is None or v is None:
                     missing.append(f"{c} @ {ld.label}" + (f" ({_why_missing(r)})" if _why_missing(r) else ""))
                     continue
@@ -309,13 +309,13 @@ def load_plot(m: Model) -> str | None:
 # --------------------------------------------------------------------------------------------
 
 def _per_position(r: Record) -> list[float | None]:
-    per = r.get("acceptance_per_position")
+    per = r.acceptance_per_position
     if per:
         return list(per)
     out: list[float | None] = []
     i = 1
-    while f"acceptance_pos_{i}" in r:
-        out.append(r[f"acceptance_pos_{i}"])
+    while r.has(f"acceptance_pos_{i}"):
+        out.append(r.get(f"acceptance_pos_{i}"))
         i += 1
     while out and out[-1] is None:
         out.pop()
@@ -356,9 +356,9 @@ def acceptance_plot(m: Model) -> str:
     for d in m.datasets:
         data, partial = {}, {}
         for c in m.spec_configs:
-            rows = [r for r in m.records if r["run"] == c and r["dataset"] == d]
+            rows = [r for r in m.rows if r.run == c and r.dataset == d]
             counters, _ = _pool(rows, _per_position, "spec_drafts")
-            stream, _ = _pool(rows, lambda r: r.get("stream_acceptance_joint"), "stream_steps")
+            stream, _ = _pool(rows, lambda r: r.stream_acceptance_joint, "stream_steps")
             data[c] = (counters, stream)
             any_stream = any_stream or any(v is not None for v in stream)
             if any(v is not None for v in counters):  # pooled over fewer cells than exist: say which lack it
@@ -395,13 +395,13 @@ def acceptance_plot(m: Model) -> str:
     if any_stream:
         items.append(("stream estimate", MUTED, "hollow-line", "6 4"))
     body = legend(items) + '<div class="panels">' + "".join(f'<div class="svg-wrap">{p}</div>' for p in panels) + "</div>"
-    disagree = [r for r in m.records if r.get("acceptance_sources_agree") is False]
+    disagree = [r for r in m.rows if r.acceptance_sources_agree is False]
     if disagree:
         cells = "; ".join(
-            f"<code>{esc(r['run'])}</code> on {esc(r['dataset'])} {esc(load_of(r).label)}: counters "
-            f"{r['mean_acceptance_length']:.2f} vs stream {r['stream_mean_acceptance_length']:.2f} tokens/step"
-            for r in disagree if r.get("mean_acceptance_length") is not None
-            and r.get("stream_mean_acceptance_length") is not None)
+            f"<code>{esc(r.run)}</code> on {esc(r.dataset)} {esc(load_of(r).label)}: counters "
+            f"{r.mean_acceptance_length:.2f} vs stream {r.stream_mean_acceptance_length:.2f} tokens/step"
+            for r in disagree if r.mean_acceptance_length is not None
+            and r.stream_mean_acceptance_length is not None)
         body += (f'<p class="warn"><b>The two acceptance sources disagree</b> (mean acceptance length differs by more '
                  f"than 5%, <code>acceptance_sources_agree: false</code>): {cells}. Other traffic in the counter window, "
                  "chunks that merge or split engine steps, or max_tokens cutting the last step can cause this; "
@@ -417,7 +417,7 @@ def _pooled_category(rows: Sequence[Record]) -> dict[str, tuple[float | None, in
     """category -> (acceptance length pooled over load points, requests)."""
     acc: dict[str, list[tuple[float | None, int, int]]] = {}
     for r in rows:
-        for cat, v in (r.get("categories") or {}).items():
+        for cat, v in (r.categories or {}).items():
             acc.setdefault(cat, []).append((v.get("stream_mean_acceptance_length"), v.get("output_tokens") or 0,
                                             v.get("requests") or 0))
     out: dict[str, tuple[float | None, int]] = {}
@@ -442,13 +442,13 @@ def category_plot(m: Model) -> str:
         "no draft token accepted, so bars start at 1.0. Cells measured at several load points are pooled as Σtokens ÷ "
         "Σsteps (steps of a cell ≈ its output tokens ÷ its length). n = requests over all load points. Null values are "
         "written “not measured”.")
-    if not any(r.get("categories") for r in m.records):
+    if not any(r.categories for r in m.rows):
         return figure(plot, title, empty_plot(plot, "no row has a categories breakdown; its prompts carry no category"),
                       caption)
     configs = m.spec_configs or m.configs
     blocks = []
     for d in m.datasets:
-        per = {c: _pooled_category([r for r in m.records if r["run"] == c and r["dataset"] == d]) for c in configs}
+        per = {c: _pooled_category([r for r in m.rows if r.run == c and r.dataset == d]) for c in configs}
         cats = sorted({cat for v in per.values() for cat in v})
         if not cats:
             continue

@@ -51,8 +51,8 @@ def request_scatter(m: Model, requests: Sequence[RequestRecord] | None) -> str:
 
 
 def _load(m: Model, config: str, dataset: str, conc: int) -> str:
-    row = next((r for r in m.records if r["run"] == config and r["dataset"] == dataset
-                and ((r.get("concurrency") or r.get("max_concurrency") or 0) == conc)), None)
+    row = next((r for r in m.rows if r.run == config and r.dataset == dataset
+                and ((r.concurrency or r.max_concurrency or 0) == conc)), None)
     return load_of(row).label if row else Load("concurrency", float(conc)).label
 
 

@@ -47,7 +47,7 @@ def _panel(title: str, metric: str, axis: str, runs: Sequence[TrendRun], m: Mode
     for c in configs:
         pts = []
         for i, run in enumerate(runs):
-            r = next((x for x in run.records if x["run"] == c and x["dataset"] == dataset and load_of(x) == load), None)
+            r = next((x for x in run.records if x.run == c and x.dataset == dataset and load_of(x) == load), None)
             v = None if r is None else r.get(metric)
             if r is None or not isinstance(v, (int, float)) or isinstance(v, bool):
                 missing.append(f"{c} @ {_time_label(run.started)}")
