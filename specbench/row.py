@@ -41,10 +41,9 @@ Obj = dict[str, Any]
 
 
 @dataclass(eq=False)
-class ResultRow:
-    """One cell's results (``measure.summarize_cell``); see the module docstring for the rules."""
+class ReferenceKeys:
+    """The reference table's keys (``REFERENCE_KEYS``), in its order."""
 
-    # --- the reference keys
     dataset: str
     run: str
     method: str | None = None
@@ -74,7 +73,11 @@ class ResultRow:
     acceptance_pos_2: float | None = None
     acceptance_pos_3: float | None = None
     mean_acceptance_length: float | None = None
-    # --- latency and the stream (metrics.py)
+
+@dataclass(eq=False)
+class LatencyAndLoad:
+    """Latency beyond the reference percentiles, and the load point and how long it ran."""
+
     tpot_p99_ms: float | None = None
     step_mean_ms: float | None = None
     step_p50_ms: float | None = None
@@ -89,7 +92,11 @@ class ResultRow:
     repeats: int | None = None
     duration_s: float | None = None
     prompt_tokens: int | None = None
-    # --- acceptance: counters, stream, per-request stats (acceptance.py)
+
+@dataclass(eq=False)
+class Acceptance:
+    """Acceptance from the server's counters, from the stream's chunk sizes, and from per-request stats."""
+
     acceptance_per_position: Numbers | None = None
     acceptance_source: str | None = None
     acceptance_window: str | None = None
@@ -109,7 +116,11 @@ class ResultRow:
     acceptance_sources_agree: bool | None = None
     draft_step_share: float | None = None
     request_stats_mean_acceptance_length: float | None = None
-    # --- failures, provenance, spread
+
+@dataclass(eq=False)
+class Provenance:
+    """Failures, which count each number came from, the server, and the spread over repeats."""
+
     failed_requests: int | None = None
     errors: Obj | None = None
     status: str | None = None
@@ -125,7 +136,11 @@ class ResultRow:
     server_url: str | None = None
     std: Obj | None = None
     ci95: Obj | None = None
-    # --- against the baseline (compare.py)
+
+@dataclass(eq=False)
+class AgainstBaseline:
+    """Against the baseline on the same data set and load point (compare.py): speed-up CIs, fidelity, decomposition."""
+
     paired_speedup: float | None = None
     paired_speedup_ci_low: float | None = None
     paired_speedup_ci_high: float | None = None
@@ -140,7 +155,11 @@ class ResultRow:
     speedup_decomposed_ci_high: float | None = None
     speedup_residual: float | None = None
     speedup_ci_method: str | None = None
-    # --- SLOs, per-request acceptance, accuracy, energy and cost (quality.py)
+
+@dataclass(eq=False)
+class QualityAndCost:
+    """Goodput at the SLO, acceptance per request, accuracy, energy and cost (quality.py), and the SLO capacity search (slo.py)."""
+
     slo: Obj | None = None
     slo_attainment: float | None = None
     slo_met_requests: int | None = None
@@ -179,13 +198,19 @@ class ResultRow:
     accuracy_diff_method: str | None = None
     energy_per_token_ratio_vs_baseline: float | None = None
     cost_saving_vs_baseline: float | None = None
-    # --- the SLO capacity search (slo.attach_capacity)
     slo_search_percentile: float | None = None
     slo_max_rate_rps: float | None = None
     slo_max_rate_bracket: Numbers | None = None
     slo_search_steps: int | None = None
     slo_capacity_speedup: float | None = None
     slo_capacity_speedup_range: Numbers | None = None
+
+
+@dataclass(eq=False)
+class ResultRow(QualityAndCost, AgainstBaseline, Provenance, Acceptance, LatencyAndLoad, ReferenceKeys):
+    """One cell's results (``measure.summarize_cell``): the fields of its bases, grouped by where they are
+    measured, in results.json's order; see the module docstring for the rules."""
+
     #: keys this version has no field for (acceptance_pos_4.., a newer version's), kept as read
     extra: dict[str, Any] = field(default_factory=dict)
 

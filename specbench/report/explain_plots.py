@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .model import PALETTE, Load, Model, load_of
-from .svg import INK, MUTED, Scale, Svg, _f, esc, figure, legend, linear_axis, x_axis, y_axis
+from .svg import INK, MUTED, Scale, Svg, coord, esc, figure, legend, linear_axis, x_axis, y_axis
 
 LOAD_COLOURS = PALETTE + ["#000000", "#999999"]
 
@@ -100,7 +100,7 @@ def decomposition_plot(m: Model) -> str:
                 t = d0 / (d0 - d1)  # where the two drawn segments cross
                 xc = 10 ** (math.log10(x0) + t * math.log10(x1 / x0)) if log else x0 + t * (x1 - x0)
                 yc = al[x0] + t * (al[x1] - al[x0])
-                svg.add(f'<circle cx="{_f(sx(xc))}" cy="{_f(sy(yc))}" r="8" fill="none" stroke="{colour}" '
+                svg.add(f'<circle cx="{coord(sx(xc))}" cy="{coord(sy(yc))}" r="8" fill="none" stroke="{colour}" '
                         f'stroke-width="2.5" class="crossover"/>')
                 summary.append(f"<li><b>{esc(d)}</b> · <code>{esc(c)}</code>: tokens per step and step cost meet at "
                                f"≈ {xc:.3g} ({'above' if d0 >= 0 else 'below'} it a step costs more than the tokens "
@@ -185,7 +185,7 @@ def whatif_section(m: Model) -> str | None:
                 svg.marker(sx(x), sy(s), col)
             be = c.break_even
             if isinstance(be, float):
-                svg.add(f'<circle cx="{_f(sx(be))}" cy="{_f(sy(1.0))}" r="7" fill="none" stroke="{col}" '
+                svg.add(f'<circle cx="{coord(sx(be))}" cy="{coord(sy(1.0))}" r="7" fill="none" stroke="{col}" '
                         f'stroke-width="2.5" class="break-even"/>')
             a, s = c.real_length, _num((c.real or {}).get("speedup_vs_baseline"))
             if a is not None and s is not None:
@@ -270,7 +270,7 @@ def tune_section(m: Model) -> str | None:
                     svg.whisker(sy(max(ci[0], y_lo)), sy(min(ci[1], y_hi)), sx(k), col, cap=3, vertical=True)
                 svg.marker(sx(k), sy(s), col, r=3.5)
                 if k == cell["best"]:
-                    svg.add(f'<circle cx="{_f(sx(k))}" cy="{_f(sy(s))}" r="8" fill="none" stroke="{col}" '
+                    svg.add(f'<circle cx="{coord(sx(k))}" cy="{coord(sy(s))}" r="8" fill="none" stroke="{col}" '
                             f'stroke-width="2.5" class="best-k"/>')
         panels.append(svg.render())
     ks_all = sorted({c["k"] for cell in result["cells"] for c in cell["candidates"]})

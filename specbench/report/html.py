@@ -26,7 +26,7 @@ from .columns import DASH, has_decomposition, table_columns
 from .explain_plots import decomposition_plot, tune_section, whatif_section
 from .load import load_run, read_requests
 from .markdown import DECOMPOSITION_NOTE
-from .model import PALETTE, Model, _unique, baseline_name, load_of
+from .model import PALETTE, Model, baseline_name, load_of, unique
 from .plots import acceptance_plot, category_plot, cdf_points, crossings, latency_plot, load_plot, nm_html, speedup_plot
 from .plots_requests import request_scatter
 from .svg import NOT_MEASURED, esc, nice_ticks
@@ -114,7 +114,7 @@ def _meta_html(m: Model, meta: dict[str, Any]) -> tuple[str, str]:
     model = raw.get("model") or (meta.get("comparability") or {}).get("model")
     if model:
         spans.append(f"model <b>{esc(model)}</b>")
-    engines = _unique(f"{r.engine} {r.server_version or ''}".strip() for r in m.rows if r.engine)
+    engines = unique(f"{r.engine} {r.server_version or ''}".strip() for r in m.rows if r.engine)
     if engines:
         spans.append("engine " + ", ".join(f"<b>{esc(e)}</b>" for e in engines))
     host = meta.get("host") or {}

@@ -17,7 +17,8 @@ PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9"]
 DASHES = ["", "7 4", "2 3", "9 3 2 3"]
 
 
-def _unique(values: Iterable[Any]) -> list[Any]:
+def unique(values: Iterable[Any]) -> list[Any]:
+    """The distinct values in first-seen order (values need not be hashable)."""
     out: list[Any] = []
     for v in values:
         if v not in out:
@@ -30,7 +31,7 @@ def baseline_name(records: Sequence[Record], meta: dict[str, Any] | None) -> str
     raw = (((meta or {}).get("suite") or {}).get("raw") or {})
     marked = [c["name"] for c in raw.get("configs") or [] if isinstance(c, dict) and c.get("baseline")
               and isinstance(c.get("name"), str)]
-    found = find_baseline(_unique(r.run for r in records), marked)
+    found = find_baseline(unique(r.run for r in records), marked)
     return found or next((r.run for r in records if r.method == "baseline"), None)
 
 
@@ -74,13 +75,13 @@ class Model:
         self.rows = list(records)
         self.meta = meta or {}
         self.baseline = baseline_name(self.rows, self.meta)
-        self.configs = _unique(r.run for r in self.rows)
+        self.configs = unique(r.run for r in self.rows)
         if self.baseline in self.configs:  # baseline first, then the suite's order
             self.configs.remove(self.baseline)
             self.configs.insert(0, self.baseline)
         self.spec_configs = [c for c in self.configs if c != self.baseline and not self._is_plain(c)]
-        self.datasets = _unique(r.dataset for r in self.rows)
-        self.loads = sorted(_unique(load_of(r) for r in self.rows), key=Load.sort_key)
+        self.datasets = unique(r.dataset for r in self.rows)
+        self.loads = sorted(unique(load_of(r) for r in self.rows), key=Load.sort_key)
         self.colour = {}
         self.dash = {}
         i = 0

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..metrics import token_itl, tpot
 from ..records import RequestRecord
-from .model import Load, Model, Record, _unique, load_of, load_of_request
+from .model import Load, Model, Record, load_of, load_of_request, unique
 from .svg import (
     AXIS,
     FONT,
@@ -23,7 +23,7 @@ from .svg import (
     NOT_MEASURED,
     Scale,
     Svg,
-    _f,
+    coord,
     empty_plot,
     esc,
     figure,
@@ -45,7 +45,7 @@ def nm_html(detail: str = "") -> str:
 # speed-up per data set
 # --------------------------------------------------------------------------------------------
 
-def _interval(r: Record, key: str) -> tuple[float, float] | None:
+def ci_of(r: Record, key: str) -> tuple[float, float] | None:
     ci = (r.ci95 or {}).get(key)
     if ci and len(ci) == 2 and None not in ci:
         return float(ci[0]), float(ci[1])
@@ -67,7 +67,7 @@ def _why_missing(r: Record | None, what: str = "") -> str:
 def speedup_plot(m: Model) -> str:
     plot = "speedup"
     title = "Speed-up over the baseline, per data set"
-    methods = _unique(r.speedup_ci_method for r in m.rows if r.speedup_ci_method)
+    methods = unique(r.speedup_ci_method for r in m.rows if r.speedup_ci_method)
     how = ("; here: " + "; ".join(esc(x) for x in methods)) if methods else (
         "; Student-t over per-repeat ratios when the run has repeats")
     caption = (
@@ -101,7 +101,7 @@ def speedup_plot(m: Model) -> str:
                 if v is not None:
                     values.append(v)
             for key in ("speedup_vs_baseline", "paired_speedup"):
-                iv = _interval(r, key)
+                iv = ci_of(r, key)
                 if iv:
                     values.append(iv[1])
     label_w = max(120.0, min(300.0, max(text_width(c) for c in m.spec_configs) + 48))
@@ -135,13 +135,13 @@ def speedup_plot(m: Model) -> str:
             else:
                 colour = m.colour[config]
                 svg.rect(sx(0), y + 6, sx(sp) - sx(0), 14, colour, extra=' class="bar"')
-                iv = _interval(r, "speedup_vs_baseline")
+                iv = ci_of(r, "speedup_vs_baseline")
                 if iv:
                     svg.whisker(sx(iv[0]), sx(iv[1]), y + 13, INK, cap=5)
                 svg.text(note_x, y + 17, f"{sp:.3f}×" + (f"  [{iv[0]:.2f}–{iv[1]:.2f}]" if iv else "  (no CI)"),
                          size=12)
             ps = None if r is None else r.paired_speedup
-            piv = None if r is None else _interval(r, "paired_speedup")
+            piv = None if r is None else ci_of(r, "paired_speedup")
             if ps is not None:
                 if piv:
                     svg.whisker(sx(piv[0]), sx(piv[1]), y + 27, MUTED, cap=3)
@@ -236,7 +236,7 @@ def load_plot(m: Model) -> str | None:
                 if r is None or v is None:
                     missing.append(f"{c} @ {ld.label}" + (f" ({_why_missing(r)})" if _why_missing(r) else ""))
                     continue
-                iv = _interval(r, "speedup_vs_baseline")
+                iv = ci_of(r, "speedup_vs_baseline")
                 pts.append((x, float(v), iv))
                 vals.append(v)
                 if iv:
@@ -264,9 +264,9 @@ def load_plot(m: Model) -> str | None:
                     found = True
                     cx = sx(xc)
                     svg.line(cx, sy(1.0) - 16, cx, ph - bottom, colour, 1.5, "2 3")
-                    svg.add(f'<circle cx="{_f(cx)}" cy="{_f(sy(1.0))}" r="7" fill="none" stroke="{colour}" '
+                    svg.add(f'<circle cx="{coord(cx)}" cy="{coord(sy(1.0))}" r="7" fill="none" stroke="{colour}" '
                             f'stroke-width="2.5" class="crossover"/>')
-                    svg.add(f'<text x="{_f(cx - 10)}" y="{_f(sy(1.0) + 20)}" font-size="12" font-weight="bold" '
+                    svg.add(f'<text x="{coord(cx - 10)}" y="{coord(sy(1.0) + 20)}" font-size="12" font-weight="bold" '
                             f'fill="{colour}" text-anchor="end" stroke="#ffffff" stroke-width="4" '
                             f'paint-order="stroke">≈{xc:.3g}</text>')
                     summary.append(

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .model import Load, Model, Record, load_of
-from .plots import _interval
+from .plots import ci_of
 from .svg import INK, MUTED, Scale, Svg, empty_plot, esc, figure, legend, linear_axis, y_axis
 
 PLOT = "trend"
@@ -52,7 +52,7 @@ def _panel(title: str, metric: str, axis: str, runs: Sequence[TrendRun], m: Mode
             if r is None or not isinstance(v, (int, float)) or isinstance(v, bool):
                 missing.append(f"{c} @ {_time_label(run.started)}")
                 continue
-            iv = _interval(r, metric)
+            iv = ci_of(r, metric)
             pts.append((i, float(v), iv))
             values.append(float(v))
             if iv:
