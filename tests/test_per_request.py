@@ -116,7 +116,7 @@ async def test_end_to_end_columns_and_plot(tmp_path, prompts_file, scripted):
 
 async def test_plot_says_not_measured_without_requests(tmp_path):
     from specbench.report.model import Model
-    from specbench.report.plots_requests import request_scatter
+    from specbench.report.plots import request_scatter
 
     html = request_scatter(Model(rows_from([{"run": "s", "dataset": "d", "method": "ngram", "num_speculative_tokens": 3}]), {}), None)
     assert "not measured" in html and "requests.jsonl not available" in html

@@ -13,9 +13,8 @@ from ..gate.render import fmt_measure
 from .history import RunEntry, SuiteHistory, comparability, comparison_of, other_runs, rule_text, run_line, status_line, verdict_text
 from .html import CSS, read_requests, table_html
 from .model import Model
-from .plots import acceptance_plot, category_plot, latency_plot, load_plot, speedup_plot
+from .plots import TrendRun, acceptance_plot, category_plot, latency_plot, load_plot, speedup_plot, trend_plot
 from .svg import esc
-from .trend import TrendRun, trend_plot
 
 EXTRA_CSS = """
 .run{margin:22px 0 8px;font-size:14px;font-weight:normal}

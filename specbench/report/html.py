@@ -23,12 +23,23 @@ from typing import Any
 from ..records import RequestRecord
 from ..row import ResultRow
 from .columns import DASH, has_decomposition, table_columns
-from .explain_plots import decomposition_plot, tune_section, whatif_section
 from .load import load_run, read_requests
 from .markdown import DECOMPOSITION_NOTE
 from .model import PALETTE, Model, baseline_name, load_of, unique
-from .plots import acceptance_plot, category_plot, cdf_points, crossings, latency_plot, load_plot, nm_html, speedup_plot
-from .plots_requests import request_scatter
+from .plots import (
+    acceptance_plot,
+    category_plot,
+    cdf_points,
+    crossings,
+    decomposition_plot,
+    latency_plot,
+    load_plot,
+    nm_html,
+    request_scatter,
+    speedup_plot,
+    tune_section,
+    whatif_section,
+)
 from .svg import NOT_MEASURED, esc, nice_ticks
 
 __all__ = ["NOT_MEASURED", "PALETTE", "baseline_name", "cdf_points", "crossings", "nice_ticks", "read_requests",

@@ -5,11 +5,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..metrics import tpot
-from ..per_request import request_lengths
-from ..records import RequestRecord
-from .model import PALETTE, Load, Model, load_of
-from .svg import MUTED, Scale, Svg, empty_plot, esc, figure, legend, linear_axis, x_axis, y_axis
+from ...metrics import tpot
+from ...per_request import request_lengths
+from ...records import RequestRecord
+from ..model import PALETTE, Load, Model, load_of
+from ..svg import (
+    MUTED,
+    Scale,
+    Svg,
+    empty_plot,
+    esc,
+    figure,
+    legend,
+    linear_axis,
+    x_axis,
+    y_axis,
+)
 
 NO_CATEGORY = "(no category)"
 

@@ -2,8 +2,7 @@
 
 One panel per data set (and load point, when a suite sweeps), a line per config, runs in order of
 start time. Only complete runs are drawn (an interrupted run's numbers are not comparable); a value
-null in a run's results is listed "not measured" under its panel and breaks the line, never 0.
-"""
+null in a run's results is listed "not measured" under its panel and breaks the line, never 0."""
 
 from __future__ import annotations
 
@@ -12,13 +11,28 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .model import Load, Model, Record, load_of
-from .plots import ci_of
-from .svg import INK, MUTED, Scale, Svg, empty_plot, esc, figure, legend, linear_axis, y_axis
+from ..model import Load, Model, Record, load_of
+from ..svg import (
+    INK,
+    MUTED,
+    Scale,
+    Svg,
+    empty_plot,
+    esc,
+    figure,
+    legend,
+    linear_axis,
+    y_axis,
+)
+from .common import ci_of
 
 PLOT = "trend"
+
+
 METRICS = (("speedup_vs_baseline", "speed-up (×)", "Speed-up over the baseline"),
            ("mean_acceptance_length", "acceptance length (tokens/step)", "Acceptance length"))
+
+
 MAX_X_LABELS = 6
 
 
