@@ -85,3 +85,24 @@ def test_a_wrong_type_is_one_line_naming_file_record_and_key():
 def test_every_key_the_golden_rows_carry_is_a_field_or_a_run_time_position():
     keys = {k for r in json.loads(GOLDEN.read_text()) for k in r}
     assert {k for k in keys if k not in FIELD_NAMES} == {"acceptance_pos_4", "acceptance_pos_5"}
+
+
+#: sha256 of the HTML page that commit a3b46e1 (dict rows) rendered from GOLDEN with the html fixture's
+#: meta.json and requests.jsonl; the markdown it rendered is tests/data/rows/report_golden.md
+PAGE_SHA256 = "b85a4d884e466657c3a76d8eae101e91b4b5c305269773284b3147aadf83a801"
+
+
+def test_report_pages_render_byte_identical_from_typed_rows(tmp_path):
+    import hashlib
+    import shutil
+
+    from specbench.report.html import write_html
+    from specbench.report.markdown import markdown
+
+    for name in ("meta.json", "requests.jsonl"):
+        shutil.copy(DATA / "html" / "run" / name, tmp_path / name)
+    shutil.copy(GOLDEN, tmp_path / "results.json")
+    run = load_run(tmp_path, quiet=True)
+    assert markdown(run.rows, run.meta) == (DATA / "rows" / "report_golden.md").read_text()
+    page = write_html([tmp_path], tmp_path / "report.html").read_bytes()
+    assert hashlib.sha256(page).hexdigest() == PAGE_SHA256
