@@ -52,7 +52,7 @@ def _run(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     from .report import FORMATS, load_results, render
     from .report.formats import write
-    from .report.history import report_cli, wants_history
+    from .report.history_report import report_cli, wants_history
 
     if wants_history(args):
         return report_cli(args)
@@ -126,7 +126,8 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--format", "-f", choices=tuple(FORMATS), default="markdown")
     report.add_argument("--output", "-o", help="write to this file (html: default report.html; parquet: a directory)")
     report.set_defaults(func=_report)
-    from .report.history import add_report_flags, register_compare
+    from .report.history_compare import register_compare
+    from .report.history_report import add_report_flags
 
     add_report_flags(report)
     register_compare(sub)

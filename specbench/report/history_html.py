@@ -10,7 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..gate.render import fmt_measure
-from .history import RunEntry, SuiteHistory, comparability, comparison_of, other_runs, rule_text, run_line, status_line, verdict_text
+from .history import RunEntry, SuiteHistory, other_runs, run_line, status_line
+from .history_compare import comparability, comparison_of, rule_text, verdict_text
 from .html import CSS, read_requests, table_html
 from .model import Model
 from .plots import TrendRun, acceptance_plot, category_plot, latency_plot, load_plot, speedup_plot, trend_plot
