@@ -212,3 +212,21 @@ def test_load_results_reads_meta(tmp_path):
     (run / "meta.json").write_text('{"suite": {"name": "x"}}')
     res = load_results([run])
     assert res.meta == {"suite": {"name": "x"}} and len(res.rows) == 18
+
+
+# ---------------------------------------------------------------- the format registry
+
+
+def test_format_choices_are_the_registry(capsys, tmp_path):
+    from specbench.report.formats import FORMATS
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["report", str(RESULTS), "--format", "bogus"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert all(f"'{name}'" in err for name in FORMATS) and set(FORMATS) == {"markdown", "json", "csv", "html", "parquet"}
+    assert main(["report", str(tmp_path), "--format", "parquet"]) == 2  # a directory of runs has no parquet form
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and "--format parquet" in lines[0]
+    assert main(["report", str(RESULTS), "--format", "parquet"]) == 2  # needs --output
+    assert "--output" in capsys.readouterr().err
