@@ -19,7 +19,8 @@ from typing import Any
 
 from ..errors import ResultsError
 from ..records import RequestRecord
-from ..row import ResultRow, finite, is_number, refusal, show
+from ..row import ResultRow
+from ..row_check import finite, is_number, refusal, show
 
 __all__ = ["RunResults", "is_number", "load_results", "load_run", "read_requests", "refusal", "warn"]
 
