@@ -11,7 +11,6 @@ each with the reason, and never shown as if they were results.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -21,7 +20,7 @@ from typing import Any
 
 from ..errors import ResultsError, SpecbenchError
 from ..row import ResultRow
-from .load import load_run, refusal
+from .load import load_run, read_meta, refusal
 from .model import Load, load_of
 
 Record = ResultRow
@@ -127,13 +126,11 @@ def find_run_dirs(root: Path) -> list[Path]:
 
 
 def _read_meta(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ResultsError(f"{path}: unreadable JSON ({err})") from None
-    if not isinstance(data, dict):
-        raise ResultsError(f"{path}: expected a JSON object")
-    return data
+    """meta.json of a run without results: through the report's reader; a repaired value refuses it."""
+    meta, problems = read_meta(path)
+    if problems:
+        raise ResultsError(refusal(problems))
+    return meta
 
 
 def read_entry(path: Path) -> RunEntry:

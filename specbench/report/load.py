@@ -22,7 +22,7 @@ from ..records import RequestRecord
 from ..row import ResultRow
 from ..row_check import finite, is_number, refusal, show
 
-__all__ = ["RunResults", "is_number", "load_results", "load_run", "read_requests", "refusal", "warn"]
+__all__ = ["RunResults", "is_number", "load_results", "load_run", "read_meta", "read_requests", "refusal", "warn"]
 
 
 @dataclass
@@ -126,6 +126,11 @@ def warn(problems: list[str], prefix: str = "specbench report") -> None:
               f"({problems[0].split(':')[0]})", file=sys.stderr)
 
 
+def read_meta(path: Path) -> tuple[dict[str, Any], list[str]]:
+    """A meta.json as the report reads it (``clean_meta``), and the repairs made."""
+    return clean_meta(_read_json(path), path)
+
+
 def load_run(path: str | Path, *, quiet: bool = False, strict: bool = False) -> RunResults:
     """One run's clean records and meta; repairs are printed to stderr unless ``quiet``.
 
@@ -145,7 +150,7 @@ def load_run(path: str | Path, *, quiet: bool = False, strict: bool = False) -> 
     meta_path = results.parent / "meta.json"
     meta: dict[str, Any] = {}
     if meta_path.exists():
-        meta, meta_problems = clean_meta(_read_json(meta_path), meta_path)
+        meta, meta_problems = read_meta(meta_path)
         problems += meta_problems
     if not quiet:
         warn(problems)
