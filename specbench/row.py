@@ -206,7 +206,12 @@ class QualityAndCost:
 @dataclass(eq=False)
 class ResultRow(QualityAndCost, AgainstBaseline, Provenance, Acceptance, LatencyAndLoad, ReferenceKeys):
     """One cell's results (``measure.summarize_cell``): the fields of its bases, grouped by where they are
-    measured, in results.json's order; see the module docstring for the rules."""
+    measured, in results.json's order.
+
+    Adding a metric: its function returns ``{key: value}`` (``update`` takes it), one field in a group
+    above, and one column entry in ``report/columns.py`` to show it. ``start`` builds a row that
+    carries only the keys set on it (as results.json writes them); the constructor sets every field;
+    ``from_dict`` reads one from a file (``row_check.py``)."""
 
     #: keys this version has no field for (acceptance_pos_4.., a newer version's), kept as read
     extra: dict[str, Any] = field(default_factory=dict)
