@@ -303,7 +303,7 @@ def _measure(record: ResultRow, metric: str, cell: RunCell, where: str) -> Measu
     if not is_number(value) or not math.isfinite(value):
         return None
     try:
-        ci = read_ci(record, metric, where, CellKey(cell.config, cell.dataset))
+        ci = read_ci(record, metric, where, CellKey(cell.config, cell.dataset, 0))
     except GateError as err:
         raise ResultsError(f"{where}: {cell}: {err}") from None
     return Measure(float(value), ci)

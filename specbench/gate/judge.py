@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from specbench.cell import Cell
 from specbench.errors import ResultsError
 from specbench.row import ResultRow
 
@@ -19,19 +20,20 @@ from .checks import Check, GateError, Outcome, is_number
 
 
 @dataclass(frozen=True)
-class CellKey:
-    """A cell of the results matrix; ``concurrency`` and ``request_rate`` are part of the key only when recorded."""
+class CellKey(Cell):
+    """A ``Cell`` (``Cell.of_row`` is its identity) named the gate's way: ``config@dataset (concurrency 8)``,
+    ``(rate 4/s)``, or no load point where the results recorded none (concurrency 0)."""
 
-    config: str
-    dataset: str
-    concurrency: int | None = None
-    request_rate: float | None = None
+    @classmethod
+    def of_row(cls, row: ResultRow) -> CellKey:
+        cell = Cell.of_row(row)
+        return cls(cell.config, cell.dataset, cell.concurrency, cell.request_rate)
 
     @property
     def load(self) -> str | None:
         if self.request_rate is not None:
             return f"rate {self.request_rate:g}/s"
-        return None if self.concurrency is None else f"concurrency {self.concurrency}"
+        return f"concurrency {self.concurrency}" if self.concurrency else None
 
     def __str__(self) -> str:
         text = f"{self.config}@{self.dataset}"
@@ -94,7 +96,7 @@ def index_cells(rows: Sequence[ResultRow], where: str) -> dict[CellKey, ResultRo
         concurrency = row.concurrency
         if concurrency is not None and type(concurrency) is not int:
             raise ResultsError(f"{where}: record {i}: concurrency is not an integer: {concurrency!r}")
-        key = CellKey(row.run, row.dataset, concurrency, row.request_rate)
+        key = CellKey.of_row(row)
         if key in cells:
             raise ResultsError(f"{where}: duplicate cell {key}")
         cells[key] = row
