@@ -10,10 +10,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .cell import Cell
 from .errors import ResultsError
 from .gate import CellKey, GateError, Measure, is_number, judge_drop, lower_is_better, read_ci
 from .records import RequestRecord
-from .report.model import Load, load_of
+from .report.model import Load
 from .row import ResultRow
 
 
@@ -219,12 +220,15 @@ BASELINE_ITSELF = "the baseline: 1.0 by definition"
 
 
 @dataclass(frozen=True)
-class RunCell:
-    """A cell of a run's matrix: config × data set × load point (concurrency or request rate)."""
+class RunCell(Cell):
+    """A ``Cell`` (``Cell.of_row`` is its identity) named as the comparison names it: ``config / dataset / c=2``."""
 
-    config: str
-    dataset: str
-    load: Load
+    @property
+    def load(self) -> Load:
+        """The load point as the report's plots and tables name it (no concurrency recorded: no value)."""
+        if self.request_rate is not None:
+            return Load("rate", float(self.request_rate))
+        return Load("concurrency", float(self.concurrency) if self.concurrency else None)
 
     def __str__(self) -> str:
         return f"{self.config} / {self.dataset} / {self.load.label}"
@@ -279,7 +283,8 @@ class RunComparison:
 
 
 def run_cell(row: ResultRow) -> RunCell:
-    return RunCell(row.run, row.dataset, load_of(row))
+    cell = Cell.of_row(row)
+    return RunCell(cell.config, cell.dataset, cell.concurrency, cell.request_rate)
 
 
 def change_verdict(old: Measure, new: Measure, metric: str, tolerance: float = 0.0) -> Verdict:
