@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .row import ResultRow
 
 
 @dataclass(frozen=True)
@@ -47,11 +50,11 @@ class Cell:
         return cls(record.config, record.dataset, record.concurrency or 0, getattr(record, "request_rate", None))
 
     @classmethod
-    def of_row(cls, row: Mapping[str, Any]) -> Cell:
+    def of_row(cls, row: ResultRow) -> Cell:
         """A results row: an open-loop row keeps its cap in ``max_concurrency`` (``concurrency`` is null)."""
-        rate = row.get("request_rate")
-        conc = row.get("max_concurrency") if rate is not None else row.get("concurrency")
-        return cls(row["run"], row["dataset"], conc or 0, rate)
+        rate = row.request_rate
+        conc = row.max_concurrency if rate is not None else row.concurrency
+        return cls(row.run, row.dataset, conc or 0, rate)
 
     @property
     def point(self) -> LoadPoint:

@@ -14,7 +14,7 @@ from .errors import SpecbenchError
 def _run(args: argparse.Namespace) -> int:
     from .loadgen import run_loop
     from .progress import RunProgress
-    from .report.render import markdown
+    from .report.markdown import markdown
     from .run import default_output, run_suite
     from .suite import load_suite
 
@@ -50,19 +50,17 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from .report import load_results, render
-    from .report.history import report_cli, wants_history
+    from .report import FORMATS, load_results, render
+    from .report.formats import write
+    from .report.history_report import report_cli, wants_history
 
     if wants_history(args):
         return report_cli(args)
-    if args.format == "html":
-        from .report.html import write_html
-
-        out = write_html([Path(p) for p in args.paths], Path(args.output or "report.html"))
-        print(f"wrote {out}")
+    if FORMATS[args.format].kind == "files":
+        print(write(args.format, args.paths, args.output))
         return 0
     results = load_results(args.paths)
-    text = render(results.records, args.format, results.meta) + "\n"
+    text = render(results.rows, args.format, results.meta) + "\n"
     if args.output:
         Path(args.output).write_text(text)
     else:
@@ -78,11 +76,9 @@ def _trace(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from .report.load import load_run, read_requests
-    from .report.profilings import export
+    from .report.export import export_run
 
-    results = load_run(args.run)
-    written = export(results, read_requests(Path(args.run)) or [], Path(args.output), gpu=args.gpu)
+    written = export_run(Path(args.run), Path(args.output), gpu=args.gpu)
     print(f"wrote {len(written)} parquet files under {args.output}")
     return 0
 
@@ -125,10 +121,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     report = sub.add_parser("report", help="print the comparison table of result dirs or results.json files, or of the runs under a directory")
     report.add_argument("paths", nargs="+")
-    report.add_argument("--format", "-f", choices=("markdown", "json", "csv", "html"), default="markdown")
-    report.add_argument("--output", "-o", help="write to this file (html: default report.html)")
+    from .report.formats import FORMATS
+
+    report.add_argument("--format", "-f", choices=tuple(FORMATS), default="markdown")
+    report.add_argument("--output", "-o", help="write to this file (html: default report.html; parquet: a directory)")
     report.set_defaults(func=_report)
-    from .report.history import add_report_flags, register_compare
+    from .report.history_compare import register_compare
+    from .report.history_report import add_report_flags
 
     add_report_flags(report)
     register_compare(sub)

@@ -10,10 +10,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .cell import Cell
 from .errors import ResultsError
 from .gate import CellKey, GateError, Measure, is_number, judge_drop, lower_is_better, read_ci
 from .records import RequestRecord
-from .report.model import Load, load_of
+from .report.model import Load
+from .row import ResultRow
 
 
 def ratio(value: float | None, reference: float | None) -> float | None:
@@ -132,7 +134,7 @@ DECOMPOSITION_KEYS = ("step_cost_ratio", "speedup_decomposed", "speedup_decompos
                       "speedup_decomposed_ci_high", "speedup_residual")
 
 
-def decomposition(row: dict, base: dict, pairs: Sequence[tuple[RequestRecord, RequestRecord]]) -> dict[str, float | None]:
+def decomposition(row: ResultRow, base: ResultRow, pairs: Sequence[tuple[RequestRecord, RequestRecord]]) -> dict[str, float | None]:
     """Speedup = tokens per step ÷ step cost × residual, for one row against its baseline row.
 
     ``step_cost_ratio`` = step_mean_ms ÷ the baseline's; ``speedup_decomposed`` = stream tokens per
@@ -142,15 +144,15 @@ def decomposition(row: dict, base: dict, pairs: Sequence[tuple[RequestRecord, Re
     bootstrap of ``paired_decomposition``, scaled onto the row's point value like the speedup's.
     """
     out: dict[str, float | None] = dict.fromkeys(DECOMPOSITION_KEYS)
-    if row is base or row.get("run") == base.get("run"):
+    if row is base or row.run == base.run:
         return out
-    cost = ratio(row.get("step_mean_ms"), base.get("step_mean_ms"))
-    tokens = ratio(row.get("stream_mean_acceptance_length"), base.get("stream_mean_acceptance_length"))
+    cost = ratio(row.step_mean_ms, base.step_mean_ms)
+    tokens = ratio(row.stream_mean_acceptance_length, base.stream_mean_acceptance_length)
     out["step_cost_ratio"] = cost
     if cost is None or tokens is None:
         return out
     out["speedup_decomposed"] = tokens / cost
-    out["speedup_residual"] = ratio(row.get("speedup_vs_baseline"), out["speedup_decomposed"])
+    out["speedup_residual"] = ratio(row.speedup_vs_baseline, out["speedup_decomposed"])
     point, lo, hi = paired_decomposition(pairs)
     if point and lo is not None and hi is not None:
         scale = tokens / cost / point
@@ -218,12 +220,15 @@ BASELINE_ITSELF = "the baseline: 1.0 by definition"
 
 
 @dataclass(frozen=True)
-class RunCell:
-    """A cell of a run's matrix: config × data set × load point (concurrency or request rate)."""
+class RunCell(Cell):
+    """A ``Cell`` (``Cell.of_row`` is its identity) named as the comparison names it: ``config / dataset / c=2``."""
 
-    config: str
-    dataset: str
-    load: Load
+    @property
+    def load(self) -> Load:
+        """The load point as the report's plots and tables name it (no concurrency recorded: no value)."""
+        if self.request_rate is not None:
+            return Load("rate", float(self.request_rate))
+        return Load("concurrency", float(self.concurrency) if self.concurrency else None)
 
     def __str__(self) -> str:
         return f"{self.config} / {self.dataset} / {self.load.label}"
@@ -277,8 +282,9 @@ class RunComparison:
         return out
 
 
-def run_cell(record: dict) -> RunCell:
-    return RunCell(str(record["run"]), str(record["dataset"]), load_of(record))
+def run_cell(row: ResultRow) -> RunCell:
+    cell = Cell.of_row(row)
+    return RunCell(cell.config, cell.dataset, cell.concurrency, cell.request_rate)
 
 
 def change_verdict(old: Measure, new: Measure, metric: str, tolerance: float = 0.0) -> Verdict:
@@ -297,25 +303,25 @@ def change_verdict(old: Measure, new: Measure, metric: str, tolerance: float = 0
     return "within noise"
 
 
-def _measure(record: dict, metric: str, cell: RunCell, where: str) -> Measure | None:
+def _measure(record: ResultRow, metric: str, cell: RunCell, where: str) -> Measure | None:
     value = record.get(metric)
     if not is_number(value) or not math.isfinite(value):
         return None
     try:
-        ci = read_ci(record, metric, where, CellKey(cell.config, cell.dataset))
+        ci = read_ci(record, metric, where, CellKey(cell.config, cell.dataset, 0))
     except GateError as err:
         raise ResultsError(f"{where}: {cell}: {err}") from None
     return Measure(float(value), ci)
 
 
-def _metric_change(old_rec: dict, new_rec: dict, metric: str, cell: RunCell, where: tuple[str, str],
+def _metric_change(old_rec: ResultRow, new_rec: ResultRow, metric: str, cell: RunCell, where: tuple[str, str],
                    tolerance: float) -> MetricChange:
     old, new = _measure(old_rec, metric, cell, where[0]), _measure(new_rec, metric, cell, where[1])
-    if metric == "speedup_vs_baseline" and all(r.get("method") == "baseline" and r.get(metric) in (1.0, None)
+    if metric == "speedup_vs_baseline" and all(r.method == "baseline" and r.get(metric) in (1.0, None)
                                                for r in (old_rec, new_rec)):
         return MetricChange(metric, old, new, "not measured", BASELINE_ITSELF)
-    bad = [f"{side} cell {r.get('status')}" for side, r in (("old", old_rec), ("new", new_rec))
-           if r.get("status", "ok") != "ok"]
+    bad = [f"{side} cell {r.status}" for side, r in (("old", old_rec), ("new", new_rec))
+           if r.cell_status != "ok"]
     if bad:
         return MetricChange(metric, old, new, "not comparable", ", ".join(bad))
     if old is None or new is None:
@@ -324,7 +330,7 @@ def _metric_change(old_rec: dict, new_rec: dict, metric: str, cell: RunCell, whe
     return MetricChange(metric, old, new, change_verdict(old, new, metric, tolerance))
 
 
-def compare_runs(old: Sequence[dict], new: Sequence[dict], where: tuple[str, str] = ("old", "new"),
+def compare_runs(old: Sequence[ResultRow], new: Sequence[ResultRow], where: tuple[str, str] = ("old", "new"),
                  metrics: Sequence[str] = tuple(m for m, _ in RUN_METRICS), tolerance: float = 0.0) -> RunComparison:  # type: ignore[name-defined]  # mypy misreads a generator in a default
     """Per cell of two runs of one suite: each metric old → new with its CI and a verdict.
 

@@ -70,7 +70,7 @@ def run_with_plan(suite: Suite, out: Path, key: str, plan: dict[str, Any], *, re
 
     from .loadgen import run_loop
     from .progress import RunProgress
-    from .report.render import markdown
+    from .report.markdown import markdown
     from .run import RunSession, SequentialRun
 
     console = Console(stderr=True)

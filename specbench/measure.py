@@ -20,16 +20,10 @@ from .client import SOURCE_USAGE_TOTAL
 from .compare import decomposition, fidelity, mean_ci95, paired_requests, paired_speedup, ratio
 from .latency import latency_stats, shared_reads, throughput, token_sources
 from .records import RequestRecord
+from .row import REFERENCE_KEYS, ResultRow
 
-REFERENCE_KEYS = [
-    "dataset", "run", "method", "num_speculative_tokens", "requests", "output_tokens",
-    "request_throughput_rps", "output_throughput_tps", "speedup_vs_baseline",
-    "latency_mean_ms", "latency_p50_ms", "latency_p95_ms", "latency_p99_ms",
-    "ttft_mean_ms", "ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms",
-    "itl_mean_ms", "itl_p50_ms", "itl_p95_ms", "itl_p99_ms",
-    "tpot_mean_ms", "tpot_p50_ms", "tpot_p95_ms",
-    "acceptance_rate", "acceptance_pos_1", "acceptance_pos_2", "acceptance_pos_3", "mean_acceptance_length",
-]
+__all__ = ["REFERENCE_KEYS", "PhaseInfo", "ResultRow", "add_comparisons", "combine_acceptance", "summarize_cell"]
+
 
 ACCEPTANCE_WINDOW = "from a /metrics snapshot after warm-up to one after the phase's last request"
 
@@ -175,103 +169,110 @@ def category_breakdown(records: Sequence[RequestRecord], k: int | None) -> dict[
 
 
 def summarize_cell(phases: Sequence[PhaseInfo], records: Sequence[RequestRecord], *, method: str,
-                   k: int | None, failure_threshold: float = 0.5) -> dict[str, Any]:
+                   k: int | None, failure_threshold: float = 0.5) -> ResultRow:
     """One results row from a cell's phases (repeats) and their measured request records."""
     first = phases[0]
     measured = [r for r in records if r.phase == "measure"]
-    row: dict[str, Any] = {"dataset": first.dataset, "run": first.config, "method": method,
-                           "num_speculative_tokens": k}
+    row = ResultRow.start(first.dataset, first.config)
+    row.method, row.num_speculative_tokens = method, k
     walls = [p.wall_s for p in phases]
     tp_per_repeat = []
     for p in phases:
         reps = [r for r in measured if r.repeat == p.repeat]
         tp_per_repeat.append(throughput(reps, p.wall_s))
     total = throughput(measured, sum(walls))
-    row["requests"] = total["requests"]
-    row["output_tokens"] = total["output_tokens"]
+    row.requests = total["requests"]  # type: ignore[assignment]  # throughput's counts are ints
+    row.output_tokens = total["output_tokens"]  # type: ignore[assignment]
     rps = [t["request_throughput_rps"] for t in tp_per_repeat]
     tps = [t["output_throughput_tps"] for t in tp_per_repeat]
-    row["request_throughput_rps"] = float(np.mean(rps)) if _complete(rps) and rps else None
-    row["output_throughput_tps"] = float(np.mean(tps)) if _complete(tps) and tps else None
-    row["speedup_vs_baseline"] = None
+    row.request_throughput_rps = float(np.mean(rps)) if _complete(rps) and rps else None
+    row.output_throughput_tps = float(np.mean(tps)) if _complete(tps) and tps else None
+    row.speedup_vs_baseline = None
     row.update(latency_stats(measured))
     row.update(shared_reads(measured))
     completed = [sum(1 for r in measured if r.repeat == p.repeat and (r.ok or r.finish_reason)) for p in phases]
     acceptance = combine_acceptance([p.acceptance for p in phases], k, completed)
     row.update({key: acceptance.get(key) for key in ("acceptance_rate", "acceptance_pos_1", "acceptance_pos_2",
                                                      "acceptance_pos_3", "mean_acceptance_length")})
-    # --- extras: how each number was obtained ---
-    row["concurrency"] = first.concurrency if first.request_rate is None else None
-    row["request_rate"] = first.request_rate
-    if first.request_rate is not None:
-        row["max_concurrency"] = first.concurrency or None
-    row["repeats"] = len(phases)
-    row["duration_s"] = sum(walls)
-    row["prompt_tokens"] = total["prompt_tokens"]
-    for key, value in acceptance.items():
-        if key.startswith("acceptance_pos_") and key not in row:
-            row[key] = value
-    row["acceptance_per_position"] = acceptance.get("acceptance_per_position")
-    row["acceptance_source"] = acceptance.get("acceptance_source")
-    row["acceptance_window"] = ACCEPTANCE_WINDOW if acceptance.get("acceptance_source") else None
-    row["acceptance_error"] = acceptance.get("acceptance_error")
-    for key in ("spec_drafts", "spec_draft_tokens", "spec_accepted_tokens"):
-        row[key] = acceptance.get(key)
+    _extras(row, phases, acceptance, total)
     row.update(acc.stream_summary(measured, k))
-    row.update(acc.agreement(row["spec_accepted_tokens"], row["stream_accepted_tokens"], row["requests"]))
-    row["draft_step_share"] = (row["spec_drafts"] / row["stream_steps"]
-                               if row["spec_drafts"] and row["stream_steps"] else None)
+    row.update(acc.agreement(row.spec_accepted_tokens, row.stream_accepted_tokens, row.requests or 0))
+    row.draft_step_share = row.spec_drafts / row.stream_steps if row.spec_drafts and row.stream_steps else None
     req_stats = acc.request_stats_acceptance(measured)
-    row["request_stats_mean_acceptance_length"] = req_stats["mean_acceptance_length"] if req_stats else None
-    failed = [r for r in measured if not r.ok]
-    row["failed_requests"] = len(failed)
-    row["errors"] = _errors(failed) or None
-    attempted = len(measured)
-    row["status"] = "failed" if attempted == 0 or len(failed) / attempted > failure_threshold else "ok"
-    if any(p.interrupted for p in phases):
-        row["status"] = "interrupted"
-    if any(p.server_died for p in phases):
-        row["status"] = "failed"
-        row["server_died"] = True
-    row["token_count_source"] = token_sources(measured) or None
-    row["token_count_warnings"] = dict(Counter(_reason(r.token_warning) for r in measured if r.ok and r.token_warning)) or None
+    row.request_stats_mean_acceptance_length = req_stats["mean_acceptance_length"] if req_stats else None
+    _status(row, phases, measured, failure_threshold)
+    row.token_count_source = token_sources(measured) or None
+    row.token_count_warnings = dict(Counter(_reason(r.token_warning) for r in measured if r.ok and r.token_warning)) or None
     estimated = sum(1 for r in measured if r.ok and r.token_source == SOURCE_USAGE_TOTAL)
-    row["itl_percentiles_estimated"] = bool(estimated)
-    row["notes"] = _cell_notes(row, acceptance, estimated, spec=k is not None or method != "baseline") or None
-    row["output_throughput_tps_repeats"] = tps if len(phases) > 1 else None
-    row["categories"] = category_breakdown(measured, k)
+    row.itl_percentiles_estimated = bool(estimated)
+    row.notes = _cell_notes(row, acceptance, estimated, spec=k is not None or method != "baseline") or None
+    row.output_throughput_tps_repeats = tps if len(phases) > 1 else None
+    row.categories = category_breakdown(measured, k)
     server = first.server or {}
-    row["engine"] = server.get("engine")
-    row["server_version"] = server.get("version")
-    row["server_url"] = server.get("url")
+    row.engine, row.server_version, row.server_url = server.get("engine"), server.get("version"), server.get("url")
     std, ci = {}, {}
     if len(phases) > 1:
         mc = mean_ci95(tps)
         if mc:
             std["output_throughput_tps"] = float(np.std([t for t in tps if t is not None], ddof=1))
             ci["output_throughput_tps"] = [mc[1], mc[2]]
-    row["std"] = std or None
-    row["ci95"] = ci or None
+    row.std = std or None
+    row.ci95 = ci or None
     return row
 
 
-def _cell_notes(row: dict[str, Any], acceptance: dict[str, Any], estimated: int, spec: bool) -> list[str]:
+def _extras(row: ResultRow, phases: Sequence[PhaseInfo], acceptance: dict[str, Any], total: dict[str, Any]) -> None:
+    """How each number was obtained: the load point, repeats, time, and where acceptance came from."""
+    first = phases[0]
+    row.concurrency = first.concurrency if first.request_rate is None else None
+    row.request_rate = first.request_rate
+    if first.request_rate is not None:
+        row.max_concurrency = first.concurrency or None
+    row.repeats = len(phases)
+    row.duration_s = sum(p.wall_s for p in phases)
+    row.prompt_tokens = total["prompt_tokens"]
+    for key, value in acceptance.items():
+        if key.startswith("acceptance_pos_") and not row.has(key):
+            row.set(key, value)
+    row.acceptance_per_position = acceptance.get("acceptance_per_position")
+    row.acceptance_source = acceptance.get("acceptance_source")
+    row.acceptance_window = ACCEPTANCE_WINDOW if acceptance.get("acceptance_source") else None
+    row.acceptance_error = acceptance.get("acceptance_error")
+    row.spec_drafts = acceptance.get("spec_drafts")
+    row.spec_draft_tokens = acceptance.get("spec_draft_tokens")
+    row.spec_accepted_tokens = acceptance.get("spec_accepted_tokens")
+
+
+def _status(row: ResultRow, phases: Sequence[PhaseInfo], measured: Sequence[RequestRecord], failure_threshold: float) -> None:
+    failed = [r for r in measured if not r.ok]
+    row.failed_requests = len(failed)
+    row.errors = _errors(failed) or None
+    attempted = len(measured)
+    row.status = "failed" if attempted == 0 or len(failed) / attempted > failure_threshold else "ok"
+    if any(p.interrupted for p in phases):
+        row.status = "interrupted"
+    if any(p.server_died for p in phases):
+        row.status = "failed"
+        row.server_died = True
+
+
+def _cell_notes(row: ResultRow, acceptance: dict[str, Any], estimated: int, spec: bool) -> list[str]:
     """Lines the table must carry for this cell (``⚠ `` marks a warning); the report prints them under it."""
     notes = []
-    if spec and row["acceptance_error"]:
-        notes.append(f"⚠ acceptance not measured: {row['acceptance_error']}")
+    if spec and row.acceptance_error:
+        notes.append(f"⚠ acceptance not measured: {row.acceptance_error}")
     if acceptance.get("acceptance_note"):
         notes.append(acceptance["acceptance_note"])
-    for reason, n in (row["token_count_warnings"] or {}).items():
+    for reason, n in (row.token_count_warnings or {}).items():
         notes.append(f"⚠ {n} request{'s' if n > 1 else ''}: {reason} (requests.jsonl token_warning and "
                      "token_count_source say which count was used)")
     if estimated:
-        notes.append(f"ITL percentiles are estimates: {estimated} of {row['requests']} requests had only a final usage "
+        notes.append(f"ITL percentiles are estimates: {estimated} of {row.requests} requests had only a final usage "
                      "total, spread over their decode chunks (TTFT, latency, TPOT and the ITL mean are exact)")
     return notes
 
 
-def add_comparisons(rows: list[dict[str, Any]], records: Sequence[RequestRecord], baseline: str | None) -> None:
+def add_comparisons(rows: list[ResultRow], records: Sequence[RequestRecord], baseline: str | None) -> None:
     """Fill speedup_vs_baseline (+ per-repeat CI), paired speedup with bootstrap CI, and fidelity."""
     if baseline is None:
         return
@@ -279,42 +280,40 @@ def add_comparisons(rows: list[dict[str, Any]], records: Sequence[RequestRecord]
     for r in records:
         if r.phase == "measure":
             by_cell[Cell.of_record(r)].append(r)
-    base_rows = {Cell.of_row(r): r for r in rows if r["run"] == baseline}
+    base_rows = {Cell.of_row(r): r for r in rows if r.run == baseline}
     for row in rows:
         cell = Cell.of_row(row)
         base = base_rows.get(cell.with_config(baseline))
         if base is None:
             continue
-        row["speedup_vs_baseline"] = ratio(row["output_throughput_tps"], base["output_throughput_tps"])
+        row.speedup_vs_baseline = ratio(row.output_throughput_tps, base.output_throughput_tps)
         pairs = paired_requests(by_cell[cell], by_cell[cell.with_config(baseline)])
         row.update(paired_speedup(pairs))
-        if row["run"] != baseline:
+        if row.run != baseline:
             row.update(fidelity(pairs))
         row.update(decomposition(row, base, pairs))
-        reps_c, reps_b = row.get("output_throughput_tps_repeats"), base.get("output_throughput_tps_repeats")
-        ci = dict(row.get("ci95") or {})
-        row["speedup_ci_method"] = None
-        if row["run"] != baseline:
-            if row.get("paired_speedup_ci_low") is not None:
-                ci["paired_speedup"] = [row["paired_speedup_ci_low"], row["paired_speedup_ci_high"]]
-            mc = mean_ci95([ratio(a, b) for a, b in zip(reps_c, reps_b)]) if reps_c and reps_b and len(reps_c) == len(reps_b) else None
-            if mc and reps_c:
-                ci["speedup_vs_baseline"] = [mc[1], mc[2]]
-                row["speedup_ci_method"] = f"Student-t over {len(reps_c)} paired repeats"
-            elif row.get("paired_speedup_ci_low") is not None and row["speedup_vs_baseline"] and row["paired_speedup"]:
-                # Closed loop keeps every slot busy, so wall time ∝ Σ latency and the throughput ratio
-                # equals the paired Σtok/Σlatency ratio up to a factor resampling prompts leaves alone:
-                # scale the bootstrap interval of the paired ratio onto the throughput ratio.
-                scale = row["speedup_vs_baseline"] / row["paired_speedup"]
-                ci["speedup_vs_baseline"] = [row["paired_speedup_ci_low"] * scale, row["paired_speedup_ci_high"] * scale]
-                row["speedup_ci_method"] = f"bootstrap over {row['paired_prompts']} paired prompts (2000 resamples)"
-            if row.get("speedup_decomposed_ci_low") is not None:
-                ci["speedup_decomposed"] = [row["speedup_decomposed_ci_low"], row["speedup_decomposed_ci_high"]]
-        row["ci95"] = ci or None
+        row.speedup_ci_method = None
+        row.ci95 = _speedup_ci(row, base) if row.run != baseline else (row.ci95 or None)
 
 
-def order_row(row: dict[str, Any]) -> dict[str, Any]:
-    """Reference keys first, in the reference order, then extras."""
-    out = {k: row.get(k) for k in REFERENCE_KEYS}
-    out.update({k: v for k, v in row.items() if k not in out})
-    return out
+def _speedup_ci(row: ResultRow, base: ResultRow) -> dict[str, Any] | None:
+    """The row's ci95 with the speed-up's intervals added; sets ``speedup_ci_method``."""
+    ci = dict(row.ci95 or {})
+    reps_c, reps_b = row.output_throughput_tps_repeats, base.output_throughput_tps_repeats
+    if row.paired_speedup_ci_low is not None:
+        ci["paired_speedup"] = [row.paired_speedup_ci_low, row.paired_speedup_ci_high]
+    mc = mean_ci95([ratio(a, b) for a, b in zip(reps_c, reps_b)]) if reps_c and reps_b and len(reps_c) == len(reps_b) else None
+    if mc and reps_c:
+        ci["speedup_vs_baseline"] = [mc[1], mc[2]]
+        row.speedup_ci_method = f"Student-t over {len(reps_c)} paired repeats"
+    elif (row.paired_speedup_ci_low is not None and row.paired_speedup_ci_high is not None
+          and row.speedup_vs_baseline and row.paired_speedup):
+        # Closed loop keeps every slot busy, so wall time ∝ Σ latency and the throughput ratio
+        # equals the paired Σtok/Σlatency ratio up to a factor resampling prompts leaves alone:
+        # scale the bootstrap interval of the paired ratio onto the throughput ratio.
+        scale = row.speedup_vs_baseline / row.paired_speedup
+        ci["speedup_vs_baseline"] = [row.paired_speedup_ci_low * scale, row.paired_speedup_ci_high * scale]
+        row.speedup_ci_method = f"bootstrap over {row.paired_prompts} paired prompts (2000 resamples)"
+    if row.speedup_decomposed_ci_low is not None:
+        ci["speedup_decomposed"] = [row.speedup_decomposed_ci_low, row.speedup_decomposed_ci_high]
+    return ci or None

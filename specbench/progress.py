@@ -7,6 +7,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from rich.text import Text
 
 from .acceptance import decode_steps
+from .row import ResultRow
 
 
 class RunProgress:
@@ -54,19 +55,19 @@ class RunProgress:
             stats += f"  accept len {self.step_tokens / self.steps:.2f}"
         self.bar.update(self.task, advance=1, stats=stats)
 
-    def _on_cell_done(self, row) -> None:
+    def _on_cell_done(self, row: ResultRow | None) -> None:
         if self.task is not None:
             self.bar.remove_task(self.task)
             self.task = None
         if row is None:
             return
-        tps, speed, length = row.get("output_throughput_tps"), row.get("speedup_vs_baseline"), row.get("mean_acceptance_length")
-        parts = [f"{row['run']} · {row['dataset']}", f"{row['requests']} req",
+        tps, speed, length = row.output_throughput_tps, row.speedup_vs_baseline, row.mean_acceptance_length
+        parts = [f"{row.run} · {row.dataset}", f"{row.requests} req",
                  f"{tps:.1f} tok/s" if tps is not None else "— tok/s",
                  f"{speed:.3f}x" if speed is not None else "speedup —",
                  f"accept len {length:.2f}" if length is not None else "accept len —"]
-        if row.get("failed_requests"):
-            parts.append(f"[red]{row['failed_requests']} failed[/]")
+        if row.failed_requests:
+            parts.append(f"[red]{row.failed_requests} failed[/]")
         line = "  ".join(parts)
         if self.quiet:
             print("done " + line.replace("[red]", "").replace("[/]", ""), flush=True)

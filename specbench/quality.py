@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any
 
 from .cell import Cell
 from .compare import paired_requests, ratio
@@ -18,11 +17,12 @@ from .grade import accuracy_pairs, accuracy_summary, paired_accuracy
 from .measure import PhaseInfo
 from .per_request import acceptance_summary, slower_share
 from .records import RequestRecord
+from .row import ResultRow
 from .slo import slo_summary
 from .telemetry import cost_summary, gpu_count, telemetry_summary
 
 
-def add_quality(rows: list[dict[str, Any]], phases: Sequence[PhaseInfo], records: Sequence[RequestRecord], suite) -> None:
+def add_quality(rows: list[ResultRow], phases: Sequence[PhaseInfo], records: Sequence[RequestRecord], suite) -> None:
     configs = {c.name: c for c in suite.configs}
     baseline = suite.baseline.name if suite.baseline else None
     recs: dict[Cell, list[RequestRecord]] = defaultdict(list)
@@ -35,36 +35,36 @@ def add_quality(rows: list[dict[str, Any]], phases: Sequence[PhaseInfo], records
     for row in rows:
         measured, cell_phases = recs[Cell.of_row(row)], by_phase[Cell.of_row(row)]
         row.update(slo_summary(measured, sum(p.wall_s for p in cell_phases), suite.load.slo))
-        if row.get("num_speculative_tokens") is not None or row.get("method") != "baseline":
+        if row.num_speculative_tokens is not None or row.method != "baseline":
             row.update(acceptance_summary(measured))
-        graded = row["dataset"] in (suite.load.grade or ())
+        graded = row.dataset in (suite.load.grade or ())
         row.update(accuracy_summary(measured, graded))
-        if graded and row.get("accuracy_truncated"):
-            _note(row, f"{row['accuracy_truncated']} graded answers were cut by max_tokens (graded as they are; usually wrong)")
+        if graded and row.accuracy_truncated:
+            _note(row, f"{row.accuracy_truncated} graded answers were cut by max_tokens (graded as they are; usually wrong)")
         windows = [p.telemetry for p in cell_phases if getattr(p, "telemetry", None)]
-        row.update(telemetry_summary(windows, row.get("output_tokens")))
-        config = configs.get(row["run"])
+        row.update(telemetry_summary(windows, row.output_tokens))
+        config = configs.get(row.run)
         if suite.cost is not None and config is not None:
-            row.update(cost_summary(suite.cost, *gpu_count(suite, config), row.get("output_throughput_tps")))
+            row.update(cost_summary(suite.cost, *gpu_count(suite, config), row.output_throughput_tps))
     if baseline is None:
         return
-    base_rows = {Cell.of_row(r): r for r in rows if r["run"] == baseline}
+    base_rows = {Cell.of_row(r): r for r in rows if r.run == baseline}
     for row in rows:
         base = base_rows.get(Cell.of_row(row).with_config(baseline))
-        if base is None or row["run"] == baseline:
+        if base is None or row.run == baseline:
             continue
         mine, theirs = recs[Cell.of_row(row)], recs[Cell.of_row(base)]
         row.update(slower_share(paired_requests(mine, theirs)))
-        if "accuracy" in row:
+        if row.has("accuracy"):
             row.update(paired_accuracy(accuracy_pairs(mine, theirs)))
-        row["energy_per_token_ratio_vs_baseline"] = ratio(row.get("joules_per_output_token"), base.get("joules_per_output_token"))
-        if "usd_per_million_output_tokens" in row:
-            usd = ratio(row["usd_per_million_output_tokens"], base.get("usd_per_million_output_tokens"))
-            row["cost_saving_vs_baseline"] = None if usd is None else 1 - usd
+        row.energy_per_token_ratio_vs_baseline = ratio(row.joules_per_output_token, base.joules_per_output_token)
+        if row.has("usd_per_million_output_tokens"):
+            usd = ratio(row.usd_per_million_output_tokens, base.usd_per_million_output_tokens)
+            row.cost_saving_vs_baseline = None if usd is None else 1 - usd
 
 
-def _note(row: dict[str, Any], text: str) -> None:
-    row["notes"] = [*(row.get("notes") or []), text]
+def _note(row: ResultRow, text: str) -> None:
+    row.notes = [*(row.notes or []), text]
 
 
 def suite_notes(suite) -> list[str]:

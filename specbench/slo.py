@@ -22,6 +22,7 @@ import numpy as np
 from .errors import SuiteError
 from .latency import tpot
 from .records import RequestRecord
+from .row import ResultRow
 
 SLO_KEYS = ("ttft_ms", "tpot_ms", "latency_ms")
 PROBE_PHASE = "slo_probe"
@@ -255,22 +256,22 @@ async def search_server(*, url: str, client: str, spec, prompts, config: str, sl
 
 # ---- results -----------------------------------------------------------------------------------
 
-def attach_capacity(rows: list[dict[str, Any]], searches: dict[str, dict[str, Any]] | None, baseline: str | None) -> None:
+def attach_capacity(rows: list[ResultRow], searches: dict[str, dict[str, Any]] | None, baseline: str | None) -> None:
     """Copy each config × data set's search result into its rows, with the capacity speed-up vs
     the baseline: the ratio of the highest passing rates, and the range its brackets allow."""
     if not searches:
         return
     for row in rows:
-        found = (searches.get(row["run"]) or {}).get(row["dataset"])
+        found = (searches.get(row.run) or {}).get(row.dataset)
         if not found:
             continue
-        row["slo_search_percentile"] = found.get("percentile")
-        row["slo_max_rate_rps"] = found.get("max_rate_rps")
-        row["slo_max_rate_bracket"] = found.get("bracket")
-        row["slo_search_steps"] = found.get("steps")
-        base = (searches.get(baseline) or {}).get(row["dataset"]) if baseline else None
-        row["slo_capacity_speedup"] = row["slo_capacity_speedup_range"] = None
+        row.slo_search_percentile = found.get("percentile")
+        row.slo_max_rate_rps = found.get("max_rate_rps")
+        row.slo_max_rate_bracket = found.get("bracket")
+        row.slo_search_steps = found.get("steps")
+        base = (searches.get(baseline) or {}).get(row.dataset) if baseline else None
+        row.slo_capacity_speedup = row.slo_capacity_speedup_range = None
         if base and found.get("max_rate_rps") and base.get("max_rate_rps"):
-            row["slo_capacity_speedup"] = found["max_rate_rps"] / base["max_rate_rps"]
+            row.slo_capacity_speedup = found["max_rate_rps"] / base["max_rate_rps"]
             (c_lo, c_hi), (b_lo, b_hi) = found["bracket"], base["bracket"]
-            row["slo_capacity_speedup_range"] = [c_lo / b_hi if b_hi else None, c_hi / b_lo if c_hi else None]
+            row.slo_capacity_speedup_range = [c_lo / b_hi if b_hi else None, c_hi / b_lo if c_hi else None]

@@ -187,7 +187,7 @@ def engine_flag(family: dict[str, Any], ranges: list[list[int]]) -> tuple[dict[s
 
 
 def _ci(r: Record | None) -> tuple[float, float] | None:
-    ci = ((r or {}).get("ci95") or {}).get("speedup_vs_baseline")
+    ci = ((r.ci95 if r is not None else None) or {}).get("speedup_vs_baseline")
     return (float(ci[0]), float(ci[1])) if isinstance(ci, list) and len(ci) == 2 and None not in ci else None
 
 
@@ -200,7 +200,7 @@ def _records_by_cell(requests: Sequence[RequestRecord]) -> dict[tuple[str, str, 
 
 
 def _conc_key(r: Record) -> int:
-    c = r.get("concurrency") if r.get("request_rate") is None else r.get("max_concurrency")
+    c = r.concurrency if r.request_rate is None else r.max_concurrency
     return int(c or 0)
 
 
@@ -213,24 +213,24 @@ def tune_analysis(records: Sequence[Record], requests: Sequence[RequestRecord] |
     by_cell = _records_by_cell(requests) if requests is not None else None
     rows: dict[tuple, dict[int, Record]] = defaultdict(dict)
     for r in records:
-        p = cfgs.get(r.get("run", ""))
+        p = cfgs.get(r.run)
         if isinstance(p, dict):
-            rows[(r["dataset"], p["family"], load_of(r))][int(p["k"])] = r
+            rows[(r.dataset, p["family"], load_of(r))][int(p["k"])] = r
     cells = []
     for (dataset, fam, load), by_k in sorted(rows.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2].sort_key())):
-        base_row = next((r for r in records if r.get("run") == base and r["dataset"] == dataset and load_of(r) == load), None)
-        cands = ([Candidate(0, 1.0)] if base_row is not None and base_row.get("status", "ok") == "ok" else [])
-        cands += [Candidate(k, r.get("speedup_vs_baseline") if r.get("status", "ok") == "ok" else None, _ci(r))
+        base_row = next((r for r in records if r.run == base and r.dataset == dataset and load_of(r) == load), None)
+        cands = ([Candidate(0, 1.0)] if base_row is not None and base_row.cell_status == "ok" else [])
+        cands += [Candidate(k, r.speedup_vs_baseline if r.cell_status == "ok" else None, _ci(r))
                   for k, r in sorted(by_k.items())]
         best = best_candidate(cands)
         vs_best: dict[int, tuple[float, float] | None] | None = None
         if best is not None and by_cell is not None and best.k != 0:
             vs_best = {}
-            best_recs = by_cell.get((by_k[best.k]["run"], dataset, _conc_key(by_k[best.k])), [])
+            best_recs = by_cell.get((by_k[best.k].run, dataset, _conc_key(by_k[best.k])), [])
             for k, r in by_k.items():
                 if k == best.k:
                     continue
-                ps = paired_speedup(paired_requests(by_cell.get((r["run"], dataset, _conc_key(r)), []), best_recs))
+                ps = paired_speedup(paired_requests(by_cell.get((r.run, dataset, _conc_key(r)), []), best_recs))
                 vs_best[k] = ((ps["paired_speedup_ci_low"], ps["paired_speedup_ci_high"])
                               if ps["paired_speedup_ci_low"] is not None and ps["paired_speedup_ci_high"] is not None else None)
         cells.append({
@@ -368,7 +368,7 @@ def verify_suite(schedule: dict[str, Any], where: str) -> Suite:
 
 def tune_cli(args: argparse.Namespace) -> int:
     from .report.html import read_requests
-    from .report.render import markdown
+    from .report.markdown import markdown
     from .run import RunDir, default_output
     from .suite import load_suite
 

@@ -187,7 +187,7 @@ class Curve:
 
 
 def _ci(r: Record, key: str) -> tuple[float, float] | None:
-    ci = (r.get("ci95") or {}).get(key)
+    ci = (r.ci95 or {}).get(key)
     return (float(ci[0]), float(ci[1])) if isinstance(ci, list) and len(ci) == 2 and None not in ci else None
 
 
@@ -195,16 +195,16 @@ def whatif_curves(records: Sequence[Record], meta: dict[str, Any] | None) -> lis
     plan = ((meta or {}).get("whatif") or {}).get("configs") or {}
     curves: dict[tuple, Curve] = {}
     for r in records:
-        p = plan.get(r.get("run"))
+        p = plan.get(r.run)
         if not isinstance(p, dict) or "of" not in p:
             continue
-        key = (r["dataset"], p["of"], load_of(r))
-        curve = curves.setdefault(key, Curve(r["dataset"], p["of"], load_of(r), p.get("k")))
-        curve.points.append(Point(r["run"], float(p["acceptance_length"]), r.get("mean_acceptance_length"),
-                                  r.get("speedup_vs_baseline"), _ci(r, "speedup_vs_baseline")))
+        key = (r.dataset, p["of"], load_of(r))
+        curve = curves.setdefault(key, Curve(r.dataset, p["of"], load_of(r), p.get("k")))
+        curve.points.append(Point(r.run, float(p["acceptance_length"]), r.mean_acceptance_length,
+                                  r.speedup_vs_baseline, _ci(r, "speedup_vs_baseline")))
     for (dataset, config, load), curve in curves.items():
         curve.points.sort(key=lambda p: p.target)
-        curve.real = next((r for r in records if r.get("run") == config and r["dataset"] == dataset
+        curve.real = next((r for r in records if r.run == config and r.dataset == dataset
                            and load_of(r) == load), None)
     return sorted(curves.values(), key=lambda c: (c.dataset, c.config, c.load.sort_key()))
 
@@ -264,7 +264,7 @@ def whatif_markdown(records: Sequence[Record], meta: dict[str, Any] | None) -> s
         be_txt = "—" if be is None else be if isinstance(be, str) else f"{be:.2f}"
         real = "—"
         if c.real_length is not None:
-            sp = (c.real or {}).get("speedup_vs_baseline")
+            sp = c.real.speedup_vs_baseline if c.real is not None else None
             real = f"{c.real_length:.2f}" + (f" ({sp:.3f}x)" if sp is not None else "")
         lines.append("| " + " | ".join([c.dataset, c.config, load_label(c.load), *[_cell(by_t.get(t)) for t in targets],
                                         be_txt, real, verdict(c)]) + " |")

@@ -10,7 +10,8 @@ from scripted_server import Script, start
 from specbench.compare import DECOMPOSITION_KEYS, decomposition, paired_decomposition
 from specbench.records import RequestRecord
 from specbench.report.html import render_html
-from specbench.report.render import DECOMPOSITION_NOTE, markdown
+from specbench.report.markdown import DECOMPOSITION_NOTE, markdown
+from specbench.row import rows_from
 from specbench.run import run_suite
 from specbench.suite import load_suite
 
@@ -80,20 +81,20 @@ def test_paired_decomposition_is_the_decode_rate_ratio():
 
 
 def test_missing_inputs_give_null_never_zero():
-    base = {"run": "baseline", "step_mean_ms": 10.0, "stream_mean_acceptance_length": None}
-    row = {"run": "spec", "step_mean_ms": 15.0, "stream_mean_acceptance_length": 2.0, "speedup_vs_baseline": 1.2}
-    out = decomposition(row, base, [])
+    base = {"dataset": "d", "run": "baseline", "step_mean_ms": 10.0, "stream_mean_acceptance_length": None}
+    row = {"dataset": "d", "run": "spec", "step_mean_ms": 15.0, "stream_mean_acceptance_length": 2.0, "speedup_vs_baseline": 1.2}
+    out = decomposition(*rows_from([row, base]), [])
     assert out["step_cost_ratio"] == pytest.approx(1.5)
     assert out["speedup_decomposed"] is None and out["speedup_residual"] is None
-    out = decomposition({**row, "step_mean_ms": None}, {**base, "stream_mean_acceptance_length": 1.0}, [])
+    out = decomposition(*rows_from([{**row, "step_mean_ms": None}, {**base, "stream_mean_acceptance_length": 1.0}]), [])
     assert all(v is None for v in out.values())
-    md = markdown([{"dataset": "d", "run": "spec", "concurrency": 1, "step_cost_ratio": 1.5, "speedup_decomposed": None},
-                   {"dataset": "d", "run": "baseline", "concurrency": 1}])
+    md = markdown(rows_from([{"dataset": "d", "run": "spec", "concurrency": 1, "step_cost_ratio": 1.5, "speedup_decomposed": None},
+                             {"dataset": "d", "run": "baseline", "concurrency": 1}]))
     assert "| — | 1.500x | — | — |" in md
 
 
 def test_columns_and_note_only_when_measured():
-    rows = [{"dataset": "d", "run": "baseline", "concurrency": 1, "speedup_vs_baseline": 1.0}]
+    rows = rows_from([{"dataset": "d", "run": "baseline", "concurrency": 1, "speedup_vs_baseline": 1.0}])
     md = markdown(rows)
     assert "Step cost" not in md and DECOMPOSITION_NOTE not in md
 
@@ -109,7 +110,7 @@ def _row(run: str, c: int, al: float | None, cost: float | None, speedup: float)
 def test_html_plot_marks_where_tokens_per_step_meet_step_cost():
     rows = [_row("baseline", 1, 1.0, None, 1.0), _row("baseline", 16, 1.0, None, 1.0),
             _row("spec", 1, 2.4, 1.2, 1.8), _row("spec", 16, 2.2, 2.8, 0.7)]
-    page = render_html(rows, None, {})
+    page = render_html(rows_from(rows), None, {})
     table = page[page.index('<table class="results">'):page.index("</table>")]
     assert '<th scope="col">Step cost</th><th scope="col">Decomposed speedup</th>' in table
     assert "<td>2.000x</td>" in table and "<td>0.786x</td>" in table
@@ -120,6 +121,6 @@ def test_html_plot_marks_where_tokens_per_step_meet_step_cost():
     assert "meet at ≈ 6.35 (above it a step costs more" in fig
     assert "2.40 tokens per step ÷ step cost 1.20× = 2.000× in decode; measured 1.800× (residual 0.900)" in fig
     # a row without step cost is listed as not measured, not drawn at 0
-    page = render_html(rows[:3] + [_row("spec", 16, 2.2, None, 0.7)], None, {})
+    page = render_html(rows_from(rows[:3] + [_row("spec", 16, 2.2, None, 0.7)]), None, {})
     fig = page[page.index('id="fig-decomposition"'):]
     assert "not measured: spec step cost @ c=16" in fig[:fig.index("</figure>")]

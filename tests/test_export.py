@@ -31,3 +31,10 @@ async def test_export_profilings_layout(tmp_path, prompts_file):
     runs = pd.read_parquet(tmp_path / "prof" / "runs").set_index("drafter")
     assert runs.loc["ngram", "guessed_tokens"] == 6 * 4 * 3 and runs.loc["ngram", "accepted_tokens"] == 6 * 4
     assert runs.loc["ngram", "steps"] == 6 * 4 and pd.isna(runs.loc["none", "guessed_tokens"])
+    # `report --format parquet` is the same export (GPU label cpu)
+    assert main(["report", str(tmp_path / "run"), "--format", "parquet", "-o", str(tmp_path / "fmt")]) == 0
+    written = sorted(p.relative_to(tmp_path / "fmt").as_posix() for p in (tmp_path / "fmt").rglob("*.parquet"))
+    assert written == sorted(p.relative_to(tmp_path / "prof").as_posix().replace("/H100/", "/cpu/")
+                             for p in (tmp_path / "prof").rglob("*.parquet"))
+    assert pd.read_parquet(tmp_path / "fmt" / "runs").drop(columns="gpu").equals(
+        pd.read_parquet(tmp_path / "prof" / "runs").drop(columns="gpu"))

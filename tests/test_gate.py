@@ -24,6 +24,7 @@ from specbench.gate import (
     register,
     render_markdown,
 )
+from specbench.row import ResultRow
 
 DATA = Path(__file__).parent / "data" / "gate"
 EXAMPLE = DATA / "results_example.json"
@@ -268,14 +269,19 @@ def test_gate_from_candidate_meta_and_cli_override(tmp_path):
     assert gate(cand, "--min", "speedup_vs_baseline:dspark_k3=1.2") == 0
 
 
+#: the rest of a suite: ``--suite`` reads the gate: section through the suite loader, which checks it all
+SUITE_BODY = ("name: {name}\nmodel: m\nconfigs:\n  - {{name: baseline, url: 'http://127.0.0.1:1'}}\n"
+              "datasets:\n  - {{name: math500}}\n")
+
+
 def test_gate_from_suite_file(tmp_path, capsys):
     suite = tmp_path / "suite.yaml"
-    suite.write_text("name: math_code_chat\ngate:\n  max_drop:\n    speedup_vs_baseline: 5%\n")
+    suite.write_text(SUITE_BODY.format(name="math_code_chat") + "gate:\n  max_drop:\n    speedup_vs_baseline: 5%\n")
     cand = write_run(tmp_path / "cand", two_cells(speedup=1.2))
     ref = write_run(tmp_path / "ref", two_cells(speedup=1.3))
     assert gate(cand, "-r", ref, "--suite", suite) == 1
     other = tmp_path / "other.yaml"
-    other.write_text("name: cpu_smoke\ngate: {min: {speedup_vs_baseline: 1}}\n")
+    other.write_text(SUITE_BODY.format(name="cpu_smoke") + "gate: {min: {speedup_vs_baseline: 1}}\n")
     capsys.readouterr()
     assert gate(cand, "--suite", other) == 2
     assert "'cpu_smoke'" in capsys.readouterr().err
@@ -344,7 +350,7 @@ def test_noise_rules():
 
 
 def test_evaluate_and_render_are_pure():
-    cells = index_cells(two_cells(speedup=1.1), "mem")
+    cells = index_cells([ResultRow.from_dict(r) for r in two_cells(speedup=1.1)], "mem")
     check = Check("min", Selector("speedup_vs_baseline", "dspark_k3"), 1.2)
     (verdict,) = evaluate(check, cells, None)
     assert verdict.outcome == "fail" and verdict.change is None

@@ -21,6 +21,7 @@ from specbench.compare import change_verdict, compare_runs
 from specbench.gate import Measure, register
 from specbench.provenance import suite_file_provenance
 from specbench.report.history import classify
+from specbench.row import rows_from
 
 SHA = "5" * 64
 COMMIT = "c0ffee" * 6 + "abcd"
@@ -167,11 +168,11 @@ def test_interrupted_failed_unfinished_runs_are_listed_never_mixed_in(results, c
 def test_classify_counts_missing_cells_and_short_repeats():
     meta = {"finished_at": "x", "suite": {"raw": {"load": {"concurrency": [1, 4], "repeats": 3}}},
             "comparability": {"configs": {"b": "", "s": ""}, "datasets": {"d": ""}}}
-    full = [rec(c, "d", conc=n, repeats=3) for c in "bs" for n in (1, 4)]
+    full = rows_from([rec(c, "d", conc=n, repeats=3) for c in "bs" for n in (1, 4)])
     assert classify(meta, full) == ("complete", "")
     status, why = classify(meta, full[:3])
     assert status == "interrupted" and why.startswith("3 of 4 cells measured")
-    full[0]["repeats"] = 2
+    full[0].repeats = 2
     status, why = classify(meta, full)
     assert status == "interrupted" and "cell b / d / c=1 has fewer than 3 repeats" in why
 
@@ -421,7 +422,7 @@ def test_compare_command_lists_cells_in_one_run_only(tmp_path, capsys):
 def test_compare_runs_keys_cells_by_request_rate_too():
     old = [rec("s", "d", rate=1.0, speedup=1.0), rec("s", "d", rate=4.0, speedup=2.0)]
     new = [rec("s", "d", rate=1.0, speedup=1.0), rec("s", "d", rate=4.0, speedup=1.0)]
-    comp = compare_runs(old, new, metrics=["speedup_vs_baseline"])
+    comp = compare_runs(rows_from(old), rows_from(new), metrics=["speedup_vs_baseline"])
     assert [(str(c.cell), c.metrics[0].verdict) for c in comp.cells] == [
         ("s / d / 1 req/s", "within noise"), ("s / d / 4 req/s", "worse")]
 

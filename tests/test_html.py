@@ -37,7 +37,8 @@ from specbench.report.html import (
     write_html,
 )
 from specbench.report.load import load_run
-from specbench.report.render import COLUMNS
+from specbench.report.markdown import COLUMNS
+from specbench.row import rows_from
 
 RUN = Path(__file__).resolve().parent / "data" / "html" / "run"
 PLOTS = ("speedup", "speedup-load", "acceptance-position", "category-acceptance", "latency-cdf")
@@ -46,7 +47,7 @@ PLOTS = ("speedup", "speedup-load", "acceptance-position", "category-acceptance"
 @pytest.fixture(scope="module")
 def run():
     loaded = load_run(RUN)
-    return loaded.records, read_requests(RUN), loaded.meta
+    return [r.to_dict(reference_first=False) for r in loaded.rows], read_requests(RUN), loaded.meta
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +78,7 @@ def test_fixture_shape(run):
     assert [(r["dataset"], r["run"], r["concurrency"]) for r in failed] == [("mtbench", "draft_k5", 8)]
     assert failed[0]["speedup_vs_baseline"] is None
     assert requests and {r.phase for r in requests} == {"measure"}
-    assert baseline_name(records, meta) == "baseline"
+    assert baseline_name(rows_from(records), meta) == "baseline"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -150,7 +151,7 @@ def test_null_acceptance_and_categories_are_not_drawn_as_zero(run):
                     r[key] = None
             for cat in (r.get("categories") or {}).values():
                 cat["stream_mean_acceptance_length"] = None
-    page = render_html(stripped, requests, meta)
+    page = render_html(rows_from(stripped), requests, meta)
     acc = figure_of(page, "acceptance-position")
     assert len(re.findall(rf'class="not-measured">{NOT_MEASURED}: ngram_k3[;<]', acc)) == 2  # one per data set panel
     cats = figure_of(page, "category-acceptance")
@@ -169,7 +170,7 @@ def test_crossover_marked(page):
 def test_without_requests_or_sweep(run):
     records, _, meta = run
     one_load = [r for r in records if r["concurrency"] == 1]
-    page = render_html(one_load, None, meta)
+    page = render_html(rows_from(one_load), None, meta)
     assert 'id="fig-speedup-load"' not in page  # a single concurrency: no sweep plot
     cdf = figure_of(page, "latency-cdf")
     assert f"{NOT_MEASURED} (requests.jsonl not available for these results)" in cdf
@@ -180,16 +181,16 @@ def test_without_requests_or_sweep(run):
 def test_no_baseline_and_empty(run):
     records, _, _ = run
     spec_only = [r for r in records if r["run"] != "baseline"]
-    page = render_html(spec_only, None, {})
+    page = render_html(rows_from(spec_only), None, {})
     assert f"{NOT_MEASURED} (no baseline config in these results)" in figure_of(page, "speedup")
-    empty = render_html([], None, None)
+    empty = render_html(rows_from([]), None, None)
     assert "<table" in empty and NOT_MEASURED in empty
 
 
 def test_reference_records_without_extras():
     """Results in the reference format only (no concurrency, categories, CIs or requests) still render."""
     records = json.loads((Path(__file__).resolve().parent / "data" / "gate" / "results_example.json").read_text())
-    page = render_html(records, None, None)
+    page = render_html(rows_from(records), None, None)
     speed = figure_of(page, "speedup")
     spec = [r for r in records if r["run"] != "baseline" and r["speedup_vs_baseline"] is not None]
     assert len(re.findall(r'class="bar"', speed)) == len(spec)
@@ -206,7 +207,7 @@ def test_request_rate_sweep():
         records += [dict(base, run="baseline", method="baseline", num_speculative_tokens=None, request_rate=rate,
                          speedup_vs_baseline=1.0),
                     dict(base, run="spec", request_rate=rate, speedup_vs_baseline=sp)]
-    load = figure_of(render_html(records, None, None), "speedup-load")
+    load = figure_of(render_html(rows_from(records), None, None), "speedup-load")
     assert "Speed-up vs request rate" in load
     assert re.search(r"drops below 1.0 between request rate 4 req/s \(1.100×\) and 16 req/s \(0.800×\); "
                      r"≈ 6.35 req/s by linear interpolation in log\(request rate\)", load)
@@ -225,7 +226,7 @@ def test_html_escaping(run):
     for r in evil:
         if r["run"] == "ngram_k3":
             r["run"] = "<script>alert(1)</script>"
-    page = render_html(evil, None, meta)
+    page = render_html(rows_from(evil), None, meta)
     assert "<script>" not in page and "&lt;script&gt;" in page
 
 

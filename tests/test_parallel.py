@@ -258,7 +258,7 @@ async def test_gpus_mode_runs_configs_side_by_side_on_disjoint_gpus(tmp_path, pr
     seq = await run_suite(suite, tmp_path / "seq")
     assert seq.exit_code == 0
     assert_same_form(tmp_path / "par", tmp_path / "seq")
-    assert [(r["run"], r["concurrency"]) for r in outcome.rows] == [(r["run"], r["concurrency"]) for r in seq.rows]
+    assert [(r.run, r.concurrency) for r in outcome.rows] == [(r.run, r.concurrency) for r in seq.rows]
 
 
 async def test_gpus_mode_a_killed_worker_fails_only_its_cells_and_resume_reruns_them(tmp_path, prompts_file, launchers,
@@ -304,7 +304,7 @@ async def test_gpus_mode_config_larger_than_the_machine_fails_alone(tmp_path, pr
     suite = load_suite(write_suite(tmp_path, prompts_file, [BASE, {**SPEC3, "args": ["--tensor-parallel-size", "2"]}]))
     outcome = await run_parallel(suite, tmp_path / "o", mode="gpus")
     assert outcome.failed_configs == {"ngram_k3": "config 'ngram_k3' needs 2 GPUs; this machine has 1 (0)"}
-    assert [r["run"] for r in outcome.rows] == ["baseline", "baseline"]
+    assert [r.run for r in outcome.rows] == ["baseline", "baseline"]
 
 
 async def test_cli_parallel_gpus(tmp_path, prompts_file, launchers, monkeypatch):

@@ -11,6 +11,7 @@ from specbench.per_request import SOURCE_STATS, SOURCE_STREAM, acceptance_summar
 from specbench.records import RequestRecord
 from specbench.report.html import read_requests, render_html
 from specbench.report.load import load_run
+from specbench.row import rows_from
 from specbench.run import run_suite
 from specbench.suite import load_suite
 
@@ -102,7 +103,7 @@ async def test_end_to_end_columns_and_plot(tmp_path, prompts_file, scripted):
     assert "| 2.33/2.33/2.33 |" in md and "| 100.0% |" in md
 
     loaded = load_run(tmp_path / "out")
-    page = render_html(loaded.records, read_requests(tmp_path / "out"), loaded.meta)
+    page = render_html(loaded.rows, read_requests(tmp_path / "out"), loaded.meta)
     fig = re.search(r'<figure class="plot" id="fig-request-acceptance".*?</figure>', page, re.S).group(0)
     panels = re.findall(r'<svg [^>]*data-plot="request-acceptance".*?</svg>', fig, re.S)
     assert len(panels) == 2  # one per speculative config
@@ -115,7 +116,7 @@ async def test_end_to_end_columns_and_plot(tmp_path, prompts_file, scripted):
 
 async def test_plot_says_not_measured_without_requests(tmp_path):
     from specbench.report.model import Model
-    from specbench.report.plots_requests import request_scatter
+    from specbench.report.plots import request_scatter
 
-    html = request_scatter(Model([{"run": "s", "dataset": "d", "method": "ngram", "num_speculative_tokens": 3}], {}), None)
+    html = request_scatter(Model(rows_from([{"run": "s", "dataset": "d", "method": "ngram", "num_speculative_tokens": 3}]), {}), None)
     assert "not measured" in html and "requests.jsonl not available" in html

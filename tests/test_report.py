@@ -12,7 +12,8 @@ import pytest
 
 from specbench.cli import main
 from specbench.report import load_results, render
-from specbench.report.render import markdown
+from specbench.report.markdown import markdown
+from specbench.row import rows_from
 
 DATA = Path(__file__).parent / "data" / "report"
 RESULTS = DATA / "results_example.json"
@@ -22,6 +23,11 @@ MD = DATA / "results_example.md"
 @pytest.fixture(scope="module")
 def records() -> list[dict]:
     return json.loads(RESULTS.read_text())
+
+
+@pytest.fixture(scope="module")
+def rows(records):
+    return rows_from(records)
 
 
 @pytest.fixture(scope="module")
@@ -37,9 +43,9 @@ def test_local_copies_match_shared_reference(shared):
     assert (ref / "results_example.md").read_bytes() == MD.read_bytes()
 
 
-def test_render_markdown_is_the_reference_exactly(records, expected_md):
+def test_render_markdown_is_the_reference_exactly(rows, expected_md):
     assert not expected_md.endswith("\n")
-    assert render(records, "markdown") == expected_md
+    assert render(rows, "markdown") == expected_md
 
 
 def test_cli_report_markdown_prints_reference(capsys, expected_md):
@@ -100,7 +106,7 @@ def test_csv_one_row_per_cell_every_key(records, capsys):
 def test_csv_union_of_keys_and_nested_values():
     recs = [{"dataset": "a", "run": "x", "errors": {"HTTP 500": 2}, "acceptance_per_position": [0.5, 0.25]},
             {"dataset": "b", "run": "y", "extra": 3, "errors": None}]
-    rows = list(csv.reader(io.StringIO(render(recs, "csv"))))
+    rows = list(csv.reader(io.StringIO(render(rows_from(recs), "csv"))))
     assert rows[0] == ["dataset", "run", "errors", "acceptance_per_position", "extra"]
     assert rows[1] == ["a", "x", '{"HTTP 500": 2}', "[0.5, 0.25]", ""]
     assert rows[2] == ["b", "y", "", "", "3"]
@@ -109,15 +115,15 @@ def test_csv_union_of_keys_and_nested_values():
 # ---------------------------------------------------------------- JSON
 
 
-def test_json_round_trip(records, capsys):
-    assert json.loads(render(records, "json")) == records
+def test_json_round_trip(records, rows, capsys):
+    assert json.loads(render(rows, "json")) == records
     assert main(["report", str(RESULTS), "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out) == records
 
 
-def test_unknown_format_raises(records):
+def test_unknown_format_raises(rows):
     with pytest.raises(ValueError, match="unknown format 'html'"):
-        render(records, "html")
+        render(rows, "html")
 
 
 # ---------------------------------------------------------------- missing values and specbench extras
@@ -125,7 +131,7 @@ def test_unknown_format_raises(records):
 
 def test_missing_values_print_as_dash_never_zero():
     row = {"dataset": "d", "run": "r", "requests": 3, "output_throughput_tps": 10.0}
-    line = markdown([row]).splitlines()[2]
+    line = markdown(rows_from([row])).splitlines()[2]
     assert line == "| d | r | 3 | 10.00 | — | —/— | —/— | —/— | —/— | — | -/-/- | — |"
 
 
@@ -135,7 +141,7 @@ def test_extra_columns_for_specbench_runs():
         {"dataset": "d", "run": "spec", "requests": 2, "concurrency": 4, "status": "failed", "failed_requests": 2,
          "fidelity_identical": 0.5, "ci95": {"speedup_vs_baseline": [1.1, 1.3]}, "speedup_vs_baseline": 1.2},
     ]
-    lines = markdown(rows, {"notes": ["first note", "second note"]}).split("\n")
+    lines = markdown(rows_from(rows), {"notes": ["first note", "second note"]}).split("\n")
     header = [h.strip() for h in lines[0].strip("|").split("|")]
     assert header[:3] == ["Dataset", "Run", "Conc"]
     assert header[header.index("Speedup") + 1] == "Speedup 95% CI"
@@ -157,9 +163,9 @@ def test_markdown_and_html_tables_share_one_column_spec():
     rows = [{"dataset": "d", "run": "baseline", "requests": 4, "request_rate": 4.0, "status": "ok", "failed_requests": 0},
             {"dataset": "d", "run": "spec", "requests": 1, "request_rate": 16.0, "status": "interrupted",
              "failed_requests": 0, "ci95": {"speedup_vs_baseline": [None, None]}}]
-    lines = markdown(rows).split("\n")
+    lines = markdown(rows_from(rows)).split("\n")
     header = [h.strip() for h in lines[0].strip("|").split("|")]
-    html = table_html(Model(rows, None))
+    html = table_html(Model(rows_from(rows), None))
     assert re.findall(r"<th scope=\"col\">(.*?)</th>", html) == header
     assert header[2] == "Rate/s" and header[-1] == "Failed"
     assert [c.strip() for c in lines[3].strip("|").split("|")][-1] == "cell interrupted"
@@ -205,4 +211,22 @@ def test_load_results_reads_meta(tmp_path):
     shutil.copy(RESULTS, run / "results.json")
     (run / "meta.json").write_text('{"suite": {"name": "x"}}')
     res = load_results([run])
-    assert res.meta == {"suite": {"name": "x"}} and len(res.records) == 18
+    assert res.meta == {"suite": {"name": "x"}} and len(res.rows) == 18
+
+
+# ---------------------------------------------------------------- the format registry
+
+
+def test_format_choices_are_the_registry(capsys, tmp_path):
+    from specbench.report.formats import FORMATS
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["report", str(RESULTS), "--format", "bogus"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert all(f"'{name}'" in err for name in FORMATS) and set(FORMATS) == {"markdown", "json", "csv", "html", "parquet"}
+    assert main(["report", str(tmp_path), "--format", "parquet"]) == 2  # a directory of runs has no parquet form
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and "--format parquet" in lines[0]
+    assert main(["report", str(RESULTS), "--format", "parquet"]) == 2  # needs --output
+    assert "--output" in capsys.readouterr().err

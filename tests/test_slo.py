@@ -11,6 +11,7 @@ from scripted_server import Script, start
 from specbench.cli import main
 from specbench.errors import SuiteError
 from specbench.records import RequestRecord
+from specbench.row import rows_from
 from specbench.run import run_suite
 from specbench.slo import RateSearch, Slo, attach_capacity, meets, parse_percentile, percentile_check, search_max_rate, slo_summary
 from specbench.suite import load_suite, parse_suite
@@ -139,14 +140,14 @@ async def test_search_stops_when_the_run_is_stopped():
 
 
 def test_capacity_speedup_and_the_range_its_brackets_allow():
-    rows = [{"run": "baseline", "dataset": "d"}, {"run": "spec", "dataset": "d"}, {"run": "spec", "dataset": "other"}]
+    rows = rows_from([{"run": "baseline", "dataset": "d"}, {"run": "spec", "dataset": "d"}, {"run": "spec", "dataset": "other"}])
     searches = {"baseline": {"d": {"percentile": 99, "max_rate_rps": 4.0, "bracket": [4.0, 5.0], "steps": 6}},
                 "spec": {"d": {"percentile": 99, "max_rate_rps": 10.0, "bracket": [10.0, 11.0], "steps": 7}}}
     attach_capacity(rows, searches, "baseline")
-    assert rows[1]["slo_capacity_speedup"] == pytest.approx(2.5)
-    assert rows[1]["slo_capacity_speedup_range"] == pytest.approx([2.0, 2.75])
-    assert rows[0]["slo_capacity_speedup"] == pytest.approx(1.0)
-    assert "slo_max_rate_rps" not in rows[2]  # not searched: no keys
+    assert rows[1].slo_capacity_speedup == pytest.approx(2.5)
+    assert rows[1].slo_capacity_speedup_range == pytest.approx([2.0, 2.75])
+    assert rows[0].slo_capacity_speedup == pytest.approx(1.0)
+    assert not rows[2].has("slo_max_rate_rps")  # not searched: no keys
 
 
 # ---- against scripted servers with a known capacity -----------------------------------------

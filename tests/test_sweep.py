@@ -7,7 +7,8 @@ from scripted_server import Script, start
 from test_end_to_end import write_suite
 
 from specbench.compare import crossover
-from specbench.report.render import sweep_table
+from specbench.report.markdown import sweep_table
+from specbench.row import rows_from
 from specbench.run import run_suite
 from specbench.suite import load_suite
 
@@ -22,7 +23,7 @@ def test_crossover_is_where_speedup_stays_below_one():
 def test_sweep_table_marks_the_crossover():
     rows = [{"dataset": "d", "run": r, "concurrency": c, "speedup_vs_baseline": s}
             for r, pts in {"baseline": [(1, 1.0), (8, 1.0)], "spec": [(1, 1.5), (8, 0.8)]}.items() for c, s in pts]
-    table = sweep_table(rows)
+    table = sweep_table(rows_from(rows))
     assert "| d | spec | 1.500x | 0.800x | c=8 |" in table
     assert "baseline" not in table.split("\n", 3)[3]
 

@@ -220,7 +220,8 @@ def test_gate_suite_file_is_read_with_the_same_bounds(tmp_path, capsys):
 
 from specbench.measure import PhaseInfo  # noqa: E402
 from specbench.records import RequestRecord  # noqa: E402
-from specbench.report.render import render  # noqa: E402
+from specbench.report import render  # noqa: E402
+from specbench.row import ResultRow  # noqa: E402
 from specbench.run.rundir import RunDir, write_json  # noqa: E402
 
 NAN, INF = float("nan"), float("inf")
@@ -235,7 +236,9 @@ def test_run_dir_writers_never_emit_nan_or_infinity(tmp_path):
                         chunk_tokens=[1, 2], spec_stats={"mean": -INF})
     run.append_phase(info, [rec])
     run.write_meta({"x": NAN, "nested": {"y": [INF, 1.0]}})
-    run.write_results([{"run": "b", "dataset": "d", "output_throughput_tps": NAN}], "table")
+    row = ResultRow.start("d", "b")
+    row.output_throughput_tps = NAN
+    run.write_results([row], "table")
     write_json(tmp_path / "other.json", {"v": -INF})
     for name in ("phases.jsonl", "requests.jsonl"):
         for line in (tmp_path / "run" / name).read_text().splitlines():
@@ -249,8 +252,8 @@ def test_run_dir_writers_never_emit_nan_or_infinity(tmp_path):
 
 
 def test_report_json_and_csv_never_carry_nan_or_infinity():
-    records = [{"run": "b", "dataset": "d", "output_throughput_tps": NAN, "ci95": {"x": [INF, 1.0]},
-                "latency_p95_ms": -INF}]
+    records = [ResultRow.start("d", "b")]  # built in memory, not read (the loader would null NaN first)
+    records[0].update({"output_throughput_tps": NAN, "ci95": {"x": [INF, 1.0]}, "latency_p95_ms": -INF})
     parsed = _strict(render(records, "json"))
     assert parsed[0]["output_throughput_tps"] is None and parsed[0]["ci95"]["x"] == [None, 1.0]
     rows = list(csv.DictReader(io.StringIO(render(records, "csv"))))

@@ -1,10 +1,8 @@
-"""Renderers of one table model: the list of per-cell result records.
-
-``load_results`` reads run directories or results.json files; ``render`` turns records into
-markdown, JSON or CSV.
+"""Reports of result rows: ``load_results`` reads run directories or results.json files, ``render``
+turns rows into a text format, ``formats.FORMATS`` lists every format by name.
 """
 
+from .formats import FORMATS, render
 from .load import RunResults, load_results
-from .render import FORMATS, render
 
 __all__ = ["FORMATS", "RunResults", "load_results", "render"]

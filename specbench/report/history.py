@@ -10,9 +10,7 @@ each with the reason, and never shown as if they were results.
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
-import json
 import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -21,16 +19,17 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ResultsError, SpecbenchError
-from .load import load_run, refusal
+from ..row import ResultRow
+from .load import load_run, read_meta, refusal
 from .model import Load, load_of
 
-Record = dict[str, Any]
+Record = ResultRow
+
 
 COMPLETE = "complete"
+
+
 SHOWN_FORMATS = ("markdown", "json", "csv", "html")
-
-
-# ------------------------------------------------------------------------------------- a run
 
 
 @dataclass(eq=False)
@@ -85,8 +84,8 @@ def _str(value: Any) -> str | None:
 
 def engines(records: Sequence[Record], meta: dict[str, Any]) -> list[str]:
     """``engine version`` of every server of the run, from its rows, else from meta.json's servers."""
-    found = [f"{r.get('engine')} {r.get('server_version') or ''}".strip() for r in records
-             if isinstance(r.get("engine"), str)]
+    found = [f"{r.engine} {r.server_version or ''}".strip() for r in records
+             if isinstance(r.engine, str)]
     if not found and isinstance(meta.get("servers"), dict):
         found = [f"{s.get('engine')} {s.get('version') or ''}".strip() for s in meta["servers"].values()
                  if isinstance(s, dict) and isinstance(s.get("engine"), str)]
@@ -127,13 +126,11 @@ def find_run_dirs(root: Path) -> list[Path]:
 
 
 def _read_meta(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ResultsError(f"{path}: unreadable JSON ({err})") from None
-    if not isinstance(data, dict):
-        raise ResultsError(f"{path}: expected a JSON object")
-    return data
+    """meta.json of a run without results: through the report's reader; a repaired value refuses it."""
+    meta, problems = read_meta(path)
+    if problems:
+        raise ResultsError(refusal(problems))
+    return meta
 
 
 def read_entry(path: Path) -> RunEntry:
@@ -143,11 +140,11 @@ def read_entry(path: Path) -> RunEntry:
             run = load_run(path, quiet=True)
             if run.problems:  # a repaired value would make a damaged run look complete
                 raise ResultsError(refusal(run.problems))
-            meta, records = run.meta, run.records
+            meta, records = run.meta, run.rows
             if not isinstance(meta, dict):
                 raise ResultsError(f"{path / 'meta.json'}: expected a JSON object")
             for i, r in enumerate(records):
-                if not (isinstance(r.get("run"), str) and isinstance(r.get("dataset"), str)):
+                if not (isinstance(r.run, str) and isinstance(r.dataset, str)):
                     raise ResultsError(f"{path / 'results.json'}: record {i} has no string 'run' and 'dataset'")
         else:
             meta, records = _read_meta(path / "meta.json"), None
@@ -157,9 +154,6 @@ def read_entry(path: Path) -> RunEntry:
     except (OSError, ValueError, TypeError, KeyError, AttributeError) as err:
         return RunEntry(path, {}, None, "unreadable", f"{path}: {type(err).__name__}: {err}".splitlines()[0])
     return RunEntry(path, meta, records, status, reason, parse_time(meta.get("started_at")))
-
-
-# -------------------------------------------------------------------------------- completeness
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -191,7 +185,7 @@ def expected_cells(meta: dict[str, Any]) -> set[tuple[str, str, Load]] | None:
 
 
 def _cell_name(r: Record) -> str:
-    return f"{r['run']} / {r['dataset']} / {load_of(r).label}"
+    return f"{r.run} / {r.dataset} / {load_of(r).label}"
 
 
 def classify(meta: dict[str, Any], records: list[Record] | None) -> tuple[str, str]:
@@ -203,30 +197,27 @@ def classify(meta: dict[str, Any], records: list[Record] | None) -> tuple[str, s
     if meta and not meta.get("finished_at"):
         return "unfinished", f"{len(records)} cell(s) written but no finished_at in meta.json: still running, or killed"
     failed_configs = _dict(meta.get("failed_configs"))
-    failed = [_cell_name(r) for r in records if r.get("status") == "failed"]
+    failed = [_cell_name(r) for r in records if r.status == "failed"]
     if failed_configs or failed:
         parts = [f"config {name} failed: {str(err).splitlines()[0] if str(err) else '?'}"
                  for name, err in failed_configs.items()]
         parts += [f"cell {c} failed" for c in failed[:3]] + ([f"+{len(failed) - 3} more"] if len(failed) > 3 else [])
         return "failed", "; ".join(parts)
-    cut = [_cell_name(r) for r in records if r.get("status") not in (None, "ok")]
+    cut = [_cell_name(r) for r in records if r.status not in (None, "ok")]
     expected = expected_cells(meta)
-    present = {(r["run"], r["dataset"], load_of(r)) for r in records}
+    present = {(r.run, r.dataset, load_of(r)) for r in records}
     missing = len(expected - present) if expected is not None else 0
     raw = (meta.get("suite") or {}).get("raw") if isinstance(meta.get("suite"), dict) else None
     repeats = ((raw or {}).get("load") or {}).get("repeats", 1) if isinstance(raw, dict) else 1
-    short = [_cell_name(r) for r in records if isinstance(repeats, int) and isinstance(r.get("repeats"), int)
-             and r["repeats"] < repeats]
+    short = [_cell_name(r) for r in records if isinstance(repeats, int) and isinstance(r.repeats, int)
+             and r.repeats < repeats]
     if cut or missing or short:
         total = len(expected) if expected is not None else len(records)
         parts = [f"{len(present & expected) if expected is not None else len(records)} of {total} cells measured"]
-        parts += [f"cell {c} {next(r.get('status') for r in records if _cell_name(r) == c)}" for c in cut[:3]]
+        parts += [f"cell {c} {next(r.status for r in records if _cell_name(r) == c)}" for c in cut[:3]]
         parts += [f"cell {c} has fewer than {repeats} repeats" for c in short[:3]]
         return "interrupted", "; ".join(parts)
     return COMPLETE, ""
-
-
-# -------------------------------------------------------------------------------- the history
 
 
 @dataclass
@@ -328,9 +319,6 @@ def reference_for(reference: Path, candidate_dir: Path, candidate_meta: Mapping[
     return ref.path
 
 
-# -------------------------------------------------------------------------------- rendering
-
-
 def run_line(run: RunEntry) -> str:
     """Which run a table comes from, in one markdown line."""
     p = run.provenance()
@@ -365,299 +353,14 @@ def other_runs(h: SuiteHistory) -> list[str]:
     return lines
 
 
-def _heading(h: SuiteHistory) -> str:
+def heading(h: SuiteHistory) -> str:
     return f"## Suite `{h.name}`" if not h.name.startswith("(") else f"## {h.name}"
 
 
-def markdown(histories: Sequence[SuiteHistory], roots: Sequence[Path], show_all: bool) -> str:
-    from .render import markdown as table
-
-    n_runs = sum(len(h.runs) for h in histories)
-    what = "every complete run of each suite" if show_all else "the latest complete run of each suite (`--all`: every one)"
-    out = [f"# specbench results under {', '.join(f'`{r}`' for r in roots)}", "",
-           f"{n_runs} run(s) of {len(histories)} suite(s); showing {what}."]
-    for h in histories:
-        out += ["", _heading(h)]
-        if not h.shown:
-            out += ["", "No complete run of this suite."]
-        for run in h.shown:
-            out += ["", ("Run " if show_all else "Latest complete run: ") + run_line(run), "",
-                    table(run.records or [], run.meta)]
-        others = other_runs(h)
-        if others:
-            out += ["", "Other runs of this suite:", *others]
-    return "\n".join(out)
 
 
-def as_json(histories: Sequence[SuiteHistory], roots: Sequence[Path], show_all: bool) -> str:
-    suites = []
-    for h in histories:
-        runs = []
-        for run in h.runs:
-            entry = {**run.provenance(), "shown": run in h.shown}
-            if run in h.shown:
-                entry["records"] = run.records
-            runs.append(entry)
-        suites.append({"suite": h.name, "runs": runs})
-    return json.dumps({"roots": [str(r) for r in roots], "selection": "all" if show_all else "latest",
-                       "suites": suites}, indent=2)
-
-
-RUN_COLUMNS = ("suite", "run_dir", "run_started_at", "run_status", "run_note")
-
-
-def as_csv(histories: Sequence[SuiteHistory]) -> str:
-    """One row per cell of each shown run, then one row per run that is not complete (its status and
-    why, no numbers); the run_* columns say which run every row comes from."""
-    from .render import to_csv
-
-    rows: list[Record] = []
-    for h in histories:
-        for run in h.shown:
-            head = {"suite": h.name, "run_dir": str(run.path), "run_started_at": run.meta.get("started_at"),
-                    "run_status": run.status, "run_note": None}
-            rows += [{**head, **r} for r in run.records or []]
-    for h in histories:
-        for run in h.runs:
-            if not run.complete:
-                rows.append({"suite": h.name, "run_dir": str(run.path), "run_started_at": run.meta.get("started_at"),
-                             "run_status": run.status, "run_note": run.reason})
-    return to_csv(rows)
-
-
-# -------------------------------------------------------------------------------- comparison
-
-
-def comparison_of(old: RunEntry, new: RunEntry, tolerance: float = 0.0):
-    from ..compare import compare_runs
-
-    return compare_runs(old.records or [], new.records or [], (str(old.path), str(new.path)), tolerance=tolerance)
-
-
-def parse_tolerance(text: str | None) -> float:
-    """``--tolerance 5%``: the gate's percentage syntax (a bare number is refused there too)."""
-    from ..gate import parse_percent
-
-    if text is None:
-        return 0.0
-    try:
-        return parse_percent(text)
-    except ValueError as err:
-        raise ResultsError(f"--tolerance: {err}") from None
-
-
-def rule_text(tolerance: float) -> str:
-    slack = f"changes within {tolerance * 100:g}% count as within noise; " if tolerance else ""
-    return ("Verdicts use the gate's noise rule (docs/gate.md): worse/better only when the 95% CIs do not "
-            f"overlap; {slack}without a CI, point values decide (marked “no CI”; `--tolerance PCT%` adds slack).")
-
-
-def comparability(old_meta: dict[str, Any], new_meta: dict[str, Any]) -> list[str]:
-    from ..gate import comparability_problems
-
-    if not old_meta or not new_meta:
-        return ["a run has no meta.json: cannot verify the runs are comparable"]
-    return comparability_problems(new_meta, old_meta)
-
-
-VERDICT_MD = {"better": "better ▲", "worse": "**worse ▼**", "within noise": "within noise"}
-
-
-def verdict_text(m, markup: dict[str, str] | None = None) -> str:
-    text = (markup or {}).get(m.verdict, m.verdict)
-    notes = [m.why] if m.why else []
-    if m.point_only and m.verdict in ("better", "worse"):
-        notes.append("no CI")
-    return text + (f" ({'; '.join(notes)})" if notes else "")
-
-
-def comparison_markdown(old: RunEntry, new: RunEntry, title: str, tolerance: float = 0.0) -> str:
-    from ..compare import RUN_METRICS
-    from ..gate import fmt_measure
-
-    comp = comparison_of(old, new, tolerance)
-    labels = dict(RUN_METRICS)
-    counts = comp.counts()
-    summary = ", ".join(f"{counts[v]} {v}" for v in ("worse", "better", "within noise", "not comparable",
-                                                     "not measured") if counts.get(v))
-    out = [title, "", f"Old: {run_line(old)}", f"New: {run_line(new)}", ""]
-    problems = comparability(old.meta, new.meta)
-    if problems:
-        out += [f"⚠ not comparable (new vs old): {'; '.join(problems)}", ""]
-    out += [f"{len(comp.cells)} cell(s) in both runs: {summary or 'nothing to compare'}. {rule_text(tolerance)} "
-            "Rows null in both runs, and the baseline's own speedup, are left out of the table.", ""]
-    out += ["| Config | Data set | Load | Metric | Old | New | Change | Verdict |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for cell in comp.cells:
-        for m in cell.metrics:
-            if m.vacuous:
-                continue
-            change = "—" if m.change is None else f"{m.change * 100:+.1f}%"
-            verdict = verdict_text(m, VERDICT_MD)
-            out.append(f"| {cell.cell.config} | {cell.cell.dataset} | {cell.cell.load.label} | {labels[m.metric]} | "
-                       f"{fmt_measure(m.old)} | {fmt_measure(m.new)} | {change} | {verdict} |")
-    for side, cells in (("old", comp.only_old), ("new", comp.only_new)):
-        if cells:
-            out += ["", f"Only in the {side} run ({len(cells)}): " + "; ".join(str(c) for c in cells)]
-    return "\n".join(out)
-
-
-def _ci(m) -> list[float] | None:
-    return None if m is None or m.ci is None else list(m.ci)
-
-
-def comparison_dict(old: RunEntry, new: RunEntry, tolerance: float = 0.0) -> dict[str, Any]:
-    comp = comparison_of(old, new, tolerance)
-
-    def cell_dict(c) -> dict[str, Any]:
-        load = {"concurrency": None, "request_rate": None}
-        if c.load.value is not None:
-            load["request_rate" if c.load.kind == "rate" else "concurrency"] = c.load.value
-        return {"config": c.config, "dataset": c.dataset, **load}
-
-    return {
-        "old": old.provenance(), "new": new.provenance(),
-        "not_comparable": comparability(old.meta, new.meta),
-        "tolerance": tolerance,
-        "counts": comp.counts(),
-        "cells": [{**cell_dict(c.cell), "metrics": {m.metric: {
-            "old": None if m.old is None else m.old.value, "old_ci95": _ci(m.old),
-            "new": None if m.new is None else m.new.value, "new_ci95": _ci(m.new),
-            "change": m.change, "verdict": m.verdict, "why": m.why or None, "point_only": m.point_only}
-            for m in c.metrics}} for c in comp.cells],
-        "only_old": [cell_dict(c) for c in comp.only_old],
-        "only_new": [cell_dict(c) for c in comp.only_new],
-    }
-
-
-def comparison_rows(suite: str, old: RunEntry, new: RunEntry, tolerance: float = 0.0) -> list[Record]:
-    d = comparison_dict(old, new, tolerance)
-    head = {"suite": suite, "old_run": d["old"]["path"], "new_run": d["new"]["path"]}
-    rows = []
-    for c in d["cells"]:
-        key = {k: c[k] for k in ("config", "dataset", "concurrency", "request_rate")}
-        for metric, m in c["metrics"].items():
-            rows.append({**head, **key, "metric": metric, "old": m["old"],
-                         "old_ci_low": (m["old_ci95"] or [None])[0], "old_ci_high": (m["old_ci95"] or [None, None])[1],
-                         "new": m["new"], "new_ci_low": (m["new_ci95"] or [None])[0],
-                         "new_ci_high": (m["new_ci95"] or [None, None])[1], "change": m["change"],
-                         "verdict": m["verdict"], "why": m["why"]})
-    for side in ("old", "new"):
-        for c in d[f"only_{side}"]:
-            rows.append({**head, **c, "verdict": f"only in the {side} run"})
-    return rows
-
-
-def compare_report(histories: Sequence[SuiteHistory], fmt: str, tolerance: float = 0.0) -> str:
-    """``report DIR --compare``: per suite, the latest complete run against the previous one."""
-    from .render import to_csv
-
-    pairs = [(h, h.latest_pair) for h in histories]
-    if fmt == "json":
-        return json.dumps({"suites": [{"suite": h.name, **(comparison_dict(*p, tolerance) if p else {
-            "note": f"{len(h.complete)} complete run(s): nothing to compare"})} for h, p in pairs]}, indent=2)
-    if fmt == "csv":
-        return to_csv([row for h, p in pairs if p for row in comparison_rows(h.name, *p, tolerance)])
-    out = []
-    for h, p in pairs:
-        title = _heading(h) + ": latest complete run vs the one before"
-        if p is None:
-            out.append(f"{title}\n\n{len(h.complete)} complete run(s): nothing to compare.")
-        else:
-            out.append(comparison_markdown(p[0], p[1], title, tolerance))
-        others = [status_line(r) for r in h.runs if not r.complete]
-        if others:
-            out.append("Runs left out (not complete):\n" + "\n".join(others))
-    return "\n\n".join(out)
-
-
-# -------------------------------------------------------------------------------- commands
-
-
-def wants_history(args: argparse.Namespace) -> bool:
-    """A directory that is not itself a run, or a history flag, makes ``report`` a history report."""
-    flags = args.all or args.suite or args.since or args.compare or args.tolerance
-    return bool(flags) or any(Path(p).is_dir() and not is_run_dir(Path(p)) for p in args.paths)
-
-
-def report_cli(args: argparse.Namespace) -> int:
-    roots = [Path(p) for p in args.paths]
-    since = parse_since(args.since) if args.since else None
-    tolerance = parse_tolerance(args.tolerance)
-    if args.tolerance and not args.compare:
-        raise ResultsError("--tolerance applies to --compare only")
-    histories = history(roots, suite=args.suite, since=since, show_all=args.all)
-    if args.format == "html":
-        from .history_html import write_history_html
-
-        out = write_history_html(histories, roots, Path(args.output or "report.html"), args.all, args.compare, tolerance)
-        print(f"wrote {out}")
-        return 0
-    if args.compare:
-        text = compare_report(histories, args.format, tolerance)
-    elif args.format == "json":
-        text = as_json(histories, roots, args.all)
-    elif args.format == "csv":
-        text = as_csv(histories)
-    else:
-        text = markdown(histories, roots, args.all)
-    _emit(text, args.output)
-    return 0
-
-
-def _emit(text: str, output: str | None) -> None:
+def emit(text: str, output: str | None) -> None:
     if output:
         Path(output).write_text(text + "\n")
     else:
         sys.stdout.write(text + "\n")
-
-
-def _explicit(path: Path) -> RunEntry:
-    """A run named on the command line: read it strictly (a damaged run is an error here)."""
-    run = load_run(path)
-    meta = run.meta if isinstance(run.meta, dict) else {}
-    status, reason = classify(meta, run.records)
-    return RunEntry(run.path.parent if run.path else path, meta, run.records, status, reason,
-                    parse_time(meta.get("started_at")))
-
-
-def compare_cli(args: argparse.Namespace) -> int:
-    """``specbench compare OLD NEW``: every cell of two runs, metric by metric, with the gate's verdicts."""
-    tolerance = parse_tolerance(args.tolerance)
-    old, new = _explicit(Path(args.old)), _explicit(Path(args.new))
-    if args.format == "json":
-        text = json.dumps(comparison_dict(old, new, tolerance), indent=2)
-    elif args.format == "csv":
-        from .render import to_csv
-
-        text = to_csv(comparison_rows(new.suite or old.suite or "", old, new, tolerance))
-    else:
-        notes = [status_line(r) for r in (old, new) if not r.complete]
-        text = comparison_markdown(old, new, f"## {old.path} → {new.path}", tolerance)
-        if notes:
-            text += "\n\n⚠ not complete (its numbers may be partial):\n" + "\n".join(notes)
-    _emit(text, args.output)
-    return 0
-
-
-TOLERANCE_HELP = ("changes smaller than PCT%% are never better/worse (the gate's allowed drop; default 0%%: only the "
-                  "95%% CIs, or point values where there is none, decide)")
-
-
-def register_compare(subparsers: Any) -> None:
-    p = subparsers.add_parser("compare", help="compare two runs of a suite cell by cell (better / worse / within noise)")
-    p.add_argument("old", help="the earlier run: run directory or results.json")
-    p.add_argument("new", help="the later run: run directory or results.json")
-    p.add_argument("--format", "-f", choices=("markdown", "json", "csv"), default="markdown")
-    p.add_argument("--output", "-o", help="write to this file")
-    p.add_argument("--tolerance", metavar="PCT%", help=TOLERANCE_HELP)
-    p.set_defaults(func=compare_cli)
-
-
-def add_report_flags(report: argparse.ArgumentParser) -> None:
-    """``report``'s flags for directories of runs."""
-    report.add_argument("--all", action="store_true", help="a directory of runs: every complete run, not just the latest of each suite")
-    report.add_argument("--suite", metavar="NAME", help="a directory of runs: only runs of this suite")
-    report.add_argument("--since", metavar="DATE", help="a directory of runs: only runs started at or after DATE (ISO, local time)")
-    report.add_argument("--compare", action="store_true", help="a directory of runs: the latest complete run of each suite vs the one before")
-    report.add_argument("--tolerance", metavar="PCT%", help="with --compare: " + TOLERANCE_HELP)

@@ -9,13 +9,13 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..gate import fmt_measure
-from .history import RunEntry, SuiteHistory, comparability, comparison_of, other_runs, rule_text, run_line, status_line, verdict_text
+from ..gate.render import fmt_measure
+from .history import RunEntry, SuiteHistory, other_runs, run_line, status_line
+from .history_compare import comparability, comparison_of, rule_text, verdict_text
 from .html import CSS, read_requests, table_html
 from .model import Model
-from .plots import acceptance_plot, category_plot, latency_plot, load_plot, speedup_plot
+from .plots import TrendRun, acceptance_plot, category_plot, latency_plot, load_plot, speedup_plot, trend_plot
 from .svg import esc
-from .trend import TrendRun, trend_plot
 
 EXTRA_CSS = """
 .run{margin:22px 0 8px;font-size:14px;font-weight:normal}
@@ -38,7 +38,7 @@ def _run_body(run: RunEntry, prefix: str) -> str:
     notes = run.meta.get("notes") if isinstance(run.meta.get("notes"), list) else []
     if notes:
         parts.append('<ul class="notes">' + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>")
-    if m.records:
+    if m.rows:
         parts += [speedup_plot(m), load_plot(m) or "", acceptance_plot(m), category_plot(m),
                   latency_plot(m, read_requests(run.path))]
     return "".join(parts).replace(' id="fig-', f' id="{prefix}-fig-')

@@ -21,13 +21,25 @@ from pathlib import Path
 from typing import Any
 
 from ..records import RequestRecord
+from ..row import ResultRow
 from .columns import DASH, has_decomposition, table_columns
-from .explain_plots import decomposition_plot, tune_section, whatif_section
 from .load import load_run, read_requests
-from .model import PALETTE, Model, _unique, baseline_name, load_of
-from .plots import acceptance_plot, category_plot, cdf_points, crossings, latency_plot, load_plot, nm_html, speedup_plot
-from .plots_requests import request_scatter
-from .render import DECOMPOSITION_NOTE
+from .markdown import DECOMPOSITION_NOTE
+from .model import PALETTE, Model, baseline_name, load_of, unique
+from .plots import (
+    acceptance_plot,
+    category_plot,
+    cdf_points,
+    crossings,
+    decomposition_plot,
+    latency_plot,
+    load_plot,
+    nm_html,
+    request_scatter,
+    speedup_plot,
+    tune_section,
+    whatif_section,
+)
 from .svg import NOT_MEASURED, esc, nice_ticks
 
 __all__ = ["NOT_MEASURED", "PALETTE", "baseline_name", "cdf_points", "crossings", "nice_ticks", "read_requests",
@@ -46,17 +58,17 @@ def _cell_html(text: str) -> str:
 
 
 def table_html(m: Model) -> str:
-    cols = table_columns(m.records)
+    cols = table_columns(m.rows)
     head = "".join(f'<th scope="col">{esc(h)}</th>' for h, _ in cols)
     order = {c: i for i, c in enumerate(m.configs)}
     dorder = {d: i for i, d in enumerate(m.datasets)}
-    rows = sorted(m.records, key=lambda r: (dorder[r["dataset"]], load_of(r).sort_key(), order[r["run"]]))
+    rows = sorted(m.rows, key=lambda r: (dorder[r.dataset], load_of(r).sort_key(), order[r.run]))
     body = []
     for r in rows:
         cls = []
-        if r["run"] == m.baseline:
+        if r.run == m.baseline:
             cls.append("baseline")
-        if r.get("status") not in (None, "ok"):
+        if r.status not in (None, "ok"):
             cls.append("bad")
         c = f' class="{" ".join(cls)}"' if cls else ""
         body.append(f"<tr{c}>" + "".join(_cell_html(cell(r)) for _, cell in cols) + "</tr>")
@@ -113,7 +125,7 @@ def _meta_html(m: Model, meta: dict[str, Any]) -> tuple[str, str]:
     model = raw.get("model") or (meta.get("comparability") or {}).get("model")
     if model:
         spans.append(f"model <b>{esc(model)}</b>")
-    engines = _unique(f"{r.get('engine')} {r.get('server_version') or ''}".strip() for r in m.records if r.get("engine"))
+    engines = unique(f"{r.engine} {r.server_version or ''}".strip() for r in m.rows if r.engine)
     if engines:
         spans.append("engine " + ", ".join(f"<b>{esc(e)}</b>" for e in engines))
     host = meta.get("host") or {}
@@ -134,7 +146,7 @@ def _meta_html(m: Model, meta: dict[str, Any]) -> tuple[str, str]:
     return str(name), head
 
 
-def render_html(records: list[dict], requests: list[RequestRecord] | None, meta: dict | None) -> str:
+def render_html(records: list[ResultRow], requests: list[RequestRecord] | None, meta: dict | None) -> str:
     """The whole report as one HTML document (inline CSS and SVG only)."""
     meta = meta or {}
     m = Model(records, meta)
@@ -144,13 +156,13 @@ def render_html(records: list[dict], requests: list[RequestRecord] | None, meta:
         '<p class="notes">— (and - inside Accept p1/p2/p3) = not measured (null in results.json), never 0. Speedup = output tok/s ÷ the baseline\'s '
         "on the same data set and load point (the paired per-prompt speed-up is drawn in the next plot); "
         "Accept p1/p2/p3 = joint acceptance of draft positions 1–3 from server counters."
-        + (" " + esc(DECOMPOSITION_NOTE) if has_decomposition(m.records) else "") + "</p>")))
-    if m.records:
+        + (" " + esc(DECOMPOSITION_NOTE) if has_decomposition(m.rows) else "") + "</p>")))
+    if m.rows:
         sections.append(("speedup", "Speed-up per data set", speedup_plot(m)))
         lp = load_plot(m)
         if lp:
             sections.append(("speedup-load", "Speed-up vs load", lp))
-        if has_decomposition(m.records):
+        if has_decomposition(m.rows):
             sections.append(("decomposition", "Why: tokens per step vs step cost", decomposition_plot(m)))
         for sid, title, content in (("whatif", "Break-even acceptance (what-if)", whatif_section(m)),
                                     ("tune", "Best K per load", tune_section(m))):
@@ -159,13 +171,13 @@ def render_html(records: list[dict], requests: list[RequestRecord] | None, meta:
         sections.append(("acceptance-position", "Acceptance by position", acceptance_plot(m)))
         sections.append(("category-acceptance", "Acceptance per category", category_plot(m)))
         sections.append(("latency-cdf", "Latency CDFs", latency_plot(m, requests)))
-        if any(r.get("request_acceptance_p50") is not None for r in m.records):
+        if any(r.request_acceptance_p50 is not None for r in m.rows):
             sections.append(("request-acceptance", "Acceptance vs TPOT per request", request_scatter(m, requests)))
     nav = "<nav>" + "".join(f'<a href="#sec-{sid}">{esc(t)}</a>' for sid, t, _ in sections) + "</nav>"
     notes = meta.get("notes") or []
     notes_html = ("<h2>Notes</h2><ul class=\"notes\">" + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>") if notes else ""
     body = "".join(f'<section id="sec-{sid}"><h2>{esc(t)}</h2>{content}</section>' for sid, t, content in sections)
-    if not m.records:
+    if not m.rows:
         body += f"<p>{nm_html('no result records')}</p>"
     version = meta.get("specbench_version", "")
     return (
@@ -184,7 +196,7 @@ def write_html(run_paths: list[Path], out: Path) -> Path:
     ``out`` may be a file or an existing directory (then ``report.html`` inside it).
     """
     runs = [load_run(p) for p in run_paths]
-    records = [r for run in runs for r in run.records]
+    records = [r for run in runs for r in run.rows]
     requests: list[RequestRecord] | None = None
     for run in runs:
         reqs = read_requests(run.path.parent) if run.path else None
@@ -202,3 +214,8 @@ def write_html(run_paths: list[Path], out: Path) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(render_html(records, requests, meta), encoding="utf-8")
     return out
+
+
+def write(paths: list[Path], output: Path | None) -> str:
+    """The ``html`` report format."""
+    return f"wrote {write_html(paths, output or Path('report.html'))}"

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,159 +19,30 @@ from typing import Any
 
 from ..errors import ResultsError
 from ..records import RequestRecord
+from ..row import ResultRow
+from ..row_check import finite, is_number, refusal, show
+
+__all__ = ["RunResults", "is_number", "load_results", "load_run", "read_meta", "read_requests", "refusal", "warn"]
 
 
 @dataclass
 class RunResults:
-    records: list[dict[str, Any]]
+    rows: list[ResultRow]
     meta: dict[str, Any] = field(default_factory=dict)
     path: Path | None = None
     problems: list[str] = field(default_factory=list)
 
 
-TEXT = frozenset({"method", "status", "acceptance_source", "acceptance_window", "engine", "server_version",
-                  "server_url", "speedup_ci_method", "fidelity_unit", "acceptance_error"})
-FLAGS = frozenset({"acceptance_sources_agree", "server_died"})
-NUMBER_LISTS = frozenset({"acceptance_per_position", "output_throughput_tps_repeats", "stream_acceptance_joint",
-                          "stream_acceptance_conditional"})
-MAPPINGS = frozenset({"ci95", "std", "errors", "categories", "stream_tokens_per_step_histogram"})
-_NUMBER = re.compile(
-    r"(_ms|_tps|_rps|_s|_share|_tokens|_rate|_length|_diff|_chunks|_steps|_drafts|requests|concurrency|repeats"
-    r"|_prompts|_compared|_identical|_median|_high|_low|_speedup|_vs_baseline)$|^acceptance_pos_\d+$")
 #: shown per file before the rest are only counted
 MAX_SHOWN = 8
 
 
-def is_number(value: Any) -> bool:
-    """A finite int or float (bool is not a number here)."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def expected_kind(key: str) -> str | None:
-    """What a results key holds: text, flag, numbers, mapping, number; None = unknown (kept as is)."""
-    if key in TEXT:
-        return "text"
-    if key in FLAGS:
-        return "flag"
-    if key in NUMBER_LISTS:
-        return "numbers"
-    if key in MAPPINGS:
-        return "mapping"
-    if _NUMBER.search(key):
-        return "number"
-    return None
-
-
-def _show(value: Any) -> str:
-    text = json.dumps(value, allow_nan=True, default=str) if not isinstance(value, str) else repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _finite(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_finite(v) for v in value]
-    return value
-
-
-class _Cleaner:
-    """Repairs one file's records, remembering each repair as a line naming the file, record and key."""
-
-    def __init__(self, where: Path | str) -> None:
-        self.where = where
-        self.problems: list[str] = []
-
-    def note(self, at: str, key: str, value: Any, expected: str) -> None:
-        self.problems.append(f"{self.where}: {at}: {key}: expected {expected}, got {_show(value)}; shown as —")
-
-    def value(self, at: str, key: str, value: Any, label: str | None = None) -> Any:
-        """``value`` if it has the type ``key`` holds, else None (noted under ``label``, default the key)."""
-        if value is None:
-            return None
-        kind = expected_kind(key)
-        name = label or key
-        if kind == "number":
-            if is_number(value):
-                return value
-            self.note(at, name, value, "a finite number")
-            return None
-        if kind == "text":
-            if isinstance(value, str):
-                return value
-            self.note(at, name, value, "text")
-            return None
-        if kind == "flag":
-            if isinstance(value, bool):
-                return value
-            self.note(at, name, value, "true/false")
-            return None
-        if kind == "numbers":
-            if not isinstance(value, list):
-                self.note(at, name, value, "a list of numbers")
-                return None
-            if any(v is not None and not is_number(v) for v in value):
-                self.note(at, name, value, "a list of finite numbers")
-            return [v if is_number(v) else None for v in value]
-        if kind == "mapping":
-            if not isinstance(value, dict):
-                self.note(at, name, value, "an object")
-                return None
-            return self.mapping(at, key, value) if label is None else _finite(value)
-        if isinstance(value, float) and not math.isfinite(value):
-            self.note(at, name, value, "a finite number")
-            return None
-        return _finite(value)
-
-    def mapping(self, at: str, key: str, value: dict[str, Any]) -> dict[str, Any] | None:
-        if key == "ci95":
-            out = {}
-            for metric, bounds in value.items():
-                ok = (bounds is None or (isinstance(bounds, list) and len(bounds) == 2
-                                         and all(b is None or is_number(b) for b in bounds)))
-                if not ok:
-                    self.note(at, f"ci95.{metric}", bounds, "[low, high]")
-                out[metric] = bounds if ok else None
-            return out
-        if key in ("std", "errors", "stream_tokens_per_step_histogram"):
-            out = {}
-            for k, v in value.items():
-                if v is not None and not is_number(v):
-                    self.note(at, f"{key}.{k}", v, "a finite number")
-                    v = None
-                out[k] = v
-            return out
-        if key == "categories":
-            out = {}
-            for cat, stats in value.items():
-                if not isinstance(stats, dict):
-                    self.note(at, f"categories.{cat}", stats, "an object")
-                    continue
-                out[cat] = {k: self.value(at, k, v, f"categories.{cat}.{k}") for k, v in stats.items()}
-            return out
-        return _finite(value)
-
-    def record(self, i: int, record: Any) -> dict[str, Any]:
-        if not isinstance(record, dict):
-            raise ResultsError(f"{self.where}: record {i}: expected an object, got {type(record).__name__}")
-        for key in ("run", "dataset"):
-            if key not in record:
-                raise ResultsError(f"{self.where}: record {i}: key {key!r} missing")
-            if not isinstance(record[key], str) or not record[key]:
-                raise ResultsError(f"{self.where}: record {i}: {key}: expected text, got {_show(record[key])}")
-        at = f"record {i} ({record['run']} / {record['dataset']})"
-        return {k: (v if k in ("run", "dataset") else self.value(at, k, v)) for k, v in record.items()}
-
-
-def clean_records(data: Any, where: Path | str) -> tuple[list[dict[str, Any]], list[str]]:
-    """Validated copies of result records, and the repairs made (one line each)."""
+def clean_records(data: Any, where: Path | str) -> tuple[list[ResultRow], list[str]]:
+    """The rows of a results file, and the repairs made (one line each)."""
     if not isinstance(data, list):
         raise ResultsError(f"{where}: expected a JSON list of result records, got {type(data).__name__}")
-    cleaner = _Cleaner(where)
-    records = [cleaner.record(i, r) for i, r in enumerate(data)]
-    return records, cleaner.problems
+    problems: list[str] = []
+    return [ResultRow.from_dict(r, where, i, problems) for i, r in enumerate(data)], problems
 
 
 #: meta.json keys the report reads, and their types (a nested dict is checked key by key)
@@ -219,12 +89,12 @@ def clean_meta(data: Any, where: Path | str) -> tuple[dict[str, Any], list[str]]
         for key, value in obj.items():
             expected = schema.get(key)
             if expected is None or value is None:
-                out[key] = _finite(value)
+                out[key] = finite(value)
                 continue
             if not _meta_type_ok(value, expected):
-                problems.append(f"{where}: {prefix}{key}: expected {_name(expected)}, got {_show(value)}; ignored")
+                problems.append(f"{where}: {prefix}{key}: expected {_name(expected)}, got {show(value)}; ignored")
                 continue
-            out[key] = walk(value, expected, f"{prefix}{key}.") if isinstance(expected, dict) else _finite(value)
+            out[key] = walk(value, expected, f"{prefix}{key}.") if isinstance(expected, dict) else finite(value)
         return out
 
     return walk(data, META_SCHEMA, ""), problems
@@ -256,10 +126,9 @@ def warn(problems: list[str], prefix: str = "specbench report") -> None:
               f"({problems[0].split(':')[0]})", file=sys.stderr)
 
 
-def refusal(problems: list[str]) -> str:
-    """The first repair, and how many more, as an error line (a verdict never rests on a repaired value)."""
-    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-    return problems[0].replace("; shown as —", "").replace("; ignored", "") + more
+def read_meta(path: Path) -> tuple[dict[str, Any], list[str]]:
+    """A meta.json as the report reads it (``clean_meta``), and the repairs made."""
+    return clean_meta(_read_json(path), path)
 
 
 def load_run(path: str | Path, *, quiet: bool = False, strict: bool = False) -> RunResults:
@@ -275,17 +144,17 @@ def load_run(path: str | Path, *, quiet: bool = False, strict: bool = False) -> 
             raise ResultsError(f"{path}: no results.json in this directory")
     else:
         results = path
-    records, problems = clean_records(_read_json(results), results)
+    rows, problems = clean_records(_read_json(results), results)
     if strict and problems:
         raise ResultsError(refusal(problems))
     meta_path = results.parent / "meta.json"
     meta: dict[str, Any] = {}
     if meta_path.exists():
-        meta, meta_problems = clean_meta(_read_json(meta_path), meta_path)
+        meta, meta_problems = read_meta(meta_path)
         problems += meta_problems
     if not quiet:
         warn(problems)
-    return RunResults(records=records, meta=meta, path=results, problems=problems)
+    return RunResults(rows=rows, meta=meta, path=results, problems=problems)
 
 
 def load_results(paths: list[str | Path]) -> RunResults:
@@ -293,8 +162,8 @@ def load_results(paths: list[str | Path]) -> RunResults:
     runs = [load_run(p) for p in paths]
     if len(runs) == 1:
         return runs[0]
-    merged = [r for run in runs for r in run.records]
-    return RunResults(records=merged, meta={"merged_from": [str(r.path) for r in runs]},
+    merged = [r for run in runs for r in run.rows]
+    return RunResults(rows=merged, meta={"merged_from": [str(r.path) for r in runs]},
                       problems=[p for run in runs for p in run.problems])
 
 
@@ -321,9 +190,9 @@ def request_problem(data: Any) -> str | None:
             continue
         value = data[key]
         if isinstance(value, bool) or not isinstance(value, types):
-            return f"{key}: expected {'/'.join(t.__name__ for t in types)}, got {_show(value)}"
+            return f"{key}: expected {'/'.join(t.__name__ for t in types)}, got {show(value)}"
         if isinstance(value, float) and not math.isfinite(value):
-            return f"{key}: expected a finite number, got {_show(value)}"
+            return f"{key}: expected a finite number, got {show(value)}"
     if not all(is_number(t) for t in data.get("chunk_times", [])):
         return "chunk_times: expected finite numbers"
     if not all(isinstance(n, int) and not isinstance(n, bool) for n in data.get("chunk_tokens", [])):

@@ -6,9 +6,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..row import ResultRow
 from ..suite import find_baseline
 
-Record = dict[str, Any]
+Record = ResultRow
 
 #: baseline first (black), then the Okabe–Ito colours, which stay distinct under colour-vision deficiency
 BASELINE_COLOUR = "#000000"
@@ -16,7 +17,8 @@ PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9"]
 DASHES = ["", "7 4", "2 3", "9 3 2 3"]
 
 
-def _unique(values: Iterable[Any]) -> list[Any]:
+def unique(values: Iterable[Any]) -> list[Any]:
+    """The distinct values in first-seen order (values need not be hashable)."""
     out: list[Any] = []
     for v in values:
         if v not in out:
@@ -29,8 +31,8 @@ def baseline_name(records: Sequence[Record], meta: dict[str, Any] | None) -> str
     raw = (((meta or {}).get("suite") or {}).get("raw") or {})
     marked = [c["name"] for c in raw.get("configs") or [] if isinstance(c, dict) and c.get("baseline")
               and isinstance(c.get("name"), str)]
-    found = find_baseline(_unique(r.get("run") for r in records), marked)
-    return found or next((r["run"] for r in records if r.get("method") == "baseline"), None)
+    found = find_baseline(unique(r.run for r in records), marked)
+    return found or next((r.run for r in records if r.method == "baseline"), None)
 
 
 @dataclass(frozen=True)
@@ -53,9 +55,9 @@ class Load:
 
 
 def load_of(r: Record) -> Load:
-    if r.get("request_rate") is not None:
-        return Load("rate", float(r["request_rate"]))
-    c = r.get("concurrency")
+    if r.request_rate is not None:
+        return Load("rate", float(r.request_rate))
+    c = r.concurrency
     return Load("concurrency", None if c is None else float(c))
 
 
@@ -70,16 +72,16 @@ class Model:
     """Records grouped the way every plot needs them."""
 
     def __init__(self, records: Sequence[Record], meta: dict[str, Any] | None) -> None:
-        self.records = list(records)
+        self.rows = list(records)
         self.meta = meta or {}
-        self.baseline = baseline_name(self.records, self.meta)
-        self.configs = _unique(r["run"] for r in self.records)
+        self.baseline = baseline_name(self.rows, self.meta)
+        self.configs = unique(r.run for r in self.rows)
         if self.baseline in self.configs:  # baseline first, then the suite's order
             self.configs.remove(self.baseline)
             self.configs.insert(0, self.baseline)
         self.spec_configs = [c for c in self.configs if c != self.baseline and not self._is_plain(c)]
-        self.datasets = _unique(r["dataset"] for r in self.records)
-        self.loads = sorted(_unique(load_of(r) for r in self.records), key=Load.sort_key)
+        self.datasets = unique(r.dataset for r in self.rows)
+        self.loads = sorted(unique(load_of(r) for r in self.rows), key=Load.sort_key)
         self.colour = {}
         self.dash = {}
         i = 0
@@ -92,15 +94,15 @@ class Model:
                 i += 1
 
     def _is_plain(self, config: str) -> bool:
-        rows = [r for r in self.records if r["run"] == config]
-        return all(r.get("method") == "baseline" and r.get("num_speculative_tokens") is None for r in rows)
+        rows = [r for r in self.rows if r.run == config]
+        return all(r.method == "baseline" and r.num_speculative_tokens is None for r in rows)
 
     def row(self, config: str, dataset: str, load: Load) -> Record | None:
-        return next((r for r in self.records if r["run"] == config and r["dataset"] == dataset
+        return next((r for r in self.rows if r.run == config and r.dataset == dataset
                      and load_of(r) == load), None)
 
     def loads_of(self, dataset: str) -> list[Load]:
-        return [ld for ld in self.loads if any(r["dataset"] == dataset and load_of(r) == ld for r in self.records)]
+        return [ld for ld in self.loads if any(r.dataset == dataset and load_of(r) == ld for r in self.rows)]
 
     def sweep_kind(self) -> str | None:
         """The load dimension swept with several values, if any."""

@@ -21,7 +21,8 @@ def esc(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
-def _f(v: float) -> str:
+def coord(v: float) -> str:
+    """A coordinate as SVG text: one decimal at most, no trailing zeros."""
     return f"{v:.1f}".rstrip("0").rstrip(".")
 
 
@@ -36,22 +37,22 @@ class Svg:
     def line(self, x1: float, y1: float, x2: float, y2: float, stroke: str = AXIS, width: float = 1,
              dash: str = "") -> None:
         d = f' stroke-dasharray="{dash}"' if dash else ""
-        self.add(f'<line x1="{_f(x1)}" y1="{_f(y1)}" x2="{_f(x2)}" y2="{_f(y2)}" stroke="{stroke}" '
+        self.add(f'<line x1="{coord(x1)}" y1="{coord(y1)}" x2="{coord(x2)}" y2="{coord(y2)}" stroke="{stroke}" '
                  f'stroke-width="{width}"{d}/>')
 
     def rect(self, x: float, y: float, w: float, h: float, fill: str, stroke: str = "none", extra: str = "") -> None:
-        self.add(f'<rect x="{_f(x)}" y="{_f(y)}" width="{_f(max(w, 0))}" height="{_f(max(h, 0))}" fill="{fill}" '
+        self.add(f'<rect x="{coord(x)}" y="{coord(y)}" width="{coord(max(w, 0))}" height="{coord(max(h, 0))}" fill="{fill}" '
                  f'stroke="{stroke}"{extra}/>')
 
     def text(self, x: float, y: float, s: Any, anchor: str = "start", size: float = FONT, fill: str = INK,
              weight: str = "", italic: bool = False, rotate: float | None = None, cls: str = "") -> None:
-        attrs = f'x="{_f(x)}" y="{_f(y)}" font-size="{size}" fill="{fill}" text-anchor="{anchor}"'
+        attrs = f'x="{coord(x)}" y="{coord(y)}" font-size="{size}" fill="{fill}" text-anchor="{anchor}"'
         if weight:
             attrs += f' font-weight="{weight}"'
         if italic:
             attrs += ' font-style="italic"'
         if rotate is not None:
-            attrs += f' transform="rotate({rotate} {_f(x)} {_f(y)})"'
+            attrs += f' transform="rotate({rotate} {coord(x)} {coord(y)})"'
         if cls:
             attrs += f' class="{cls}"'
         self.add(f"<text {attrs}>{esc(s)}</text>")
@@ -65,17 +66,17 @@ class Svg:
 
     def polyline(self, pts: Sequence[tuple[float, float]], stroke: str, width: float = 2, dash: str = "") -> None:
         d = f' stroke-dasharray="{dash}"' if dash else ""
-        p = " ".join(f"{_f(x)},{_f(y)}" for x, y in pts)
+        p = " ".join(f"{coord(x)},{coord(y)}" for x, y in pts)
         self.add(f'<polyline points="{p}" fill="none" stroke="{stroke}" stroke-width="{width}" '
                  f'stroke-linejoin="round"{d}/>')
 
     def marker(self, x: float, y: float, colour: str, shape: str = "circle", hollow: bool = False, r: float = 4.5) -> None:
         fill = "#ffffff" if hollow else colour
         if shape == "diamond":
-            self.add(f'<path d="M{_f(x)},{_f(y - r - 1)} L{_f(x + r + 1)},{_f(y)} L{_f(x)},{_f(y + r + 1)} '
-                     f'L{_f(x - r - 1)},{_f(y)} Z" fill="{fill}" stroke="{colour}" stroke-width="1.8"/>')
+            self.add(f'<path d="M{coord(x)},{coord(y - r - 1)} L{coord(x + r + 1)},{coord(y)} L{coord(x)},{coord(y + r + 1)} '
+                     f'L{coord(x - r - 1)},{coord(y)} Z" fill="{fill}" stroke="{colour}" stroke-width="1.8"/>')
         else:
-            self.add(f'<circle cx="{_f(x)}" cy="{_f(y)}" r="{r}" fill="{fill}" stroke="{colour}" stroke-width="1.8"/>')
+            self.add(f'<circle cx="{coord(x)}" cy="{coord(y)}" r="{r}" fill="{fill}" stroke="{colour}" stroke-width="1.8"/>')
 
     def whisker(self, x1: float, x2: float, y: float, colour: str = INK, cap: float = 5, vertical: bool = False) -> None:
         """An error bar from x1 to x2 at y (or, vertical, from y=x1 to y=x2 at x=y)."""
@@ -117,8 +118,8 @@ class Svg:
 
     def render(self) -> str:
         return (f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" data-plot="{esc(self.plot)}" role="img" '
-                f'viewBox="0 0 {_f(self.width)} {_f(self.height)}" width="{_f(self.width)}" '
-                f'height="{_f(self.height)}"><title>{esc(self.title)}</title>' + "".join(self.parts) + "</svg>")
+                f'viewBox="0 0 {coord(self.width)} {coord(self.height)}" width="{coord(self.width)}" '
+                f'height="{coord(self.height)}"><title>{esc(self.title)}</title>' + "".join(self.parts) + "</svg>")
 
 
 def text_width(s: str, size: float = FONT) -> float:

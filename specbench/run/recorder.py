@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..row import ResultRow
 from ..cell import Cell
 from ..measure import PhaseInfo
 from ..records import RequestRecord
@@ -45,6 +46,6 @@ class Recorder(ServerBook, Protocol):
 
     def config_succeeded(self, name: str) -> None: ...
 
-    def finish(self, timing: dict[str, Any]) -> list[dict[str, Any]]:
+    def finish(self, timing: dict[str, Any]) -> list[ResultRow]:
         """The timing into meta.json; the rows as finally written."""
         ...

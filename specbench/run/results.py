@@ -5,15 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from ..cell import Cell
-from ..measure import PhaseInfo, add_comparisons, order_row, summarize_cell
+from ..measure import PhaseInfo, add_comparisons, summarize_cell
 from ..quality import add_quality, suite_notes
 from ..records import RequestRecord
+from ..row import ResultRow
 from ..secrets import redact_mapping
 from ..suite import Suite
 from .preflight import load_points
 
 
-def build_rows(suite: Suite, phases: list[PhaseInfo], records: list[RequestRecord]) -> list[dict[str, Any]]:
+def build_rows(suite: Suite, phases: list[PhaseInfo], records: list[RequestRecord]) -> list[ResultRow]:
     """Results rows for every cell measured so far, in suite order (data set, then config)."""
     configs = {c.name: c for c in suite.configs}
     by_cell: dict[Cell, list[PhaseInfo]] = {}
@@ -34,7 +35,7 @@ def build_rows(suite: Suite, phases: list[PhaseInfo], records: list[RequestRecor
                                            k=c.num_speculative_tokens))
     add_comparisons(rows, [r for r in records], suite.baseline.name if suite.baseline else None)
     add_quality(rows, phases, records, suite)
-    return [order_row(r) for r in rows]
+    return rows
 
 
 def redact_raw(raw: Any) -> Any:

@@ -26,6 +26,7 @@ from ..jsonio import dumps
 from ..measure import PhaseInfo
 from ..records import RequestRecord
 from ..slo import PROBES_FILE
+from ..row import ResultRow
 
 REQUESTS, PHASES, META, LAUNCHED = "requests.jsonl", "phases.jsonl", "meta.json", "launched.json"
 QUARANTINE = {REQUESTS: "requests.quarantine.jsonl", PHASES: "phases.quarantine.jsonl"}
@@ -296,6 +297,6 @@ class RunDir(LaunchedServers):
     def write_meta(self, meta: dict[str, Any]) -> None:
         write_json(self.path / META, meta)
 
-    def write_results(self, rows: list[dict[str, Any]], markdown: str) -> None:
-        write_json(self.path / "results.json", rows)
+    def write_results(self, rows: list[ResultRow], markdown: str) -> None:
+        write_json(self.path / "results.json", [r.to_dict() for r in rows])
         write_atomic(self.path / "results.md", markdown + "\n")

@@ -18,6 +18,7 @@ from ..cell import Cell
 from ..errors import LaunchError, ServerError
 from ..launch import reap_all
 from ..records import Prompt
+from ..row import ResultRow
 from ..suite import ServerConfig, Suite
 from .phases import Phases
 from .preflight import config_order, load_points, preflight
@@ -29,7 +30,7 @@ from .session import Progress, RunSession
 @dataclass
 class RunOutcome:
     path: Path
-    rows: list[dict[str, Any]]
+    rows: list[ResultRow]
     failed_configs: dict[str, str]
     interrupted: bool = False
 
@@ -37,7 +38,7 @@ class RunOutcome:
     def exit_code(self) -> int:
         if self.interrupted:
             return 130
-        return 1 if self.failed_configs or any(r.get("status") != "ok" for r in self.rows) else 0
+        return 1 if self.failed_configs or any(r.status != "ok" for r in self.rows) else 0
 
 
 class SequentialRun:

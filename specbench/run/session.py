@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..row import ResultRow
 from .. import __version__
 from ..cell import Cell
 from ..errors import SuiteError
@@ -18,7 +19,7 @@ from ..launch.process import stop_leftover
 from ..measure import PhaseInfo
 from ..provenance import suite_file_provenance
 from ..records import RequestRecord
-from ..report.render import markdown
+from ..report.markdown import markdown
 from ..slo import attach_capacity
 from ..suite import Suite
 from .preflight import now
@@ -183,7 +184,7 @@ class RunSession:
         """A config that completed every cell this time is no longer failed (from an earlier run)."""
         self.meta["failed_configs"].pop(name, None)
 
-    def write(self) -> list[dict[str, Any]]:
+    def write(self) -> list[ResultRow]:
         """Rebuild the rows from the raw files; rewrite meta.json and the results."""
         rows = build_rows(self.suite, self.dir.load_phases(), self.dir.load_requests())
         attach_capacity(rows, self.meta.get("slo_search"), self.suite.baseline.name if self.suite.baseline else None)
@@ -194,7 +195,7 @@ class RunSession:
         self.dir.write_results(rows, markdown(rows, self.meta))
         return rows
 
-    def finish(self, timing: dict[str, Any]) -> list[dict[str, Any]]:
+    def finish(self, timing: dict[str, Any]) -> list[ResultRow]:
         self.meta["finished_at"] = now()
         self.meta["timing"] = timing
         return self.write()

@@ -20,6 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ...row import ResultRow
 from ...cell import Cell
 from ...measure import PhaseInfo
 from ...records import Prompt, RequestRecord
@@ -85,7 +86,7 @@ class WorkerChannel:
     def config_succeeded(self, name: str) -> None:
         """Reported with the worker's ``done``."""
 
-    def finish(self, timing: dict[str, Any]) -> list[dict[str, Any]]:
+    def finish(self, timing: dict[str, Any]) -> list[ResultRow]:
         return []  # rows are the collector's
 
 

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
 from specbench.cell import Cell  # noqa: E402
-from specbench.measure import PhaseInfo, add_comparisons, order_row, summarize_cell  # noqa: E402
+from specbench.measure import PhaseInfo, ResultRow, add_comparisons, summarize_cell  # noqa: E402
 from specbench.records import RequestRecord  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "run"
@@ -125,7 +125,7 @@ def simulate() -> tuple[list[PhaseInfo], list[RequestRecord]]:
     return phases, records
 
 
-def build_rows(phases: list[PhaseInfo], records: list[RequestRecord]) -> list[dict]:
+def build_rows(phases: list[PhaseInfo], records: list[RequestRecord]) -> list[ResultRow]:
     rows = []
     methods = {c: (m, k) for c, m, k in CONFIGS}
     for dataset in DATASETS:
@@ -136,14 +136,14 @@ def build_rows(phases: list[PhaseInfo], records: list[RequestRecord]) -> list[di
                 method, k = methods[config]
                 rows.append(summarize_cell(cell_phases, cell_recs, method=method, k=k))
     add_comparisons(rows, records, "baseline")
-    return [order_row(r) for r in rows]
+    return rows
 
 
 def main() -> None:
     phases, records = simulate()
     rows = build_rows(phases, records)
     OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "results.json").write_text(json.dumps(rows, indent=2) + "\n")
+    (OUT / "results.json").write_text(json.dumps([r.to_dict() for r in rows], indent=2) + "\n")
     with (OUT / "requests.jsonl").open("w") as f:
         for r in records:
             f.write(json.dumps(r.to_dict()) + "\n")
@@ -167,8 +167,8 @@ def main() -> None:
     }
     (OUT / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
     for r in rows:
-        print(f"{r['dataset']:8} c={r['concurrency']} {r['run']:9} tps={r['output_throughput_tps']} "
-              f"speedup={r['speedup_vs_baseline']} ci={r['ci95']} L={r['mean_acceptance_length']} status={r['status']}")
+        print(f"{r.dataset:8} c={r.concurrency} {r.run:9} tps={r.output_throughput_tps} "
+              f"speedup={r.speedup_vs_baseline} ci={r.ci95} L={r.mean_acceptance_length} status={r.status}")
 
 
 if __name__ == "__main__":

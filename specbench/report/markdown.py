@@ -1,30 +1,20 @@
-"""Markdown / JSON / CSV renderings of result records.
+"""The markdown report: the comparison table teams paste into PRs (``../shared/reference/results_example.md``),
+the sweep table, and the notes and warnings that must travel with it.
 
-The markdown table is the one teams paste into PRs (``../shared/reference/results_example.md``):
-missing values print as ``—`` (or ``-`` inside the per-position cell), never as 0. JSON is standard
-JSON: a NaN or ±Infinity (never a measured value) is written as ``null``; CSV leaves it empty.
+Missing values print as ``—`` (or ``-`` inside the per-position cell), never as 0.
 """
 
 from __future__ import annotations
 
-import csv
-import io
-import math
 from collections.abc import Sequence
 from typing import Any
 
-from ..jsonio import dumps
+from ..row import ResultRow
 from .columns import COLUMNS, DASH, Column, has_decomposition, num, table_columns
 
-__all__ = ["COLUMNS", "DASH", "DECOMPOSITION_NOTE", "FORMATS", "has_decomposition", "markdown", "render", "to_csv"]
+__all__ = ["COLUMNS", "DASH", "DECOMPOSITION_NOTE", "has_decomposition", "markdown", "render"]
 
-FORMATS = ("markdown", "json", "csv")
-
-Record = dict[str, Any]
-
-
-def _non_finite(value: Any) -> bool:
-    return isinstance(value, float) and not math.isfinite(value)
+Record = ResultRow
 
 
 DECOMPOSITION_NOTE = (
@@ -74,18 +64,18 @@ def warnings(records: Sequence[Record]) -> list[str]:
     """Lines that must travel with the table: disagreeing sources, failed or cut cells."""
     out = []
     for r in records:
-        where = f"{r['run']} / {r['dataset']}" + (f" / c={r['concurrency']}" if r.get("concurrency") is not None else "")
-        where += f" / rate {r['request_rate']:g}/s" if isinstance(r.get("request_rate"), (int, float)) else ""
-        if r.get("acceptance_sources_agree") is False:
+        where = f"{r.run} / {r.dataset}" + (f" / c={r.concurrency}" if r.concurrency is not None else "")
+        where += f" / rate {r.request_rate:g}/s" if isinstance(r.request_rate, (int, float)) else ""
+        if r.acceptance_sources_agree is False:
             out.append(f"⚠ {where}: accepted tokens seen in the stream differ from the server counters by "
-                       f"{r.get('acceptance_tokens_diff')} (other traffic in the window, or steps merged into one chunk)")
-        if r.get("stream_merged_chunks"):
-            out.append(f"⚠ {where}: {r['stream_merged_chunks']} chunks carried more than k+1 tokens (merged steps): stream acceptance is overstated")
-        if (r.get("shared_read_share") or 0) > 0.01:
-            out.append(f"⚠ {where}: {100 * r['shared_read_share']:.1f}% of chunks came in the same read as the one before "
+                       f"{r.acceptance_tokens_diff} (other traffic in the window, or steps merged into one chunk)")
+        if r.stream_merged_chunks:
+            out.append(f"⚠ {where}: {r.stream_merged_chunks} chunks carried more than k+1 tokens (merged steps): stream acceptance is overstated")
+        if r.shared_read_share is not None and r.shared_read_share > 0.01:
+            out.append(f"⚠ {where}: {100 * r.shared_read_share:.1f}% of chunks came in the same read as the one before "
                        "(client or network a whole step behind, or steps flushed together): ITL/step percentiles are coarser than the server's steps")
-        if r.get("status") in ("failed", "interrupted"):
-            out.append(f"⚠ {where}: cell {r['status']} ({r.get('failed_requests') or 0} failed requests: {r.get('errors') or {}})")
+        if r.status in ("failed", "interrupted"):
+            out.append(f"⚠ {where}: cell {r.status} ({r.failed_requests or 0} failed requests: {r.errors or {}})")
     return out + cell_notes(records)
 
 
@@ -93,9 +83,9 @@ def cell_notes(records: Sequence[Record]) -> list[str]:
     """Each cell's own ``notes`` (measure.py), one line per distinct note naming every cell it applies to."""
     cells: dict[str, list[str]] = {}
     for r in records:
-        notes = r.get("notes")
+        notes = r.notes
         for note in notes if isinstance(notes, list) else []:
-            where = f"{r.get('run')} / {r.get('dataset')}" + (f" / c={r['concurrency']}" if r.get("concurrency") is not None else "")
+            where = f"{r.run} / {r.dataset}" + (f" / c={r.concurrency}" if r.concurrency is not None else "")
             cells.setdefault(str(note), []).append(where)
     return [("⚠ " if note.startswith("⚠ ") else "") + f"{', '.join(where)}: {note.removeprefix('⚠ ')}"
             for note, where in cells.items()]
@@ -105,15 +95,15 @@ def sweep_table(records: Sequence[Record]) -> str | None:
     """Speedup vs concurrency per data set and config, with the crossover where it drops below 1."""
     from ..compare import crossover
 
-    loads = sorted({c for r in records if (c := r.get("concurrency")) is not None})
+    loads = sorted({c for r in records if (c := r.concurrency) is not None})
     if len(loads) < 2:
         return None
     header = ["Dataset", "Run", *[f"c={c}" for c in loads], "Crossover"]
     lines = [_md_row(header), _md_row(["---"] * len(header))]
-    keys = list(dict.fromkeys((r["dataset"], r["run"]) for r in records if r.get("speedup_vs_baseline") is not None))
+    keys = list(dict.fromkeys((r.dataset, r.run) for r in records if r.speedup_vs_baseline is not None))
     for dataset, run in keys:
-        by_c = {r.get("concurrency"): r.get("speedup_vs_baseline") for r in records
-                if r["dataset"] == dataset and r["run"] == run}
+        by_c = {r.concurrency: r.speedup_vs_baseline for r in records
+                if r.dataset == dataset and r.run == run}
         if all(v == 1.0 for v in by_c.values() if v is not None):
             continue  # the baseline itself
         cross = crossover([(c, by_c.get(c)) for c in loads])
@@ -122,25 +112,6 @@ def sweep_table(records: Sequence[Record]) -> str | None:
     return "Speedup vs concurrency\n\n" + "\n".join(lines)
 
 
-def to_csv(records: Sequence[Record]) -> str:
-    """One row per cell, every key as a column; nested values as JSON, missing as empty."""
-    keys: list[str] = []
-    for r in records:
-        keys += [k for k in r if k not in keys]
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=keys, lineterminator="\n")
-    writer.writeheader()
-    for r in records:
-        writer.writerow({k: dumps(v) if isinstance(v, (dict, list)) else ("" if v is None or _non_finite(v) else v)
-                         for k, v in r.items()})
-    return buf.getvalue().rstrip("\n")
-
-
-def render(records: Sequence[Record], fmt: str, meta: dict[str, Any] | None = None) -> str:
-    if fmt == "markdown":
-        return markdown(records, meta)
-    if fmt == "json":
-        return dumps(list(records), indent=2)
-    if fmt == "csv":
-        return to_csv(records)
-    raise ValueError(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")
+def render(rows: Sequence[Record], meta: dict[str, Any] | None = None) -> str:
+    """The ``markdown`` report format."""
+    return markdown(rows, meta)

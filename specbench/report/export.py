@@ -1,4 +1,4 @@
-"""Export a run in the layout of the public spec-decode profiling tables (``runs`` and ``requests``).
+"""`specbench export` (and ``report --format parquet``): a run in the layout of the public spec-decode profiling tables (``runs`` and ``requests``).
 
 Paths are ``TABLE/GPU/TARGET/SPLIT/DRAFTER-kK/part-0.parquet``; every file carries gpu, target,
 split, drafter, k, c and start (the repeat number) so files from many runs stack with pandas.
@@ -13,8 +13,10 @@ from typing import Any
 import pandas as pd
 
 from ..cell import Cell
+from ..errors import ResultsError
 from ..records import RequestRecord
-from .load import RunResults
+from ..row import ResultRow
+from .load import RunResults, load_run, read_requests
 
 RUN_COLUMNS = ["gpu", "target", "split", "drafter", "k", "c", "start", "mode", "throughput_tps", "output_tokens",
                "requests", "steps", "guessed_tokens", "accepted_tokens", "committed_tokens", "elapsed_s",
@@ -25,11 +27,11 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "none"
 
 
-def _drafter(row: dict[str, Any], meta: dict[str, Any]) -> str:
+def _drafter(row: ResultRow, meta: dict[str, Any]) -> str:
     configs = ((meta.get("suite") or {}).get("raw") or {}).get("configs") or []
-    raw = next((c for c in configs if isinstance(c, dict) and c.get("name") == row["run"]), {})
-    name = raw.get("drafter") or row.get("method") or "none"
-    return _slug(str(name).split("/")[-1]) if row.get("method") not in (None, "baseline") else "none"
+    raw = next((c for c in configs if isinstance(c, dict) and c.get("name") == row.run), {})
+    name = raw.get("drafter") or row.method or "none"
+    return _slug(str(name).split("/")[-1]) if row.method not in (None, "baseline") else "none"
 
 
 def tables(results: RunResults, requests: list[RequestRecord], gpu: str) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -37,17 +39,17 @@ def tables(results: RunResults, requests: list[RequestRecord], gpu: str) -> tupl
     meta = results.meta
     target = ((meta.get("suite") or {}).get("raw") or {}).get("model") or "unknown"
     runs, key_of = [], {}
-    for row in results.records:
-        k = row.get("num_speculative_tokens") or 0
-        c = row.get("concurrency") or row.get("max_concurrency") or 0
-        ident = {"gpu": gpu, "target": target, "split": row["dataset"], "drafter": _drafter(row, meta), "k": k, "c": c}
+    for row in results.rows:
+        k = row.num_speculative_tokens or 0
+        c = row.concurrency or row.max_concurrency or 0
+        ident = {"gpu": gpu, "target": target, "split": row.dataset, "drafter": _drafter(row, meta), "k": k, "c": c}
         key_of[Cell.of_row(row)] = ident
-        runs.append({**ident, "start": 0, "mode": "load", "throughput_tps": row.get("output_throughput_tps"),
-                     "output_tokens": row.get("output_tokens"), "requests": row.get("requests"),
-                     "steps": row.get("stream_steps"), "guessed_tokens": row.get("spec_draft_tokens"),
-                     "accepted_tokens": row.get("spec_accepted_tokens"), "committed_tokens": row.get("output_tokens"),
-                     "elapsed_s": row.get("duration_s"), "engine": row.get("engine"),
-                     "engine_version": row.get("server_version"), "specbench_version": meta.get("specbench_version")})
+        runs.append({**ident, "start": 0, "mode": "load", "throughput_tps": row.output_throughput_tps,
+                     "output_tokens": row.output_tokens, "requests": row.requests,
+                     "steps": row.stream_steps, "guessed_tokens": row.spec_draft_tokens,
+                     "accepted_tokens": row.spec_accepted_tokens, "committed_tokens": row.output_tokens,
+                     "elapsed_s": row.duration_s, "engine": row.engine,
+                     "engine_version": row.server_version, "specbench_version": meta.get("specbench_version")})
     reqs = []
     for r in requests:
         cell_ident = key_of.get(Cell.of_record(r))
@@ -73,3 +75,15 @@ def export(results: RunResults, requests: list[RequestRecord], out: Path, gpu: s
             part.to_parquet(path, index=False)
             written.append(path)
     return written
+
+
+def export_run(run: Path, out: Path, gpu: str = "cpu") -> list[Path]:
+    """One run directory's rows and measured requests as parquet files under ``out``."""
+    return export(load_run(run), read_requests(Path(run)) or [], out, gpu=gpu)
+
+
+def write(paths: list[Path], output: Path | None) -> str:
+    """The ``parquet`` report format: one run directory, ``--output`` the root of the tables."""
+    if len(paths) != 1 or output is None:
+        raise ResultsError("--format parquet: give one run directory and --output DIR (the root of TABLE/GPU/TARGET/...)")
+    return f"wrote {len(export_run(paths[0], output))} parquet files under {output}"

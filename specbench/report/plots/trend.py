@@ -2,8 +2,7 @@
 
 One panel per data set (and load point, when a suite sweeps), a line per config, runs in order of
 start time. Only complete runs are drawn (an interrupted run's numbers are not comparable); a value
-null in a run's results is listed "not measured" under its panel and breaks the line, never 0.
-"""
+null in a run's results is listed "not measured" under its panel and breaks the line, never 0."""
 
 from __future__ import annotations
 
@@ -12,13 +11,28 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .model import Load, Model, Record, load_of
-from .plots import _interval
-from .svg import INK, MUTED, Scale, Svg, empty_plot, esc, figure, legend, linear_axis, y_axis
+from ..model import Load, Model, Record, load_of
+from ..svg import (
+    INK,
+    MUTED,
+    Scale,
+    Svg,
+    empty_plot,
+    esc,
+    figure,
+    legend,
+    linear_axis,
+    y_axis,
+)
+from .common import ci_of
 
 PLOT = "trend"
+
+
 METRICS = (("speedup_vs_baseline", "speed-up (×)", "Speed-up over the baseline"),
            ("mean_acceptance_length", "acceptance length (tokens/step)", "Acceptance length"))
+
+
 MAX_X_LABELS = 6
 
 
@@ -47,12 +61,12 @@ def _panel(title: str, metric: str, axis: str, runs: Sequence[TrendRun], m: Mode
     for c in configs:
         pts = []
         for i, run in enumerate(runs):
-            r = next((x for x in run.records if x["run"] == c and x["dataset"] == dataset and load_of(x) == load), None)
+            r = next((x for x in run.records if x.run == c and x.dataset == dataset and load_of(x) == load), None)
             v = None if r is None else r.get(metric)
             if r is None or not isinstance(v, (int, float)) or isinstance(v, bool):
                 missing.append(f"{c} @ {_time_label(run.started)}")
                 continue
-            iv = _interval(r, metric)
+            iv = ci_of(r, metric)
             pts.append((i, float(v), iv))
             values.append(float(v))
             if iv:

@@ -5,11 +5,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..latency import tpot
-from ..per_request import request_lengths
-from ..records import RequestRecord
-from .model import PALETTE, Load, Model, load_of
-from .svg import MUTED, Scale, Svg, empty_plot, esc, figure, legend, linear_axis, x_axis, y_axis
+from ...latency import tpot
+from ...per_request import request_lengths
+from ...records import RequestRecord
+from ..model import PALETTE, Load, Model, load_of
+from ..svg import (
+    MUTED,
+    Scale,
+    Svg,
+    empty_plot,
+    esc,
+    figure,
+    legend,
+    linear_axis,
+    x_axis,
+    y_axis,
+)
 
 NO_CATEGORY = "(no category)"
 
@@ -51,8 +62,8 @@ def request_scatter(m: Model, requests: Sequence[RequestRecord] | None) -> str:
 
 
 def _load(m: Model, config: str, dataset: str, conc: int) -> str:
-    row = next((r for r in m.records if r["run"] == config and r["dataset"] == dataset
-                and ((r.get("concurrency") or r.get("max_concurrency") or 0) == conc)), None)
+    row = next((r for r in m.rows if r.run == config and r.dataset == dataset
+                and ((r.concurrency or r.max_concurrency or 0) == conc)), None)
     return load_of(row).label if row else Load("concurrency", float(conc)).label
 
 

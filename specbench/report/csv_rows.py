@@ -1,0 +1,34 @@
+"""The ``csv`` report format: one row per cell, every key a column (as read, in order)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..jsonio import dumps
+from ..row import ResultRow
+
+
+def _non_finite(value: Any) -> bool:
+    return isinstance(value, float) and not math.isfinite(value)
+
+
+def to_csv(records: Sequence[Mapping[str, Any]]) -> str:
+    """One line per record, every key as a column; nested values as JSON, missing (and NaN) as empty."""
+    keys: list[str] = []
+    for r in records:
+        keys += [k for k in r if k not in keys]
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=keys, lineterminator="\n")
+    writer.writeheader()
+    for r in records:
+        writer.writerow({k: dumps(v) if isinstance(v, (dict, list)) else ("" if v is None or _non_finite(v) else v)
+                         for k, v in r.items()})
+    return buf.getvalue().rstrip("\n")
+
+
+def render(rows: Sequence[ResultRow], meta: dict[str, Any] | None = None) -> str:
+    return to_csv([r.to_dict(reference_first=False) for r in rows])

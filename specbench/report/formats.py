@@ -1,0 +1,56 @@
+"""Report formats by name: ``specbench report --format NAME`` offers exactly what ``FORMATS`` lists.
+
+A text format's module has ``render(rows, meta) -> str``, which the CLI prints or writes to
+``--output``. A file format's module has ``write(paths, output) -> str``: it reads the runs itself
+(the HTML page draws requests.jsonl, parquet writes a directory tree) and returns what it wrote.
+Modules are imported only when their format is used, so listing the formats costs nothing.
+Adding a format: one module with ``render`` or ``write``, and one line here.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Literal
+
+from ..row import ResultRow
+
+
+@dataclass(frozen=True)
+class Format:
+    name: str
+    module: str  # under specbench.report
+    kind: Literal["text", "files"]
+    help: str
+
+    def load(self) -> ModuleType:
+        return importlib.import_module(f"specbench.report.{self.module}")
+
+
+FORMATS: dict[str, Format] = {f.name: f for f in (
+    Format("markdown", "markdown", "text", "the comparison table, sweep table and notes (the default)"),
+    Format("json", "json_rows", "text", "the rows as read"),
+    Format("csv", "csv_rows", "text", "one line per cell, every key a column"),
+    Format("html", "html", "files", "one self-contained page with plots (--output: default report.html)"),
+    Format("parquet", "export", "files", "one run as profiling tables under --output (as `specbench export`)"),
+)}
+
+TEXT_FORMATS = tuple(name for name, f in FORMATS.items() if f.kind == "text")
+
+
+def render(rows: Sequence[ResultRow], fmt: str, meta: dict[str, Any] | None = None) -> str:
+    """The rows in a text format."""
+    found = FORMATS.get(fmt)
+    if found is None or found.kind != "text":
+        raise ValueError(f"unknown format {fmt!r} (choose from {', '.join(TEXT_FORMATS)})")
+    text: str = found.load().render(rows, meta)
+    return text
+
+
+def write(fmt: str, paths: Sequence[str | Path], output: str | Path | None) -> str:
+    """Run a file format over run directories / results.json files; returns the line to print."""
+    message: str = FORMATS[fmt].load().write([Path(p) for p in paths], None if output is None else Path(output))
+    return message

@@ -1,0 +1,14 @@
+"""The ``json`` report format: the rows as read, standard JSON (a NaN or ±Infinity, never a measured
+value, is written as ``null``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..jsonio import dumps
+from ..row import ResultRow
+
+
+def render(rows: Sequence[ResultRow], meta: dict[str, Any] | None = None) -> str:
+    return dumps([r.to_dict(reference_first=False) for r in rows], indent=2)

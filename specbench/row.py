@@ -1,0 +1,301 @@
+"""One typed results row: a cell's numbers as results.json holds them.
+
+Adding a metric is three edits: the function that measures it (returning ``{key: value}``, which
+``ResultRow.update`` takes), one field here (its annotation is also what the loader checks a value
+from a file against), and, to show it in the tables, one entry in ``report/columns.py``.
+
+A row keeps which keys it carries and in what order, exactly as the dicts it replaces did: a key
+is written when it was set (a comparison key only where there is a baseline, for instance), and a
+file's keys this version does not know (from a newer or older specbench, or another tool) are kept
+in ``extra`` and written back. ``to_dict`` is therefore byte-for-byte today's results.json row.
+
+``from_dict`` is the only way a row is read from a file. What cannot be a row (not an object, no
+``run``/``dataset``) is a one-line ``ResultsError``; a value of the wrong type, and NaN/±Infinity
+anywhere, become ``None`` (the cell renders ``—``), each said as one line naming file, record and key.
+"""
+
+from __future__ import annotations
+
+import typing
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from .errors import ResultsError
+
+#: the reference table's keys, first and in this order in every row
+REFERENCE_KEYS = [
+    "dataset", "run", "method", "num_speculative_tokens", "requests", "output_tokens",
+    "request_throughput_rps", "output_throughput_tps", "speedup_vs_baseline",
+    "latency_mean_ms", "latency_p50_ms", "latency_p95_ms", "latency_p99_ms",
+    "ttft_mean_ms", "ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms",
+    "itl_mean_ms", "itl_p50_ms", "itl_p95_ms", "itl_p99_ms",
+    "tpot_mean_ms", "tpot_p50_ms", "tpot_p95_ms",
+    "acceptance_rate", "acceptance_pos_1", "acceptance_pos_2", "acceptance_pos_3", "mean_acceptance_length",
+]
+
+Numbers = list[float | None]
+Obj = dict[str, Any]
+
+
+@dataclass(eq=False)
+class ReferenceKeys:
+    """The reference table's keys (``REFERENCE_KEYS``), in its order."""
+
+    dataset: str
+    run: str
+    method: str | None = None
+    num_speculative_tokens: int | None = None
+    requests: int | None = None
+    output_tokens: int | None = None
+    request_throughput_rps: float | None = None
+    output_throughput_tps: float | None = None
+    speedup_vs_baseline: float | None = None
+    latency_mean_ms: float | None = None
+    latency_p50_ms: float | None = None
+    latency_p95_ms: float | None = None
+    latency_p99_ms: float | None = None
+    ttft_mean_ms: float | None = None
+    ttft_p50_ms: float | None = None
+    ttft_p95_ms: float | None = None
+    ttft_p99_ms: float | None = None
+    itl_mean_ms: float | None = None
+    itl_p50_ms: float | None = None
+    itl_p95_ms: float | None = None
+    itl_p99_ms: float | None = None
+    tpot_mean_ms: float | None = None
+    tpot_p50_ms: float | None = None
+    tpot_p95_ms: float | None = None
+    acceptance_rate: float | None = None
+    acceptance_pos_1: float | None = None
+    acceptance_pos_2: float | None = None
+    acceptance_pos_3: float | None = None
+    mean_acceptance_length: float | None = None
+
+@dataclass(eq=False)
+class LatencyAndLoad:
+    """Latency beyond the reference percentiles, and the load point and how long it ran."""
+
+    tpot_p99_ms: float | None = None
+    step_mean_ms: float | None = None
+    step_p50_ms: float | None = None
+    step_p95_ms: float | None = None
+    step_p99_ms: float | None = None
+    shared_read_chunks: int | None = None
+    shared_read_share: float | None = None
+    # --- the load point and how the cell was measured
+    concurrency: int | None = None
+    request_rate: float | None = None
+    max_concurrency: int | None = None
+    repeats: int | None = None
+    duration_s: float | None = None
+    prompt_tokens: int | None = None
+
+@dataclass(eq=False)
+class Acceptance:
+    """Acceptance from the server's counters, from the stream's chunk sizes, and from per-request stats."""
+
+    acceptance_per_position: Numbers | None = None
+    acceptance_source: str | None = None
+    acceptance_window: str | None = None
+    acceptance_error: str | None = None
+    spec_drafts: int | None = None
+    spec_draft_tokens: int | None = None
+    spec_accepted_tokens: int | None = None
+    stream_steps: int | None = None
+    stream_accepted_tokens: int | None = None
+    stream_mean_acceptance_length: float | None = None
+    stream_acceptance_rate: float | None = None
+    stream_acceptance_joint: Numbers | None = None
+    stream_acceptance_conditional: Numbers | None = None
+    stream_tokens_per_step_histogram: Obj | None = None
+    stream_merged_chunks: int | None = None
+    acceptance_tokens_diff: float | None = None
+    acceptance_sources_agree: bool | None = None
+    draft_step_share: float | None = None
+    request_stats_mean_acceptance_length: float | None = None
+
+@dataclass(eq=False)
+class Provenance:
+    """Failures, which count each number came from, the server, and the spread over repeats."""
+
+    failed_requests: int | None = None
+    errors: Obj | None = None
+    status: str | None = None
+    server_died: bool | None = None
+    token_count_source: Obj | None = None
+    token_count_warnings: Obj | None = None
+    itl_percentiles_estimated: bool | None = None
+    notes: list[str] | None = None
+    output_throughput_tps_repeats: Numbers | None = None
+    categories: Obj | None = None
+    engine: str | None = None
+    server_version: str | None = None
+    server_url: str | None = None
+    std: Obj | None = None
+    ci95: Obj | None = None
+
+@dataclass(eq=False)
+class AgainstBaseline:
+    """Against the baseline on the same data set and load point (compare.py): speed-up CIs, fidelity, decomposition."""
+
+    paired_speedup: float | None = None
+    paired_speedup_ci_low: float | None = None
+    paired_speedup_ci_high: float | None = None
+    paired_prompts: int | None = None
+    fidelity_identical: float | None = None
+    fidelity_compared: int | None = None
+    fidelity_unit: str | None = None
+    fidelity_first_divergence_median: float | None = None
+    step_cost_ratio: float | None = None
+    speedup_decomposed: float | None = None
+    speedup_decomposed_ci_low: float | None = None
+    speedup_decomposed_ci_high: float | None = None
+    speedup_residual: float | None = None
+    speedup_ci_method: str | None = None
+
+@dataclass(eq=False)
+class QualityAndCost:
+    """Goodput at the SLO, acceptance per request, accuracy, energy and cost (quality.py), and the SLO capacity search (slo.py)."""
+
+    slo: Obj | None = None
+    slo_attainment: float | None = None
+    slo_met_requests: int | None = None
+    goodput_rps: float | None = None
+    request_acceptance_p10: float | None = None
+    request_acceptance_p50: float | None = None
+    request_acceptance_p90: float | None = None
+    request_acceptance_mean: float | None = None
+    request_acceptance_token_weighted_mean: float | None = None
+    request_acceptance_requests: int | None = None
+    request_acceptance_source: str | None = None
+    accuracy: float | None = None
+    accuracy_compared: int | None = None
+    accuracy_ungraded: int | None = None
+    accuracy_truncated: int | None = None
+    accuracy_error: str | None = None
+    grade_network_guard: str | None = None
+    energy_j: float | None = None
+    joules_per_output_token: float | None = None
+    gpu_util_mean_pct: float | None = None
+    gpu_mem_used_max_mib: float | None = None
+    sm_clock_mean_mhz: float | None = None
+    telemetry_gpus: Any = None
+    telemetry_error: str | None = None
+    gpu_hour_usd: float | None = None
+    cost_gpus: int | None = None
+    usd_per_million_output_tokens: float | None = None
+    cost_error: str | None = None
+    slower_than_baseline_share: float | None = None
+    slower_than_baseline_compared: int | None = None
+    accuracy_diff_vs_baseline: float | None = None
+    accuracy_diff_ci_low: float | None = None
+    accuracy_diff_ci_high: float | None = None
+    accuracy_mcnemar_p: float | None = None
+    accuracy_paired_prompts: int | None = None
+    accuracy_diff_method: str | None = None
+    energy_per_token_ratio_vs_baseline: float | None = None
+    cost_saving_vs_baseline: float | None = None
+    slo_search_percentile: float | None = None
+    slo_max_rate_rps: float | None = None
+    slo_max_rate_bracket: Numbers | None = None
+    slo_search_steps: int | None = None
+    slo_capacity_speedup: float | None = None
+    slo_capacity_speedup_range: Numbers | None = None
+
+
+@dataclass(eq=False)
+class ResultRow(QualityAndCost, AgainstBaseline, Provenance, Acceptance, LatencyAndLoad, ReferenceKeys):
+    """One cell's results (``measure.summarize_cell``): the fields of its bases, grouped by where they are
+    measured, in results.json's order.
+
+    Adding a metric: its function returns ``{key: value}`` (``update`` takes it), one field in a group
+    above, and one column entry in ``report/columns.py`` to show it. ``start`` builds a row that
+    carries only the keys set on it (as results.json writes them); the constructor sets every field;
+    ``from_dict`` reads one from a file (``row_check.py``)."""
+
+    #: keys this version has no field for (acceptance_pos_4.., a newer version's), kept as read
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_keys", [f for f in FIELD_NAMES if f in self.__dict__] + list(self.extra))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+        keys = self.__dict__.get("_keys")
+        if keys is not None and name in FIELD_SET and name not in keys:
+            keys.append(name)
+
+    @classmethod
+    def start(cls, dataset: str, run: str) -> ResultRow:
+        """A row carrying only ``dataset`` and ``run``; each key set afterwards joins it, in that order."""
+        row = cls.__new__(cls)
+        for f in FIELDS:
+            object.__setattr__(row, f.name, {} if f.name == "extra" else f.default)
+        object.__setattr__(row, "_keys", [])
+        row.dataset, row.run = dataset, run
+        return row
+
+    @property
+    def cell_status(self) -> Any:
+        """``status``; a row without the key (from another tool) counts as "ok", a null one does not."""
+        return self.status if self.has("status") else "ok"
+
+    # ---- keys by name: for metric functions' dicts and keys made at run time (acceptance_pos_N)
+    def has(self, key: str) -> bool:
+        return key in self._keys
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """The value of ``key`` (a field or a kept extra), ``default`` when the row does not carry it."""
+        if key not in self._keys:
+            return default
+        return getattr(self, key) if key in FIELD_SET else self.extra[key]
+
+    def set(self, key: str, value: Any) -> None:
+        if key in FIELD_SET:
+            setattr(self, key, value)
+            return
+        if key not in self._keys:
+            self._keys.append(key)
+        self.extra[key] = value
+
+    def update(self, values: typing.Mapping[str, Any]) -> None:
+        for key, value in values.items():
+            self.set(key, value)
+
+    def keys(self) -> list[str]:
+        return list(self._keys)
+
+    def to_dict(self, reference_first: bool = True) -> dict[str, Any]:
+        """The results.json object: the reference keys first (null when unset), then every other key
+        the row carries, in the order it was set or read. ``reference_first=False``: only the keys
+        carried, in that order (a file echoed as it was read)."""
+        out = {k: self.get(k) for k in REFERENCE_KEYS} if reference_first else {}
+        out.update({k: self.get(k) for k in self._keys if k not in out})
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str | Any = "results", index: int = 0,
+                  problems: list[str] | None = None) -> ResultRow:
+        """A row from a results file's ``data[index]``. Repairs (a value that cannot be what its key
+        holds, shown as —) are appended to ``problems``; without that list the first is a ResultsError."""
+        from .row_check import Checker, refusal
+
+        checker = Checker(where)
+        row = checker.row(index, data)
+        if problems is None and checker.problems:
+            raise ResultsError(refusal(checker.problems))
+        if problems is not None:
+            problems += checker.problems
+        return row
+
+    _keys: list[str] = field(init=False, repr=False, default_factory=list)
+
+
+def rows_from(records: Any, where: str = "rows") -> list[ResultRow]:
+    """``ResultRow.from_dict`` over a list of row objects, strictly (the first repair is an error)."""
+    return [ResultRow.from_dict(r, where, i) for i, r in enumerate(records)]
+
+
+FIELDS = [f for f in fields(ResultRow) if f.name != "_keys"]
+FIELD_NAMES = [f.name for f in FIELDS if f.name != "extra"]
+FIELD_SET = frozenset(FIELD_NAMES)

@@ -1,0 +1,164 @@
+"""Reading a results row from a file: what each key must hold, and the one-line repairs.
+
+``ResultRow.from_dict`` is the only caller of ``Checker``; the field annotations in ``row.py`` say what
+each known key holds, and a key this version does not know is checked by its name.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import typing
+from typing import Any, TypeGuard
+
+from .errors import ResultsError
+from .row import FIELD_NAMES, ResultRow
+
+
+def is_number(value: Any) -> TypeGuard[int | float]:
+    """A finite int or float (bool is not a number here)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _kind_of(annotation: Any) -> str | None:
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    base = args[0] if len(args) == 1 else annotation
+    if base is str:
+        return "text"
+    if base is bool:
+        return "flag"
+    if base in (int, float):
+        return "number"
+    origin = typing.get_origin(base)
+    if origin is dict:
+        return "mapping"
+    if origin is list and typing.get_args(base)[0] is not str:
+        return "numbers"
+    return None
+
+
+_HINTS = typing.get_type_hints(ResultRow)
+#: what each field holds, from its annotation: text, flag, number, numbers, mapping; None = anything
+FIELD_KINDS: dict[str, str | None] = {name: _kind_of(_HINTS[name]) for name in FIELD_NAMES}
+
+#: a key this version has no field for is checked by its name, as results from older versions were
+_NUMBER = re.compile(
+    r"(_ms|_tps|_rps|_s|_share|_tokens|_rate|_length|_diff|_chunks|_steps|_drafts|requests|concurrency|repeats"
+    r"|_prompts|_compared|_identical|_median|_high|_low|_speedup|_vs_baseline)$|^acceptance_pos_\d+$")
+
+
+def expected_kind(key: str) -> str | None:
+    """What a results key holds: text, flag, numbers, mapping, number; None = unknown (kept as is)."""
+    if key in FIELD_KINDS:
+        return FIELD_KINDS[key]
+    return "number" if _NUMBER.search(key) else None
+
+
+def show(value: Any) -> str:
+    """A value as an error line quotes it: JSON, cut at 40 characters."""
+    text = json.dumps(value, allow_nan=True, default=str) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def finite(value: Any) -> Any:
+    """``value`` with NaN/±Infinity anywhere inside it replaced by None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [finite(v) for v in value]
+    return value
+
+
+def refusal(problems: list[str]) -> str:
+    """The first repair, and how many more, as an error line (a verdict never rests on a repaired value)."""
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    return problems[0].replace("; shown as —", "").replace("; ignored", "") + more
+
+
+_EXPECTED = {"number": "a finite number", "text": "text", "flag": "true/false"}
+_TYPES: dict[str, Any] = {"number": is_number, "text": lambda v: isinstance(v, str), "flag": lambda v: isinstance(v, bool)}
+
+
+class Checker:
+    """Checks one file's records, remembering each repair as a line naming the file, record and key."""
+
+    def __init__(self, where: Any) -> None:
+        self.where = where
+        self.problems: list[str] = []
+
+    def note(self, at: str, key: str, value: Any, expected: str) -> None:
+        self.problems.append(f"{self.where}: {at}: {key}: expected {expected}, got {show(value)}; shown as —")
+
+    def value(self, at: str, key: str, value: Any, label: str | None = None) -> Any:
+        """``value`` if it has the type ``key`` holds, else None (noted under ``label``, default the key)."""
+        if value is None:
+            return None
+        kind = expected_kind(key)
+        name = label or key
+        if kind in _TYPES:
+            if _TYPES[kind](value):
+                return value
+            self.note(at, name, value, _EXPECTED[kind])
+            return None
+        if kind == "numbers":
+            if not isinstance(value, list):
+                self.note(at, name, value, "a list of numbers")
+                return None
+            if any(v is not None and not is_number(v) for v in value):
+                self.note(at, name, value, "a list of finite numbers")
+            return [v if is_number(v) else None for v in value]
+        if kind == "mapping":
+            if not isinstance(value, dict):
+                self.note(at, name, value, "an object")
+                return None
+            return self.mapping(at, key, value) if label is None else finite(value)
+        if isinstance(value, float) and not math.isfinite(value):
+            self.note(at, name, value, "a finite number")
+            return None
+        return finite(value)
+
+    def mapping(self, at: str, key: str, value: dict[str, Any]) -> dict[str, Any] | None:
+        if key == "ci95":
+            out = {}
+            for metric, bounds in value.items():
+                ok = (bounds is None or (isinstance(bounds, list) and len(bounds) == 2
+                                         and all(b is None or is_number(b) for b in bounds)))
+                if not ok:
+                    self.note(at, f"ci95.{metric}", bounds, "[low, high]")
+                out[metric] = bounds if ok else None
+            return out
+        if key in ("std", "errors", "stream_tokens_per_step_histogram"):
+            out = {}
+            for k, v in value.items():
+                if v is not None and not is_number(v):
+                    self.note(at, f"{key}.{k}", v, "a finite number")
+                    v = None
+                out[k] = v
+            return out
+        if key == "categories":
+            out = {}
+            for cat, stats in value.items():
+                if not isinstance(stats, dict):
+                    self.note(at, f"categories.{cat}", stats, "an object")
+                    continue
+                out[cat] = {k: self.value(at, k, v, f"categories.{cat}.{k}") for k, v in stats.items()}
+            return out
+        return finite(value)
+
+    def row(self, i: int, record: Any) -> ResultRow:
+        if not isinstance(record, dict):
+            raise ResultsError(f"{self.where}: record {i}: expected an object, got {type(record).__name__}")
+        for key in ("run", "dataset"):
+            if key not in record:
+                raise ResultsError(f"{self.where}: record {i}: key {key!r} missing")
+            if not isinstance(record[key], str) or not record[key]:
+                raise ResultsError(f"{self.where}: record {i}: {key}: expected text, got {show(record[key])}")
+        at = f"record {i} ({record['run']} / {record['dataset']})"
+        row = ResultRow.start(record["dataset"], record["run"])
+        row._keys.clear()
+        for k, v in record.items():
+            row.set(k, v if k in ("run", "dataset") else self.value(at, k, v))
+        return row
