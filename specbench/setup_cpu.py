@@ -61,7 +61,7 @@ class Stages:
 
     def __init__(self, console: Console) -> None:
         self.console = console
-        self.progress = Progress(SpinnerColumn(finished_text="[green]✓[/]"), TextColumn("{task.description}"),
+        self.progress = Progress(SpinnerColumn(finished_text=""), TextColumn("{task.description}"),
                                  TimeElapsedColumn(), console=console)
 
     def __enter__(self) -> Stages:
@@ -79,10 +79,10 @@ class Stages:
         task = self.progress.add_task(what, total=1)
         done = subprocess.run(argv, capture_output=True, text=True)
         if done.returncode != 0:
-            self.progress.update(task, description=f"[red]✗ {what}[/]")
+            self.progress.update(task, completed=1, description=f"[red]✗ {what}[/]")
             tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
             raise SpecbenchError(f"setup: {what} failed (exit {done.returncode}): $ {' '.join(argv)}\n{tail}")
-        self.progress.update(task, completed=1)
+        self.progress.update(task, completed=1, description=f"[green]✓[/] {what}")
 
 
 def _engine_ok(python: Path) -> bool:

