@@ -68,7 +68,8 @@ def prepare_engines(suite: Suite, console: Console, allowed: bool = True) -> lis
         prep = PREPARATIONS[name]
         where = ", ".join(f"{m} ({prep.products()[m]})" for m in missing)
         if not allowed:
-            raise LaunchError(f"{suite.path}: missing {where}: prepare it with `{prep.command}` (or run without --no-setup)")
+            raise LaunchError(f"{suite.path}: missing {where}: prepare {'them' if len(missing) > 1 else 'it'} with `{prep.command}` "
+                              "(or run without --no-setup)")
         console.print(f"{suite.path}: missing {where}: preparing it now (`{prep.command}`; --no-setup skips this)",
                       highlight=False, soft_wrap=True)
         prep.run(console)
