@@ -12,6 +12,7 @@ from .errors import SpecbenchError
 
 
 def _run(args: argparse.Namespace) -> int:
+    from .launch.prepare import prepare_engines
     from .loadgen import run_loop
     from .progress import RunProgress
     from .report.markdown import markdown
@@ -19,6 +20,8 @@ def _run(args: argparse.Namespace) -> int:
     from .suite import load_suite
 
     suite = load_suite(args.suite)
+    console = Console(stderr=True)
+    prepare_engines(suite, console, allowed=not args.no_setup)
     if args.max_rate_at_slo:
         from .slo import with_rate_search
 
@@ -28,7 +31,6 @@ def _run(args: argparse.Namespace) -> int:
 
         raise SuiteError(f"{args.suite}: --max-rate-at-slo runs configs one at a time; it cannot be combined with --parallel or --ray")
     out = Path(args.resume or args.output or default_output(suite))
-    console = Console(stderr=True)
     with RunProgress(console, quiet=args.quiet) as progress:
         if args.parallel or args.ray:
             from .run.parallel import run_parallel
@@ -106,6 +108,8 @@ def build_parser() -> argparse.ArgumentParser:
     again.add_argument("--overwrite", action="store_true",
                        help="replace the run already in the output dir (its results, raw data and logs) with a fresh one")
     run.add_argument("--quiet", "-q", action="store_true", help="no live progress (CI logs)")
+    run.add_argument("--no-setup", action="store_true", help="never prepare a missing engine or model (an engine whose launcher "
+                     "says `prepare:`, e.g. vllm-cpu → `specbench setup cpu`): fail with the command to run instead")
     run.add_argument("--restart-on-failure", action="store_true", help="restart a launched server once if it dies")
     run.add_argument("--grace", type=float, default=10.0, metavar="S",
                      help="on Ctrl-C/SIGTERM, seconds in-flight requests get to finish before they are cancelled (default 10)")

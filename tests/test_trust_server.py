@@ -227,9 +227,9 @@ async def test_final_usage_contradiction_falls_back_to_token_ids(serve):
 
 
 def test_token_ids_beyond_max_tokens_give_way_to_a_plausible_total():
-    from specbench.client import _Stream
+    from specbench.client import ResponseStream
 
-    s = _Stream(RequestRecord("p", "d", "c"), "completions", token_limit=4)
+    s = ResponseStream(RequestRecord("p", "d", "c"), "completions", token_limit=4)
     s.feed(b'{"choices": [{"text": "a", "token_ids": [1]}]}', 1.0)
     s.feed(b'{"choices": [{"text": "b", "token_ids": [2, 3, 4, 5, 6]}]}', 1.1)
     s.feed(b'{"choices": [], "usage": {"completion_tokens": 4}}', 1.2)

@@ -77,10 +77,15 @@ class Engine:
 
     def python(self, override: str | None = None) -> str:
         chosen = override or os.environ.get("SPECBENCH_ENGINE_PYTHON") or self.data.get("python", "python3")
-        return os.path.expanduser(chosen)
+        return _expand(chosen)
 
     def model_path(self, override: str | None, model: str) -> str:
-        return os.path.expanduser(override or self.data.get("model_path") or model)
+        return _expand(override or self.data.get("model_path") or model)
+
+    @property
+    def prepare(self) -> str | None:
+        """The preparation (``launch.prepare.PREPARATIONS``) that makes this engine's Python and model."""
+        return self.data.get("prepare")
 
     @property
     def health_path(self) -> str:
@@ -136,6 +141,13 @@ class Engine:
     def acceptance(self, before: MetricsSnapshot, after: MetricsSnapshot, k: int | None,
                    server_info: dict[str, Any] | None = None) -> dict[str, Any]:
         return ADAPTERS[self.adapter].acceptance(self, before, after, k, server_info)
+
+
+def _expand(path: str) -> str:
+    """``~`` and ``{cache}`` (specbench's cache, ``$SPECBENCH_CACHE``: where ``specbench setup`` puts engines) expanded."""
+    from ..setup_cpu import cache_dir
+
+    return os.path.expanduser(path.replace("{cache}", str(cache_dir())))
 
 
 def load_engine(name: str) -> Engine:

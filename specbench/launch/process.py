@@ -236,24 +236,9 @@ class ServerProcess:
                 raise self._fail(f"server exited with code {self.proc.returncode} while starting")
             if time.monotonic() > deadline:
                 raise self._fail(f"server not ready after {self.startup_timeout_s:g} s ({last})")
-            body = None
-            try:
-                timeout = aiohttp.ClientTimeout(total=5)
-                async with session.get(self.base_url + self.health_path, timeout=timeout) as r:
-                    last = f"{self.health_path} returned {r.status}"
-                if r.status == 200:
-                    async with session.get(self.base_url + self.models_path, timeout=timeout) as m:
-                        last = f"{self.models_path} returned {m.status}"
-                        if m.status == 200:
-                            try:
-                                body = await read_capped(m, PROBE_LIMIT)
-                            except ValueError as err:
-                                raise self._fail(f"GET {self.models_path}: {err}") from None
-                    if m.status in (401, 403):
-                        raise self._fail(f"GET {self.models_path} returned HTTP {m.status}: the server wants an API key "
-                                         "(api_key_env in the suite names the variable holding it)")
-            except (TimeoutError, aiohttp.ClientError) as err:
-                last = type(err).__name__
+            body, last = await probe_ready(session, self.base_url, self.health_path, self.models_path, last)
+            if isinstance(body, NotServing):
+                raise self._fail(str(body))
             if body is not None:
                 try:
                     served = served_models(body)
@@ -285,6 +270,35 @@ class ServerProcess:
         if self._log_copier is not None:
             self._log_copier.join(timeout=5)
         return self.proc.returncode
+
+
+class NotServing(str):
+    """A probe answer that waiting cannot fix (an oversized model list, an API key wanted): the reason."""
+
+
+async def probe_ready(session: aiohttp.ClientSession, base_url: str, health_path: str, models_path: str,
+                      last: str) -> tuple[bytes | NotServing | None, str]:
+    """One readiness probe: the model list's body once health is 200 (None before, or ``NotServing``),
+    and what the server answered last (for the timeout's message)."""
+    try:
+        timeout = aiohttp.ClientTimeout(total=5)
+        async with session.get(base_url + health_path, timeout=timeout) as r:
+            last = f"{health_path} returned {r.status}"
+        if r.status != 200:
+            return None, last
+        async with session.get(base_url + models_path, timeout=timeout) as m:
+            last = f"{models_path} returned {m.status}"
+            if m.status in (401, 403):
+                return NotServing(f"GET {models_path} returned HTTP {m.status}: the server wants an API key "
+                                  "(api_key_env in the suite names the variable holding it)"), last
+            if m.status != 200:
+                return None, last
+            try:
+                return await read_capped(m, PROBE_LIMIT), last
+            except ValueError as err:
+                return NotServing(f"GET {models_path}: {err}"), last
+    except (TimeoutError, aiohttp.ClientError) as err:
+        return None, type(err).__name__
 
 
 def _signal_group(pid: int, sig: int) -> None:

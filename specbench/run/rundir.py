@@ -25,8 +25,8 @@ from ..errors import RunDirError
 from ..jsonio import dumps
 from ..measure import PhaseInfo
 from ..records import RequestRecord
-from ..slo import PROBES_FILE
 from ..row import ResultRow
+from ..slo import PROBES_FILE
 
 REQUESTS, PHASES, META, LAUNCHED = "requests.jsonl", "phases.jsonl", "meta.json", "launched.json"
 QUARANTINE = {REQUESTS: "requests.quarantine.jsonl", PHASES: "phases.quarantine.jsonl"}

@@ -10,7 +10,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..row import ResultRow
 from .. import __version__
 from ..cell import Cell
 from ..errors import SuiteError
@@ -20,6 +19,7 @@ from ..measure import PhaseInfo
 from ..provenance import suite_file_provenance
 from ..records import RequestRecord
 from ..report.markdown import markdown
+from ..row import ResultRow
 from ..slo import attach_capacity
 from ..suite import Suite
 from .preflight import now

@@ -1,4 +1,4 @@
-"""Prompt token counts for servers whose responses do not report them.
+"""Prompt token counts for servers whose responses do not report them (test support: no product path uses it yet).
 
 First choice is tiktoken ``o200k_base`` (the tokenizer SPEED-Bench and Artificial-Analysis-style
 normalised throughput use), but only when its encoding file is already on disk: tiktoken would

@@ -1,0 +1,145 @@
+"""``build_bundle``: resolve, plan, download, check and pack; writes the manifest and ``unpack.py``."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
+from ..errors import SpecbenchError
+from .archive import sha256_of, write_archive
+from .pip import download, local_wheel, req_text, resolve, resolver_for, wheel_name_version, wheel_requires
+from .plan import DEFAULT_EXCLUDE, DEFAULT_KEEP_HOST, FORMAT, Plan, Resolved, applies, is_excluded, marker_env, parse_host_packages, plan_bundle
+
+UNPACK_TEMPLATE = Path(__file__).resolve().parents[1] / "bundle_unpack.py"
+
+
+def build_bundle(engine: str, host_file: Path | None, out: Path, *, python_version: str = "3.12",
+                 platform: str = "manylinux_2_28_x86_64", part_size: int = 60 << 20,
+                 extra: Sequence[str] = (), only: Sequence[str] = (), exclude: tuple[str, ...] = DEFAULT_EXCLUDE,
+                 keep_host: tuple[str, ...] = DEFAULT_KEEP_HOST, index_args: Sequence[str] = (),
+                 resolver_python: str | None = None, log=print) -> dict:
+    """Resolve, download and pack; returns the manifest (also written to ``out/manifest.json``)."""
+    try:
+        engine_req = Requirement(engine)
+    except InvalidRequirement as e:
+        raise SpecbenchError(f"--engine: not a requirement like vllm==0.26.0: {engine!r} ({e})") from None
+    host: dict[str, str | None] = {}
+    if host_file is not None:
+        if not host_file.is_file():
+            raise SpecbenchError(f"--host-packages: {host_file}: no such file")
+        host = parse_host_packages(host_file.read_text(), str(host_file))
+    python = resolver_python or resolver_for(python_version)
+    env = marker_env(python_version, platform)
+    exclude = tuple(canonicalize_name(p) if "*" not in p else p.lower() for p in exclude)
+    keep_host = tuple(canonicalize_name(p) for p in keep_host)
+    out.mkdir(parents=True, exist_ok=True)
+    for old in out.glob("bundle.tar.part*"):
+        old.unlink()
+    t0 = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="specbench-bundle-") as tmp:
+        work = Path(tmp)
+        dl = work / "wheels"
+        dl.mkdir()
+        top, local, reasons = _top_requirements(engine_req, extra, work)
+        # The engine's own deps minus the excluded ones, resolved with its pins on excluded ones as
+        # constraints: pip then never needs the excluded packages' wheels, only their metadata.
+        engine_files = download(python, [str(engine_req)], python_version, platform, index_args, dl, "the engine")
+        engine_wheel = engine_files[0]
+        engine_meta = wheel_requires(engine_wheel)
+        engine_reqs = [r for r in engine_meta if applies(r, env, set(engine_req.extras))]
+        kept = [r for r in engine_reqs if not is_excluded(canonicalize_name(r.name), exclude)]
+        constraints = [f"{r.name}{r.specifier}" for r in engine_reqs
+                       if is_excluded(canonicalize_name(r.name), exclude) and str(r.specifier).startswith("==")]
+        as_text = [req_text(r) for r in kept] + [str(Path(local[canonicalize_name(r.name)])) if canonicalize_name(r.name) in local
+                                                   else str(r) for r in top[1:]]
+        log(f"resolving {len(kept)} requirements of {engine_wheel.name} (+{len(top) - 1} --with) for "
+            f"Python {python_version} / {platform} with {python}")
+        resolved = resolve(as_text, python, python_version, platform, list(index_args), constraints, work)
+        ename = canonicalize_name(engine_req.name)
+        resolved[ename] = Resolved(ename, wheel_name_version(engine_wheel)[1], engine_meta)
+        plan = plan_bundle(top, resolved, host, env, exclude, keep_host, reasons)
+        names = [r for r in plan.bundle if r.name != ename and r.name not in local]
+        files: dict[str, Path] = {ename: engine_wheel, **local}
+        if names:
+            log(f"downloading {len(names)} wheels the host lacks")
+            got = download(python, [f"{r.name}=={r.version}" for r in names], python_version, platform,
+                            index_args, dl, "the wheels", no_deps=True)
+            for path in got:
+                files.setdefault(wheel_name_version(path)[0], path)
+        for spec in only:
+            got = [Path(spec)] if spec.endswith(".whl") and Path(spec).is_file() else \
+                download(python, [spec], python_version, platform, index_args, dl, spec, no_deps=True)
+            name, version = wheel_name_version(got[0])
+            files[name] = got[0]
+            by_only = Resolved(name, version, [])
+            plan.bundle.append(by_only)
+            plan.reasons[name] = "with-only"
+        only_names = [r.name for r in plan.bundle if plan.reasons.get(r.name) == "with-only"]
+        order = [ename] + only_names + [n for n in local] + sorted(r.name for r in names)
+        wheels, entries = _checked_wheels(order, files, plan)
+        parts, total_sha, total = write_archive(wheels, out, part_size)
+    manifest = {
+        "format": FORMAT, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "engine": str(engine_req), "python_version": python_version, "platform": platform,
+        "part_size": part_size, "parts": parts,
+        "archive": {"name": "bundle.tar", "size": sum(p["size"] for p in parts), "sha256": total_sha},
+        "wheels": entries, "wheel_bytes": total,
+        "host_packages": {"file": str(host_file) if host_file else None, "used": plan.host_used},
+        "excluded": {"patterns": list(exclude), "left_out": plan.excluded},
+        "conflicts": plan.conflicts,
+    }
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    shutil.copyfile(UNPACK_TEMPLATE, out / "unpack.py")
+    log(f"{len(entries)} wheels, {total / 1e6:.1f} MB in {len(parts)} parts of ≤ {part_size / (1 << 20):g} MiB "
+        f"→ {out} ({time.monotonic() - t0:.0f} s); host provides {len(plan.host_used)}, excluded {len(plan.excluded)}")
+    for line in plan.conflicts:
+        log("warning: " + line)
+    return manifest
+
+
+def _top_requirements(engine_req: Requirement, extra: Sequence[str], work: Path) -> tuple[list[Requirement], dict[str, Path], dict[str, str]]:
+    """The engine and each ``--with`` (a requirement, or a local wheel/project built here), the local
+    wheels by name, and why each top-level package is in."""
+    reasons: dict[str, str] = {canonicalize_name(engine_req.name): "engine"}
+    top = [engine_req]
+    local: dict[str, Path] = {}
+    for spec in extra:
+        wheel = local_wheel(spec, work)
+        if wheel is not None:
+            name, _ = wheel_name_version(wheel)
+            local[name] = wheel
+            top.append(Requirement(f"{name} @ {wheel.resolve().as_uri()}"))
+        else:
+            try:
+                top.append(Requirement(spec))
+            except InvalidRequirement:
+                raise SpecbenchError(f"--with: {spec!r} is neither a requirement, a .whl file nor a project directory") from None
+        reasons[canonicalize_name(top[-1].name)] = "with"
+    return top, local, reasons
+
+
+def _checked_wheels(order: list[str], files: dict[str, Path], plan: Plan) -> tuple[list[Path], list[dict]]:
+    """The wheels in archive order with their manifest entries; a missing wheel or a sha256 that
+    differs from the index's stops the bundle."""
+    wheels, entries = [], []
+    by_name = {r.name: r for r in plan.bundle}
+    for name in order:
+        if name not in files:
+            raise SpecbenchError(f"bundle: pip downloaded no wheel for {name}=={by_name[name].version}")
+        path = files[name]
+        digest = sha256_of(path)
+        want = by_name[name].sha256
+        if want and want != digest:
+            raise SpecbenchError(f"bundle: {path.name}: sha256 {digest} differs from the index's {want}")
+        wheels.append(path)
+        entries.append({"file": path.name, "name": name, "version": wheel_name_version(path)[1],
+                        "size": path.stat().st_size, "sha256": digest, "reason": plan.reasons.get(name, "dependency"),
+                        "required_by": plan.required_by.get(name, [])})
+    return wheels, entries

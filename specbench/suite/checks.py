@@ -1,0 +1,110 @@
+"""Suite validation pieces: the allowed keys and types of each block, and the checks every block
+shares. Each appends one line per problem (naming the file and key) instead of raising, so a suite
+reports all its problems at once."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+from urllib.parse import urlparse
+
+from ..secrets import redact_url
+
+NAME_RE = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}")
+ENDPOINTS = ("chat", "completions")
+
+TOP_KEYS = {
+    "name": str, "model": str, "endpoint": str, "engine": str, "configs": list, "datasets": list,
+    "load": dict, "server": dict, "data_dir": str, "api_key_env": str, "gate": dict, "description": str,
+    "cost": dict,
+}
+CONFIG_KEYS = {
+    "name": str, "url": str, "method": str, "num_speculative_tokens": int, "drafter": str,
+    "speculative": dict, "baseline": bool, "engine": str, "args": list, "env": dict, "port": int,
+    "gpus": (str, int),
+}
+LOAD_KEYS = {
+    "concurrency": (int, list), "request_rate": (int, float, list), "max_tokens": int,
+    "temperature": (int, float), "top_p": (int, float), "ignore_eos": bool, "warmup": (int, str),
+    "repeats": int, "timeout_s": (int, float), "seed": int, "extra_body": dict, "workload": str,
+    "client_processes": (int, str), "client": str, "slo": dict, "max_rate_at_slo": (str, int, float, dict),
+    "grade": (bool, list),
+}
+WORKLOADS = ("fixed", "profilings")
+CLIENTS = ("auto", "socket", "aiohttp")
+SERVER_KEYS = {
+    "model_path": str, "python": str, "args": list, "env": dict, "startup_timeout_s": (int, float),
+    "host": str, "gpus_per_server": int,
+}
+
+
+def _type_name(t: type | tuple[type, ...]) -> str:
+    names = [x.__name__ for x in (t if isinstance(t, tuple) else (t,))]
+    return {"str": "a string", "int": "an integer", "float": "a number", "bool": "true/false",
+            "list": "a list", "dict": "a mapping"}.get(names[0], names[0]) if len(names) == 1 else " or ".join(names)
+
+
+def check_keys(data: Any, schema: dict[str, Any], where: str, problems: list[str]) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        problems.append(f"{where}: expected a mapping, got {type(data).__name__}")
+        return {}
+    clean: dict[str, Any] = {}
+    for key, value in data.items():
+        if key not in schema:
+            problems.append(f"{where}.{key}: unknown key (allowed: {', '.join(sorted(schema))})")
+            continue
+        expected = schema[key]
+        types = expected if isinstance(expected, tuple) else (expected,)
+        if isinstance(value, bool) and bool not in types:
+            problems.append(f"{where}.{key}: expected {_type_name(expected)}, got {value!r}")
+            continue
+        if not isinstance(value, types):
+            problems.append(f"{where}.{key}: expected {_type_name(expected)}, got {value!r}")
+            continue
+        clean[key] = value
+    return clean
+
+
+def positive_list(value: Any, kind: type, where: str, problems: list[str]) -> tuple | None:
+    items = value if isinstance(value, list) else [value]
+    if not items or any(isinstance(v, bool) or not isinstance(v, (int, float) if kind is float else int) or v <= 0 for v in items):
+        problems.append(f"{where}: expected a positive {'number' if kind is float else 'integer'} or a list of them, got {value!r}")
+        return None
+    return tuple(kind(v) for v in items)
+
+
+def check_url(url: str, where: str, problems: list[str]) -> None:
+    shown = redact_url(url)
+    try:
+        parsed = urlparse(url)
+        host = parsed.hostname
+    except ValueError as err:
+        problems.append(f"{where}: not a valid URL ({err}): {shown!r}")
+        return
+    if parsed.scheme not in ("http", "https") or not host:
+        problems.append(f"{where}: not an http(s) URL: {shown!r}")
+        return
+    try:
+        _ = parsed.port  # urllib checks the port only when asked
+    except ValueError:
+        problems.append(f"{where}: bad port in URL {shown!r}")
+
+
+def check_name(value: Any, where: str, problems: list[str]) -> None:
+    """Names become file and directory names (logs/<config>.log, results/<suite>-<time>/): keep them plain."""
+    if isinstance(value, str) and not NAME_RE.fullmatch(value):
+        problems.append(f"{where}: {value!r} is not a usable name: use 1-64 letters, digits, '.', '_' or '-', "
+                        "not starting with '.'")
+
+
+def non_finite(data: Any, where: str, problems: list[str]) -> None:
+    """NaN and ±inf are never a meaningful setting (YAML spells them .nan / .inf)."""
+    if isinstance(data, float) and not math.isfinite(data):
+        problems.append(f"{where}: expected a finite number, got {data!r}")
+    elif isinstance(data, dict):
+        for k, v in data.items():
+            non_finite(v, f"{where}.{k}" if where else str(k), problems)
+    elif isinstance(data, list):
+        for i, v in enumerate(data):
+            non_finite(v, f"{where}[{i}]", problems)

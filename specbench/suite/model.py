@@ -1,0 +1,152 @@
+"""The typed suite: what a validated suite file says (``parse.py`` builds it, ``checks.py`` validates)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..datasets import DatasetSpec
+from ..secrets import redact_mapping
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """One ``configs:`` entry, one column of the comparison: a server at a URL, or the flags of one
+    specbench launches (with the suite's ``LaunchSettings``)."""
+
+    name: str
+    url: str | None = None
+    method: str | None = None
+    num_speculative_tokens: int | None = None
+    drafter: str | None = None
+    speculative: dict[str, Any] = field(default_factory=dict)
+    baseline: bool = False
+    engine: str | None = None
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    port: int | None = None
+    gpus: str | None = None
+
+    @property
+    def launched(self) -> bool:
+        return self.url is None
+
+    @property
+    def label_method(self) -> str:
+        return self.method or "baseline"
+
+
+@dataclass(frozen=True)
+class LoadSpec:
+    """How hard and how long each config × data set cell is driven."""
+
+    concurrency: tuple[int, ...] = (1,)
+    request_rate: tuple[float, ...] | None = None
+    max_tokens: int = 128
+    temperature: float = 0.0
+    top_p: float | None = None
+    ignore_eos: bool = False
+    warmup: int | str = 2  # requests before each timed pass, or "pass": a full matching warm pass
+    repeats: int = 1
+    timeout_s: float = 600.0
+    seed: int = 0
+    extra_body: dict[str, Any] = field(default_factory=dict)
+    workload: str = "fixed"
+    client_processes: int | str = 1  # load-generator processes; "auto": one per 256 streams, up to the cores
+    client: str = "auto"  # "socket": kernel-stamped reads (http:// only); "aiohttp"; "auto": socket unless https
+    slo: Any = None  # slo.Slo: latency bounds → slo_attainment, goodput_rps
+    rate_search: Any = None  # slo.RateSearch: --max-rate-at-slo
+    grade: tuple[str, ...] = ()  # data sets whose answers are graded (grade/)
+
+    def processes_at(self, concurrency: int) -> int:
+        if self.client_processes == "auto":
+            return max(1, min(os.cpu_count() or 1, -(-concurrency // 256)))
+        return int(self.client_processes)
+
+    def prompts_at(self, concurrency: int, available: int) -> int:
+        """Prompts per load point: all of the data set's (fixed), or the profilings sizes
+        (22/88/128/220/440/880 at C=1/8/32/64/128/256, else 4 per stream and at least 22)."""
+        if self.workload != "profilings":
+            return available
+        sizes = {1: 22, 8: 88, 32: 128, 64: 220, 128: 440, 256: 880}
+        return min(available, sizes.get(concurrency, max(22, 4 * concurrency)))
+
+
+@dataclass(frozen=True)
+class LaunchSettings:
+    """The suite's ``server:`` block: settings shared by every server specbench launches (not one
+    config's: that is a ``ServerConfig``; a running server is ``runner.Server``)."""
+
+    model_path: str | None = None
+    python: str | None = None
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    startup_timeout_s: float = 900.0
+    host: str = "127.0.0.1"
+    gpus_per_server: int = 1
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    model: str
+    endpoint: str
+    configs: tuple[ServerConfig, ...]
+    datasets: tuple[DatasetSpec, ...]
+    load: LoadSpec
+    path: Path
+    engine: str = "vllm"
+    server: LaunchSettings = field(default_factory=LaunchSettings)
+    data_dir: Path | None = None
+    api_key_env: str | None = None
+    gate: dict[str, Any] | None = None
+    raw: dict[str, Any] = field(default_factory=dict)
+    cost: Any = None  # telemetry.Cost: gpu_hour_usd → usd_per_million_output_tokens
+
+    @property
+    def baseline(self) -> ServerConfig | None:
+        name = find_baseline([c.name for c in self.configs], [c.name for c in self.configs if c.baseline])
+        return next((c for c in self.configs if c.name == name), None)
+
+    def comparability(self) -> dict[str, Any]:
+        """What must match between two runs for their numbers to be compared (resume, gate)."""
+        return {
+            "suite": self.name,
+            "model": self.model,
+            "endpoint": self.endpoint,
+            "max_tokens": self.load.max_tokens,
+            "temperature": self.load.temperature,
+            "top_p": self.load.top_p,
+            "ignore_eos": self.load.ignore_eos,
+            "warmup": self.load.warmup,
+            "extra_body": redact_mapping(self.load.extra_body),
+            "engine": self.engine,
+            "model_path": self.server.model_path,
+            "datasets": {d.name: _fingerprint(self.raw_dataset(d.name)) for d in self.datasets},
+            "configs": {c.name: _fingerprint(redact_mapping(self.raw_config(c.name))) for c in self.configs},
+        }
+
+    def raw_dataset(self, name: str) -> dict[str, Any]:
+        entries = [d if isinstance(d, dict) else {"name": d} for d in self.raw.get("datasets", [])]
+        return next((d for d in entries if d.get("name") == name), {})
+
+    def raw_config(self, name: str) -> dict[str, Any]:
+        return next((c for c in self.raw.get("configs", []) if c.get("name") == name), {})
+
+
+def find_baseline(names: list[str], marked: list[str]) -> str | None:
+    """The baseline among configs ``names``: the one marked ``baseline: true``, else the one named "baseline".
+
+    The one rule for the suite, the report (from meta.json) and everything that divides by the baseline."""
+    marked = [m for m in marked if m in names]
+    if marked:
+        return marked[0]
+    return "baseline" if "baseline" in names else None
+
+
+def _fingerprint(obj: Any) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:12]

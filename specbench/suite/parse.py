@@ -1,0 +1,213 @@
+"""A suite mapping → ``Suite``, one function per block; every problem is collected, then raised
+as one ``SuiteError`` with one line each."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from ..datasets import DatasetSpec
+from ..errors import SuiteError
+from ..secrets import redact_url
+from .checks import (
+    CLIENTS,
+    CONFIG_KEYS,
+    ENDPOINTS,
+    LOAD_KEYS,
+    SERVER_KEYS,
+    TOP_KEYS,
+    WORKLOADS,
+    check_keys,
+    check_name,
+    check_url,
+    non_finite,
+    positive_list,
+)
+from .model import LaunchSettings, LoadSpec, ServerConfig, Suite
+from .yamlfile import read_yaml
+
+
+def parse_suite(data: Any, path: Path) -> Suite:
+    """Validate a suite mapping; raise one ``SuiteError`` listing every problem, one per line."""
+    problems: list[str] = []
+    where = str(path)
+    bad_numbers: list[str] = []
+    non_finite(data, "", bad_numbers)
+    if bad_numbers:
+        raise SuiteError("\n".join(f"{where}: {p}" for p in bad_numbers))
+    top = check_keys(data, TOP_KEYS, where, problems)
+    if "name" in top:
+        check_name(top["name"], f"{where}.name", problems)
+    for key in ("name", "model", "configs", "datasets"):
+        if key not in top and isinstance(data, dict) and key not in data:
+            problems.append(f"{where}.{key}: required key missing")
+    endpoint = top.get("endpoint", "chat")
+    if endpoint not in ENDPOINTS:
+        problems.append(f"{where}.endpoint: expected one of {', '.join(ENDPOINTS)}, got {endpoint!r}")
+
+    base = path.parent
+    configs = _configs(top, where, problems)
+    datasets = _datasets(top, where, base, problems)
+    lraw = check_keys(top.get("load", {}), LOAD_KEYS, f"{where}: load", problems)
+    load = _load(lraw, datasets, where, problems)
+    server = _server(top, where, problems)
+    data_dir = None
+    if "data_dir" in top:
+        data_dir = (base / os.path.expanduser(top["data_dir"])).resolve()
+        if not data_dir.is_dir():
+            problems.append(f"{where}.data_dir: directory not found: {data_dir}")
+    _urls_against_settings(top, lraw, configs, where, problems)
+    gate = top.get("gate")
+    if gate is not None:
+        try:
+            from ..gate import GateSpec
+
+            GateSpec.from_mapping(gate, f"{where}: gate")
+        except SuiteError as err:
+            problems.append(str(err))
+    cost = None
+    if "cost" in top:
+        from ..telemetry import parse_cost
+
+        cost = parse_cost(top["cost"], f"{where}: cost", problems)
+
+    if problems:
+        raise SuiteError("\n".join(problems))
+    return Suite(
+        name=top["name"], model=top["model"], endpoint=endpoint, configs=tuple(configs),
+        datasets=tuple(datasets), load=LoadSpec(**load), path=path,
+        engine=top.get("engine", "vllm"), server=server, data_dir=data_dir,
+        api_key_env=top.get("api_key_env"), gate=gate, raw=data, cost=cost,
+    )
+
+
+def _configs(top: dict[str, Any], where: str, problems: list[str]) -> list[ServerConfig]:
+    configs: list[ServerConfig] = []
+    for i, raw in enumerate(top.get("configs") or []):
+        cwhere = f"{where}: configs[{i}]"
+        c = check_keys(raw, CONFIG_KEYS, cwhere, problems)
+        if "name" not in c:
+            problems.append(f"{cwhere}.name: required key missing")
+            continue
+        check_name(c["name"], f"{cwhere}.name", problems)
+        if "url" in c:
+            check_url(c["url"], f"{cwhere}.url", problems)
+        if "port" in c and not 0 < c["port"] < 65536:
+            problems.append(f"{cwhere}.port: expected 1-65535, got {c['port']}")
+        k = c.get("num_speculative_tokens")
+        if k is not None and k < 1:
+            problems.append(f"{cwhere}.num_speculative_tokens: expected a positive integer, got {k}")
+        if k is not None and not c.get("method"):
+            problems.append(f"{cwhere}.method: required when num_speculative_tokens is given")
+        configs.append(ServerConfig(
+            name=c["name"], url=c.get("url", "").rstrip("/") or None, method=c.get("method"),
+            num_speculative_tokens=k, drafter=c.get("drafter"), speculative=dict(c.get("speculative", {})),
+            baseline=c.get("baseline", False), engine=c.get("engine"),
+            args=tuple(str(a) for a in c.get("args", [])), env={str(k2): str(v) for k2, v in c.get("env", {}).items()},
+            port=c.get("port"), gpus=str(c["gpus"]) if "gpus" in c else None,
+        ))
+    names = [c.name for c in configs]
+    for dup in sorted({n for n in names if names.count(n) > 1}):
+        problems.append(f"{where}: configs: name {dup!r} used more than once")
+    marked = [c.name for c in configs if c.baseline]
+    if len(marked) > 1:
+        problems.append(f"{where}: configs: baseline: true on more than one config ({', '.join(marked)})")
+    if isinstance(top.get("configs"), list) and not top["configs"]:
+        problems.append(f"{where}.configs: at least one config is needed")
+    return configs
+
+
+def _datasets(top: dict[str, Any], where: str, base: Path, problems: list[str]) -> list[DatasetSpec]:
+    datasets: list[DatasetSpec] = []
+    for i, raw in enumerate(top.get("datasets") or []):
+        try:
+            datasets.append(DatasetSpec.from_mapping(raw, f"{where}: datasets[{i}]", base))
+        except SuiteError as err:
+            problems.append(str(err))
+    dnames = [d.name for d in datasets]
+    for dup in sorted({n for n in dnames if dnames.count(n) > 1}):
+        problems.append(f"{where}: datasets: name {dup!r} used more than once")
+    if isinstance(top.get("datasets"), list) and not top["datasets"]:
+        problems.append(f"{where}.datasets: at least one data set is needed")
+    return datasets
+
+
+def _load(lraw: dict[str, Any], datasets: list[DatasetSpec], where: str, problems: list[str]) -> dict[str, Any]:
+    """``LoadSpec`` keyword arguments from the checked ``load:`` block."""
+    load_kwargs: dict[str, Any] = {k: v for k, v in lraw.items() if k not in ("concurrency", "request_rate", "slo",
+                                                                                "max_rate_at_slo", "grade")}
+    if "concurrency" in lraw:
+        conc = positive_list(lraw["concurrency"], int, f"{where}: load.concurrency", problems)
+        if conc:
+            load_kwargs["concurrency"] = conc
+    if "request_rate" in lraw:
+        rate = positive_list(lraw["request_rate"], float, f"{where}: load.request_rate", problems)
+        if rate:
+            load_kwargs["request_rate"] = rate
+    for key in ("max_tokens", "repeats"):
+        if key in lraw and lraw[key] < 1:
+            problems.append(f"{where}: load.{key}: expected a positive integer, got {lraw[key]}")
+    if "warmup" in lraw and (lraw["warmup"] != "pass" if isinstance(lraw["warmup"], str) else lraw["warmup"] < 0):
+        problems.append(f"{where}: load.warmup: expected 0 or more requests, or \"pass\", got {lraw['warmup']!r}")
+    cp = lraw.get("client_processes")
+    if cp is not None and (cp != "auto" if isinstance(cp, str) else cp < 1):
+        problems.append(f"{where}: load.client_processes: expected a positive integer or \"auto\", got {cp!r}")
+    if "client" in lraw and lraw["client"] not in CLIENTS:
+        problems.append(f"{where}: load.client: expected one of {', '.join(CLIENTS)}, got {lraw['client']!r}")
+    if "workload" in lraw and lraw["workload"] not in WORKLOADS:
+        problems.append(f"{where}: load.workload: expected one of {', '.join(WORKLOADS)}, got {lraw['workload']!r}")
+    if "temperature" in lraw and lraw["temperature"] < 0:
+        problems.append(f"{where}: load.temperature: expected 0 or more, got {lraw['temperature']}")
+    if "timeout_s" in lraw and lraw["timeout_s"] <= 0:
+        problems.append(f"{where}: load.timeout_s: expected a positive number, got {lraw['timeout_s']}")
+    for key in ("temperature", "top_p", "timeout_s"):
+        if key in load_kwargs and load_kwargs[key] is not None:
+            load_kwargs[key] = float(load_kwargs[key])
+    from ..grade import parse_grade
+    from ..slo import parse_search, parse_slo
+
+    if "slo" in lraw:
+        load_kwargs["slo"] = parse_slo(lraw["slo"], f"{where}: load.slo", problems)
+    if "max_rate_at_slo" in lraw:
+        load_kwargs["rate_search"] = parse_search(lraw["max_rate_at_slo"], f"{where}: load.max_rate_at_slo", problems)
+        if "slo" not in lraw:
+            problems.append(f"{where}: load.max_rate_at_slo: needs load.slo (the bounds the rate must meet)")
+    if "grade" in lraw:
+        load_kwargs["grade"] = parse_grade(lraw["grade"], datasets, f"{where}: load.grade", problems)
+    return load_kwargs
+
+
+def _server(top: dict[str, Any], where: str, problems: list[str]) -> LaunchSettings:
+    sraw = check_keys(top.get("server", {}), SERVER_KEYS, f"{where}: server", problems)
+    if "gpus_per_server" in sraw and sraw["gpus_per_server"] < 0:
+        problems.append(f"{where}: server.gpus_per_server: expected 0 or more, got {sraw['gpus_per_server']}")
+    return LaunchSettings(
+        model_path=sraw.get("model_path"), python=sraw.get("python"),
+        args=tuple(str(a) for a in sraw.get("args", [])),
+        env={str(k): str(v) for k, v in sraw.get("env", {}).items()},
+        startup_timeout_s=float(sraw.get("startup_timeout_s", 900.0)), host=sraw.get("host", "127.0.0.1"),
+        gpus_per_server=sraw.get("gpus_per_server", 1),
+    )
+
+
+def _urls_against_settings(top: dict[str, Any], lraw: dict[str, Any], configs: list[ServerConfig], where: str,
+                           problems: list[str]) -> None:
+    """Config URLs that contradict suite-wide settings (credentials twice, https over the socket client)."""
+    if top.get("api_key_env"):
+        for i, cfg in enumerate(configs):
+            if cfg.url and urlparse(cfg.url).netloc.rpartition("@")[0]:
+                problems.append(f"{where}: configs[{i}].url: has credentials (user@) and api_key_env is set; both would be "
+                                "the Authorization header: use one")
+    if lraw.get("client") == "socket":
+        for cfg in configs:
+            if cfg.url and not cfg.url.startswith("http://"):
+                problems.append(f"{where}: load.client: socket speaks plain http:// only; "
+                                f"config {cfg.name!r} has url {redact_url(cfg.url)!r} (use auto or aiohttp)")
+
+
+def load_suite(path: str | Path) -> Suite:
+    """Read and validate a suite file."""
+    path = Path(path)
+    return parse_suite(read_yaml(path), path)
