@@ -161,7 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     # commands that live with their own module register themselves (imported here, at parse time)
     from .gate import register as register_gate
-    from .tune import register as register_tune
+    from .tune_cli import register as register_tune
     from .whatif import register as register_whatif
 
     for register in (register_gate, register_whatif, register_tune):

@@ -14,7 +14,6 @@ vLLM flag that serves it (``num_speculative_tokens_per_batch_size`` in ``--specu
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import re
@@ -22,12 +21,11 @@ import shlex
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from .compare import paired_requests, paired_speedup
 from .errors import SuiteError
-from .explain import derived_suite, parse_numbers, raw_config, run_with_plan, spec_configs
+from .explain import derived_suite, raw_config, spec_configs
 from .launch import load_engine
 from .records import RequestRecord
 from .report.model import Load, Record, baseline_name, load_of
@@ -322,97 +320,3 @@ def tune_markdown(records: Sequence[Record], meta: dict[str, Any] | None) -> str
         sched = ", ".join(f"C={c} → K={k}" for c, k in s["by_concurrency"].items())
         out += f"\n- Schedule {s['family']}: {sched}. " + (f"Serve it with: `{s['flag']}`" if s.get("flag") else s["note"])
     return out
-
-
-# ------------------------------------------------------------------------------ command line
-
-def _write_schedule(out: Path, suite: Suite, result: dict[str, Any]) -> Path:
-    from .run.rundir import write_json
-
-    path = out / "schedule.json"
-    write_json(path, {"suite": str(suite.path), "run": str(out), "method": result["method"],
-                      "schedules": result["schedules"], "verify": f"specbench tune --verify {path}"})
-    return path
-
-
-def verify_suite(schedule: dict[str, Any], where: str) -> Suite:
-    """Baseline + one config per family serving its schedule, from the suite the schedule was tuned on."""
-    from .suite import load_suite
-
-    if not isinstance(schedule, dict) or not isinstance(schedule.get("schedules"), list) or "suite" not in schedule:
-        raise SuiteError(f"{where}: not a schedule written by specbench tune (needs 'suite' and 'schedules')")
-    suite = load_suite(schedule["suite"])
-    configs = [raw_config(suite, suite.baseline)] if suite.baseline else []
-    if not configs:
-        raise SuiteError(f"{schedule['suite']}: no baseline config to verify the schedule against")
-    by_family = families([c for c in suite.configs if c is not suite.baseline and c.method and c.launched])
-    for s in schedule["schedules"]:
-        spec = s.get("speculative_config")
-        if not spec:
-            continue
-        members = by_family.get(s.get("family"))
-        if not members:
-            raise SuiteError(f"{where}: family {s.get('family')!r} no longer matches a config of {schedule['suite']}")
-        raw = raw_config(suite, members[0])
-        raw["name"] = f"{s['family']}_schedule"
-        raw["num_speculative_tokens"] = spec["num_speculative_tokens"]
-        raw.pop("port", None)
-        raw["speculative"] = {**{k: v for k, v in (raw.get("speculative") or {}).items() if k not in K_KEYS},
-                              "num_speculative_tokens_per_batch_size": spec["num_speculative_tokens_per_batch_size"]}
-        configs.append(raw)
-    if len(configs) == 1:
-        raise SuiteError(f"{where}: no schedule with an engine flag to verify (speculation off everywhere, or an "
-                         "engine without a per-batch-size K)")
-    return derived_suite(suite, "schedule", configs)
-
-
-def tune_cli(args: argparse.Namespace) -> int:
-    from .report.html import read_requests
-    from .report.markdown import markdown
-    from .run import RunDir, default_output
-    from .suite import load_suite
-
-    if args.verify:
-        path = Path(args.verify)
-        try:
-            schedule = json.loads(path.read_text())
-        except FileNotFoundError:
-            raise SuiteError(f"{path}: schedule file not found") from None
-        except json.JSONDecodeError as err:
-            raise SuiteError(f"{path}:{err.lineno}: not valid JSON: {err.msg}") from None
-        suite = verify_suite(schedule, str(path))
-        out = Path(args.resume or args.output or default_output(suite))
-        outcome, _ = run_with_plan(suite, out, "schedule", {"from": str(path)}, resume=bool(args.resume), quiet=args.quiet)
-        return outcome.exit_code
-    if not args.suite or not args.k:
-        raise SuiteError("tune: give SUITE and --k 1,2,3 (or --verify schedule.json)")
-    suite = load_suite(args.suite)
-    derived, plan = expand_tune(suite, parse_numbers(args.k, "--k", int), args.config or None)
-    plan["suite"] = str(suite.path)
-    out = Path(args.resume or args.output or default_output(derived))
-    outcome, meta = run_with_plan(derived, out, "tune", plan, resume=bool(args.resume), quiet=args.quiet)
-    result = tune_analysis(outcome.rows, read_requests(out), meta)
-    meta["tune"]["result"] = result
-    run = RunDir(out)
-    run.write_meta(meta)
-    run.write_results(outcome.rows, markdown(outcome.rows, meta))
-    path = _write_schedule(out, suite, result)
-    print(tune_markdown(outcome.rows, meta))
-    print(f"schedule: {path} (re-measure it with: specbench tune --verify {path})")
-    return outcome.exit_code
-
-
-def register(subparsers: Any) -> None:
-    p = subparsers.add_parser(
-        "tune", help="best number of draft tokens K per load, and the schedule that serves it",
-        description="Expand the suite's speculative configs over K values (one server per K, baseline included, paired "
-                    "prompts), report the best K per load with the Ks not told apart from it, and write schedule.json "
-                    "with the engine flag. --verify schedule.json re-measures that schedule.")
-    p.add_argument("suite", nargs="?", help="suite YAML file")
-    p.add_argument("--k", help="K values, e.g. 1,2,3,5,7")
-    p.add_argument("--config", action="append", metavar="NAME", help="only the family of this config (repeatable)")
-    p.add_argument("--verify", metavar="SCHEDULE", help="re-measure a schedule.json written by tune against the baseline")
-    p.add_argument("--output", "-o", help="run directory (default results/<suite>-tune-<timestamp>/)")
-    p.add_argument("--resume", metavar="DIR", help="continue an interrupted run in DIR")
-    p.add_argument("--quiet", "-q", action="store_true", help="no live progress")
-    p.set_defaults(func=tune_cli)
