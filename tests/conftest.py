@@ -1,12 +1,9 @@
-import os
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-SHARED = Path(os.environ.get("SPECBENCH_SHARED", ROOT.parent / "shared"))
+from tests.support.paths import SHARED
+from tests.support.scripted_server import Script, start
 
 
 @pytest.fixture
@@ -24,9 +21,7 @@ def prompts_file(tmp_path: Path) -> Path:
 
 @pytest.fixture
 async def scripted():
-    """Start scripted servers (tests/scripted_server.py) on demand; all are cleaned up at the end."""
-    from scripted_server import Script, start
-
+    """Start scripted servers (tests/support/scripted_server.py) on demand; all are cleaned up at the end."""
     runners = []
 
     async def make(**kw):
@@ -37,3 +32,13 @@ async def scripted():
     yield make
     for r in runners:
         await r.cleanup()
+
+
+@pytest.fixture
+def launchers(tmp_path: Path, monkeypatch) -> Path:
+    """An empty SPECBENCH_LAUNCHERS folder for this test (and no SPECBENCH_ENGINE_PYTHON override)."""
+    d = tmp_path / "launchers"
+    d.mkdir()
+    monkeypatch.setenv("SPECBENCH_LAUNCHERS", str(d))
+    monkeypatch.delenv("SPECBENCH_ENGINE_PYTHON", raising=False)
+    return d

@@ -19,7 +19,6 @@ import os
 import shutil
 import signal
 import socket
-import subprocess
 import sys
 import threading
 import time
@@ -29,7 +28,6 @@ from pathlib import Path
 import pytest
 import yaml
 from aiohttp import web
-from scripted_server import Script, ScriptedServer, serve_app
 
 from specbench.cli import main
 from specbench.errors import SuiteError
@@ -37,9 +35,12 @@ from specbench.launch.process import group_members
 from specbench.run import RunSession, SequentialRun, run_suite
 from specbench.run.parallel import run_parallel
 from specbench.suite import load_suite
+from tests.support.launchers import write_fault_launchers
+from tests.support.processes import alive, marked_processes, reap, spawn_cli, state, wait_for
+from tests.support.rundirs import cell, check_run_dir
+from tests.support.scripted_server import Script, ScriptedServer, serve_app
+from tests.support.suites import write_fault_suite, write_prompts
 
-ROOT = Path(__file__).resolve().parents[1]
-SCRIPTED = ROOT / "tests" / "scripted_server.py"
 SECRET = "sk-secret-123"
 
 # ---- helpers -----------------------------------------------------------------------------------
@@ -60,137 +61,25 @@ def closed_port() -> int:
         return s.getsockname()[1]  # closed again on exit: nothing listens there
 
 
-def write_suite(path: Path, prompts_file: Path, configs: list[dict], *, requests: int = 6, engine: str | None = None,
-                extra: dict | None = None, **load) -> Path:
-    suite = {
-        "name": "faults", "model": "smol", "endpoint": "chat", "configs": configs,
-        "datasets": [{"name": "prompts", "path": str(prompts_file), "requests": requests}],
-        "load": {"concurrency": 2, "max_tokens": 8, "temperature": 0, "warmup": 0, "timeout_s": 30, **load},
-        **(extra or {}),
-    }
-    if engine:
-        suite["engine"] = engine
-    path.write_text(yaml.safe_dump(suite))
-    return path
-
-
-def check_run_dir(out: Path) -> tuple[list[dict], list[dict], list[dict], dict]:
-    """Every file of the run is valid JSON (no torn line, no temp file left); returns its contents."""
-    assert not list(out.glob(".*.tmp")), "a temporary file was left behind"
-    rows = json.loads((out / "results.json").read_text())
-    meta = json.loads((out / "meta.json").read_text())
-    records = [json.loads(line) for line in (out / "requests.jsonl").read_text().splitlines()] \
-        if (out / "requests.jsonl").exists() else []
-    phases = [json.loads(line) for line in (out / "phases.jsonl").read_text().splitlines()] \
-        if (out / "phases.jsonl").exists() else []
-    assert (out / "results.md").exists()
-    return rows, records, phases, meta
-
-
-def cell(rows: list[dict], run: str, concurrency: int | None = None) -> dict:
-    found = [r for r in rows if r["run"] == run and (concurrency is None or r.get("concurrency") == concurrency)]
-    assert len(found) == 1, (run, concurrency, [(r["run"], r.get("concurrency")) for r in rows])
-    return found[0]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
-
-
-def _state(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return "gone"
-
-
-def marked_processes(marker: str) -> list[int]:
-    """Live processes whose environment carries ``marker`` (every process a fake engine started)."""
-    needle = marker.encode()
-    out = []
-    for env in Path("/proc").glob("[0-9]*/environ"):
-        try:
-            if needle in env.read_bytes() and _alive(int(env.parent.name)):
-                out.append(int(env.parent.name))
-        except OSError:
-            continue
-    return out
-
-
-WRAPPER = '''\
-"""Fake engine: like vLLM it accepts --api-key (not enforced); with --spawn-child it starts a worker
-in its own process group (as vLLM's engine core) that outlives it unless the group is reaped;
---die-once FLAG:N is --die-after N for the first launch only (FLAG: a file marking that it happened)."""
-import os, runpy, subprocess, sys
-args, out, spawn = sys.argv[1:], [], False
-i = 0
-while i < len(args):
-    if args[i] == "--api-key":
-        i += 2
-        continue
-    if args[i] == "--die-once":
-        flag, n = args[i + 1].rsplit(":", 1)
-        if not os.path.exists(flag):
-            open(flag, "w").close()
-            out += ["--die-after", n]
-        i += 2
-        continue
-    if args[i] == "--spawn-child":
-        spawn = True
-    else:
-        out.append(args[i])
-    i += 1
-if spawn:
-    child = subprocess.Popen(["sleep", "600"])
-    print(f"fake engine: worker pid {child.pid}", flush=True)
-print("fake engine: serving", flush=True)
-sys.argv = [SCRIPTED, *out]
-runpy.run_path(SCRIPTED, run_name="__main__")
-'''
-
-
-def _write_launchers(d: Path, marker: str) -> None:
-    d.mkdir()
-    shutil.copy(ROOT / "launchers" / "vllm.yaml", d / "vllm.yaml")
-    wrapper = d.parent / "fake_engine.py"
-    wrapper.write_text(f"SCRIPTED = {str(SCRIPTED)!r}\n" + WRAPPER)
-    common = {"extends": "vllm", "python": sys.executable, "args": ["--port", "{port}", "--model", "{model}"],
-              "env": {"SPECBENCH_FAULTS_MARKER": marker}, "gpu_env": None}
-    (d / "fake.yaml").write_text(yaml.safe_dump({**common, "name": "fake", "command": ["{python}", str(SCRIPTED)]}))
-    (d / "fake-wrapped.yaml").write_text(yaml.safe_dump({**common, "name": "fake-wrapped",
-                                                         "command": ["{python}", str(wrapper)]}))
-
-
 @pytest.fixture(scope="module")
-def launchers(tmp_path_factory) -> tuple[Path, str]:
-    """Launchers ``fake`` (the scripted server as the engine command) and ``fake-wrapped`` (through
-    a wrapper taking --api-key / --spawn-child), and the environment marker of their processes."""
+def fault_launchers(tmp_path_factory) -> tuple[Path, str]:
+    """Launchers ``fake`` and ``fake-wrapped`` (tests/support/launchers.py), shared by this module's runs,
+    and the environment marker of their processes."""
     marker = f"FAULTS_{uuid.uuid4().hex}"
     d = tmp_path_factory.mktemp("fake") / "launchers"
-    _write_launchers(d, marker)
+    d.mkdir()
+    write_fault_launchers(d, marker)
     yield d, marker
-    _reap(marker)
-
-
-def _reap(marker: str) -> None:
-    """Kill what a failed test left behind (processes our fake engines started, found by marker)."""
-    for pid in marked_processes(marker):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+    reap(marker)
 
 
 @pytest.fixture
-def fake_engines(launchers, monkeypatch):
-    d, marker = launchers
+def fake_engines(fault_launchers, monkeypatch):
+    d, marker = fault_launchers
     monkeypatch.setenv("SPECBENCH_LAUNCHERS", str(d))
     monkeypatch.delenv("SPECBENCH_ENGINE_PYTHON", raising=False)
     yield marker
-    _reap(marker)
+    reap(marker)
 
 
 def run_in_thread(launchers: tuple[Path, str], suite: Path, out: Path, **kwargs):
@@ -209,7 +98,7 @@ def run_in_thread(launchers: tuple[Path, str], suite: Path, out: Path, **kwargs)
         thread = threading.Thread(target=target)
         thread.start()
         thread.join(120)
-    assert not thread.is_alive(), "the run did not finish in 120 s"
+    assert not thread.isalive(), "the run did not finish in 120 s"
     if "error" in box:
         raise box["error"]
     return box["outcome"]
@@ -232,7 +121,7 @@ async def test_request_faults_counted_per_cell(tmp_path, prompts_file, scripted,
         urls[name] = (await scripted(fault=fault, fault_on=(2,)))[1]
     urls["mostly_500"] = (await scripted(fault="http500", fault_on=(1, 2, 3, 4)))[1]  # 4/6 > 0.5
     configs = [{"name": n, "url": u} for n, u in urls.items()]
-    suite = write_suite(tmp_path / "suite.yaml", prompts_file, configs, timeout_s=1)
+    suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, configs, timeout_s=1)
     out = tmp_path / "run"
 
     code = await asyncio.to_thread(main, ["run", str(suite), "--output", str(out), "--quiet"])
@@ -273,7 +162,7 @@ async def test_request_faults_counted_per_cell(tmp_path, prompts_file, scripted,
 
 async def test_failures_under_threshold_exit_zero(tmp_path, prompts_file, scripted):
     _, url = await scripted(fault="http429", fault_on=(1, 3, 5))  # exactly half: not more than 0.5
-    suite = load_suite(write_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": url}]))
+    suite = load_suite(write_fault_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": url}]))
     outcome = await run_suite(suite, tmp_path / "run")
     rows, *_ = check_run_dir(tmp_path / "run")
     assert rows[0]["status"] == "ok" and rows[0]["failed_requests"] == 3
@@ -284,7 +173,7 @@ async def test_failures_under_threshold_exit_zero(tmp_path, prompts_file, script
 async def test_every_request_failing_fails_the_cell_not_the_run(tmp_path, prompts_file, scripted):
     _, dead = await scripted(fault="drop", fault_on=tuple(range(1, 7)))
     _, good = await scripted()
-    suite = load_suite(write_suite(tmp_path / "suite.yaml", prompts_file,
+    suite = load_suite(write_fault_suite(tmp_path / "suite.yaml", prompts_file,
                                    [{"name": "baseline", "url": dead}, {"name": "second", "url": good}]))
     outcome = await run_suite(suite, tmp_path / "run")
     rows, *_ = check_run_dir(tmp_path / "run")
@@ -299,34 +188,28 @@ def dying_suite(path: Path, prompts_file: Path, second: bool = True, die: tuple[
     # three load points of 6 requests; the first server dies on its 9th request (2nd load point),
     # leaving behind a worker of its process group (as vLLM's engine core would)
     configs = [{"name": "baseline", "args": [*die, "--spawn-child"]}] + ([{"name": "second"}] if second else [])
-    return write_suite(path, prompts_file, configs, engine="fake-wrapped",
+    return write_fault_suite(path, prompts_file, configs, engine="fake-wrapped",
                        concurrency=[1, 2, 3], extra={"server": {"startup_timeout_s": 30}})
 
 
-def _prompts(path: Path) -> Path:
-    rows = [f'{{"prompt": "question number {i} about topic {i % 3}", "category": "cat{i % 2}"}}' for i in range(6)]
-    path.write_text("\n".join(rows) + "\n")
-    return path
-
-
 @pytest.fixture(scope="module")
-def died(launchers, tmp_path_factory):
+def died(fault_launchers, tmp_path_factory):
     """The dying suite, no restart: (run dir, outcome, live marked processes right after the run)."""
     tmp = tmp_path_factory.mktemp("died")
     out = tmp / "run"
-    outcome = run_in_thread(launchers, dying_suite(tmp / "suite.yaml", _prompts(tmp / "prompts.jsonl")), out)
-    return out, outcome, marked_processes(launchers[1])
+    outcome = run_in_thread(fault_launchers, dying_suite(tmp / "suite.yaml", write_prompts(tmp / "prompts.jsonl")), out)
+    return out, outcome, marked_processes(fault_launchers[1])
 
 
 @pytest.fixture(scope="module")
-def restarted(launchers, tmp_path_factory):
+def restarted(fault_launchers, tmp_path_factory):
     """The dying suite with restart_on_failure; the crash happens once, the restarted server lives on."""
     tmp = tmp_path_factory.mktemp("restarted")
     out = tmp / "run"
-    suite = dying_suite(tmp / "suite.yaml", _prompts(tmp / "prompts.jsonl"), second=False,
+    suite = dying_suite(tmp / "suite.yaml", write_prompts(tmp / "prompts.jsonl"), second=False,
                         die=("--die-once", f"{tmp / 'died-once'}:8"))
-    outcome = run_in_thread(launchers, suite, out, restart_on_failure=True)
-    return out, outcome, marked_processes(launchers[1])
+    outcome = run_in_thread(fault_launchers, suite, out, restart_on_failure=True)
+    return out, outcome, marked_processes(fault_launchers[1])
 
 
 def test_server_death_fails_config_and_run_continues(died):
@@ -343,7 +226,7 @@ def test_server_death_fails_config_and_run_continues(died):
     assert len([r for r in records if r["config"] == "baseline"]) == 12
     # the dead server's group (its orphaned worker included) is gone; nothing launched survives
     pid = meta["servers"]["baseline"]["pid"]
-    assert not _alive(pid) and group_members(pid) == []
+    assert not alive(pid) and group_members(pid) == []
     assert "worker pid" in (out / "logs" / "baseline.log").read_text()
     assert survivors == []
 
@@ -381,16 +264,16 @@ def test_restart_remeasures_the_cell_cut_by_the_death(restarted):
     assert len([r for r in records if r["phase"] == "measure"]) == 18
 
 
-async def test_parallel_restart_supersedes_the_cut_phase_in_the_run_dir(tmp_path, launchers, fake_engines, monkeypatch):
+async def test_parallel_restart_supersedes_the_cut_phase_in_the_run_dir(tmp_path, fault_launchers, fake_engines, monkeypatch):
     """--parallel gpus with restart_on_failure: the worker's restart reaches the one run dir, so the
     phase cut by the death is set aside there as in a sequential run (not counted next to its re-measure)."""
     d = tmp_path / "launchers"
-    shutil.copytree(launchers[0], d)
+    shutil.copytree(fault_launchers[0], d)
     wrapped = yaml.safe_load((d / "fake-wrapped.yaml").read_text())
     (d / "fake-wrapped.yaml").write_text(yaml.safe_dump({**wrapped, "gpu_env": "CUDA_VISIBLE_DEVICES"}))
     monkeypatch.setenv("SPECBENCH_LAUNCHERS", str(d))
     monkeypatch.setenv("SPECBENCH_GPUS", "0")
-    suite = dying_suite(tmp_path / "suite.yaml", _prompts(tmp_path / "prompts.jsonl"), second=False,
+    suite = dying_suite(tmp_path / "suite.yaml", write_prompts(tmp_path / "prompts.jsonl"), second=False,
                         die=("--die-once", f"{tmp_path / 'died-once'}:8"))
     out = tmp_path / "run"
     outcome = await run_parallel(load_suite(suite), out, mode="gpus", restart_on_failure=True)
@@ -405,7 +288,7 @@ async def test_parallel_restart_supersedes_the_cut_phase_in_the_run_dir(tmp_path
 
 async def test_restart_gives_up_after_one_retry(tmp_path, prompts_file, fake_engines):
     # the server dies on its first request, every time: one restart, then the config fails
-    suite = write_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "args": ["--die-after", "0"]}],
+    suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "args": ["--die-after", "0"]}],
                         engine="fake-wrapped", concurrency=[1, 2])
     out = tmp_path / "run"
     outcome = await run_suite(load_suite(suite), out, restart_on_failure=True)
@@ -418,7 +301,7 @@ async def test_restart_gives_up_after_one_retry(tmp_path, prompts_file, fake_eng
 
 
 async def test_restart_with_nothing_left_keeps_the_failure(tmp_path, prompts_file, fake_engines):
-    suite = write_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "args": ["--die-after", "0"]}],
+    suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "args": ["--die-after", "0"]}],
                         engine="fake-wrapped")
     outcome = await run_suite(load_suite(suite), tmp_path / "run", restart_on_failure=True)
     rows, *_ = check_run_dir(tmp_path / "run")
@@ -432,7 +315,7 @@ async def _first_run_with_dead_second(tmp_path, prompts_file, scripted):
     base, base_url = await scripted()
     port = closed_port()
     configs = [{"name": "baseline", "url": base_url}, {"name": "spec", "url": f"http://127.0.0.1:{port}"}]
-    suite = write_suite(tmp_path / "suite.yaml", prompts_file, configs, concurrency=[1, 2], warmup=1)
+    suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, configs, concurrency=[1, 2], warmup=1)
     out = tmp_path / "run"
     outcome = await run_suite(load_suite(suite), out)
     assert set(outcome.failed_configs) == {"spec"} and outcome.exit_code == 1
@@ -469,7 +352,7 @@ async def test_resume_after_fixing_the_url(tmp_path, prompts_file, scripted):
     base, configs, _, out = await _first_run_with_dead_second(tmp_path, prompts_file, scripted)
     spec, spec_url = await scripted()
     configs[1]["url"] = spec_url
-    suite = write_suite(tmp_path / "suite.yaml", prompts_file, configs, concurrency=[1, 2], warmup=1)
+    suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, configs, concurrency=[1, 2], warmup=1)
     outcome = await run_suite(load_suite(suite), out, resume=True)
     assert outcome.exit_code == 0 and outcome.failed_configs == {}
     _check_resumed(out, base, spec)
@@ -488,7 +371,7 @@ async def test_resume_clears_the_old_failure(tmp_path, prompts_file, scripted):
 async def test_resume_refuses_a_changed_suite(tmp_path, prompts_file, scripted):
     base, configs, _, out = await _first_run_with_dead_second(tmp_path, prompts_file, scripted)
     before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
-    suite = write_suite(tmp_path / "suite.yaml", prompts_file, configs, concurrency=[1, 2], warmup=1, max_tokens=16)
+    suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, configs, concurrency=[1, 2], warmup=1, max_tokens=16)
     with pytest.raises(SuiteError, match="max_tokens"):
         await run_suite(load_suite(suite), out, resume=True)
     assert base.requests == 2 * 7, "nothing is sent before the check"
@@ -500,7 +383,7 @@ async def test_resume_refuses_a_changed_suite(tmp_path, prompts_file, scripted):
 async def test_resume_remeasures_a_torn_and_an_interrupted_phase(tmp_path, prompts_file, scripted):
     """A crash mid-append leaves a torn last line; an interrupt leaves a phase marked interrupted."""
     base, url = await scripted()
-    suite = write_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": url}],
+    suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": url}],
                         concurrency=[1, 2, 3])
     out = tmp_path / "run"
     await run_suite(load_suite(suite), out)
@@ -524,7 +407,7 @@ async def test_resume_remeasures_a_torn_and_an_interrupted_phase(tmp_path, promp
 async def test_resume_after_a_crash_mid_append(tmp_path, prompts_file, scripted):
     """A crash while a phase's requests were being appended: a torn requests line, no phase line."""
     base, url = await scripted()
-    suite = write_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": url}], concurrency=[1, 2])
+    suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": url}], concurrency=[1, 2])
     out = tmp_path / "run"
     await run_suite(load_suite(suite), out)
     lines = (out / "requests.jsonl").read_text().splitlines(keepends=True)
@@ -542,25 +425,12 @@ async def test_resume_after_a_crash_mid_append(tmp_path, prompts_file, scripted)
 
 # ---- 4. SIGINT / SIGTERM ------------------------------------------------------------------------
 
-def _spawn_cli(args: list[str], tmp_path: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "specbench.cli", *args], cwd=ROOT, env=os.environ.copy(),
-                            stdout=(tmp_path / "cli.out").open("w"), stderr=(tmp_path / "cli.err").open("w"))
-
-
-def _wait_for(predicate, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
-
-
 def _interrupt_cli(args: list[str], tmp_path: Path, ready, what: str, settle_s: float, signals: list[int],
                    timeout_s: float) -> int:
     """Run the CLI until ``ready()``, wait ``settle_s``, send ``signals`` 0.3 s apart; its exit code."""
-    proc = _spawn_cli(args, tmp_path)
+    proc = spawn_cli(args, tmp_path)
     try:
-        _wait_for(lambda: ready() or proc.poll() is not None, 30, what)
+        wait_for(lambda: ready() or proc.poll() is not None, 30, what)
         time.sleep(settle_s)
         for i, sig in enumerate(signals):
             if i:
@@ -589,7 +459,7 @@ def _meta_pids(out: Path) -> dict[str, int]:
 def test_signal_saves_measured_and_reaps_servers(tmp_path, prompts_file, fake_engines, sig):
     # ~0.5 s per request: c=2 (2 rounds) then c=1 (4 rounds), then a second config
     configs = [{"name": "baseline", "args": ["--gap", "0.08"]}, {"name": "second", "args": ["--gap", "0.08"]}]
-    suite = write_suite(tmp_path / "suite.yaml", prompts_file, configs, engine="fake", requests=4,
+    suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, configs, engine="fake", requests=4,
                         concurrency=[2, 1], max_tokens=6)
     out = tmp_path / "run"
     # settle 1 s: mid second cell (4 requests of ~0.5 s, one at a time), one in flight
@@ -606,13 +476,13 @@ def test_signal_saves_measured_and_reaps_servers(tmp_path, prompts_file, fake_en
     assert all(r["error"] is None for r in records), "in-flight requests were let finish"
     assert meta.get("finished_at")
     for pid in _meta_pids(out).values():
-        assert not _alive(pid) and group_members(pid) == []
+        assert not alive(pid) and group_members(pid) == []
     assert marked_processes(fake_engines) == []
 
 
 def test_second_sigint_tears_down_at_once(tmp_path, prompts_file, fake_engines):
     configs = [{"name": "baseline", "args": ["--gap", "0.2"]}]
-    suite = write_suite(tmp_path / "suite.yaml", prompts_file, configs, engine="fake", requests=4,
+    suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, configs, engine="fake", requests=4,
                         concurrency=[1], max_tokens=30)  # ~6 s per request
     out = tmp_path / "run"
     code = _interrupt_cli(["run", str(suite), "--output", str(out), "--quiet"], tmp_path,
@@ -620,13 +490,13 @@ def test_second_sigint_tears_down_at_once(tmp_path, prompts_file, fake_engines):
     assert code == 130, (tmp_path / "cli.err").read_text()
     check_run_dir(out)
     pid = _meta_pids(out)["baseline"]
-    assert not _alive(pid) and group_members(pid) == []
+    assert not alive(pid) and group_members(pid) == []
     assert marked_processes(fake_engines) == []
 
 
 async def test_stop_cancels_in_flight_after_grace(tmp_path, prompts_file, scripted):
     server, url = await scripted(fault="stall", fault_on=(2,))
-    suite = write_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": url}],
+    suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": url}],
                         concurrency=[1], requests=6, timeout_s=600)
     out = tmp_path / "run"
     loaded = load_suite(suite)
@@ -657,7 +527,7 @@ def test_signal_during_startup(tmp_path, prompts_file, fake_engines):
         "extends": "vllm", "name": "never-ready", "python": sys.executable,
         "command": ["{python}", "-c", "import time; time.sleep(120)"], "args": [],
         "env": {"SPECBENCH_FAULTS_MARKER": fake_engines}}))
-    suite = write_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline"}], engine="never-ready",
+    suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline"}], engine="never-ready",
                         extra={"server": {"startup_timeout_s": 60}})
     out = tmp_path / "run"
     code = _interrupt_cli(["run", str(suite), "--output", str(out), "--quiet"], tmp_path,
@@ -676,7 +546,7 @@ def _files_containing(root: Path, needle: str) -> list[str]:
 async def test_api_key_sent_as_bearer_never_stored(tmp_path, prompts_file, scripted, monkeypatch, capsys):
     monkeypatch.setenv("MY_KEY", SECRET)
     server, url = await scripted(fault="http500", fault_on=(3,))  # a failure: its message is stored too
-    suite = write_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": url}], warmup=1,
+    suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": url}], warmup=1,
                         extra={"api_key_env": "MY_KEY"})
     out = tmp_path / "run"
     code = await asyncio.to_thread(main, ["run", str(suite), "--output", str(out), "--quiet"])
@@ -691,15 +561,15 @@ async def test_api_key_sent_as_bearer_never_stored(tmp_path, prompts_file, scrip
 
 
 @pytest.fixture(scope="module")
-def keyed_launch(launchers, tmp_path_factory):
+def keyed_launch(fault_launchers, tmp_path_factory):
     """A launched config given the key as a server flag (and the client the key from MY_KEY)."""
     tmp = tmp_path_factory.mktemp("keyed")
-    suite = write_suite(tmp / "suite.yaml", _prompts(tmp / "prompts.jsonl"),
+    suite = write_fault_suite(tmp / "suite.yaml", write_prompts(tmp / "prompts.jsonl"),
                         [{"name": "baseline", "args": ["--api-key", SECRET]}],
                         engine="fake-wrapped", requests=2, extra={"api_key_env": "MY_KEY"})
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("MY_KEY", SECRET)
-        outcome = run_in_thread(launchers, suite, tmp / "run")
+        outcome = run_in_thread(fault_launchers, suite, tmp / "run")
     return tmp / "run", outcome
 
 
@@ -756,7 +626,7 @@ async def test_real_vllm_killed_mid_run(tmp_path, monkeypatch):
         # what is left of every launched group: a SIGKILLed engine core can take a moment to finish
         # exiting (seen once in state R right after the run), so allow a few seconds, then nothing
         for _ in range(100):
-            left = {name: [(m, _state(m)) for m in group_members(pid)] for name, pid in _meta_pids(out).items()}
+            left = {name: [(m, state(m)) for m in group_members(pid)] for name, pid in _meta_pids(out).items()}
             if not any(left.values()):
                 break
             await asyncio.sleep(0.1)
@@ -773,7 +643,7 @@ async def test_real_vllm_killed_mid_run(tmp_path, monkeypatch):
         assert left == {"baseline": [], "second": []}, left
         assert survivors == []
         for pid in _meta_pids(out).values():
-            assert not _alive(pid)
+            assert not alive(pid)
     finally:
         task.cancel()
-        _reap(marker)
+        reap(marker)

@@ -276,9 +276,10 @@ def test_report_json_of_a_results_file_with_nan_tokens_is_standard(tmp_path, cap
 
 
 from aiohttp import web  # noqa: E402
-from scripted_server import Script, ScriptedServer, serve_app  # noqa: E402
 
 from specbench.run import run_suite  # noqa: E402
+from tests.support import suites  # noqa: E402
+from tests.support.scripted_server import Script, ScriptedServer, serve_app  # noqa: E402
 
 
 class NanMetricsServer(ScriptedServer):
@@ -310,11 +311,9 @@ async def servers():
 
 
 def write_suite(path: Path, prompts: Path, configs: list[dict], **load) -> Path:
-    path.write_text(yaml.safe_dump({
-        "name": "trust", "model": "smol", "endpoint": "chat", "configs": configs,
-        "datasets": [{"name": "p", "path": str(prompts), "requests": 2}],
-        "load": {"concurrency": 1, "max_tokens": 8, "temperature": 0, "warmup": 0, "timeout_s": 30, **load}}))
-    return path
+    return suites.write_suite(path, configs, name="trust", endpoint="chat",
+                              datasets=[{"name": "p", "path": str(prompts), "requests": 2}],
+                              load={"concurrency": 1, "max_tokens": 8, "temperature": 0, "warmup": 0, "timeout_s": 30, **load})
 
 
 def strict_run_files(out: Path) -> dict[str, object]:
@@ -346,8 +345,10 @@ async def test_a_run_against_nan_counters_writes_standard_json(tmp_path, prompts
 
 import shutil  # noqa: E402
 
-HTML_RUN = Path(__file__).resolve().parent / "data" / "html" / "run"
-GATE_RUN = Path(__file__).resolve().parent / "data" / "gate" / "reference"
+from tests.support.paths import DATA  # noqa: E402
+
+HTML_RUN = DATA / "html" / "run"
+GATE_RUN = DATA / "gate" / "reference"
 FORMATS = ("markdown", "json", "csv", "html", "export")
 
 
@@ -616,6 +617,7 @@ import sys  # noqa: E402
 
 from specbench.launch import load_engine  # noqa: E402
 from specbench.run.results import redact_raw  # noqa: E402
+from tests.support.paths import SCRIPTED  # noqa: E402
 
 MASK = "***"
 
@@ -750,7 +752,6 @@ def test_url_password_in_suite_errors_is_redacted(tmp_path, prompts, capsys):
     assert rc == 2 and PASSWORD not in err and f"u:{MASK}@h" in err
 
 
-SCRIPTED = Path(__file__).resolve().parent / "scripted_server.py"
 SECRET_WRAPPER = f'''import os, runpy, sys
 SCRIPTED = {str(SCRIPTED)!r}
 # like vLLM, which logs its non-default args at start: the log must still hold no secret
@@ -771,16 +772,12 @@ runpy.run_path(SCRIPTED, run_name="__main__")
 '''
 
 
-async def test_launched_server_secrets_never_reach_meta_log_or_any_file(tmp_path, prompts, monkeypatch, capsys):
-    launchers = tmp_path / "launchers"
-    launchers.mkdir()
+async def test_launched_server_secrets_never_reach_meta_log_or_any_file(tmp_path, prompts, launchers, capsys):
     wrapper = tmp_path / "secret_engine.py"
     wrapper.write_text(SECRET_WRAPPER)
     (launchers / "secretfake.yaml").write_text(yaml.safe_dump({
         "extends": "vllm", "name": "secretfake", "python": sys.executable, "command": ["{python}", str(wrapper)],
         "args": ["--port", "{port}", "--model", "{model}"], "gpu_env": None}))
-    monkeypatch.setenv("SPECBENCH_LAUNCHERS", str(launchers))
-    monkeypatch.delenv("SPECBENCH_ENGINE_PYTHON", raising=False)
     suite = tmp_path / "s.yaml"
     suite.write_text(yaml.safe_dump({
         "name": "secrets", "model": "smol", "engine": "secretfake",

@@ -10,11 +10,12 @@ from pathlib import Path
 
 import yaml
 from aiohttp import web
-from scripted_server import serve_app
 
 from specbench.cli import main
 from specbench.client import RequestSpec, close_transport, open_transport, stream_request
 from specbench.records import RequestRecord
+from tests.support import suites
+from tests.support.scripted_server import serve_app
 
 SECRET = "sk-review-77aa"
 MAX_TOKENS = 8
@@ -57,13 +58,8 @@ def _files_text(out: Path) -> str:
 
 
 def _suite(tmp_path: Path, prompts_file: Path, configs: list[dict], **extra) -> Path:
-    suite = {"name": "review", "model": "smol", "endpoint": "chat", "configs": configs,
-             "datasets": [{"name": "prompts", "path": str(prompts_file), "requests": 2}],
-             "load": {"concurrency": 1, "max_tokens": MAX_TOKENS, "temperature": 0, "warmup": 0, "timeout_s": 20},
-             **extra}
-    path = tmp_path / "suite.yaml"
-    path.write_text(yaml.safe_dump(suite))
-    return path
+    return suites.write_suite(tmp_path, configs, name="review", prompts=prompts_file, requests=2, endpoint="chat", **extra,
+                              load={"concurrency": 1, "max_tokens": MAX_TOKENS, "temperature": 0, "warmup": 0, "timeout_s": 20})
 
 
 # ---- a wrong-typed completion text fails the request, it does not escape stream_request ----

@@ -14,7 +14,6 @@ from pathlib import Path
 import aiohttp
 import pytest
 import yaml
-from scripted_server import Script, ScriptedServer, serve_app
 
 from specbench.acceptance import ratio_acceptance
 from specbench.cli import main
@@ -28,8 +27,10 @@ from specbench.records import RequestRecord
 from specbench.run import run_suite
 from specbench.scrape import parse_metrics
 from specbench.suite import load_suite
+from tests.support import paths, suites
+from tests.support.scripted_server import Script, ScriptedServer, serve_app
 
-DATA = Path(__file__).parent / "data" / "metrics"
+DATA = paths.DATA / "metrics"
 PATTERN, K = [1, 2, 4], 3
 MAX_TOKENS = 1 + 7 * 3  # prefill token + three cycles of the pattern: 9 decode steps, 22 tokens
 SECRET = "sk-trust-9f8e7d"
@@ -51,22 +52,13 @@ async def serve():
         await runner.cleanup()
 
 
-def write_suite(tmp_path: Path, prompts_file: Path, configs: list[dict], *, engine: str | None = None,
-                extra: dict | None = None, **load) -> Path:
-    suite = {"name": "trust", "model": "smol", "endpoint": "chat", "configs": configs,
-             "datasets": [{"name": "prompts", "path": str(prompts_file), "requests": 4}],
-             "load": {"concurrency": 2, "max_tokens": MAX_TOKENS, "temperature": 0, "warmup": 0, "timeout_s": 30, **load},
-             **(extra or {})}
-    if engine:
-        suite["engine"] = engine
-    path = tmp_path / "suite.yaml"
-    path.write_text(yaml.safe_dump(suite))
-    return path
-
-
-async def run(tmp_path: Path, prompts_file: Path, configs: list[dict], **kw):
+async def run(tmp_path: Path, prompts_file: Path, configs: list[dict], *, engine: str | None = None,
+              extra: dict | None = None, **load):
     out = tmp_path / "out"
-    outcome = await run_suite(load_suite(write_suite(tmp_path, prompts_file, configs, **kw)), out)
+    suite = suites.write_suite(
+        tmp_path, configs, name="trust", prompts=prompts_file, requests=4, engine=engine, endpoint="chat", **(extra or {}),
+        load={"concurrency": 2, "max_tokens": MAX_TOKENS, "temperature": 0, "warmup": 0, "timeout_s": 30, **load})
+    outcome = await run_suite(load_suite(suite), out)
     rows = {r["run"]: r for r in json.loads((out / "results.json").read_text())}
     records = [json.loads(line) for line in (out / "requests.jsonl").read_text().splitlines()] \
         if (out / "requests.jsonl").exists() else []
@@ -347,15 +339,12 @@ async def test_api_key_on_every_path_and_scrubbed_from_echoed_errors(tmp_path, p
     assert _files_containing(out, SECRET) == []
 
 
-async def test_api_key_reaches_launch_readiness(tmp_path, prompts_file, monkeypatch):
+async def test_api_key_reaches_launch_readiness(tmp_path, prompts_file, launchers, monkeypatch):
     """A launched server started with --api-key answers nothing without it, /health and /v1/models included."""
-    launchers = tmp_path / "launchers"
-    launchers.mkdir()
     (launchers / "keyed.yaml").write_text(yaml.safe_dump({
         "extends": "vllm", "name": "keyed", "python": sys.executable, "gpu_env": None,
-        "command": ["{python}", str(Path(__file__).parent / "scripted_server.py")],
+        "command": ["{python}", str(paths.SCRIPTED)],
         "args": ["--port", "{port}", "--model", "{model}"]}))
-    monkeypatch.setenv("SPECBENCH_LAUNCHERS", str(launchers))
     monkeypatch.setenv("TRUST_KEY", SECRET)
     outcome, rows, _, _, out = await run(tmp_path, prompts_file, [{"name": "baseline", "args": ["--api-key", SECRET]}],
                                          engine="keyed", extra={"api_key_env": "TRUST_KEY", "server": {"startup_timeout_s": 20}})

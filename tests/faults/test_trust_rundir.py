@@ -20,22 +20,24 @@ import uuid
 from pathlib import Path
 
 import pytest
-from test_faults import SCRIPTED, _alive, _reap, _spawn_cli, _wait_for, _write_launchers, check_run_dir, marked_processes, write_suite
 
 from specbench.cli import main
 from specbench.run import run_suite
 from specbench.suite import load_suite
+from tests.support.launchers import write_fault_launchers
+from tests.support.paths import SCRIPTED
+from tests.support.processes import alive, marked_processes, reap, spawn_cli, wait_for
+from tests.support.rundirs import check_run_dir
+from tests.support.suites import write_fault_suite
 
 
 @pytest.fixture
-def fake_engines(tmp_path, monkeypatch):
-    """Launchers ``fake`` / ``fake-wrapped`` (tests/test_faults.py); yields their processes' env marker."""
+def fake_engines(launchers):
+    """Launchers ``fake`` / ``fake-wrapped`` (tests/support/launchers.py); yields their processes' env marker."""
     marker = f"TRUST_{uuid.uuid4().hex}"
-    _write_launchers(tmp_path / "launchers", marker)
-    monkeypatch.setenv("SPECBENCH_LAUNCHERS", str(tmp_path / "launchers"))
-    monkeypatch.delenv("SPECBENCH_ENGINE_PYTHON", raising=False)
+    write_fault_launchers(launchers, marker)
     yield marker
-    _reap(marker)
+    reap(marker)
 
 
 def cli(*args: str) -> int:
@@ -55,7 +57,7 @@ def jsonl(path: Path) -> list[dict]:
 
 async def test_run_into_a_dir_holding_a_run_is_refused(tmp_path, prompts_file, scripted, capsys):
     server, url = await scripted()
-    suite = write_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": url}])
+    suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": url}])
     out = tmp_path / "run"
     assert await asyncio.to_thread(cli, str(suite), "-o", str(out)) == 0
     before, sent = files(out), server.requests
@@ -70,7 +72,7 @@ async def test_run_into_a_dir_holding_a_run_is_refused(tmp_path, prompts_file, s
 
 async def test_rerun_into_an_interrupted_dir_is_refused_not_double_counted(tmp_path, prompts_file, scripted):
     server, url = await scripted()
-    suite = write_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": url}],
+    suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": url}],
                         concurrency=[1, 2])
     out = tmp_path / "run"
     await run_suite(load_suite(suite), out)
@@ -90,7 +92,7 @@ async def test_rerun_into_an_interrupted_dir_is_refused_not_double_counted(tmp_p
 
 async def test_overwrite_clears_the_old_run_and_measures_afresh(tmp_path, prompts_file, scripted):
     server, url = await scripted()
-    suite = write_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": url}])
+    suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": url}])
     out = tmp_path / "run"
     await run_suite(load_suite(suite), out)
     (out / "requests.quarantine.jsonl").write_text('{"line": 3}\n')
@@ -116,7 +118,7 @@ def test_overwrite_and_resume_exclude_each_other(tmp_path, capsys):
 @pytest.mark.parametrize("how", ["missing", "empty", "unrelated"])
 async def test_resume_needs_a_run_to_resume(tmp_path, prompts_file, scripted, capsys, how):
     server, url = await scripted()
-    suite = write_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": url}])
+    suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": url}])
     out = tmp_path / "run"
     if how != "missing":
         out.mkdir()
@@ -132,7 +134,7 @@ async def test_resume_needs_a_run_to_resume(tmp_path, prompts_file, scripted, ca
 @pytest.mark.parametrize("text", ["{not json", "[1, 2]"])
 async def test_resume_with_a_damaged_meta_json_is_one_line(tmp_path, prompts_file, scripted, capsys, text):
     server, url = await scripted()
-    suite = write_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": url}])
+    suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": url}])
     out = tmp_path / "run"
     await run_suite(load_suite(suite), out)
     (out / "meta.json").write_text(text)
@@ -145,7 +147,7 @@ async def test_resume_with_a_damaged_meta_json_is_one_line(tmp_path, prompts_fil
 
 
 async def test_output_that_is_a_file_is_one_line(tmp_path, prompts_file, capsys):
-    suite = write_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": "http://127.0.0.1:9"}])
+    suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": "http://127.0.0.1:9"}])
     (tmp_path / "file").write_text("x")
     assert await asyncio.to_thread(cli, str(suite), "-o", str(tmp_path / "file")) == 2
     assert "is not a directory" in capsys.readouterr().err
@@ -157,7 +159,7 @@ async def test_parallel_run_into_a_dir_holding_a_run(tmp_path, prompts_file, scr
 
     monkeypatch.setenv("SPECBENCH_GPUS", "0")
     server, url = await scripted()
-    suite = load_suite(write_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": url}]))
+    suite = load_suite(write_fault_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": url}]))
     out = tmp_path / "run"
     await run_suite(suite, out)
     sent = server.requests
@@ -178,7 +180,7 @@ async def test_parallel_run_into_a_dir_holding_a_run(tmp_path, prompts_file, scr
 
 async def test_resume_quarantines_a_corrupt_middle_line_and_keeps_the_rest(tmp_path, prompts_file, scripted, capsys):
     server, url = await scripted()
-    suite = write_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": url}],
+    suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": url}],
                         concurrency=[1, 2, 3])
     out = tmp_path / "run"
     await run_suite(load_suite(suite), out)
@@ -214,7 +216,7 @@ async def test_resume_quarantines_a_corrupt_middle_line_and_keeps_the_rest(tmp_p
 
 async def test_a_record_of_the_wrong_shape_is_quarantined(tmp_path, prompts_file, scripted):
     _, url = await scripted()
-    suite = write_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": url}], concurrency=[1, 2])
+    suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": url}], concurrency=[1, 2])
     out = tmp_path / "run"
     await run_suite(load_suite(suite), out)
     lines = (out / "requests.jsonl").read_text().splitlines()
@@ -242,12 +244,12 @@ def _launched(out: Path) -> dict:
 
 def test_sigkill_of_specbench_takes_its_server_down(tmp_path, prompts_file, fake_engines):
     configs = [{"name": "baseline", "args": ["--gap", "0.2"]}]
-    suite = write_suite(tmp_path / "suite.yaml", prompts_file, configs, engine="fake", requests=4,
+    suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, configs, engine="fake", requests=4,
                         concurrency=[1], max_tokens=30)  # ~6 s per request
     out = tmp_path / "run"
-    proc = _spawn_cli(["run", str(suite), "--output", str(out), "--quiet"], tmp_path)
+    proc = spawn_cli(["run", str(suite), "--output", str(out), "--quiet"], tmp_path)
     try:
-        _wait_for(lambda: marked_processes(fake_engines) and "baseline" in _launched(out) or proc.poll() is not None,
+        wait_for(lambda: marked_processes(fake_engines) and "baseline" in _launched(out) or proc.poll() is not None,
                   30, "the server")
         assert proc.poll() is None, (tmp_path / "cli.err").read_text()
         record = _launched(out)["baseline"]
@@ -256,7 +258,7 @@ def test_sigkill_of_specbench_takes_its_server_down(tmp_path, prompts_file, fake
         time.sleep(0.5)
         proc.kill()
         proc.wait()
-        _wait_for(lambda: not marked_processes(fake_engines), 10, "the orphaned server to exit")
+        wait_for(lambda: not marked_processes(fake_engines), 10, "the orphaned server to exit")
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -282,7 +284,7 @@ async def test_resume_stops_a_recorded_leftover_server(tmp_path, prompts_file, f
 
     port = free_port()
     configs = [{"name": "baseline", "port": port}]
-    suite = write_suite(tmp_path / "suite.yaml", prompts_file, configs, engine="fake", concurrency=[1, 2],
+    suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, configs, engine="fake", concurrency=[1, 2],
                         extra={"server": {"startup_timeout_s": 30}})
     out = tmp_path / "run"
     assert (await run_suite(load_suite(suite), out)).exit_code == 0
@@ -292,7 +294,7 @@ async def test_resume_stops_a_recorded_leftover_server(tmp_path, prompts_file, f
     try:
         from specbench.launch.process import port_in_use
 
-        await asyncio.to_thread(_wait_for, lambda: port_in_use("127.0.0.1", port), 20, "the leftover to listen")
+        await asyncio.to_thread(wait_for, lambda: port_in_use("127.0.0.1", port), 20, "the leftover to listen")
         (out / "launched.json").write_text(json.dumps({"baseline": _identity(leftover.pid)}))
         capsys.readouterr()
         assert await asyncio.to_thread(cli, str(suite), "--resume", str(out)) == 0
@@ -312,7 +314,7 @@ async def test_resume_stops_a_recorded_leftover_server(tmp_path, prompts_file, f
 
 async def test_overwrite_stops_a_leftover_and_never_kills_a_reused_pid(tmp_path, prompts_file, scripted, capsys):
     _, url = await scripted()
-    suite = write_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": url}])
+    suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": url}])
     out = tmp_path / "run"
     await run_suite(load_suite(suite), out)
     marker = f"TRUST_{uuid.uuid4().hex}"
@@ -326,7 +328,7 @@ async def test_overwrite_stops_a_leftover_and_never_kills_a_reused_pid(tmp_path,
         capsys.readouterr()
         assert await asyncio.to_thread(cli, str(suite), "-o", str(out), "--overwrite") == 0
         assert ours.wait(timeout=10) is not None
-        assert stranger.poll() is None and _alive(stranger.pid), "a pid whose start time differs is not ours"
+        assert stranger.poll() is None and alive(stranger.pid), "a pid whose start time differs is not ours"
         err = capsys.readouterr().err
         assert f"(pid {ours.pid})" in err and f"pid {stranger.pid}" not in err
     finally:
@@ -364,7 +366,7 @@ async def test_request_rate_sweep_gives_one_cell_per_rate(tmp_path, prompts_file
     _, spec_url = await scripted(pattern=[3], k=2, gap_s=0.002)
     configs = [{"name": "baseline", "url": base_url},
                {"name": "spec", "url": spec_url, "method": "ngram", "num_speculative_tokens": 2}]
-    suite = write_suite(tmp_path / "suite.yaml", prompts_file, configs, request_rate=[4, 16], concurrency=8,
+    suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, configs, request_rate=[4, 16], concurrency=8,
                         max_tokens=10)
     out = tmp_path / "run"
     code = await asyncio.to_thread(cli, str(suite), "-o", str(out))
@@ -396,7 +398,7 @@ async def test_request_rate_sweep_gives_one_cell_per_rate(tmp_path, prompts_file
 
 async def test_rate_sweep_resume_measures_only_the_missing_rate(tmp_path, prompts_file, scripted):
     server, url = await scripted()
-    suite = write_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": url}],
+    suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": url}],
                         request_rate=[20, 40], concurrency=4)
     out = tmp_path / "run"
     await run_suite(load_suite(suite), out)
