@@ -6,7 +6,6 @@ SPECBENCH_REQUIRE_ENGINE=1 (set by .ci/run) turns that into a failure.
 
 import json
 import os
-from pathlib import Path
 
 import pytest
 import yaml
@@ -15,6 +14,7 @@ from specbench.launch.process import group_members
 from specbench.run import run_suite
 from specbench.setup_cpu import MODEL_NAME, cache_dir
 from specbench.suite import load_suite
+from tests.support.processes import alive
 
 pytestmark = pytest.mark.engine
 
@@ -29,14 +29,6 @@ def engine_ready():
     if os.environ.get("SPECBENCH_REQUIRE_ENGINE") == "1":
         pytest.fail(f"CPU engine not prepared ({ENGINE_PY}, {MODEL}): run `specbench setup cpu`")
     pytest.skip("CPU engine not prepared: run `specbench setup cpu`")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return Path(f"/proc/{pid}/stat").exists() and Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
 
 
 async def test_real_vllm_baseline_vs_ngram(tmp_path):
@@ -60,7 +52,7 @@ async def test_real_vllm_baseline_vs_ngram(tmp_path):
         server = meta["servers"][name]
         assert server["version"] == "0.32.0" and server["launched"] is True
         assert (out / "logs" / f"{name}.log").stat().st_size > 0
-        assert not _alive(server["pid"]), f"{name} server still running"
+        assert not alive(server["pid"]), f"{name} server still running"
         assert group_members(server["pid"]) == [], f"{name} left processes in its group"
     assert "--speculative-config" in meta["servers"]["ngram_k3"]["argv"]
     assert "--speculative-config" not in meta["servers"]["baseline"]["argv"]

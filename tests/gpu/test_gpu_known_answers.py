@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.paths import ROOT
+
 SUITE = ROOT / "suites" / "gpu_known_answers.yaml"
 MODELS = Path.home() / ".cache" / "specbench" / "models"
 SET_RATES = {"dspark_k3": [0.8, 0.6, 0.4], "dspark_k7": [0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3]}

@@ -9,7 +9,6 @@ import json
 
 import pytest
 from aiohttp import web
-from scripted_server import serve_app
 
 from specbench.client import (
     SOURCE_NONE,
@@ -24,6 +23,7 @@ from specbench.client import (
 )
 from specbench.records import RequestRecord
 from specbench.wire import Wire
+from tests.support.scripted_server import serve_app
 
 MSGS = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hello there"}]
 MAX = 1 + 7  # one prefill token + one cycle of pattern 1,2,4

@@ -1,32 +1,18 @@
 """The whole pipeline against scripted servers whose schedules give known answers."""
 
 import json
-from pathlib import Path
 
 import pytest
-import yaml
-from scripted_server import Script, start
 
 from specbench.cli import main
 from specbench.run import run_suite
 from specbench.suite import load_suite
+from tests.support.scripted_server import Script, start
+from tests.support.suites import write_e2e_suite as write_suite
 
 # pattern 1,2,4 with k=3: 3 steps carry 7 tokens with 0+1+3 accepted
 PATTERN, K = [1, 2, 4], 3
 MAX_TOKENS = 1 + 7 * 3  # prefill token + three full cycles = 9 decode steps per request
-
-
-def write_suite(tmp_path: Path, prompts_file: Path, urls: dict[str, str], **load) -> Path:
-    suite = {
-        "name": "e2e", "model": "smol", "endpoint": "chat",
-        "configs": [{"name": "baseline", "url": urls["baseline"]},
-                    {"name": "ngram_k3", "url": urls["spec"], "method": "ngram", "num_speculative_tokens": K}],
-        "datasets": [{"name": "prompts", "path": str(prompts_file), "requests": 6}],
-        "load": {"concurrency": 2, "max_tokens": MAX_TOKENS, "temperature": 0, "warmup": 1, **load},
-    }
-    path = tmp_path / "suite.yaml"
-    path.write_text(yaml.safe_dump(suite))
-    return path
 
 
 @pytest.fixture

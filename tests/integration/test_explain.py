@@ -1,11 +1,8 @@
 """The speedup decomposition: tokens per step ÷ step cost × residual, exact on known step times."""
 
 import json
-from pathlib import Path
 
 import pytest
-import yaml
-from scripted_server import Script, start
 
 from specbench.compare import DECOMPOSITION_KEYS, decomposition, paired_decomposition
 from specbench.records import RequestRecord
@@ -14,6 +11,8 @@ from specbench.report.markdown import DECOMPOSITION_NOTE, markdown
 from specbench.row import rows_from
 from specbench.run import run_suite
 from specbench.suite import load_suite
+from tests.support.scripted_server import Script, start
+from tests.support.suites import baseline_and_spec, write_suite
 
 PATTERN, K = [1, 2, 4], 3  # 7 tokens in 3 steps
 CYCLES = 9
@@ -21,23 +20,13 @@ MAX_TOKENS = 1 + 7 * CYCLES  # prefill token + 63 decode tokens: 27 spec steps, 
 BASE_GAP, SPEC_GAP, TTFT = 0.012, 0.016, 0.100
 
 
-def _suite(tmp_path: Path, prompts_file: Path, urls: dict[str, str], **load) -> Path:
-    data = {"name": "decomp", "model": "smol",
-            "configs": [{"name": "baseline", "url": urls["baseline"]},
-                        {"name": "spec", "url": urls["spec"], "method": "ngram", "num_speculative_tokens": K}],
-            "datasets": [{"name": "prompts", "path": str(prompts_file), "requests": 6}],
-            "load": {"concurrency": 2, "max_tokens": MAX_TOKENS, "warmup": 1, **load}}
-    path = tmp_path / "suite.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return path
-
-
 async def test_decomposition_exact_on_known_step_times(tmp_path, prompts_file):
     _, r1, base = await start(Script(pattern=[1], ttft_s=TTFT, gap_s=BASE_GAP, paced=True))
     _, r2, spec = await start(Script(pattern=PATTERN, k=K, ttft_s=TTFT, gap_s=SPEC_GAP, paced=True))
     try:
-        outcome = await run_suite(load_suite(_suite(tmp_path, prompts_file, {"baseline": base, "spec": spec})),
-                                  tmp_path / "out")
+        suite = write_suite(tmp_path, baseline_and_spec(base, spec, k=K), name="decomp", prompts=prompts_file, requests=6,
+                            load={"concurrency": 2, "max_tokens": MAX_TOKENS, "warmup": 1})
+        outcome = await run_suite(load_suite(suite), tmp_path / "out")
     finally:
         await r1.cleanup()
         await r2.cleanup()

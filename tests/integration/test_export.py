@@ -1,12 +1,12 @@
 """Profiling-table export: runs/ and requests/ parquet under TABLE/GPU/TARGET/SPLIT/DRAFTER-kK/."""
 
 import pandas as pd
-from scripted_server import Script, start
-from test_end_to_end import write_suite
 
 from specbench.cli import main
 from specbench.run import run_suite
 from specbench.suite import load_suite
+from tests.support.scripted_server import Script, start
+from tests.support.suites import write_e2e_suite as write_suite
 
 
 async def test_export_profilings_layout(tmp_path, prompts_file):

@@ -517,7 +517,7 @@ def test_suite_file_provenance_hash_commit_and_dirty(tmp_path):
 async def test_user_flow_run_twice_then_report_results_dir(tmp_path, prompts_file, monkeypatch, capsys):
     """`specbench run SUITE` twice into the default results/<suite>-<timestamp>/, then
     `specbench report results/ --format markdown`: the second run's table, named, with its provenance."""
-    from scripted_server import Script, start
+    from tests.support.scripted_server import Script, start
 
     base, r1, base_url = await start(Script(pattern=[1], ttft_s=0.01, gap_s=0.004))
     spec, r2, spec_url = await start(Script(pattern=[1, 2, 4], k=3, ttft_s=0.01, gap_s=0.004))

@@ -39,8 +39,9 @@ from specbench.report.html import (
 from specbench.report.load import load_run
 from specbench.report.markdown import COLUMNS
 from specbench.row import rows_from
+from tests.support.paths import DATA
 
-RUN = Path(__file__).resolve().parent / "data" / "html" / "run"
+RUN = DATA / "html" / "run"
 PLOTS = ("speedup", "speedup-load", "acceptance-position", "category-acceptance", "latency-cdf")
 
 
@@ -189,7 +190,7 @@ def test_no_baseline_and_empty(run):
 
 def test_reference_records_without_extras():
     """Results in the reference format only (no concurrency, categories, CIs or requests) still render."""
-    records = json.loads((Path(__file__).resolve().parent / "data" / "gate" / "results_example.json").read_text())
+    records = json.loads((DATA / "gate" / "results_example.json").read_text())
     page = render_html(rows_from(records), None, None)
     speed = figure_of(page, "speedup")
     spec = [r for r in records if r["run"] != "baseline" and r["speedup_vs_baseline"] is not None]

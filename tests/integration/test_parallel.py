@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import sys
 from pathlib import Path
 
@@ -23,68 +22,22 @@ from specbench.errors import LaunchError, SuiteError
 from specbench.run import parallel, run_suite
 from specbench.run.parallel import config_gpu_count, detect_gpus, node, parallel_size, plan, run_parallel
 from specbench.suite import load_suite, parse_suite
+from tests.support import suites
+from tests.support.launchers import write_parallel_launcher
 
-ROOT = Path(__file__).resolve().parents[1]
 MAX_TOKENS = 1 + 7 * 3
 
-FAKE_ENGINE = r'''
-import argparse, json, os, signal, sys
-sys.path.insert(0, {tests!r})
-from aiohttp import web
-from scripted_server import Script, ScriptedServer
-
-p = argparse.ArgumentParser()
-p.add_argument("--port", type=int, required=True)
-p.add_argument("--host", default="127.0.0.1")
-p.add_argument("--served-model-name", default="smol")
-p.add_argument("--speculative-config")
-a, _ = p.parse_known_args()
-spec = json.loads(a.speculative_config) if a.speculative_config else None
-k = spec["num_speculative_tokens"] if spec else None
-script = Script(pattern=[1, 2, k + 1] if k else [1], k=k,
-                ttft_s=0.02, gap_s=float(os.environ.get("FAKE_GAP", "0.01")), model=a.served_model_name)
-kill_after, marker = os.environ.get("FAKE_KILL_PARENT_AFTER"), os.environ.get("FAKE_MARKER")
-
-
-class Server(ScriptedServer):
-    async def complete(self, request):
-        if kill_after and self.requests + 1 > int(kill_after) and not os.path.exists(marker):
-            open(marker, "w").close()
-            os.kill(os.getppid(), signal.SIGKILL)  # the worker that started us
-        return await super().complete(request)
-
-
-web.run_app(Server(script).app, host=a.host, port=a.port, access_log=None, print=None)
-'''
-
-
 @pytest.fixture
-def launchers(tmp_path, monkeypatch) -> Path:
-    d = tmp_path / "launchers"
-    d.mkdir()
-    shutil.copy(ROOT / "launchers" / "vllm.yaml", d / "vllm.yaml")
-    engine = d / "fake_engine.py"
-    engine.write_text(FAKE_ENGINE.format(tests=str(ROOT / "tests")))
-    (d / "fake.yaml").write_text(yaml.safe_dump({
-        "extends": "vllm", "name": "fake", "python": sys.executable,
-        "command": ["{python}", str(engine)],
-        "args": ["--model", "{model_path}", "--served-model-name", "{model}", "--host", "{host}", "--port", "{port}"],
-    }))
-    monkeypatch.setenv("SPECBENCH_LAUNCHERS", str(d))
-    return d
+def parallel_engine(launchers: Path) -> Path:
+    """The launcher folder with ``fake``: tests/support/parallel_engine.py started as vLLM would be."""
+    write_parallel_launcher(launchers)
+    return launchers
 
 
 def write_suite(tmp_path: Path, prompts_file: Path, configs: list[dict], name: str = "suite.yaml", **server) -> Path:
-    suite = {
-        "name": "par", "model": "smol", "endpoint": "chat", "engine": "fake",
-        "configs": configs,
-        "datasets": [{"name": "prompts", "path": str(prompts_file), "requests": 4}],
-        "load": {"concurrency": [1, 2], "max_tokens": MAX_TOKENS, "temperature": 0, "warmup": 1},
-        "server": {"startup_timeout_s": 60, **server},
-    }
-    path = tmp_path / name
-    path.write_text(yaml.safe_dump(suite))
-    return path
+    return suites.write_suite(tmp_path / name, configs, name="par", endpoint="chat", engine="fake", prompts=prompts_file,
+                              requests=4, server={"startup_timeout_s": 60, **server},
+                              load={"concurrency": [1, 2], "max_tokens": MAX_TOKENS, "temperature": 0, "warmup": 1})
 
 
 BASE = {"name": "baseline"}
@@ -153,7 +106,7 @@ def test_parallel_size_reads_vllm_and_sglang_flags():
         parallel_size(["--tensor-parallel-size", "two"])
 
 
-def test_gpu_count_per_config(tmp_path, prompts_file, launchers):
+def test_gpu_count_per_config(tmp_path, prompts_file, parallel_engine):
     suite = load_suite(write_suite(tmp_path, prompts_file, [
         BASE, {**SPEC3, "args": ["--tensor-parallel-size", "2"]}, {**SPEC2, "gpus": "3,5,7"},
         {"name": "remote", "url": "http://127.0.0.1:9"}], args=["-tp", "1"]))
@@ -189,7 +142,7 @@ def test_detect_gpus(monkeypatch, tmp_path):
         detect_gpus()
 
 
-def test_gpus_per_server_from_suite_or_argument(tmp_path, prompts_file, launchers):
+def test_gpus_per_server_from_suite_or_argument(tmp_path, prompts_file, parallel_engine):
     suite = load_suite(write_suite(tmp_path, prompts_file, [BASE]))
     assert parallel.suite_gpus_per_server(suite) == 1
     assert parallel.suite_gpus_per_server(suite, 4) == 4
@@ -202,11 +155,11 @@ def test_gpus_per_server_from_suite_or_argument(tmp_path, prompts_file, launcher
     assert parallel.suite_gpus_per_server(suite) == 2
 
 
-async def test_unknown_mode_and_engine_without_gpu_env(tmp_path, prompts_file, launchers, monkeypatch):
+async def test_unknown_mode_and_engine_without_gpu_env(tmp_path, prompts_file, parallel_engine, monkeypatch):
     suite = load_suite(write_suite(tmp_path, prompts_file, [BASE]))
     with pytest.raises(SuiteError, match="must be one of gpus, ray"):
         await run_parallel(suite, tmp_path / "x", mode="slurm")
-    (launchers / "cpu.yaml").write_text(yaml.safe_dump({"extends": "fake", "name": "cpu", "gpu_env": None}))
+    (parallel_engine / "cpu.yaml").write_text(yaml.safe_dump({"extends": "fake", "name": "cpu", "gpu_env": None}))
     monkeypatch.setenv("SPECBENCH_GPUS", "0")
     suite = load_suite(write_suite(tmp_path, prompts_file, [{**BASE, "engine": "cpu"}]))
     with pytest.raises(SuiteError, match="has no gpu_env"):
@@ -234,7 +187,7 @@ def test_stale_claims_and_scratch_dirs_of_dead_workers_are_swept(tmp_path, monke
 # ---- --parallel gpus --------------------------------------------------------------------------
 
 
-async def test_gpus_mode_runs_configs_side_by_side_on_disjoint_gpus(tmp_path, prompts_file, launchers, monkeypatch):
+async def test_gpus_mode_runs_configs_side_by_side_on_disjoint_gpus(tmp_path, prompts_file, parallel_engine, monkeypatch):
     monkeypatch.setenv("SPECBENCH_GPUS", "0,1,2,3")
     monkeypatch.setenv("FAKE_GAP", "0.02")  # phases long enough to overlap clearly
     suite = load_suite(write_suite(tmp_path, prompts_file, [BASE, SPEC3]))
@@ -261,7 +214,7 @@ async def test_gpus_mode_runs_configs_side_by_side_on_disjoint_gpus(tmp_path, pr
     assert [(r.run, r.concurrency) for r in outcome.rows] == [(r.run, r.concurrency) for r in seq.rows]
 
 
-async def test_gpus_mode_a_killed_worker_fails_only_its_cells_and_resume_reruns_them(tmp_path, prompts_file, launchers,
+async def test_gpus_mode_a_killed_worker_fails_only_its_cells_and_resume_reruns_them(tmp_path, prompts_file, parallel_engine,
                                                                                     monkeypatch):
     monkeypatch.setenv("SPECBENCH_GPUS", "0,1")
     marker = tmp_path / "crashed"
@@ -299,7 +252,7 @@ async def test_gpus_mode_a_killed_worker_fails_only_its_cells_and_resume_reruns_
     assert meta_of(out)["parallel"]["configs"].keys() == {"ngram_k2"}  # only it had cells left
 
 
-async def test_gpus_mode_config_larger_than_the_machine_fails_alone(tmp_path, prompts_file, launchers, monkeypatch):
+async def test_gpus_mode_config_larger_than_the_machine_fails_alone(tmp_path, prompts_file, parallel_engine, monkeypatch):
     monkeypatch.setenv("SPECBENCH_GPUS", "0")
     suite = load_suite(write_suite(tmp_path, prompts_file, [BASE, {**SPEC3, "args": ["--tensor-parallel-size", "2"]}]))
     outcome = await run_parallel(suite, tmp_path / "o", mode="gpus")
@@ -307,7 +260,7 @@ async def test_gpus_mode_config_larger_than_the_machine_fails_alone(tmp_path, pr
     assert [r.run for r in outcome.rows] == ["baseline", "baseline"]
 
 
-async def test_cli_parallel_gpus(tmp_path, prompts_file, launchers, monkeypatch):
+async def test_cli_parallel_gpus(tmp_path, prompts_file, parallel_engine, monkeypatch):
     from specbench.cli import build_parser, main
 
     if "--parallel" not in build_parser()._subparsers._group_actions[0].choices["run"].format_help():
@@ -348,7 +301,7 @@ def ray_cluster():
             os.environ[key] = value
 
 
-async def test_ray_mode_matches_a_sequential_run(tmp_path, prompts_file, launchers, ray_cluster):
+async def test_ray_mode_matches_a_sequential_run(tmp_path, prompts_file, parallel_engine, ray_cluster):
     suite = load_suite(write_suite(tmp_path, prompts_file, [BASE, SPEC3, {**SPEC2, "args": ["--tensor-parallel-size", "2"]}]))
     outcome = await run_parallel(suite, tmp_path / "par", mode="ray", address=ray_cluster["address"])
     assert outcome.exit_code == 0, outcome.failed_configs
@@ -363,7 +316,7 @@ async def test_ray_mode_matches_a_sequential_run(tmp_path, prompts_file, launche
     assert_same_form(tmp_path / "par", tmp_path / "seq")
 
 
-async def test_ray_mode_a_killed_worker_fails_only_its_cells_and_resume_reruns_them(tmp_path, prompts_file, launchers,
+async def test_ray_mode_a_killed_worker_fails_only_its_cells_and_resume_reruns_them(tmp_path, prompts_file, parallel_engine,
                                                                                    ray_cluster):
     marker = tmp_path / "crashed"
     crashy = {**SPEC2, "env": {"FAKE_KILL_PARENT_AFTER": "7", "FAKE_MARKER": str(marker)}}
@@ -389,7 +342,7 @@ async def test_ray_mode_a_killed_worker_fails_only_its_cells_and_resume_reruns_t
     assert len(rows_of(out)) == 6 and all(r["status"] == "ok" for r in rows_of(out))
 
 
-async def test_ray_mode_without_ray_says_how_to_install(tmp_path, prompts_file, launchers, monkeypatch):
+async def test_ray_mode_without_ray_says_how_to_install(tmp_path, prompts_file, parallel_engine, monkeypatch):
     import builtins
 
     real = builtins.__import__

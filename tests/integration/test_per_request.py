@@ -5,7 +5,6 @@ import re
 from pathlib import Path
 
 import pytest
-import yaml
 
 from specbench.per_request import SOURCE_STATS, SOURCE_STREAM, acceptance_summary, request_lengths, slower_share
 from specbench.records import RequestRecord
@@ -14,6 +13,8 @@ from specbench.report.load import load_run
 from specbench.row import rows_from
 from specbench.run import run_suite
 from specbench.suite import load_suite
+from tests.support import suites
+from tests.support.suites import baseline_and_spec
 
 
 def rec(pid: str, chunks: list[int], latency: float = 1.0, stats: dict | None = None, category: str | None = None,
@@ -72,15 +73,10 @@ def test_slower_share_is_per_output_token_and_paired():
 # ---- end to end on scripted servers ----------------------------------------------------------
 
 def write_suite(tmp_path: Path, prompts_file: Path, urls: dict[str, str]) -> Path:
-    suite = {"name": "pr", "model": "smol",
-             "configs": [{"name": "baseline", "url": urls["baseline"]},
-                         {"name": "fast", "url": urls["fast"], "method": "ngram", "num_speculative_tokens": 3},
-                         {"name": "slow", "url": urls["slow"], "method": "ngram", "num_speculative_tokens": 3}],
-             "datasets": [{"name": "prompts", "path": str(prompts_file), "requests": 6}],
-             "load": {"concurrency": 2, "max_tokens": 22, "warmup": 0}}
-    path = tmp_path / "suite.yaml"
-    path.write_text(yaml.safe_dump(suite))
-    return path
+    configs = [*baseline_and_spec(urls["baseline"], urls["fast"], "fast"),
+               {"name": "slow", "url": urls["slow"], "method": "ngram", "num_speculative_tokens": 3}]
+    return suites.write_suite(tmp_path, configs, name="pr", prompts=prompts_file, requests=6,
+                              load={"concurrency": 2, "max_tokens": 22, "warmup": 0})
 
 
 async def test_end_to_end_columns_and_plot(tmp_path, prompts_file, scripted):

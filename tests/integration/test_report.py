@@ -14,8 +14,9 @@ from specbench.cli import main
 from specbench.report import load_results, render
 from specbench.report.markdown import markdown
 from specbench.row import rows_from
+from tests.support import paths
 
-DATA = Path(__file__).parent / "data" / "report"
+DATA = paths.DATA / "report"
 RESULTS = DATA / "results_example.json"
 MD = DATA / "results_example.md"
 

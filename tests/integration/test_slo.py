@@ -5,8 +5,6 @@ import json
 from pathlib import Path
 
 import pytest
-import yaml
-from scripted_server import Script, start
 
 from specbench.cli import main
 from specbench.errors import SuiteError
@@ -15,6 +13,9 @@ from specbench.row import rows_from
 from specbench.run import run_suite
 from specbench.slo import RateSearch, Slo, attach_capacity, meets, parse_percentile, percentile_check, search_max_rate, slo_summary
 from specbench.suite import load_suite, parse_suite
+from tests.support import suites
+from tests.support.scripted_server import Script, start
+from tests.support.suites import baseline_and_spec
 
 
 def rec(ttft: float, latency: float, tokens: int, ok: bool = True, pid: str = "p") -> RequestRecord:
@@ -160,14 +161,8 @@ MAX_TOKENS = 22
 def write_suite(tmp_path: Path, urls: dict[str, str], **load) -> Path:
     prompts = tmp_path / "prompts.jsonl"
     prompts.write_text("".join(json.dumps({"prompt": f"question {i}", "category": f"c{i % 2}"}) + "\n" for i in range(20)))
-    suite = {"name": "slo", "model": "smol",
-             "configs": [{"name": "baseline", "url": urls["baseline"]},
-                         {"name": "spec", "url": urls["spec"], "method": "ngram", "num_speculative_tokens": 3}],
-             "datasets": [{"name": "prompts", "path": str(prompts)}],
-             "load": {"concurrency": 1, "max_tokens": MAX_TOKENS, "warmup": 0, **load}}
-    path = tmp_path / "suite.yaml"
-    path.write_text(yaml.safe_dump(suite))
-    return path
+    return suites.write_suite(tmp_path, baseline_and_spec(urls["baseline"], urls["spec"]), name="slo", prompts=prompts,
+                              load={"concurrency": 1, "max_tokens": MAX_TOKENS, "warmup": 0, **load})
 
 
 @pytest.fixture

@@ -3,14 +3,14 @@
 import json
 
 import pytest
-from scripted_server import Script, start
-from test_end_to_end import write_suite
 
 from specbench.compare import crossover
 from specbench.report.markdown import sweep_table
 from specbench.row import rows_from
 from specbench.run import run_suite
 from specbench.suite import load_suite
+from tests.support.scripted_server import Script, start
+from tests.support.suites import write_e2e_suite as write_suite
 
 
 def test_crossover_is_where_speedup_stays_below_one():

@@ -6,13 +6,14 @@ import types
 from pathlib import Path
 
 import pytest
-import yaml
 
 from specbench import telemetry
 from specbench.errors import SuiteError
 from specbench.run import run_suite
 from specbench.suite import load_suite, parse_suite
 from specbench.telemetry import Cost, PhaseMeter, cost_summary, server_gpus, telemetry_summary
+from tests.support import suites
+from tests.support.suites import baseline_and_spec
 
 
 class NVMLError(Exception):
@@ -164,14 +165,9 @@ def test_bad_cost(cost, message):
 # ---- end to end ----------------------------------------------------------------------------------
 
 def write_suite(tmp_path: Path, prompts_file: Path, urls: dict[str, str], **extra) -> Path:
-    suite = {"name": "energy", "model": "smol",
-             "configs": [{"name": "baseline", "url": urls["baseline"], "gpus": "0"},
-                         {"name": "spec", "url": urls["spec"], "gpus": "1,2", "method": "ngram", "num_speculative_tokens": 3}],
-             "datasets": [{"name": "prompts", "path": str(prompts_file), "requests": 6}],
-             "load": {"concurrency": 2, "max_tokens": 22, "warmup": 1}, **extra}
-    path = tmp_path / "suite.yaml"
-    path.write_text(yaml.safe_dump(suite))
-    return path
+    base, spec = baseline_and_spec(urls["baseline"], urls["spec"])
+    return suites.write_suite(tmp_path, [{**base, "gpus": "0"}, {**spec, "gpus": "1,2"}], name="energy", prompts=prompts_file,
+                              requests=6, load={"concurrency": 2, "max_tokens": 22, "warmup": 1}, **extra)
 
 
 async def test_energy_and_cost_per_cell(tmp_path, prompts_file, scripted, monkeypatch):

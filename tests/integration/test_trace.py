@@ -1,10 +1,10 @@
 """Token trace: annotation rules (pure) and the whole command against scripted servers."""
 
 import yaml
-from scripted_server import Script, start
 
 from specbench.suite import load_suite
 from specbench.trace import ACCEPTED, BONUS, CORRECTED, PREFILL, TARGET, annotate, run_trace
+from tests.support.scripted_server import Script, start
 
 
 def test_annotate_marks_accepted_bonus_and_corrections():

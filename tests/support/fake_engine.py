@@ -19,7 +19,8 @@ import json
 import math
 
 from aiohttp import web
-from scripted_server import Script, ScriptedServer
+
+from tests.support.scripted_server import Script, ScriptedServer
 
 
 def synthetic_pattern(length: float) -> list[int]:

@@ -10,14 +10,14 @@ import yaml
 def write_suite(path: Path, configs: list[dict], *, name: str, load: dict, prompts: Path | None = None,
                 requests: int | None = None, datasets: list[dict] | None = None, engine: str | None = None,
                 **top) -> Path:
-    """Write a suite YAML to ``path`` (a directory gets ``suite.yaml``): ``configs`` on one prompts file
+    """Write a suite YAML to ``path`` (a path without .yaml names a folder: ``suite.yaml`` in it): ``configs`` on one prompts file
     (``requests`` of it) or on ``datasets``; ``top`` holds further top-level keys (endpoint, server, …)."""
     if datasets is None:
         datasets = [{"name": "prompts", "path": str(prompts), **({"requests": requests} if requests is not None else {})}]
     suite = {"name": name, "model": "smol", "configs": configs, "datasets": datasets, "load": load, **top}
     if engine:
         suite["engine"] = engine
-    if path.is_dir():
+    if path.suffix not in (".yaml", ".yml"):
         path = path / "suite.yaml"
     path.write_text(yaml.safe_dump(suite))
     return path
@@ -42,3 +42,10 @@ def write_fault_suite(path: Path, prompts_file: Path, configs: list[dict], *, re
     return write_suite(path, configs, name="faults", prompts=prompts_file, requests=requests, engine=engine,
                        endpoint="chat", **(extra or {}),
                        load={"concurrency": 2, "max_tokens": 8, "temperature": 0, "warmup": 0, "timeout_s": 30, **load})
+
+
+def write_e2e_suite(tmp_path: Path, prompts_file: Path, urls: dict[str, str], **load) -> Path:
+    """The known-answer suite: a baseline and n-gram k=3 (``ngram_k3``), 6 requests of 22 tokens at concurrency 2."""
+    return write_suite(tmp_path, baseline_and_spec(urls["baseline"], urls["spec"], "ngram_k3"), name="e2e", endpoint="chat",
+                       prompts=prompts_file, requests=6,
+                       load={"concurrency": 2, "max_tokens": 1 + 7 * 3, "temperature": 0, "warmup": 1, **load})

@@ -15,8 +15,6 @@ the raw ratio would be 3.5); the ``sglang:spec_accept_length`` gauge (3.9 → 2.
 must not be used.
 """
 
-from pathlib import Path
-
 import pytest
 
 from specbench.acceptance import (
@@ -35,8 +33,9 @@ from specbench.launch import load_engine
 from specbench.measure import combine_acceptance
 from specbench.records import RequestRecord
 from specbench.scrape import MetricsSnapshot, parse_metrics
+from tests.support import paths
 
-DATA = Path(__file__).parent / "data" / "metrics"
+DATA = paths.DATA / "metrics"
 VLLM = CounterNames(
     drafts="vllm:spec_decode_num_drafts_total",
     draft_tokens="vllm:spec_decode_num_draft_tokens_total",

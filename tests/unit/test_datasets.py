@@ -15,15 +15,16 @@ from pathlib import Path
 import pytest
 from aiohttp import ClientSession, web
 from aiohttp.test_utils import TestServer
-from support import tokens
 
 from specbench.datasets import REGISTRY, DatasetSpec, check_available, load_prompts
 from specbench.datasets.recipes import BOXED_SUFFIX
 from specbench.datasets.rows import SPEED_PLACEHOLDER
 from specbench.errors import DatasetError, SuiteError
+from tests.support import tokens
+from tests.support.paths import DATA, ROOT
 
-SHARED = Path(os.environ.get("SPECBENCH_SHARED") or Path(__file__).resolve().parents[2] / "shared" / "datasets")
-FIXTURES = Path(__file__).parent / "data"
+SHARED = Path(os.environ.get("SPECBENCH_SHARED") or ROOT.parent / "shared" / "datasets")
+FIXTURES = DATA
 WHERE = "suites/x.yaml: datasets[0]"
 
 needs_shared = pytest.mark.skipif(not (SHARED / "gsm8k.jsonl").is_file(), reason=f"no shared datasets at {SHARED}")

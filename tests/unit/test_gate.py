@@ -25,8 +25,9 @@ from specbench.gate import (
     render_markdown,
 )
 from specbench.row import ResultRow
+from tests.support import paths
 
-DATA = Path(__file__).parent / "data" / "gate"
+DATA = paths.DATA / "gate"
 EXAMPLE = DATA / "results_example.json"
 SUITE_META = {"name": "math_code_chat", "path": "suites/math_code_chat.yaml", "raw": {"name": "math_code_chat"}}
 COMPARABILITY = {

@@ -9,7 +9,6 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 
 from specbench.datasets import DatasetSpec
 from specbench.errors import SuiteError
@@ -18,8 +17,11 @@ from specbench.grade.answers import equivalent, extract_gsm8k, extract_math, las
 from specbench.grade.programs import extract_code, humaneval_program, mbpp_program, network_isolation, run_program
 from specbench.records import RequestRecord
 from specbench.suite import parse_suite
+from tests.support import suites
+from tests.support.paths import ROOT
+from tests.support.suites import baseline_and_spec
 
-SHARED = Path(os.environ.get("SPECBENCH_SHARED") or Path(__file__).resolve().parents[2] / "shared" / "datasets")
+SHARED = Path(os.environ.get("SPECBENCH_SHARED") or ROOT.parent / "shared" / "datasets")
 needs_shared = pytest.mark.skipif(not (SHARED / "gsm8k.jsonl").is_file(), reason=f"no shared datasets at {SHARED}")
 
 
@@ -251,14 +253,8 @@ def test_grade_switch():
 # ---- end to end: graded only when asked ----------------------------------------------------------
 
 def write_suite(tmp_path: Path, urls: dict[str, str], **load) -> Path:
-    suite = {"name": "acc", "model": "smol", "data_dir": str(SHARED),
-             "configs": [{"name": "baseline", "url": urls["baseline"]},
-                         {"name": "spec", "url": urls["spec"], "method": "ngram", "num_speculative_tokens": 3}],
-             "datasets": [{"name": "gsm8k", "requests": 8}],
-             "load": {"concurrency": 2, "max_tokens": 8, "warmup": 0, **load}}
-    path = tmp_path / "suite.yaml"
-    path.write_text(yaml.safe_dump(suite))
-    return path
+    return suites.write_suite(tmp_path, baseline_and_spec(urls["baseline"], urls["spec"]), name="acc", data_dir=str(SHARED),
+                              datasets=[{"name": "gsm8k", "requests": 8}], load={"concurrency": 2, "max_tokens": 8, "warmup": 0, **load})
 
 
 @needs_shared

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -16,8 +15,8 @@ from specbench.quality import add_quality
 from specbench.report.load import load_run
 from specbench.row import FIELD_NAMES, REFERENCE_KEYS, ResultRow
 from specbench.slo import attach_capacity
+from tests.support.paths import DATA
 
-DATA = Path(__file__).parent / "data"
 #: written by the dict rows of commit a3b46e1 (summarize_cell → add_comparisons → add_quality →
 #: order_row → attach_capacity) for the simulated sweep of tests/data/html/make_fixture.py
 GOLDEN = DATA / "rows" / "results_golden.json"

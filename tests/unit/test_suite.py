@@ -7,8 +7,7 @@ import yaml
 
 from specbench.errors import SuiteError
 from specbench.suite import LoadSpec, Suite, load_suite, parse_suite
-
-REPO = Path(__file__).resolve().parents[1]
+from tests.support.paths import ROOT
 
 
 @pytest.fixture
@@ -84,7 +83,7 @@ def test_request_rate_list(tmp_path, prompts):
 
 
 def test_embedded_cpu_smoke_suite_loads():
-    suite = load_suite(REPO / "suites" / "cpu_smoke.yaml")
+    suite = load_suite(ROOT / "suites" / "cpu_smoke.yaml")
     assert [c.name for c in suite.configs] == ["baseline", "ngram_k3", "ngram_k7"]
     assert suite.baseline.name == "baseline" and suite.engine == "vllm-cpu"
 

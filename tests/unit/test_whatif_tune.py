@@ -28,8 +28,9 @@ from specbench.tune import (
     tune_analysis,
 )
 from specbench.whatif import break_even, default_lengths, expand_whatif, synthetic_support, verdict, whatif_curves, whatif_markdown
+from tests.support.launchers import write_launcher
+from tests.support.paths import PACKAGE_ENV, SUPPORT
 
-TESTS = Path(__file__).parent
 OK = lambda engine, python: None  # noqa: E731  (an engine that has synthetic acceptance)
 
 
@@ -229,18 +230,13 @@ def test_engine_flag_is_vllms_per_batch_size_schedule():
 # ------------------------------------------------------------------------------ end to end on the fake engine
 
 @pytest.fixture
-def fake_engine(tmp_path, monkeypatch):
-    """Launcher 'fake' (vLLM adapter, synthetic acceptance declared): tests/fake_engine.py, 10 ms steps +
+def fake_engine(launchers):
+    """Launcher 'fake' (vLLM adapter, synthetic acceptance declared): tests/support/fake_engine.py, 10 ms steps +
     4.5 ms per draft token per request in flight, the real drafter accepting min(K, 2) tokens per step."""
-    d = tmp_path / "launchers"
-    d.mkdir()
-    (d / "fake.yaml").write_text(yaml.safe_dump({
-        "extends": "vllm", "name": "fake", "python": sys.executable,
-        "command": ["{python}", str(TESTS / "fake_engine.py")],
-        "args": ["--port", "{port}", "--host", "{host}", "--served-model-name", "{model}"],
-        "speculative": {"synthetic_acceptance": True}}))
-    monkeypatch.setenv("SPECBENCH_LAUNCHERS", str(d))
-    monkeypatch.delenv("SPECBENCH_ENGINE_PYTHON", raising=False)
+    write_launcher(launchers, "fake", extends="vllm", python=sys.executable, env=PACKAGE_ENV,
+                   command=["{python}", str(SUPPORT / "fake_engine.py")],
+                   args=["--port", "{port}", "--host", "{host}", "--served-model-name", "{model}"],
+                   speculative={"synthetic_acceptance": True})
 
 
 async def test_whatif_end_to_end_finds_the_break_even_per_load(tmp_path, fake_engine):
