@@ -98,7 +98,7 @@ def run_in_thread(launchers: tuple[Path, str], suite: Path, out: Path, **kwargs)
         thread = threading.Thread(target=target)
         thread.start()
         thread.join(120)
-    assert not thread.isalive(), "the run did not finish in 120 s"
+    assert not thread.is_alive(), "the run did not finish in 120 s"
     if "error" in box:
         raise box["error"]
     return box["outcome"]
