@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.paths import SHARED
-from tests.support.scripted_server import Script, start
+from tests.support.scripted_server import ScriptedServers
 
 
 @pytest.fixture
@@ -21,17 +21,11 @@ def prompts_file(tmp_path: Path) -> Path:
 
 @pytest.fixture
 async def scripted():
-    """Start scripted servers (tests/support/scripted_server.py) on demand; all are cleaned up at the end."""
-    runners = []
-
-    async def make(**kw):
-        server, runner, url = await start(Script(**kw))
-        runners.append(runner)
-        return server, url
-
-    yield make
-    for r in runners:
-        await r.cleanup()
+    """Scripted servers (tests/support/scripted_server.py) on demand: ``await scripted(**script)`` → (server, URL),
+    ``await scripted.serve(instance)`` → URL; all stopped at the end."""
+    servers = ScriptedServers()
+    yield servers
+    await servers.close()
 
 
 @pytest.fixture

@@ -279,7 +279,7 @@ from aiohttp import web  # noqa: E402
 
 from specbench.run import run_suite  # noqa: E402
 from tests.support import suites  # noqa: E402
-from tests.support.scripted_server import Script, ScriptedServer, serve_app  # noqa: E402
+from tests.support.scripted_server import Script, ScriptedServer  # noqa: E402
 
 
 class NanMetricsServer(ScriptedServer):
@@ -296,18 +296,9 @@ class NanMetricsServer(ScriptedServer):
 
 
 @pytest.fixture
-async def servers():
-    """Start scripted servers (any ScriptedServer subclass) in this loop; all cleaned up at the end."""
-    runners = []
-
-    async def start(server: ScriptedServer) -> str:
-        runner, url = await serve_app(server.app, shutdown_timeout=0.2)
-        runners.append(runner)
-        return url
-
-    yield start
-    for r in runners:
-        await r.cleanup()
+def servers(scripted):
+    """Start any ScriptedServer (subclass) instance: ``await servers(instance)`` → its URL."""
+    return scripted.serve
 
 
 def write_suite(path: Path, prompts: Path, configs: list[dict], **load) -> Path:

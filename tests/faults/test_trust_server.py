@@ -28,7 +28,6 @@ from specbench.run import run_suite
 from specbench.scrape import parse_metrics
 from specbench.suite import load_suite
 from tests.support import paths, suites
-from tests.support.scripted_server import Script, ScriptedServer, serve_app
 
 DATA = paths.DATA / "metrics"
 PATTERN, K = [1, 2, 4], 3
@@ -37,19 +36,9 @@ SECRET = "sk-trust-9f8e7d"
 
 
 @pytest.fixture
-async def serve():
-    """In-process scripted servers with a short shutdown timeout; all cleaned up at teardown."""
-    runners = []
-
-    async def make(**script) -> tuple[ScriptedServer, str]:
-        server = ScriptedServer(Script(**{"ttft_s": 0.01, "gap_s": 0.004, **script}))
-        runner, url = await serve_app(server.app, shutdown_timeout=0.2)
-        runners.append(runner)
-        return server, url
-
-    yield make
-    for runner in runners:
-        await runner.cleanup()
+def serve(scripted):
+    """Scripted servers at this module's pace (10 ms to the first token, 4 ms a step) unless a test says otherwise."""
+    return lambda **script: scripted(**{"ttft_s": 0.01, "gap_s": 0.004, **script})
 
 
 async def run(tmp_path: Path, prompts_file: Path, configs: list[dict], *, engine: str | None = None,
