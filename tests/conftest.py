@@ -4,6 +4,7 @@ import pytest
 
 from tests.support.paths import SHARED
 from tests.support.scripted_server import ScriptedServers
+from tests.support.suites import write_prompts
 
 
 @pytest.fixture
@@ -13,10 +14,7 @@ def shared() -> Path:
 
 @pytest.fixture
 def prompts_file(tmp_path: Path) -> Path:
-    path = tmp_path / "prompts.jsonl"
-    rows = [f'{{"prompt": "question number {i} about topic {i % 3}", "category": "cat{i % 2}"}}' for i in range(6)]
-    path.write_text("\n".join(rows) + "\n")
-    return path
+    return write_prompts(tmp_path / "prompts.jsonl")
 
 
 @pytest.fixture

@@ -30,7 +30,7 @@ def baseline_and_spec(base_url: str, spec_url: str, name: str = "spec", k: int =
 
 
 def write_prompts(path: Path) -> Path:
-    """Six prompts in two categories (what the ``prompts_file`` fixture holds), for module-scoped fixtures."""
+    """Six prompts in two categories: the ``prompts_file`` fixture, and module-scoped fixtures' prompts."""
     rows = [f'{{"prompt": "question number {i} about topic {i % 3}", "category": "cat{i % 2}"}}' for i in range(6)]
     path.write_text("\n".join(rows) + "\n")
     return path
