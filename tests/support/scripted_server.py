@@ -7,16 +7,16 @@ token counts cycle through ``pattern`` (one chunk = one engine step), ``gap_s`` 
 
 Faults for reliability tests: ``fault`` = http500 | http429 | http401echo | malformed | stall | drop, applied to
 requests whose number (1-based) is in ``fault_on``; ``die_after`` exits the process after that
-many requests. Hostile-server knobs (tests/test_trust_server.py): ``final_usage`` / ``final_extra``
+many requests. Hostile-server knobs (tests/faults/test_trust_server.py): ``final_usage`` / ``final_extra``
 merged into the final usage chunk, ``chunk_usage`` overriding the cumulative count of chosen content
 chunks, ``counters`` replacing counter values in ``/metrics`` by raw text (``NaN``), ``models_body``
 / ``version_body`` raw probe answers, ``empty_data`` an empty ``data:`` line before the first chunk,
 ``gzip`` a gzip-encoded stream whatever the client asked, ``api_key`` required on every path (a
 401 echoes the request's headers), ``metrics_format: sglang`` SGLang's counters instead of vLLM's.
 ``capacity``: at most that many requests are served at once, the rest queue before their prefill
-(a server with that many batch slots: C ÷ service time requests per second, tests/test_slo.py).
+(a server with that many batch slots: C ÷ service time requests per second, tests/integration/test_slo.py).
 
-Run standalone: ``python tests/scripted_server.py --port 8123 --pattern 1,2,4 --k 3``.
+Run standalone: ``python tests/support/scripted_server.py --port 8123 --pattern 1,2,4 --k 3``.
 """
 
 from __future__ import annotations
