@@ -42,7 +42,7 @@ known() {
   say "known: start (GPU 0)"
   CUDA_VISIBLE_DEVICES=0 sb run suites/gpu_known_answers.yaml -o "$OUTROOT/known" --quiet > "$OUTROOT/known.log" 2>&1
   say "known: exit $?"
-  SPECBENCH_GPU_RUN_DIR="$OUTROOT/known" python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu_known_answers.py \
+  SPECBENCH_GPU_RUN_DIR="$OUTROOT/known" python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_gpu_known_answers.py \
     > "$OUTROOT/known_pytest.log" 2>&1
   say "known: pytest exit $? ($(tail -1 "$OUTROOT/known_pytest.log"))"
 }

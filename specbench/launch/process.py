@@ -340,6 +340,11 @@ def _wait_group_gone(pgid: int, timeout_s: float) -> None:
         time.sleep(0.05)
 
 
+def live_servers() -> frozenset[ServerProcess]:
+    """The servers started and not yet stopped (what ``reap_all`` would stop)."""
+    return frozenset(_LIVE)
+
+
 def reap_all(grace_s: float = 10.0) -> None:
     """Stop every server still running (Ctrl-C, errors, interpreter exit)."""
     for server in list(_LIVE):

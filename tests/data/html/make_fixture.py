@@ -1,4 +1,4 @@
-"""Regenerate the run directory under ``tests/data/html/run`` (used by tests/test_html.py).
+"""Regenerate the run directory under ``tests/data/html/run`` (used by tests/integration/test_html.py).
 
 A simulated but realistic sweep: 2 data sets × 3 configs (baseline, ngram k=3, draft model k=5)
 × 2 concurrency levels × 3 repeats of 8 prompts (closed loop: a lane sends its next
@@ -16,17 +16,13 @@ real ones. Run ``python tests/data/html/make_fixture.py`` from the repository ro
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(ROOT))
-
-from specbench.cell import Cell  # noqa: E402
-from specbench.measure import PhaseInfo, ResultRow, add_comparisons, summarize_cell  # noqa: E402
-from specbench.records import RequestRecord  # noqa: E402
+from specbench.cell import Cell
+from specbench.measure import PhaseInfo, ResultRow, add_comparisons, summarize_cell
+from specbench.records import RequestRecord
 
 OUT = Path(__file__).resolve().parent / "run"
 CONFIGS = [("baseline", "baseline", None), ("ngram_k3", "ngram", 3), ("draft_k5", "draft_model", 5)]

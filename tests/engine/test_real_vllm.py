@@ -1,0 +1,83 @@
+"""Real vLLM on the CPU, launched by specbench: baseline vs n-gram speculation on built-in prompts.
+
+Needs `specbench setup cpu` (CI runs it). Without the engine the test skips, unless
+SPECBENCH_REQUIRE_ENGINE=1 (set by .ci/run) turns that into a failure.
+"""
+
+import json
+import os
+
+import pytest
+import yaml
+
+from specbench.launch.process import group_members
+from specbench.run import run_suite
+from specbench.setup_cpu import MODEL_NAME, cache_dir
+from specbench.suite import load_suite
+from tests.support.processes import alive
+
+pytestmark = pytest.mark.engine
+
+ENGINE_PY = cache_dir() / "engine" / "bin" / "python"
+MODEL = cache_dir() / "models" / MODEL_NAME
+
+
+@pytest.fixture(scope="module", autouse=True)
+def engine_ready():
+    if ENGINE_PY.exists() and (MODEL / "config.json").exists():
+        return
+    if os.environ.get("SPECBENCH_REQUIRE_ENGINE") == "1":
+        pytest.fail(f"CPU engine not prepared ({ENGINE_PY}, {MODEL}): run `specbench setup cpu`")
+    pytest.skip("CPU engine not prepared: run `specbench setup cpu`")
+
+
+async def test_real_vllm_baseline_vs_ngram(tmp_path):
+    suite_file = tmp_path / "suite.yaml"
+    suite_file.write_text(yaml.safe_dump({
+        "name": "real_cpu", "model": "smol", "endpoint": "chat", "engine": "vllm-cpu",
+        "configs": [{"name": "baseline"},
+                    {"name": "ngram_k3", "method": "ngram", "num_speculative_tokens": 3,
+                     "speculative": {"prompt_lookup_max": 4, "prompt_lookup_min": 2}}],
+        "datasets": [{"name": "builtin", "categories": ["math"], "requests": 3}],
+        "load": {"concurrency": 1, "max_tokens": 48, "temperature": 0, "warmup": 1},
+        "server": {"startup_timeout_s": 400},
+    }))
+    out = tmp_path / "run"
+    outcome = await run_suite(load_suite(suite_file), out)
+    assert outcome.failed_configs == {}
+    assert outcome.exit_code == 0
+
+    meta = json.loads((out / "meta.json").read_text())
+    for name in ("baseline", "ngram_k3"):
+        server = meta["servers"][name]
+        assert server["version"] == "0.32.0" and server["launched"] is True
+        assert (out / "logs" / f"{name}.log").stat().st_size > 0
+        assert not alive(server["pid"]), f"{name} server still running"
+        assert group_members(server["pid"]) == [], f"{name} left processes in its group"
+    assert "--speculative-config" in meta["servers"]["ngram_k3"]["argv"]
+    assert "--speculative-config" not in meta["servers"]["baseline"]["argv"]
+
+    rows = {r["run"]: r for r in json.loads((out / "results.json").read_text())}
+    base, spec = rows["baseline"], rows["ngram_k3"]
+    assert base["requests"] == spec["requests"] == 3
+    assert base["mean_acceptance_length"] is None and base["acceptance_rate"] is None
+    assert spec["spec_drafts"] > 0 and spec["spec_draft_tokens"] == 3 * spec["spec_drafts"]
+    assert 1.0 <= spec["mean_acceptance_length"] <= 4.0
+    assert spec["acceptance_source"].startswith("/metrics counters vllm:spec_decode_")
+    # One chunk per engine step: the chunk sizes seen by the client account for the tokens the server's
+    # counters say were accepted (n-gram drafts only on steps with a match, so steps >= drafts; a
+    # request's last step can be cut by max_tokens, hence one token of slack per request).
+    assert spec["stream_steps"] >= spec["spec_drafts"]
+    assert abs(spec["stream_accepted_tokens"] - spec["spec_accepted_tokens"]) <= spec["requests"]
+    assert spec["acceptance_sources_agree"] is True
+    # vLLM's per-request stats (--per-request-spec-decode-metrics summary) sum to the same counters
+    assert spec["request_stats_mean_acceptance_length"] == pytest.approx(spec["mean_acceptance_length"], rel=0.02)
+    assert spec["token_count_source"] == {"usage_continuous": 3}
+    for r in (base, spec):
+        assert r["output_throughput_tps"] > 0 and r["ttft_mean_ms"] > 0 and r["tpot_mean_ms"] > 0
+    assert spec["fidelity_identical"] is not None  # greedy n-gram is lossless; reported, not asserted equal
+    assert (out / "results.md").read_text().count("| builtin |") == 2
+    records = [json.loads(l) for l in (out / "requests.jsonl").read_text().splitlines()]
+    spec_records = [r for r in records if r["config"] == "ngram_k3" and r["phase"] == "measure"]
+    assert all(sum(r["chunk_tokens"]) == r["output_tokens"] for r in spec_records)
+    assert all(r["output_token_ids"] and len(r["output_token_ids"]) == r["output_tokens"] for r in spec_records)

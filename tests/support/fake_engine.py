@@ -1,0 +1,74 @@
+"""A vLLM-shaped engine on top of the scripted server, for `whatif` and `tune` known-answer tests.
+
+Started through a launcher YAML (adapter vllm) like a real engine: it reads ``--port``,
+``--served-model-name`` and ``--speculative-config`` and streams with a known cost model:
+
+- one target step takes ``--gap`` (10 ms) + ``--gap-per-draft`` (4.5 ms) × K × (requests in flight), paced
+  on the server's clock: drafting
+  work grows with K and with the batch, so more K pays at low load and loses at high load;
+- tokens per step: with ``rejection_sample_method: synthetic`` a cycle whose mean is
+  ``synthetic_acceptance_length``; otherwise the real "drafter" accepts min(K, 2) drafts;
+- ``num_speculative_tokens_per_batch_size`` is recorded in ``/version`` (``schedule``) so a test
+  can see the flag arrived.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+
+from aiohttp import web
+
+from tests.support.scripted_server import Script, ScriptedServer
+
+
+def synthetic_pattern(length: float) -> list[int]:
+    """Ten steps whose tokens average ``length`` (to 0.1), spread evenly: 1.5 → 1, 2, 1, 2, …"""
+    return [math.floor((i + 1) * length + 1e-9) - math.floor(i * length + 1e-9) for i in range(10)]
+
+
+class FakeEngine(ScriptedServer):
+    def __init__(self, script: Script, gap_per_draft: float, schedule) -> None:
+        super().__init__(script)
+        self.gap_per_draft, self.inflight, self.schedule_flag = gap_per_draft, 0, schedule
+
+    def step_gap(self) -> float:
+        return self.s.gap_s + self.gap_per_draft * (self.s.k or 0) * max(self.inflight, 1)
+
+    async def complete(self, request: web.Request) -> web.StreamResponse:
+        self.inflight += 1
+        try:
+            return await super().complete(request)
+        finally:
+            self.inflight -= 1
+
+    async def version(self, request: web.Request) -> web.Response:
+        return web.json_response({"version": "fake-engine-1", "schedule": self.schedule_flag})
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--served-model-name", default="smol")
+    p.add_argument("--speculative-config")
+    p.add_argument("--gap", type=float, default=0.010)
+    p.add_argument("--gap-per-draft", type=float, default=0.0045)
+    p.add_argument("--ttft", type=float, default=0.010)
+    a, _ = p.parse_known_args()
+    spec = json.loads(a.speculative_config) if a.speculative_config else {}
+    k = spec.get("num_speculative_tokens")
+    if not spec:
+        pattern = [1]
+    elif spec.get("rejection_sample_method") == "synthetic":
+        pattern = synthetic_pattern(float(spec["synthetic_acceptance_length"]))
+    else:
+        pattern = [min(k, 2) + 1]
+    script = Script(pattern=pattern, k=k, ttft_s=a.ttft, gap_s=a.gap, model=a.served_model_name, paced=True)
+    server = FakeEngine(script, a.gap_per_draft, spec.get("num_speculative_tokens_per_batch_size"))
+    web.run_app(server.app, host=a.host, port=a.port, access_log=None, print=None)
+
+
+if __name__ == "__main__":
+    main()

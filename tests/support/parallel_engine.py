@@ -1,0 +1,43 @@
+"""A vLLM-shaped engine for the scale-out tests: reads ``--speculative-config`` (pattern 1,2,k+1 with
+k = num_speculative_tokens, else 1) and can kill its parent, the worker, after N requests
+(FAKE_KILL_PARENT_AFTER; once, FAKE_MARKER)."""
+
+import argparse
+import json
+import os
+import signal
+
+from aiohttp import web
+
+from tests.support.scripted_server import Script, ScriptedServer
+
+
+class Server(ScriptedServer):
+    def __init__(self, script: Script, kill_after: str | None, marker: str | None) -> None:
+        super().__init__(script)
+        self.kill_after, self.marker = kill_after, marker
+
+    async def complete(self, request):
+        if self.kill_after and self.requests + 1 > int(self.kill_after) and not os.path.exists(self.marker):
+            open(self.marker, "w").close()
+            os.kill(os.getppid(), signal.SIGKILL)  # the worker that started us
+        return await super().complete(request)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--served-model-name", default="smol")
+    p.add_argument("--speculative-config")
+    a, _ = p.parse_known_args()
+    spec = json.loads(a.speculative_config) if a.speculative_config else None
+    k = spec["num_speculative_tokens"] if spec else None
+    script = Script(pattern=[1, 2, k + 1] if k else [1], k=k,
+                    ttft_s=0.02, gap_s=float(os.environ.get("FAKE_GAP", "0.01")), model=a.served_model_name)
+    server = Server(script, os.environ.get("FAKE_KILL_PARENT_AFTER"), os.environ.get("FAKE_MARKER"))
+    web.run_app(server.app, host=a.host, port=a.port, access_log=None, print=None)
+
+
+if __name__ == "__main__":
+    main()

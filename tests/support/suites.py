@@ -1,0 +1,51 @@
+"""Suite files for the end-to-end tests: one writer; each test module passes its own defaults."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+
+def write_suite(path: Path, configs: list[dict], *, name: str, load: dict, prompts: Path | None = None,
+                requests: int | None = None, datasets: list[dict] | None = None, engine: str | None = None,
+                **top) -> Path:
+    """Write a suite YAML to ``path`` (a path without .yaml names a folder: ``suite.yaml`` in it): ``configs`` on one prompts file
+    (``requests`` of it) or on ``datasets``; ``top`` holds further top-level keys (endpoint, server, …)."""
+    if datasets is None:
+        datasets = [{"name": "prompts", "path": str(prompts), **({"requests": requests} if requests is not None else {})}]
+    suite = {"name": name, "model": "smol", "configs": configs, "datasets": datasets, "load": load, **top}
+    if engine:
+        suite["engine"] = engine
+    if path.suffix not in (".yaml", ".yml"):
+        path = path / "suite.yaml"
+    path.write_text(yaml.safe_dump(suite))
+    return path
+
+
+def baseline_and_spec(base_url: str, spec_url: str, name: str = "spec", k: int = 3) -> list[dict]:
+    """A baseline config and an n-gram config ``name`` (k drafts), each on its own server."""
+    return [{"name": "baseline", "url": base_url},
+            {"name": name, "url": spec_url, "method": "ngram", "num_speculative_tokens": k}]
+
+
+def write_prompts(path: Path) -> Path:
+    """Six prompts in two categories: the ``prompts_file`` fixture, and module-scoped fixtures' prompts."""
+    rows = [f'{{"prompt": "question number {i} about topic {i % 3}", "category": "cat{i % 2}"}}' for i in range(6)]
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def write_fault_suite(path: Path, prompts_file: Path, configs: list[dict], *, requests: int = 6, engine: str | None = None,
+                      extra: dict | None = None, **load) -> Path:
+    """The fault-injection suite: short requests (8 tokens, 30 s timeout), no warm-up, chat endpoint."""
+    return write_suite(path, configs, name="faults", prompts=prompts_file, requests=requests, engine=engine,
+                       endpoint="chat", **(extra or {}),
+                       load={"concurrency": 2, "max_tokens": 8, "temperature": 0, "warmup": 0, "timeout_s": 30, **load})
+
+
+def write_e2e_suite(tmp_path: Path, prompts_file: Path, urls: dict[str, str], **load) -> Path:
+    """The known-answer suite: a baseline and n-gram k=3 (``ngram_k3``), 6 requests of 22 tokens at concurrency 2."""
+    return write_suite(tmp_path, baseline_and_spec(urls["baseline"], urls["spec"], "ngram_k3"), name="e2e", endpoint="chat",
+                       prompts=prompts_file, requests=6,
+                       load={"concurrency": 2, "max_tokens": 1 + 7 * 3, "temperature": 0, "warmup": 1, **load})

@@ -1,0 +1,107 @@
+"""ResultRow: results.json rows byte-identical to the dict rows they replace, and one strict loader."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from specbench.cell import Cell
+from specbench.errors import ResultsError
+from specbench.measure import add_comparisons, summarize_cell
+from specbench.quality import add_quality
+from specbench.report.load import load_run
+from specbench.row import FIELD_NAMES, REFERENCE_KEYS, ResultRow
+from specbench.slo import attach_capacity
+from tests.support.paths import DATA
+
+#: written by the dict rows of commit a3b46e1 (summarize_cell → add_comparisons → add_quality →
+#: order_row → attach_capacity) for the simulated sweep of tests/data/html/make_fixture.py
+GOLDEN = DATA / "rows" / "results_golden.json"
+
+
+def _fixture():
+    spec = importlib.util.spec_from_file_location("make_fixture", DATA / "html" / "make_fixture.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _rows() -> list[ResultRow]:
+    mf = _fixture()
+    phases, records = mf.simulate()
+    rows = []
+    for dataset in mf.DATASETS:
+        for conc in mf.CONCURRENCY:
+            for config, method, k in mf.CONFIGS:
+                cp = [p for p in phases if p.cell == Cell(config, dataset, conc)]
+                cr = [r for r in records if (r.config, r.dataset, r.concurrency) == (config, dataset, conc)]
+                rows.append(summarize_cell(cp, cr, method=method, k=k))
+    add_comparisons(rows, records, "baseline")
+    suite = SimpleNamespace(configs=[SimpleNamespace(name=c) for c, _, _ in mf.CONFIGS], baseline=SimpleNamespace(name="baseline"),
+                            load=SimpleNamespace(slo=None, grade=("gsm8k",)), cost=None)
+    add_quality(rows, phases, records, suite)
+    attach_capacity(rows, {"baseline": {"gsm8k": {"percentile": 95, "max_rate_rps": 2.0, "bracket": [2.0, 3.0], "steps": 4}},
+                           "ngram_k3": {"gsm8k": {"percentile": 95, "max_rate_rps": 3.0, "bracket": [3.0, 4.0], "steps": 5}}},
+                    "baseline")
+    return rows
+
+
+def test_results_json_is_byte_identical_to_the_dict_rows():
+    rows = _rows()
+    assert json.dumps([r.to_dict() for r in rows], indent=2) + "\n" == GOLDEN.read_text()
+
+
+def test_a_row_read_back_writes_the_same_json(tmp_path):
+    (tmp_path / "results.json").write_text(GOLDEN.read_text())
+    run = load_run(tmp_path, quiet=True)
+    assert run.problems == []
+    assert json.dumps([r.to_dict() for r in run.rows], indent=2) + "\n" == GOLDEN.read_text()
+    assert [r.to_dict(reference_first=False) for r in run.rows] == json.loads(GOLDEN.read_text())
+
+
+def test_unknown_keys_are_kept_in_place_and_known_ones_typed():
+    data = {"run": "spec", "zz_newer_metric": {"a": 1}, "dataset": "d", "acceptance_pos_4": 0.5, "output_throughput_tps": 12.5}
+    row = ResultRow.from_dict(data, where="x/results.json")
+    assert row.output_throughput_tps == 12.5 and row.extra == {"zz_newer_metric": {"a": 1}, "acceptance_pos_4": 0.5}
+    assert row.to_dict(reference_first=False) == data and list(row.to_dict(reference_first=False)) == list(data)
+    assert list(row.to_dict())[:len(REFERENCE_KEYS)] == REFERENCE_KEYS
+
+
+def test_a_wrong_type_is_one_line_naming_file_record_and_key():
+    problems: list[str] = []
+    row = ResultRow.from_dict({"run": "r", "dataset": "d", "status": 3, "slo_attainment": "high"}, "f.json", 2, problems)
+    assert row.status is None and row.slo_attainment is None
+    assert problems == ["f.json: record 2 (r / d): status: expected text, got 3; shown as —",
+                        "f.json: record 2 (r / d): slo_attainment: expected a finite number, got 'high'; shown as —"]
+    with pytest.raises(ResultsError, match=r"^f.json: record 0 \(r / d\): status: expected text, got 3 \(and 1 more\)$"):
+        ResultRow.from_dict({"run": "r", "dataset": "d", "status": 3, "slo_attainment": "high"}, "f.json")
+
+
+def test_every_key_the_golden_rows_carry_is_a_field_or_a_run_time_position():
+    keys = {k for r in json.loads(GOLDEN.read_text()) for k in r}
+    assert {k for k in keys if k not in FIELD_NAMES} == {"acceptance_pos_4", "acceptance_pos_5"}
+
+
+#: sha256 of the HTML page that commit a3b46e1 (dict rows) rendered from GOLDEN with the html fixture's
+#: meta.json and requests.jsonl; the markdown it rendered is tests/data/rows/report_golden.md
+PAGE_SHA256 = "b85a4d884e466657c3a76d8eae101e91b4b5c305269773284b3147aadf83a801"
+
+
+def test_report_pages_render_byte_identical_from_typed_rows(tmp_path):
+    import hashlib
+    import shutil
+
+    from specbench.report.html import write_html
+    from specbench.report.markdown import markdown
+
+    for name in ("meta.json", "requests.jsonl"):
+        shutil.copy(DATA / "html" / "run" / name, tmp_path / name)
+    shutil.copy(GOLDEN, tmp_path / "results.json")
+    run = load_run(tmp_path, quiet=True)
+    assert markdown(run.rows, run.meta) == (DATA / "rows" / "report_golden.md").read_text()
+    page = write_html([tmp_path], tmp_path / "report.html").read_bytes()
+    assert hashlib.sha256(page).hexdigest() == PAGE_SHA256

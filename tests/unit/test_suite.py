@@ -1,0 +1,326 @@
+"""Suite files: a valid suite loads into typed values; every mistake is one line naming file and key."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from specbench.errors import SuiteError
+from specbench.suite import LoadSpec, Suite, load_suite, parse_suite
+from tests.support.paths import ROOT
+
+
+@pytest.fixture
+def prompts(tmp_path: Path) -> Path:
+    p = tmp_path / "prompts.jsonl"
+    p.write_text('{"prompt": "hello"}\n{"prompt": "world"}\n')
+    return p
+
+
+def valid(prompts: Path) -> dict:
+    return {
+        "name": "t", "model": "smol", "endpoint": "chat", "engine": "vllm",
+        "configs": [
+            {"name": "baseline", "url": "http://127.0.0.1:8000/"},
+            {"name": "dspark_k3", "method": "dspark", "num_speculative_tokens": 3, "drafter": "d/draft",
+             "speculative": {"draft_sample_method": "greedy"}, "args": ["--max-model-len", 4096], "env": {"X": 1},
+             "port": 8123, "gpus": 1},
+        ],
+        "datasets": [{"name": "p", "path": prompts.name, "requests": 2}, "builtin"],
+        "load": {"concurrency": [1, 4], "max_tokens": 64, "temperature": 0, "warmup": 0, "repeats": 2,
+                 "timeout_s": 30, "top_p": 1},
+        "server": {"startup_timeout_s": 60, "args": ["--seed", 1], "host": "127.0.0.1"},
+    }
+
+
+def write(tmp_path: Path, data) -> Path:
+    path = tmp_path / "suite.yaml"
+    path.write_text(data if isinstance(data, str) else yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def problems(tmp_path: Path, data) -> list[str]:
+    path = write(tmp_path, data)
+    with pytest.raises(SuiteError) as info:
+        load_suite(path)
+    lines = str(info.value).splitlines()
+    for line in lines:
+        assert line.startswith(str(path)), line  # every line names the file
+    return lines
+
+
+def test_valid_suite_loads_typed_values(tmp_path, prompts):
+    suite = load_suite(write(tmp_path, valid(prompts)))
+    assert isinstance(suite, Suite) and suite.name == "t" and suite.model == "smol" and suite.endpoint == "chat"
+    base, spec = suite.configs
+    assert base.url == "http://127.0.0.1:8000" and not base.launched  # trailing slash dropped
+    assert spec.launched and spec.method == "dspark" and spec.num_speculative_tokens == 3
+    assert spec.drafter == "d/draft" and spec.speculative == {"draft_sample_method": "greedy"}
+    assert spec.args == ("--max-model-len", "4096") and spec.env == {"X": "1"} and spec.gpus == "1"
+    assert spec.port == 8123 and spec.label_method == "dspark" and base.label_method == "baseline"
+    assert [d.name for d in suite.datasets] == ["p", "builtin"]
+    assert suite.datasets[0].path == prompts.resolve() and suite.datasets[0].requests == 2
+    assert suite.load.concurrency == (1, 4) and suite.load.max_tokens == 64 and suite.load.repeats == 2
+    assert isinstance(suite.load.temperature, float) and suite.load.temperature == 0.0
+    assert suite.load.timeout_s == 30.0 and suite.load.top_p == 1.0
+    assert suite.server.startup_timeout_s == 60.0 and suite.server.args == ("--seed", "1")
+    assert suite.baseline is base
+
+
+def test_defaults(tmp_path, prompts):
+    data = {"name": "t", "model": "m", "configs": [{"name": "a"}], "datasets": ["builtin"]}
+    suite = load_suite(write(tmp_path, data))
+    assert suite.endpoint == "chat" and suite.engine == "vllm"
+    assert suite.load == LoadSpec()
+    assert suite.load.concurrency == (1,) and suite.load.request_rate is None
+    assert suite.baseline is None
+
+
+def test_request_rate_list(tmp_path, prompts):
+    data = valid(prompts)
+    data["load"] = {"request_rate": [0.5, 2]}
+    assert load_suite(write(tmp_path, data)).load.request_rate == (0.5, 2.0)
+
+
+def test_embedded_cpu_smoke_suite_loads():
+    suite = load_suite(ROOT / "suites" / "cpu_smoke.yaml")
+    assert [c.name for c in suite.configs] == ["baseline", "ngram_k3", "ngram_k7"]
+    assert suite.baseline.name == "baseline" and suite.engine == "vllm-cpu"
+
+
+# ---------------------------------------------------------------- one-line errors
+
+
+def test_unknown_top_key(tmp_path, prompts):
+    data = valid(prompts)
+    data["concurency"] = 4
+    lines = problems(tmp_path, data)
+    assert len(lines) == 1
+    assert lines[0].startswith(f"{tmp_path / 'suite.yaml'}.concurency: unknown key")
+    assert "allowed:" in lines[0] and "configs" in lines[0]
+
+
+def test_unknown_config_key(tmp_path, prompts):
+    data = valid(prompts)
+    data["configs"][1]["drafter_path"] = "x"
+    (line,) = problems(tmp_path, data)
+    assert "configs[1].drafter_path: unknown key" in line and "drafter" in line
+
+
+def test_unknown_load_key(tmp_path, prompts):
+    data = valid(prompts)
+    data["load"]["max_token"] = 10
+    (line,) = problems(tmp_path, data)
+    assert "load.max_token: unknown key" in line and "max_tokens" in line
+
+
+def test_unknown_server_key(tmp_path, prompts):
+    data = valid(prompts)
+    data["server"]["pyhton"] = "/x"
+    (line,) = problems(tmp_path, data)
+    assert "server.pyhton: unknown key" in line
+
+
+@pytest.mark.parametrize("section, key, value, expect", [
+    ("load", "max_tokens", "64", "load.max_tokens: expected an integer, got '64'"),
+    ("load", "ignore_eos", "yes", "load.ignore_eos: expected true/false, got 'yes'"),
+    ("load", "max_tokens", True, "load.max_tokens: expected an integer, got True"),
+    ("config", "num_speculative_tokens", 2.5, "configs[1].num_speculative_tokens: expected an integer, got 2.5"),
+    ("config", "args", "--x", "configs[1].args: expected a list, got '--x'"),
+    ("config", "baseline", "no", "configs[1].baseline: expected true/false, got 'no'"),
+    ("top", "model", 7, ".model: expected a string, got 7"),
+    ("top", "configs", {"name": "a"}, ".configs: expected a list"),
+])
+def test_wrong_type(tmp_path, prompts, section, key, value, expect):
+    data = valid(prompts)
+    target = {"load": data["load"], "config": data["configs"][1], "top": data}[section]
+    target[key] = value
+    lines = problems(tmp_path, data)
+    assert len(lines) == 1 and expect in lines[0], lines
+
+
+def test_missing_required_keys(tmp_path):
+    lines = problems(tmp_path, {"endpoint": "chat"})
+    assert len(lines) == 4
+    for key in ("name", "model", "configs", "datasets"):
+        assert any(l.endswith(f".{key}: required key missing") for l in lines), key
+
+
+def test_config_without_name(tmp_path, prompts):
+    data = valid(prompts)
+    data["configs"].append({"url": "http://127.0.0.1:9000"})
+    (line,) = problems(tmp_path, data)
+    assert line.endswith("configs[2].name: required key missing")
+
+
+@pytest.mark.parametrize("url, expect", [
+    ("localhost:8000", "not an http(s) URL: 'localhost:8000'"),
+    ("ftp://host/x", "not an http(s) URL"),
+    ("http://", "not an http(s) URL"),
+    ("http://host:99999", "bad port in URL 'http://host:99999'"),
+    ("http://host:abc", "bad port in URL"),
+])
+def test_bad_url(tmp_path, prompts, url, expect):
+    data = valid(prompts)
+    data["configs"][0]["url"] = url
+    (line,) = problems(tmp_path, data)
+    assert "configs[0].url: " + expect in line
+
+
+@pytest.mark.parametrize("port", [0, 65536, -1])
+def test_bad_port(tmp_path, prompts, port):
+    data = valid(prompts)
+    data["configs"][1]["port"] = port
+    (line,) = problems(tmp_path, data)
+    assert f"configs[1].port: expected 1-65535, got {port}" in line
+
+
+def test_duplicate_config_names(tmp_path, prompts):
+    data = valid(prompts)
+    data["configs"][1]["name"] = "baseline"
+    (line,) = problems(tmp_path, data)
+    assert "configs: name 'baseline' used more than once" in line
+
+
+def test_k_without_method(tmp_path, prompts):
+    data = valid(prompts)
+    del data["configs"][1]["method"]
+    (line,) = problems(tmp_path, data)
+    assert "configs[1].method: required when num_speculative_tokens is given" in line
+
+
+def test_k_must_be_positive(tmp_path, prompts):
+    data = valid(prompts)
+    data["configs"][1]["num_speculative_tokens"] = 0
+    (line,) = problems(tmp_path, data)
+    assert "configs[1].num_speculative_tokens: expected a positive integer, got 0" in line
+
+
+def test_missing_dataset_file(tmp_path, prompts):
+    data = valid(prompts)
+    data["datasets"][0]["path"] = "nope.jsonl"
+    (line,) = problems(tmp_path, data)
+    assert "datasets[0].path: file not found" in line and str(tmp_path / "nope.jsonl") in line
+
+
+def test_bad_load_values(tmp_path, prompts):
+    data = valid(prompts)
+    data["load"].update(concurrency=[1, 0], max_tokens=0, warmup=-1, temperature=-0.5, timeout_s=0)
+    lines = problems(tmp_path, data)
+    assert len(lines) == 5
+    assert any("load.concurrency: expected a positive integer or a list of them, got [1, 0]" in l for l in lines)
+    assert any("load.max_tokens: expected a positive integer, got 0" in l for l in lines)
+    assert any("load.warmup: expected 0 or more" in l and l.endswith("got -1") for l in lines)
+    assert any("load.temperature: expected 0 or more" in l for l in lines)
+    assert any("load.timeout_s: expected a positive number" in l for l in lines)
+
+
+def test_bad_endpoint(tmp_path, prompts):
+    data = valid(prompts)
+    data["endpoint"] = "responses"
+    (line,) = problems(tmp_path, data)
+    assert ".endpoint: expected one of chat, completions, got 'responses'" in line
+
+
+def test_bad_yaml_names_line(tmp_path):
+    text = "name: t\nmodel: smol\nconfigs:\n  - name: a\n    url: [http://x\ndatasets: [builtin]\n"
+    lines = problems(tmp_path, text)
+    assert len(lines) == 1
+    assert lines[0].startswith(f"{tmp_path / 'suite.yaml'}:6: not valid YAML")
+
+
+def test_bad_yaml_indentation_line(tmp_path):
+    (line,) = problems(tmp_path, "name: t\nmodel: smol\n  configs: 1\n")
+    assert line.startswith(f"{tmp_path / 'suite.yaml'}:3: not valid YAML")
+
+
+def test_not_a_mapping(tmp_path):
+    (line,) = problems(tmp_path, "- a\n- b\n")
+    assert "expected a mapping, got list" in line
+    (line,) = problems(tmp_path, "")
+    assert "expected a mapping, got NoneType" in line
+
+
+def test_missing_suite_file(tmp_path):
+    path = tmp_path / "nope.yaml"
+    with pytest.raises(SuiteError, match="suite file not found") as info:
+        load_suite(path)
+    assert str(info.value) == f"{path}: suite file not found"
+
+
+def test_many_problems_reported_together(tmp_path, prompts):
+    data = valid(prompts)
+    data["bogus"] = 1
+    data["configs"][0]["colour"] = "red"
+    data["configs"][1]["port"] = 70000
+    data["configs"].append({"name": "dspark_k3", "url": "ftp://x"})
+    data["datasets"][0]["path"] = "missing.jsonl"
+    data["load"]["foo"] = 1
+    lines = problems(tmp_path, data)
+    expected = [".bogus: unknown key", "configs[0].colour: unknown key", "configs[1].port: expected 1-65535",
+                "configs[2].url: not an http(s) URL", "configs: name 'dspark_k3' used more than once",
+                "datasets[0].path: file not found", "load.foo: unknown key"]
+    assert len(lines) == len(expected)
+    for fragment in expected:
+        assert sum(fragment in l for l in lines) == 1, fragment
+
+
+def test_parse_suite_direct(prompts):
+    with pytest.raises(SuiteError) as info:
+        parse_suite({"name": "t"}, Path("x.yaml"))
+    assert str(info.value).splitlines() == ["x.yaml.model: required key missing", "x.yaml.configs: required key missing",
+                                            "x.yaml.datasets: required key missing"]
+
+
+# ---------------------------------------------------------------- baseline and comparability
+
+
+def test_baseline_by_name_or_flag(tmp_path, prompts):
+    data = valid(prompts)
+    assert load_suite(write(tmp_path, data)).baseline.name == "baseline"
+    data["configs"][0]["name"] = "plain"
+    assert load_suite(write(tmp_path, data)).baseline is None
+    data["configs"][0]["baseline"] = True
+    assert load_suite(write(tmp_path, data)).baseline.name == "plain"
+    # an explicit flag wins over the name
+    data["configs"].append({"name": "baseline", "url": "http://127.0.0.1:9"})
+    assert load_suite(write(tmp_path, data)).baseline.name == "plain"
+
+
+def test_comparability_changes_with_max_tokens(tmp_path, prompts):
+    data = valid(prompts)
+    first = load_suite(write(tmp_path, data)).comparability()
+    assert load_suite(write(tmp_path, data)).comparability() == first  # deterministic
+    data["load"]["max_tokens"] = 65
+    second = load_suite(write(tmp_path, data)).comparability()
+    assert second["max_tokens"] == 65 and first["max_tokens"] == 64
+    assert {k for k in first if first[k] != second[k]} == {"max_tokens"}
+
+
+def test_comparability_fingerprints_configs_and_datasets(tmp_path, prompts):
+    data = valid(prompts)
+    first = load_suite(write(tmp_path, data)).comparability()
+    assert set(first["configs"]) == {"baseline", "dspark_k3"} and set(first["datasets"]) == {"p", "builtin"}
+    data["configs"][1]["num_speculative_tokens"] = 7
+    data["datasets"][0]["requests"] = 1
+    second = load_suite(write(tmp_path, data)).comparability()
+    assert first["configs"]["baseline"] == second["configs"]["baseline"]
+    assert first["configs"]["dspark_k3"] != second["configs"]["dspark_k3"]
+    assert first["datasets"]["p"] != second["datasets"]["p"]
+    assert first["datasets"]["builtin"] == second["datasets"]["builtin"]
+    # load shape is not part of it (more load points may be added on resume)
+    data["load"]["concurrency"] = [1, 4, 16]
+    assert load_suite(write(tmp_path, data)).comparability() == second
+
+
+@pytest.mark.parametrize("change", ["extra_body", "model_path", "engine"])
+def test_comparability_covers_request_body_weights_and_engine(tmp_path, prompts, change):
+    data = valid(prompts)
+    first = load_suite(write(tmp_path, data)).comparability()
+    if change == "extra_body":
+        data["load"]["extra_body"] = {"top_k": 1}
+    elif change == "model_path":
+        data["server"]["model_path"] = "/models/other-weights"
+    else:
+        data["engine"] = "sglang"
+    assert load_suite(write(tmp_path, data)).comparability() != first
