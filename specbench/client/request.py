@@ -7,7 +7,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
-from ..secrets import split_credentials
+from ..redact import split_credentials
 from ..wire import Target
 from .checks import TOKEN_CAP
 

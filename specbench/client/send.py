@@ -12,7 +12,7 @@ import aiohttp
 import orjson
 
 from ..records import RequestRecord
-from ..secrets import mask_values
+from ..redact import mask_values
 from ..wire import EncodedResponse, Wire, WireError
 from .checks import BadValue, ServerSaid, stats_fit_the_stream
 from .request import RequestSpec

@@ -134,7 +134,7 @@ class Engine:
 
     def redact(self, argv: list[str]) -> list[str]:
         """argv with the values of secret flags (this launcher's and any secret-looking) replaced, for logs and metadata."""
-        from ..secrets import redact_argv
+        from ..redact import redact_argv
 
         return redact_argv(argv, self.secret_flags)
 

@@ -26,8 +26,8 @@ from typing import Any, cast
 import aiohttp
 
 from ..errors import LaunchError
+from ..redact import scrub, secret_values
 from ..scrape import PROBE_LIMIT, read_capped
-from ..secrets import scrub, secret_values
 
 _LIVE: set[ServerProcess] = set()
 

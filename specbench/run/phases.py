@@ -15,8 +15,8 @@ from ..client import RequestSpec, Transport, close_transport, open_transport, tr
 from ..loadgen import LoadPass, LoadResult, generate_load, generate_load_processes
 from ..measure import PhaseInfo
 from ..records import Prompt, RequestRecord
+from ..redact import redact_url
 from ..scrape import scrape
-from ..secrets import redact_url
 from ..slo import PROBE_PHASE, search_server
 from ..suite import Suite
 from ..telemetry import PhaseMeter

@@ -8,8 +8,8 @@ from ..cell import Cell
 from ..measure import PhaseInfo, add_comparisons, summarize_cell
 from ..quality import add_quality, suite_notes
 from ..records import RequestRecord
+from ..redact import redact_mapping
 from ..row import ResultRow
-from ..secrets import redact_mapping
 from ..suite import Suite
 from .preflight import load_points
 
@@ -39,7 +39,7 @@ def build_rows(suite: Suite, phases: list[PhaseInfo], records: list[RequestRecor
 
 
 def redact_raw(raw: Any) -> Any:
-    """The suite as written, minus secrets (see ``specbench.secrets``)."""
+    """The suite as written, minus secrets (see ``specbench.redact``)."""
     return redact_mapping(raw)
 
 

@@ -19,8 +19,8 @@ from ..client import RequestSpec
 from ..errors import ServerError
 from ..launch import Engine, ServerProcess, load_engine
 from ..launch.process import free_port, served_models
+from ..redact import redact_env, redact_url
 from ..scrape import PROBE_LIMIT, read_capped
-from ..secrets import redact_env, redact_url
 from ..suite import ServerConfig, Suite
 
 

@@ -10,7 +10,7 @@ from urllib.parse import urlparse
 
 from ..datasets import DatasetSpec
 from ..errors import SuiteError
-from ..secrets import redact_url
+from ..redact import redact_url
 from .checks import (
     CLIENTS,
     CONFIG_KEYS,
