@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..cell import Cell, LoadPoint
 from ..errors import ResultsError, SpecbenchError
 from ..row import ResultRow
 from .load import load_run, read_meta, refusal
@@ -175,13 +176,20 @@ def expected_cells(meta: dict[str, Any]) -> set[tuple[str, str, Load]] | None:
     if not isinstance(configs, dict) or not isinstance(datasets, dict) or not configs or not datasets:
         return None
     try:
-        if load.get("request_rate") is not None:
-            loads = [Load("rate", float(v)) for v in _as_list(load["request_rate"])]
+        if load.get("request_rate") is not None:  # one cap for every rate of a run: not part of the comparison
+            points = [LoadPoint(0, float(v)) for v in _as_list(load["request_rate"])]
         else:
-            loads = [Load("concurrency", float(v)) for v in _as_list(load.get("concurrency", 1))]
+            points = [LoadPoint(_count(v)) for v in _as_list(load.get("concurrency", 1))]
     except (TypeError, ValueError):
         return None
-    return {(c, d, ld) for c in configs for d in datasets for ld in loads}
+    return {(c, d, Load.of(Cell.at(c, d, p)).uncapped) for c in configs for d in datasets for p in points}
+
+
+def _count(value: Any) -> int:
+    number = float(value)
+    if not number.is_integer():
+        raise ValueError(f"{value!r} is not a count")
+    return int(number)
 
 
 def _cell_name(r: Record) -> str:
@@ -205,7 +213,7 @@ def classify(meta: dict[str, Any], records: list[Record] | None) -> tuple[str, s
         return "failed", "; ".join(parts)
     cut = [_cell_name(r) for r in records if r.status not in (None, "ok")]
     expected = expected_cells(meta)
-    present = {(r.run, r.dataset, load_of(r)) for r in records}
+    present = {(r.run, r.dataset, load_of(r).uncapped) for r in records}
     missing = len(expected - present) if expected is not None else 0
     raw = (meta.get("suite") or {}).get("raw") if isinstance(meta.get("suite"), dict) else None
     repeats = ((raw or {}).get("load") or {}).get("repeats", 1) if isinstance(raw, dict) else 1

@@ -6,6 +6,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..cell import Cell
 from ..row import ResultRow
 from ..suite import find_baseline
 
@@ -37,10 +38,19 @@ def baseline_name(records: Sequence[Record], meta: dict[str, Any] | None) -> str
 
 @dataclass(frozen=True)
 class Load:
-    """A load point: closed-loop concurrency, or an open-loop request rate."""
+    """A cell's load point as a plot axis sees it: closed-loop concurrency, or an open-loop request
+    rate (with its in-flight cap, so two caps at one rate stay two points). Always taken from the
+    row's or request's ``Cell``, the one identity of a cell."""
 
     kind: str  # "concurrency" | "rate"
     value: float | None
+    cap: int | None = None
+
+    @classmethod
+    def of(cls, cell: Cell, recorded: bool = True) -> Load:
+        if cell.request_rate is not None:
+            return cls("rate", float(cell.request_rate), cell.concurrency)
+        return cls("concurrency", float(cell.concurrency) if recorded else None)
 
     @property
     def label(self) -> str:
@@ -51,21 +61,21 @@ class Load:
         return f"c={self.value:g}"
 
     def sort_key(self) -> tuple:
-        return (self.kind, -1 if self.value is None else self.value)
+        return (self.kind, -1 if self.value is None else self.value, self.cap or 0)
+
+    @property
+    def uncapped(self) -> Load:
+        """The point without its in-flight cap (a suite's load block gives one cap for all its rates)."""
+        return Load(self.kind, self.value)
 
 
 def load_of(r: Record) -> Load:
-    if r.request_rate is not None:
-        return Load("rate", float(r.request_rate))
-    c = r.concurrency
-    return Load("concurrency", None if c is None else float(c))
+    return Load.of(Cell.of_row(r), recorded=r.request_rate is not None or r.concurrency is not None)
 
 
 def load_of_request(r: Any) -> Load:
     """The load point of a request record (``request_rate`` set in open-loop phases)."""
-    if getattr(r, "request_rate", None) is not None:
-        return Load("rate", float(r.request_rate))
-    return Load("concurrency", float(r.concurrency or 0))
+    return Load.of(Cell.of_record(r))
 
 
 class Model:

@@ -105,3 +105,21 @@ def test_report_pages_render_byte_identical_from_typed_rows(tmp_path):
     assert markdown(run.rows, run.meta) == (DATA / "rows" / "report_golden.md").read_text()
     page = write_html([tmp_path], tmp_path / "report.html").read_bytes()
     assert hashlib.sha256(page).hexdigest() == PAGE_SHA256
+
+
+def test_plots_take_load_points_from_the_cell_and_keep_two_caps_at_one_rate_apart():
+    """An open-loop sweep at one rate with two in-flight caps is two cells; the report model used to
+    key plots by (kind, value) alone and merged them."""
+    from specbench.cell import Cell
+    from specbench.report.model import Load, Model, load_of
+    from specbench.row import rows_from
+
+    base = {"dataset": "d", "run": "baseline", "method": "baseline", "request_rate": 4.0, "concurrency": None,
+            "status": "ok", "output_throughput_tps": 10.0}
+    rows = rows_from([{**base, "max_concurrency": 8}, {**base, "max_concurrency": 32, "output_throughput_tps": 20.0}])
+    m = Model(rows, None)
+    assert [ld.cap for ld in m.loads] == [8, 32]
+    assert m.row("baseline", "d", Load("rate", 4.0, 32)).output_throughput_tps == 20.0
+    assert load_of(rows[0]) == Load.of(Cell.of_row(rows[0]))
+    closed = rows_from([{**base, "request_rate": None, "concurrency": None}])[0]
+    assert load_of(closed).label == "load not recorded"
