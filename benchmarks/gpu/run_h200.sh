@@ -54,23 +54,25 @@ side() {
   say "side: exit $?"
 }
 
-sequential() {
-  say "sequential: start (GPU 0)"
+sequential() {  # [SUITE [NAME]]
+  local suite=${1:-suites/gpu_parallel.yaml} name=${2:-sequential}
+  say "$name: start (GPU 0)"
   CUDA_VISIBLE_DEVICES=0 SPECBENCH_ENGINE_PYTHON="$ROOT/benchmarks/gpu/logged_python.sh" \
-    sb run suites/gpu_parallel.yaml -o "$OUTROOT/sequential" --quiet > "$OUTROOT/sequential.log" 2>&1
-  say "sequential: exit $?"
+    sb run "$suite" -o "$OUTROOT/$name" --quiet > "$OUTROOT/$name.log" 2>&1
+  say "$name: exit $?"
 }
 
-parallel() {
-  say "parallel: start (GPUs 0,1)"
+parallel() {  # [SUITE [NAME]]
+  local suite=${1:-suites/gpu_parallel.yaml} name=${2:-parallel}
+  say "$name: start (GPUs 0,1)"
   ( while :; do date +%T; nvidia-smi --query-compute-apps=pid,gpu_bus_id,used_memory,process_name --format=csv,noheader
-      ps -eo pid,ppid,pgid,args | grep -E "vllm|VLLM" | grep -v grep | cut -c1-160; sleep 5; done ) > "$OUTROOT/parallel_gpus.log" 2>&1 &
+      ps -eo pid,ppid,pgid,args | grep -E "vllm|VLLM" | grep -v grep | cut -c1-160; sleep 5; done ) > "$OUTROOT/${name}_gpus.log" 2>&1 &
   poll=$!
   SPECBENCH_GPUS=0,1 SPECBENCH_ENGINE_PYTHON="$ROOT/benchmarks/gpu/logged_python.sh" \
-    sb run suites/gpu_parallel.yaml --parallel gpus -o "$OUTROOT/parallel" --quiet > "$OUTROOT/parallel.log" 2>&1
-  say "parallel: exit $?"
+    sb run "$suite" --parallel gpus -o "$OUTROOT/$name" --quiet > "$OUTROOT/$name.log" 2>&1
+  say "$name: exit $?"
   kill $poll
-  grep -h "logged_python" "$OUTROOT"/parallel/logs/*.log >> "$OUTROOT/STATUS" 2>/dev/null
+  grep -h "logged_python" "$OUTROOT/$name"/logs/*.log >> "$OUTROOT/STATUS" 2>/dev/null
 }
 
 prep_sglang() {
@@ -101,14 +103,8 @@ whatif() {
 abab() {
   # parallel and sequential alternated, twice: the difference between modes against the spread between runs
   for i in 1 2; do
-    say "abab: parallel $i"
-    SPECBENCH_GPUS=0,1 SPECBENCH_ENGINE_PYTHON="$ROOT/benchmarks/gpu/logged_python.sh" \
-      sb run suites/gpu_parallel_repeats.yaml --parallel gpus -o "$OUTROOT/abab_parallel$i" --quiet > "$OUTROOT/abab_parallel$i.log" 2>&1
-    say "abab: parallel $i exit $?"
-    say "abab: sequential $i"
-    CUDA_VISIBLE_DEVICES=0 SPECBENCH_ENGINE_PYTHON="$ROOT/benchmarks/gpu/logged_python.sh" \
-      sb run suites/gpu_parallel_repeats.yaml -o "$OUTROOT/abab_sequential$i" --quiet > "$OUTROOT/abab_sequential$i.log" 2>&1
-    say "abab: sequential $i exit $?"
+    parallel suites/gpu_parallel_repeats.yaml "abab_parallel$i"
+    sequential suites/gpu_parallel_repeats.yaml "abab_sequential$i"
   done
 }
 
