@@ -146,6 +146,14 @@ def test_sglang_eagle3_uses_num_draft_tokens_and_extras():
     assert flag(args, "--speculative-draft-attention-backend") == "fa3"
 
 
+def test_sglang_standalone_gets_steps_topk_and_draft_tokens_together():
+    """SGLang 0.5.16 asserts the three come together for a separate draft model (seen on the H200)."""
+    cfg = ServerConfig(name="self", method="standalone", drafter="/models/qwen3-8b", num_speculative_tokens=3)
+    assert argv("sglang", cfg)[len(SGLANG_BASE):] == [
+        "--speculative-algorithm", "STANDALONE", "--speculative-draft-model-path", "/models/qwen3-8b",
+        "--speculative-num-steps", "3", "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4"]
+
+
 def test_sglang_ngram_needs_no_drafter():
     args = argv("sglang", ServerConfig(name="ng", method="ngram", num_speculative_tokens=4))
     assert args[len(SGLANG_BASE):] == ["--speculative-algorithm", "NGRAM", "--speculative-num-draft-tokens", "5"]
