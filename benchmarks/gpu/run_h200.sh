@@ -4,6 +4,7 @@
 #   run_h200.sh [prep] [known] [side] [sequential] [parallel] [prep_sglang] [sglang] [whatif] [abab]
 #   (default: all = prep, known ∥ side on GPUs 0 / 1, then parallel; the parallel-vs-sequential check
 #   is `run_h200.sh prep sequential parallel` on an otherwise idle host;
+#   round3 (one GPU) = prep, whatif on GPU 0 while the SGLang bundle arrives and unpacks, then sglang;
 #   round2 = prep, then whatif (GPU 1) ∥ [wait for $SGBUNDLE/COMPLETE, prep_sglang, sglang (GPU 0)], then abab)
 # Expects: the bundle parts + manifest.json + unpack.py in $BUNDLE (default /root/bundle), this
 # checkout at $ROOT, gsm8k.jsonl in $SPECBENCH_DATA_DIR. Writes under $OUTROOT (default /root/out).
@@ -94,8 +95,9 @@ sglang() {
 }
 
 whatif() {
-  say "whatif: start (GPU 1)"
-  CUDA_VISIBLE_DEVICES=1 VLLM_CACHE_ROOT=$HOME/.cache/vllm-whatif \
+  local gpu=${WHATIF_GPU:-1}
+  say "whatif: start (GPU $gpu)"
+  CUDA_VISIBLE_DEVICES=$gpu VLLM_CACHE_ROOT=$HOME/.cache/vllm-whatif \
     sb whatif suites/gpu_whatif.yaml --lengths 1.5,2.5,3.5 -o "$OUTROOT/whatif" --quiet > "$OUTROOT/whatif.log" 2>&1
   say "whatif: exit $?"
 }
@@ -117,6 +119,12 @@ if [ "$phases" = round2 ]; then
   prep_sglang && sglang
   wait $w
   abab
+elif [ "$phases" = round3 ]; then
+  # one GPU: the what-if map, then SGLang; SGLang's bundle is unpacked (CPU only) while the map runs
+  prep || { touch "$OUTROOT/DONE"; exit 1; }
+  ( while [ ! -f "$SGBUNDLE/COMPLETE" ]; do sleep 2; done; prep_sglang ) & u=$!
+  WHATIF_GPU=0 whatif
+  wait $u && sglang
 elif [ "$phases" = all ]; then
   prep || { touch "$OUTROOT/DONE"; exit 1; }
   known & k=$!
