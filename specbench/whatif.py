@@ -185,6 +185,34 @@ class Curve:
         return next((self.real.get(k) for k in ("mean_acceptance_length", "request_stats_mean_acceptance_length")
                      if self.real.get(k) is not None), None)
 
+    @property
+    def real_speedup(self) -> float | None:
+        return self.real.speedup_vs_baseline if self.real is not None else None
+
+    @property
+    def grid(self) -> list[tuple[float, float]]:
+        return sorted((p.x, p.speedup) for p in self.points if p.speedup is not None)
+
+    @property
+    def break_even_with_real(self) -> float | Literal["never", "always"] | None:
+        """The break-even over the grid plus the real drafter's own point, when that point lies outside the grid.
+
+        A random or weak drafter sits below the lowest synthetic length; the grid alone cannot place it, but its
+        own measured speedup (same drafter compute, the engine's real sampler) brackets the crossing.
+        """
+        has, sp, grid = self.real_length, self.real_speedup, self.grid
+        if has is None or sp is None or not grid or grid[0][0] <= has <= grid[-1][0]:
+            return None
+        return break_even([*grid, (has, sp)])
+
+    def break_even_text(self) -> str:
+        """The Break-even AL cell: ≈ marks a crossing interpolated through the real drafter's own point."""
+        ext = self.break_even_with_real
+        if isinstance(ext, float) and not isinstance(self.break_even, float):
+            return f"≈{ext:.2f}"
+        be = self.break_even
+        return "—" if be is None else be if isinstance(be, str) else f"{be:.2f}"
+
 
 def _ci(r: Record, key: str) -> tuple[float, float] | None:
     ci = (r.ci95 or {}).get(key)
@@ -218,10 +246,19 @@ def load_label(load: Load) -> str:
 def verdict(curve: Curve) -> str:
     """"needs 2.6 at C=16, has 2.3 → loses", or why it cannot be said."""
     be, at, has = curve.break_even, load_label(curve.load), curve.real_length
-    xs = [p.x for p in curve.points if p.speedup is not None]
+    xs = [x for x, _ in curve.grid]
     has_txt = "real acceptance not measured" if has is None else f"has {has:.2f}"
     if be is None:
         return f"no synthetic point measured at {at}"
+    ext = curve.break_even_with_real
+    if has is not None and ext is not None and not isinstance(be, float):
+        own = f"its own {has:.2f} at {curve.real_speedup:.3f}x"
+        if isinstance(ext, float):
+            return (f"needs ≈{ext:.2f} at {at} (interpolated between {own} and the grid), {has_txt} → "
+                    + ("wins" if has >= ext else "loses"))
+        if ext == "always":
+            return f"pays off at every length measured at {at}, {own} included → wins"
+        return f"needs more than {max(xs):.2f} at {at} (below 1.0 at every length measured, {own} included) → loses"
     if be == "never":
         needs = f"needs more than {max(xs):.2f} at {at} (below 1.0 at every length measured)"
         return f"{needs}, {has_txt}" + ("" if has is None else " → loses" if has <= max(xs) else " → above the grid: not established")
@@ -246,7 +283,9 @@ WHATIF_NOTE = (
     "acceptance length (the drafter's real compute, acceptance fixed), @ the acceptance length its counters measured. "
     "Break-even = the lowest acceptance length from which speedup stays ≥ 1.0, linearly interpolated between the two "
     "measured points around 1.0 (x = measured length); never = below 1.0 at every length, always = ≥ 1.0 at every "
-    "length. Real = the unmodified config's counter acceptance length and speedup in the same run. Synthetic "
+    "length; ≈ = the grid alone does not bracket the real drafter, so the crossing is interpolated between the real "
+    "config's own (acceptance length, speedup) and the nearest synthetic point. Real = the unmodified config's "
+    "counter acceptance length and speedup in the same run. Synthetic "
     "acceptance changes the output (accepted drafts are not the target's tokens), so Same output does not apply to "
     "those rows.")
 
@@ -260,11 +299,10 @@ def whatif_markdown(records: Sequence[Record], meta: dict[str, Any] | None) -> s
     lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(["---"] * len(header)) + " |"]
     for c in curves:
         by_t = {p.target: p for p in c.points}
-        be = c.break_even
-        be_txt = "—" if be is None else be if isinstance(be, str) else f"{be:.2f}"
+        be_txt = c.break_even_text()
         real = "—"
         if c.real_length is not None:
-            sp = c.real.speedup_vs_baseline if c.real is not None else None
+            sp = c.real_speedup
             real = f"{c.real_length:.2f}" + (f" ({sp:.3f}x)" if sp is not None else "")
         lines.append("| " + " | ".join([c.dataset, c.config, load_label(c.load), *[_cell(by_t.get(t)) for t in targets],
                                         be_txt, real, verdict(c)]) + " |")

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.gpu import cuda_engine_missing
 from tests.support.paths import ROOT
 
 SUITE = ROOT / "suites" / "gpu_known_answers.yaml"
@@ -81,24 +82,11 @@ def known_answer_problems(rows: list[dict]) -> list[str]:
     return problems
 
 
-def _cuda_engine(module: str) -> str | None:
-    """Why the GPU test cannot run here, or None when the engine's Python imports ``module`` with CUDA."""
-    python = os.environ.get("SPECBENCH_ENGINE_PYTHON") or "python3"
-    probe = f"import torch, {module}; assert torch.cuda.is_available(), 'no CUDA device'"
-    try:
-        done = subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=300)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return f"{python}: {e}"
-    if done.returncode != 0:
-        return f"{python} cannot import a CUDA {module}: {(done.stderr.strip().splitlines() or ['?'])[-1]}"
-    return None
-
-
 @pytest.mark.gpu
 def test_gpu_known_answers(tmp_path: Path) -> None:
     run_dir = os.environ.get("SPECBENCH_GPU_RUN_DIR")
     if not run_dir:
-        why = _cuda_engine("vllm")
+        why = cuda_engine_missing("vllm")
         if why:
             pytest.skip(why)
         for need in (MODELS / "SmolLM2-135M-Instruct", MODELS / "dspark-random-smollm2"):
@@ -236,7 +224,7 @@ def sglang_problems(rows: list[dict]) -> list[str]:
 def test_gpu_sglang_known_answers(tmp_path: Path) -> None:
     run_dir = os.environ.get("SPECBENCH_GPU_SGLANG_RUN_DIR")
     if not run_dir:
-        why = _cuda_engine("sglang")
+        why = cuda_engine_missing("sglang")
         if why:
             pytest.skip(why)
         if not (MODELS / "SmolLM2-135M-Instruct" / "config.json").exists():

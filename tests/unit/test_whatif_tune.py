@@ -152,7 +152,13 @@ def _rows(curve: dict[float, float], real: tuple[float, float] | None, c: int = 
     ({2.0: 0.8, 3.0: 1.2}, (2.8, 1.1), "needs 2.49 at C=16, has 2.80 → wins"),
     ({2.0: 0.5, 4.0: 0.9}, (2.3, 0.6), "needs more than 3.99 at C=16 (below 1.0 at every length measured), has 2.30 → loses"),
     ({2.0: 1.1, 3.0: 1.5}, (2.3, 1.2), "pays off from the lowest length measured (1.99) at C=16, has 2.30 → wins"),
-    ({2.0: 1.1, 3.0: 1.5}, (1.5, 1.0), "has 1.50 → below the grid: not established"),
+    ({2.0: 1.1, 3.0: 1.5}, (1.5, None), "has 1.50 → below the grid: not established"),
+    ({2.0: 0.5, 3.0: 0.9}, (3.5, None), "has 3.50 → above the grid: not established"),
+    # the real drafter outside the grid: its own point brackets the crossing (the H200's random DSpark drafter)
+    ({1.5: 1.195, 2.5: 1.833}, (1.02, 0.909), "needs ≈1.17 at C=16 (interpolated between its own 1.02 at 0.909x and the grid), has 1.02 → loses"),
+    ({2.0: 1.1, 3.0: 1.5}, (1.5, 1.0), "pays off at every length measured at C=16, its own 1.50 at 1.000x included → wins"),
+    ({2.0: 0.5, 3.0: 0.9}, (3.5, 0.95), "below 1.0 at every length measured, its own 3.50 at 0.950x included) → loses"),
+    ({2.0: 0.5, 3.0: 0.9}, (3.5, 1.3), "needs ≈3.12 at C=16 (interpolated between its own 3.50 at 1.300x and the grid), has 3.50 → wins"),
     ({2.0: 0.8, 3.0: 1.2}, None, "needs 2.49 at C=16, real acceptance not measured"),
 ])
 def test_verdict_places_the_real_drafter_against_the_break_even(curve, real, expected):
@@ -171,6 +177,8 @@ def test_whatif_markdown_table_and_html_plot(tmp_path):
     fig = fig[:fig.index("</figure>")]
     assert fig.count('class="break-even"') == 1 and "needs 2.49 at C=16, has 2.30 → loses" in fig
     assert 'id="fig-whatif"' not in render_html(rows, None, {})  # only for whatif runs
+    rows, meta = _rows({1.5: 1.195, 2.5: 1.833}, (1.02, 0.909))
+    assert "| ≈1.17 | 1.02 (0.909x) | needs ≈1.17" in whatif_markdown(rows, meta)
 
 
 # ------------------------------------------------------------------------------ tune: pure parts

@@ -71,17 +71,20 @@ def whatif_section(m: Model) -> str | None:
                 if ci:
                     svg.whisker(sy(max(ci[0], y_lo)), sy(min(ci[1], y_hi)), sx(x), col, cap=3, vertical=True)
                 svg.marker(sx(x), sy(s), col)
-            be = c.break_even
+            be = c.break_even if isinstance(c.break_even, float) else c.break_even_with_real
             if isinstance(be, float):
                 svg.add(f'<circle cx="{coord(sx(be))}" cy="{coord(sy(1.0))}" r="7" fill="none" stroke="{col}" '
                         f'stroke-width="2.5" class="break-even"/>')
-            a, s = c.real_length, num_or_none(c.real.speedup_vs_baseline if c.real is not None else None)
+            a, s = c.real_length, num_or_none(c.real_speedup)
             if a is not None and s is not None:
+                if isinstance(c.break_even_with_real, float) and pts:  # the dotted segment the ≈ crossing lies on
+                    near = min(pts, key=lambda p: abs(p[0] - a))
+                    svg.line(sx(a), sy(s), sx(near[0]), sy(near[1]), col, 1.5, "2 3")
                 svg.marker(sx(a), sy(s), col, "diamond", r=5)
             notes.append(f"<li><b>{esc(dataset)}</b> · <code>{esc(config)}</code>: {esc(verdict(c))}.</li>")
         panels.append(svg.render())
     items = [(esc(load_label(ld)), colour[ld], "line", "") for ld in all_loads]
-    items.append(("◆ real drafter, ○ break-even", INK, "none", ""))
+    items.append(("◆ real drafter, ○ break-even (on a dotted segment: through the real drafter's own point)", INK, "none", ""))
     body = (legend(items) + '<div class="panels">' + "".join(f'<div class="svg-wrap">{p}</div>' for p in panels)
             + "</div>" + f'<ul class="crossovers">{"".join(notes)}</ul>' + _whatif_table(curves))
     return figure(plot, title, body, caption)
@@ -101,10 +104,9 @@ def _whatif_table(curves: Sequence[Any]) -> str:
             p = by_t.get(t)
             cells.append('<span class="na">—</span>' if p is None or p.speedup is None else
                          f"{p.speedup:.3f}× @ {p.measured:.2f}" if p.measured is not None else f"{p.speedup:.3f}×")
-        be = c.break_even
-        cells.append("—" if be is None else esc(be) if isinstance(be, str) else f"{be:.2f}")
+        cells.append(esc(c.break_even_text()))
         cells.append("—" if c.real_length is None else f"{c.real_length:.2f}")
-        sp = num_or_none(c.real.speedup_vs_baseline if c.real is not None else None)
+        sp = num_or_none(c.real_speedup)
         cells.append("—" if sp is None else f"{sp:.3f}×")
         rows.append("<tr>" + "".join(f"<td>{x}</td>" for x in cells) + "</tr>")
     return (f'<div class="table-wrap"><table class="results"><thead><tr>{head}</tr></thead>'
