@@ -29,7 +29,10 @@ from typing import Any
 
 import numpy as np
 
-SAMPLE_INTERVAL_S = 1.0
+SAMPLE_INTERVAL_S = 0.25
+# NVML's utilisation is the busy share of its last sample period (up to 1 s on current drivers): a sample
+# taken earlier than that into a phase partly describes the time before it (an idle GPU reads 0 %).
+UTIL_SETTLE_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -200,6 +203,19 @@ def _flat(samples: Sequence[dict], key: str) -> list[float]:
     return [v for s in samples for row in s.get(key) or [] for v in row if isinstance(v, (int, float))]
 
 
+def _settled_util(samples: Sequence[dict]) -> list[float]:
+    """Utilisation samples taken at least UTIL_SETTLE_S into their phase (all of them when unstamped)."""
+    out: list[float] = []
+    for s in samples:
+        stamps = s.get("t_s") if isinstance(s.get("t_s"), list) else []
+        for i, row in enumerate(s.get("gpu_util_pct") or []):
+            t = stamps[i] if i < len(stamps) else None
+            if isinstance(t, (int, float)) and t < UTIL_SETTLE_S:
+                continue
+            out.extend(v for v in row or [] if isinstance(v, (int, float)))
+    return out
+
+
 def telemetry_summary(windows: Sequence[dict[str, Any]], output_tokens: int | None) -> dict[str, Any]:
     """A cell's energy (Σ over its repeats) and sampled telemetry, or null fields with the reason."""
     out: dict[str, Any] = {"energy_j": None, "joules_per_output_token": None, "gpu_util_mean_pct": None,
@@ -218,7 +234,7 @@ def telemetry_summary(windows: Sequence[dict[str, Any]], output_tokens: int | No
         if output_tokens:
             out["joules_per_output_token"] = out["energy_j"] / output_tokens
     samples = [w["samples"] for w in windows if isinstance(w.get("samples"), dict)]
-    util, mem, clock = _flat(samples, "gpu_util_pct"), _flat(samples, "mem_used_mib"), _flat(samples, "sm_clock_mhz")
+    util, mem, clock = _settled_util(samples), _flat(samples, "mem_used_mib"), _flat(samples, "sm_clock_mhz")
     out["gpu_util_mean_pct"] = float(np.mean(util)) if util else None
     out["gpu_mem_used_max_mib"] = float(max(mem)) if mem else None
     out["sm_clock_mean_mhz"] = float(np.mean(clock)) if clock else None

@@ -142,6 +142,16 @@ def test_cell_summary_sums_repeats():
     assert telemetry_summary([], 10)["telemetry_error"].startswith("no telemetry recorded")
 
 
+def test_utilisation_counts_only_samples_a_full_nvml_period_into_the_phase():
+    """NVML averages utilisation over its last period: a 0.5 s phase on the H200 read 0 % twice while busy."""
+    short = {"gpus": ["0"], "energy_j": 81.0, "samples": {"t_s": [0.028, 0.56], "gpu_util_pct": [[0.0], [0.0]],
+                                                          "mem_used_mib": [[7.0], [7.0]], "sm_clock_mhz": [[1980.0], [1980.0]]}}
+    out = telemetry_summary([short], 100)
+    assert out["gpu_util_mean_pct"] is None and out["energy_j"] == 81.0 and out["sm_clock_mean_mhz"] == 1980.0
+    longer = {**short, "samples": {**short["samples"], "t_s": [0.02, 1.02, 1.52], "gpu_util_pct": [[95.0], [56.0], [60.0]]}}
+    assert telemetry_summary([short, longer], 100)["gpu_util_mean_pct"] == 58.0
+
+
 def test_cost_per_million_tokens():
     out = cost_summary(Cost(3.6), 2, None, 1000.0)  # 7.2 $/h for 3.6 M tokens/h
     assert out["usd_per_million_output_tokens"] == pytest.approx(2.0)
@@ -175,6 +185,7 @@ async def test_energy_and_cost_per_cell(tmp_path, prompts_file, scripted, monkey
     _, spec = await scripted(pattern=[1, 2, 4], k=3, ttft_s=0.002, gap_s=0.002)
     monkeypatch.setitem(sys.modules, "pynvml", fake_nvml({"0": 264.0, "1": 33.0, "2": 33.0}))
     monkeypatch.setattr(telemetry, "SAMPLE_INTERVAL_S", 0.01)
+    monkeypatch.setattr(telemetry, "UTIL_SETTLE_S", 0.0)
     await run_suite(load_suite(write_suite(tmp_path, prompts_file, {"baseline": base, "spec": spec},
                                            cost={"gpu_hour_usd": 3.6})), tmp_path / "out")
     rows = {r["run"]: r for r in json.loads((tmp_path / "out" / "results.json").read_text())}
