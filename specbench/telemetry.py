@@ -207,7 +207,8 @@ def _settled_util(samples: Sequence[dict]) -> list[float]:
     """Utilisation samples taken at least UTIL_SETTLE_S into their phase (all of them when unstamped)."""
     out: list[float] = []
     for s in samples:
-        stamps = s.get("t_s") if isinstance(s.get("t_s"), list) else []
+        t_s = s.get("t_s")
+        stamps: list[Any] = t_s if isinstance(t_s, list) else []
         for i, row in enumerate(s.get("gpu_util_pct") or []):
             t = stamps[i] if i < len(stamps) else None
             if isinstance(t, (int, float)) and t < UTIL_SETTLE_S:
