@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import SuiteError
 from .suite import ServerConfig, Suite, parse_suite
+
+if TYPE_CHECKING:
+    from .row import ResultRow
 
 _NAME_OK = re.compile(r"^[A-Za-z0-9_.@+-]+$")
 
@@ -61,10 +64,12 @@ def raw_config(suite: Suite, config: ServerConfig) -> dict[str, Any]:
     return copy.deepcopy(raw) if raw else {"name": config.name}
 
 
-def run_with_plan(suite: Suite, out: Path, key: str, plan: dict[str, Any], *, resume: bool, quiet: bool):
+def run_with_plan(suite: Suite, out: Path, key: str, plan: dict[str, Any], *, resume: bool, quiet: bool,
+                  on_finish: Callable[[list[ResultRow], dict[str, Any]], None] | None = None):
     """Run ``suite`` with the normal runner (live progress, Ctrl-C, resume); ``meta.json[key]`` = plan.
 
-    Returns the runner's outcome; prints the table as ``specbench run`` does.
+    ``on_finish`` sees the final rows and meta before the one final write. Returns the runner's outcome;
+    prints the table as ``specbench run`` does.
     """
     from rich.console import Console
 
@@ -75,7 +80,7 @@ def run_with_plan(suite: Suite, out: Path, key: str, plan: dict[str, Any], *, re
 
     console = Console(stderr=True)
     with RunProgress(console, quiet=quiet) as progress:
-        session = RunSession(suite, out, resume=resume, progress=progress, extra_meta={key: plan})
+        session = RunSession(suite, out, resume=resume, progress=progress, extra_meta={key: plan}, on_finish=on_finish)
         outcome = run_loop(SequentialRun(suite, session, progress=progress).execute())
     Console().print(markdown(outcome.rows, session.meta), markup=False, highlight=False, soft_wrap=True)
     for name, err in outcome.failed_configs.items():

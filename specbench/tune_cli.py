@@ -10,8 +10,9 @@ from typing import Any
 
 from .errors import SuiteError
 from .explain import derived_suite, parse_numbers, raw_config, run_with_plan
+from .row import ResultRow
 from .suite import Suite
-from .tune import K_KEYS, expand_tune, families, tune_analysis, tune_markdown
+from .tune import K_KEYS, expand_tune, families, tune_analysis
 
 
 def _write_schedule(out: Path, suite: Suite, result: dict[str, Any]) -> Path:
@@ -56,8 +57,7 @@ def verify_suite(schedule: dict[str, Any], where: str) -> Suite:
 
 def tune_cli(args: argparse.Namespace) -> int:
     from .report.html import read_requests
-    from .report.markdown import markdown
-    from .run import RunDir, default_output
+    from .run import default_output
     from .suite import load_suite
 
     if args.verify:
@@ -78,14 +78,13 @@ def tune_cli(args: argparse.Namespace) -> int:
     derived, plan = expand_tune(suite, parse_numbers(args.k, "--k", int), args.config or None)
     plan["suite"] = str(suite.path)
     out = Path(args.resume or args.output or default_output(derived))
-    outcome, meta = run_with_plan(derived, out, "tune", plan, resume=bool(args.resume), quiet=args.quiet)
-    result = tune_analysis(outcome.rows, read_requests(out), meta)
-    meta["tune"]["result"] = result
-    run = RunDir(out)
-    run.write_meta(meta)
-    run.write_results(outcome.rows, markdown(outcome.rows, meta))
-    path = _write_schedule(out, suite, result)
-    print(tune_markdown(outcome.rows, meta))
+
+    def choose_k(rows: list[ResultRow], meta: dict[str, Any]) -> None:
+        meta["tune"]["result"] = tune_analysis(rows, read_requests(out), meta)
+
+    outcome, meta = run_with_plan(derived, out, "tune", plan, resume=bool(args.resume), quiet=args.quiet,
+                                  on_finish=choose_k)
+    path = _write_schedule(out, suite, meta["tune"]["result"])
     print(f"schedule: {path} (re-measure it with: specbench tune --verify {path})")
     return outcome.exit_code
 

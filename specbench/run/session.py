@@ -85,13 +85,15 @@ class RunSession:
     it) or ``overwrite`` (replace it). ``extra_meta`` is merged into meta.json at ``begin``."""
 
     def __init__(self, suite: Suite, out: Path, *, resume: bool = False, overwrite: bool = False,
-                 progress: Progress | None = None, extra_meta: dict[str, Any] | None = None) -> None:
+                 progress: Progress | None = None, extra_meta: dict[str, Any] | None = None,
+                 on_finish: Callable[[list[ResultRow], dict[str, Any]], None] | None = None) -> None:
         if resume and overwrite:
             raise SuiteError("--resume and --overwrite exclude each other")
         self.suite, self.dir = suite, RunDir(out)
         self.resume, self.overwrite = resume, overwrite
         self.progress = progress or (lambda *a, **k: None)
         self.extra_meta = extra_meta or {}
+        self.on_finish = on_finish  # an analysis of the final rows that belongs in meta.json (tune's choice of K)
         self.stopped_leftovers: list[dict[str, Any]] = []
         self.meta: dict[str, Any] = {}
         self.path, self.logs = self.dir.path, self.dir.logs
@@ -184,10 +186,12 @@ class RunSession:
         """A config that completed every cell this time is no longer failed (from an earlier run)."""
         self.meta["failed_configs"].pop(name, None)
 
-    def write(self) -> list[ResultRow]:
+    def write(self, *, final: bool = False) -> list[ResultRow]:
         """Rebuild the rows from the raw files; rewrite meta.json and the results."""
         rows = build_rows(self.suite, self.dir.load_phases(), self.dir.load_requests())
         attach_capacity(rows, self.meta.get("slo_search"), self.suite.baseline.name if self.suite.baseline else None)
+        if final and self.on_finish is not None:
+            self.on_finish(rows, self.meta)
         self.meta["updated_at"] = now()
         # `specbench report` prints them too
         self.meta["notes"] = run_notes(self.suite, self.meta.get("chunk_clock")) + self.meta.get("run_dir_notes", [])
@@ -198,4 +202,4 @@ class RunSession:
     def finish(self, timing: dict[str, Any]) -> list[ResultRow]:
         self.meta["finished_at"] = now()
         self.meta["timing"] = timing
-        return self.write()
+        return self.write(final=True)
