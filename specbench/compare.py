@@ -137,19 +137,23 @@ DECOMPOSITION_KEYS = ("step_cost_ratio", "speedup_decomposed", "speedup_decompos
 def decomposition(row: ResultRow, base: ResultRow, pairs: Sequence[tuple[RequestRecord, RequestRecord]]) -> dict[str, float | None]:
     """Speedup = tokens per step ÷ step cost × residual, for one row against its baseline row.
 
-    ``step_cost_ratio`` = step_mean_ms ÷ the baseline's; ``speedup_decomposed`` = stream tokens per
-    step ÷ the baseline's (1.0 unless its chunks carry several tokens) ÷ step_cost_ratio: the
-    decode-phase gain. ``speedup_residual`` = speedup_vs_baseline ÷ speedup_decomposed: what is won
-    or lost outside decode steps (prefill/TTFT, queueing, scheduling). The CI is the paired
-    bootstrap of ``paired_decomposition``, scaled onto the row's point value like the speedup's.
+    ``step_cost_ratio`` = step_mean_ms ÷ the baseline's time per decode step (its step_mean_ms ÷ its
+    stream tokens per chunk: a plain decode step makes one token, so a baseline chunk of n tokens is n
+    steps merged by the engine); ``speedup_decomposed`` = stream tokens per step ÷ step_cost_ratio, the
+    decode-phase gain (the ratio of decode token rates, which merged chunks leave unchanged).
+    ``speedup_residual`` = speedup_vs_baseline ÷ speedup_decomposed: what is won or lost outside decode
+    steps (prefill/TTFT, queueing, scheduling). The CI is the paired bootstrap of
+    ``paired_decomposition``, scaled onto the row's point value like the speedup's.
     """
     out: dict[str, float | None] = dict.fromkeys(DECOMPOSITION_KEYS)
     if row is base or row.run == base.run:
         return out
-    cost = ratio(row.step_mean_ms, base.step_mean_ms)
-    tokens = ratio(row.stream_mean_acceptance_length, base.stream_mean_acceptance_length)
+    base_tokens = base.stream_mean_acceptance_length  # unknown: its chunks are taken as single steps
+    base_step = ratio(base.step_mean_ms, base_tokens) if base_tokens is not None and base_tokens >= 1 else base.step_mean_ms
+    cost = ratio(row.step_mean_ms, base_step)
+    tokens = row.stream_mean_acceptance_length
     out["step_cost_ratio"] = cost
-    if cost is None or tokens is None:
+    if cost is None or cost <= 0 or tokens is None or base_tokens is None:
         return out
     out["speedup_decomposed"] = tokens / cost
     out["speedup_residual"] = ratio(row.speedup_vs_baseline, out["speedup_decomposed"])

@@ -19,10 +19,11 @@ Record = ResultRow
 
 DECOMPOSITION_NOTE = (
     "Decomposition: Speedup = Tok/step ÷ Step cost × Residual. Tok/step = decode tokens per streamed chunk (one "
-    "target step); Step cost = mean chunk gap (step_mean_ms) ÷ the baseline's; Decomposed speedup = Tok/step (÷ the "
-    "baseline's, 1 unless its chunks carry several tokens) ÷ Step cost, the decode-phase gain, with the 95% CI of the "
-    "same paired bootstrap as the speedup; Residual = Speedup ÷ Decomposed speedup: below 1 is lost, above 1 won, "
-    "outside decode steps (prefill/TTFT, queueing, scheduling).")
+    "target step); Step cost = mean chunk gap (step_mean_ms) ÷ the baseline's time per decode step (its mean chunk gap "
+    "÷ its Tok/step, 1 unless the engine merged steps into one chunk); Decomposed speedup = Tok/step ÷ Step cost, the "
+    "ratio of decode token rates (merged chunks leave it unchanged), with the 95% CI of the same paired bootstrap as "
+    "the speedup; Residual = Speedup ÷ Decomposed speedup: below 1 is lost, above 1 won, outside decode steps "
+    "(prefill/TTFT, queueing, scheduling).")
 
 
 def _md_row(cells: Sequence[str]) -> str:
@@ -70,7 +71,8 @@ def warnings(records: Sequence[Record]) -> list[str]:
             out.append(f"⚠ {where}: accepted tokens seen in the stream differ from the server counters by "
                        f"{r.acceptance_tokens_diff} (other traffic in the window, or steps merged into one chunk)")
         if r.stream_merged_chunks:
-            out.append(f"⚠ {where}: {r.stream_merged_chunks} chunks carried more than k+1 tokens (merged steps): stream acceptance is overstated")
+            out.append(f"⚠ {where}: {r.stream_merged_chunks} chunks carried more than k+1 tokens (merged steps): stream acceptance"
+                       " (Tok/step) and Step cost are overstated by the same factor; their ratio, Decomposed speedup, holds")
         if r.shared_read_share is not None and r.shared_read_share > 0.01:
             out.append(f"⚠ {where}: {100 * r.shared_read_share:.1f}% of chunks came in the same read as the one before "
                        "(client or network a whole step behind, or steps flushed together): ITL/step percentiles are coarser than the server's steps")

@@ -69,6 +69,19 @@ def test_paired_decomposition_is_the_decode_rate_ratio():
     assert point == pytest.approx((12 / 100) / (12 / 180)) and lo <= point <= hi
 
 
+def test_a_baseline_whose_chunks_merge_steps_is_costed_per_step():
+    """vLLM on the H200 at C=64 sent 1.5 tokens per baseline chunk: a plain decode step makes one token, so its
+    chunk gap spans 1.5 steps; the step cost is against the baseline's time per step, not per chunk."""
+    base = {"dataset": "d", "run": "baseline", "step_mean_ms": 6.0, "stream_mean_acceptance_length": 1.5}
+    spec = {"dataset": "d", "run": "spec", "step_mean_ms": 6.0, "stream_mean_acceptance_length": 3.0, "speedup_vs_baseline": 1.8}
+    out = decomposition(*rows_from([spec, base]), [])
+    assert out["step_cost_ratio"] == pytest.approx(1.5)     # 6 ms ÷ (6 ms ÷ 1.5 tokens); chunk gaps alone say 1.0
+    assert out["speedup_decomposed"] == pytest.approx(2.0)  # = (3.0 / 6 ms) ÷ (1.5 / 6 ms), the decode-rate ratio
+    assert out["speedup_residual"] == pytest.approx(0.9)
+    unmerged = decomposition(*rows_from([spec, {**base, "stream_mean_acceptance_length": 1.0}]), [])
+    assert unmerged["step_cost_ratio"] == pytest.approx(1.0) and unmerged["speedup_decomposed"] == pytest.approx(3.0)
+
+
 def test_missing_inputs_give_null_never_zero():
     base = {"dataset": "d", "run": "baseline", "step_mean_ms": 10.0, "stream_mean_acceptance_length": None}
     row = {"dataset": "d", "run": "spec", "step_mean_ms": 15.0, "stream_mean_acceptance_length": 2.0, "speedup_vs_baseline": 1.2}

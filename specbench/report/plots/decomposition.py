@@ -89,8 +89,8 @@ def decomposition_plot(m: Model) -> str:
     caption = (
         "Per speculative config and load point: <b>tokens per step</b> (solid, filled dots: "
         "<code>stream_mean_acceptance_length</code>, decode tokens ÷ decode chunks, one chunk per target step) and "
-        "<b>step cost</b> (dashed, hollow dots: <code>step_cost_ratio</code> = mean chunk gap ÷ the baseline's at the "
-        "same load). Their ratio is the decode-phase speed-up (<code>speedup_decomposed</code>); the measured "
+        "<b>step cost</b> (dashed, hollow dots: <code>step_cost_ratio</code> = mean chunk gap ÷ the baseline's time per "
+        "decode step at the same load). Their ratio is the decode-phase speed-up (<code>speedup_decomposed</code>); the measured "
         "<b>speed-up</b> (dotted, diamonds: <code>speedup_vs_baseline</code>) is that times the residual (prefill/TTFT, "
         "queueing, scheduling). Speculation pays off in decode while tokens per step stay above the step cost; the "
         "crossover (○) is where the two curves meet, linearly interpolated between two measured loads (in log(load) "
