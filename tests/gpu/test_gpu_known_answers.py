@@ -12,17 +12,14 @@ from __future__ import annotations
 import json
 import math
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.support.gpu import cuda_engine_missing
+from tests.support.gpu import gpu_run_dir
 from tests.support.paths import ROOT
 
 SUITE = ROOT / "suites" / "gpu_known_answers.yaml"
-MODELS = Path.home() / ".cache" / "specbench" / "models"
 SET_RATES = {"dspark_k3": [0.8, 0.6, 0.4], "dspark_k7": [0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3]}
 RATE_TOL = 0.04          # "within a few points" of the set per-position rate
 LENGTH_TOL = 0.02        # mean acceptance length within 2 % of 1 + Σ rates ...
@@ -84,18 +81,8 @@ def known_answer_problems(rows: list[dict]) -> list[str]:
 
 @pytest.mark.gpu
 def test_gpu_known_answers(tmp_path: Path) -> None:
-    run_dir = os.environ.get("SPECBENCH_GPU_RUN_DIR")
-    if not run_dir:
-        why = cuda_engine_missing("vllm")
-        if why:
-            pytest.skip(why)
-        for need in (MODELS / "SmolLM2-135M-Instruct", MODELS / "dspark-random-smollm2"):
-            if not (need / "config.json").exists():
-                pytest.skip(f"{need} missing: prepare it as docs/gpu.md says")
-        run_dir = str(tmp_path / "run")
-        done = subprocess.run([sys.executable, "-m", "specbench.cli", "run", str(SUITE), "-o", run_dir, "--quiet"],
-                              cwd=ROOT, capture_output=True, text=True)
-        assert Path(run_dir, "results.json").exists(), done.stderr[-2000:]
+    run_dir = gpu_run_dir("SPECBENCH_GPU_RUN_DIR", "vllm", ["SmolLM2-135M-Instruct", "dspark-random-smollm2"],
+                          ["run", str(SUITE)], tmp_path)
     rows = json.loads(Path(run_dir, "results.json").read_text())
     problems = known_answer_problems(rows)
     assert not problems, "\n".join(problems)
@@ -222,17 +209,7 @@ def sglang_problems(rows: list[dict]) -> list[str]:
 
 @pytest.mark.gpu
 def test_gpu_sglang_known_answers(tmp_path: Path) -> None:
-    run_dir = os.environ.get("SPECBENCH_GPU_SGLANG_RUN_DIR")
-    if not run_dir:
-        why = cuda_engine_missing("sglang")
-        if why:
-            pytest.skip(why)
-        if not (MODELS / "SmolLM2-135M-Instruct" / "config.json").exists():
-            pytest.skip("SmolLM2-135M-Instruct missing: prepare it as docs/gpu.md says")
-        run_dir = str(tmp_path / "run")
-        done = subprocess.run([sys.executable, "-m", "specbench.cli", "run", str(SGLANG_SUITE), "-o", run_dir, "--quiet"],
-                              cwd=ROOT, capture_output=True, text=True)
-        assert Path(run_dir, "results.json").exists(), done.stderr[-2000:]
+    run_dir = gpu_run_dir("SPECBENCH_GPU_SGLANG_RUN_DIR", "sglang", ["SmolLM2-135M-Instruct"], ["run", str(SGLANG_SUITE)], tmp_path)
     problems = sglang_problems(json.loads(Path(run_dir, "results.json").read_text()))
     assert not problems, "\n".join(problems)
 

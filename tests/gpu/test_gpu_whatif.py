@@ -9,16 +9,13 @@ Python imports a CUDA vLLM; ``SPECBENCH_GPU_WHATIF_RUN_DIR=DIR`` checks a run al
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from specbench.row import rows_from
 from specbench.whatif import verdict, whatif_curves
-from tests.support.gpu import cuda_engine_missing
+from tests.support.gpu import gpu_run_dir
 from tests.support.paths import ROOT
 
 SUITE = ROOT / "suites" / "gpu_whatif.yaml"
@@ -57,19 +54,8 @@ def _committed() -> tuple[list[dict], dict]:
 
 @pytest.mark.gpu
 def test_gpu_whatif_map(tmp_path: Path) -> None:
-    run_dir = os.environ.get("SPECBENCH_GPU_WHATIF_RUN_DIR")
-    if not run_dir:
-        why = cuda_engine_missing("vllm")
-        if why:
-            pytest.skip(why)
-        models = Path.home() / ".cache" / "specbench" / "models"
-        for need in (models / "SmolLM2-135M-Instruct", models / "dspark-random-smollm2"):
-            if not (need / "config.json").exists():
-                pytest.skip(f"{need} missing: prepare it as docs/gpu.md says")
-        run_dir = str(tmp_path / "run")
-        done = subprocess.run([sys.executable, "-m", "specbench.cli", "whatif", str(SUITE), "--lengths", LENGTHS,
-                               "-o", run_dir, "--quiet"], cwd=ROOT, capture_output=True, text=True)
-        assert Path(run_dir, "results.json").exists(), done.stderr[-2000:]
+    run_dir = gpu_run_dir("SPECBENCH_GPU_WHATIF_RUN_DIR", "vllm", ["SmolLM2-135M-Instruct", "dspark-random-smollm2"],
+                          ["whatif", str(SUITE), "--lengths", LENGTHS], tmp_path)
     problems = whatif_problems(json.loads(Path(run_dir, "results.json").read_text()),
                                json.loads(Path(run_dir, "meta.json").read_text()))
     assert not problems, "\n".join(problems)
