@@ -199,19 +199,15 @@ class PhaseMeter:
 
 # ---- per cell ------------------------------------------------------------------------------------
 
-def _flat(samples: Sequence[dict], key: str) -> list[float]:
-    return [v for s in samples for row in s.get(key) or [] for v in row if isinstance(v, (int, float))]
-
-
-def _settled_util(samples: Sequence[dict]) -> list[float]:
-    """Utilisation samples taken at least UTIL_SETTLE_S into their phase (all of them when unstamped)."""
+def _flat(samples: Sequence[dict], key: str, settle_s: float = 0.0) -> list[float]:
+    """Every numeric sample of ``key``, leaving out those stamped less than ``settle_s`` into their phase."""
     out: list[float] = []
     for s in samples:
         t_s = s.get("t_s")
         stamps: list[Any] = t_s if isinstance(t_s, list) else []
-        for i, row in enumerate(s.get("gpu_util_pct") or []):
+        for i, row in enumerate(s.get(key) or []):
             t = stamps[i] if i < len(stamps) else None
-            if isinstance(t, (int, float)) and t < UTIL_SETTLE_S:
+            if isinstance(t, (int, float)) and t < settle_s:
                 continue
             out.extend(v for v in row or [] if isinstance(v, (int, float)))
     return out
@@ -235,7 +231,8 @@ def telemetry_summary(windows: Sequence[dict[str, Any]], output_tokens: int | No
         if output_tokens:
             out["joules_per_output_token"] = out["energy_j"] / output_tokens
     samples = [w["samples"] for w in windows if isinstance(w.get("samples"), dict)]
-    util, mem, clock = _settled_util(samples), _flat(samples, "mem_used_mib"), _flat(samples, "sm_clock_mhz")
+    util = _flat(samples, "gpu_util_pct", UTIL_SETTLE_S)
+    mem, clock = _flat(samples, "mem_used_mib"), _flat(samples, "sm_clock_mhz")
     out["gpu_util_mean_pct"] = float(np.mean(util)) if util else None
     out["gpu_mem_used_max_mib"] = float(max(mem)) if mem else None
     out["sm_clock_mean_mhz"] = float(np.mean(clock)) if clock else None
