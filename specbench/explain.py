@@ -19,6 +19,7 @@ from .errors import SuiteError
 from .suite import ServerConfig, Suite, parse_suite
 
 if TYPE_CHECKING:
+    from .records import RequestRecord
     from .row import ResultRow
 
 _NAME_OK = re.compile(r"^[A-Za-z0-9_.@+-]+$")
@@ -65,10 +66,10 @@ def raw_config(suite: Suite, config: ServerConfig) -> dict[str, Any]:
 
 
 def run_with_plan(suite: Suite, out: Path, key: str, plan: dict[str, Any], *, resume: bool, quiet: bool,
-                  on_finish: Callable[[list[ResultRow], dict[str, Any]], None] | None = None):
+                  on_finish: Callable[[list[ResultRow], list[RequestRecord], dict[str, Any]], None] | None = None):
     """Run ``suite`` with the normal runner (live progress, Ctrl-C, resume); ``meta.json[key]`` = plan.
 
-    ``on_finish`` sees the final rows and meta before the one final write. Returns the runner's outcome;
+    ``on_finish`` sees the final rows, the requests they were built from and meta before the one final write. Returns the runner's outcome;
     prints the table as ``specbench run`` does.
     """
     from rich.console import Console

@@ -10,6 +10,7 @@ from typing import Any
 
 from .errors import SuiteError
 from .explain import derived_suite, parse_numbers, raw_config, run_with_plan
+from .records import RequestRecord
 from .row import ResultRow
 from .suite import Suite
 from .tune import K_KEYS, expand_tune, families, tune_analysis
@@ -56,7 +57,6 @@ def verify_suite(schedule: dict[str, Any], where: str) -> Suite:
 
 
 def tune_cli(args: argparse.Namespace) -> int:
-    from .report.html import read_requests
     from .run import default_output
     from .suite import load_suite
 
@@ -79,8 +79,8 @@ def tune_cli(args: argparse.Namespace) -> int:
     plan["suite"] = str(suite.path)
     out = Path(args.resume or args.output or default_output(derived))
 
-    def choose_k(rows: list[ResultRow], meta: dict[str, Any]) -> None:
-        meta["tune"]["result"] = tune_analysis(rows, read_requests(out), meta)
+    def choose_k(rows: list[ResultRow], requests: list[RequestRecord], meta: dict[str, Any]) -> None:
+        meta["tune"]["result"] = tune_analysis(rows, requests, meta)
 
     outcome, meta = run_with_plan(derived, out, "tune", plan, resume=bool(args.resume), quiet=args.quiet,
                                   on_finish=choose_k)

@@ -86,7 +86,7 @@ class RunSession:
 
     def __init__(self, suite: Suite, out: Path, *, resume: bool = False, overwrite: bool = False,
                  progress: Progress | None = None, extra_meta: dict[str, Any] | None = None,
-                 on_finish: Callable[[list[ResultRow], dict[str, Any]], None] | None = None) -> None:
+                 on_finish: Callable[[list[ResultRow], list[RequestRecord], dict[str, Any]], None] | None = None) -> None:
         if resume and overwrite:
             raise SuiteError("--resume and --overwrite exclude each other")
         self.suite, self.dir = suite, RunDir(out)
@@ -188,10 +188,11 @@ class RunSession:
 
     def write(self, *, final: bool = False) -> list[ResultRow]:
         """Rebuild the rows from the raw files; rewrite meta.json and the results."""
-        rows = build_rows(self.suite, self.dir.load_phases(), self.dir.load_requests())
+        requests = self.dir.load_requests()
+        rows = build_rows(self.suite, self.dir.load_phases(), requests)
         attach_capacity(rows, self.meta.get("slo_search"), self.suite.baseline.name if self.suite.baseline else None)
         if final and self.on_finish is not None:
-            self.on_finish(rows, self.meta)
+            self.on_finish(rows, requests, self.meta)
         self.meta["updated_at"] = now()
         # `specbench report` prints them too
         self.meta["notes"] = run_notes(self.suite, self.meta.get("chunk_clock")) + self.meta.get("run_dir_notes", [])
