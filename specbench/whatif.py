@@ -176,7 +176,7 @@ class Curve:
 
     @property
     def break_even(self) -> float | Literal["never", "always"] | None:
-        return break_even([(p.x, p.speedup) for p in self.points])
+        return break_even(self.grid)
 
     @property
     def real_length(self) -> float | None:
@@ -205,13 +205,18 @@ class Curve:
             return None
         return break_even([*grid, (has, sp)])
 
+    @property
+    def shown_break_even(self) -> tuple[float | Literal["never", "always"] | None, bool]:
+        """What the table and the plot show: the grid's crossing, else one through the real point (True: ≈)."""
+        be, ext = self.break_even, self.break_even_with_real
+        if not isinstance(be, float) and isinstance(ext, float):
+            return ext, True
+        return be, False
+
     def break_even_text(self) -> str:
         """The Break-even AL cell: ≈ marks a crossing interpolated through the real drafter's own point."""
-        ext = self.break_even_with_real
-        if isinstance(ext, float) and not isinstance(self.break_even, float):
-            return f"≈{ext:.2f}"
-        be = self.break_even
-        return "—" if be is None else be if isinstance(be, str) else f"{be:.2f}"
+        be, approx = self.shown_break_even
+        return "—" if be is None else be if isinstance(be, str) else ("≈" if approx else "") + f"{be:.2f}"
 
 
 def _ci(r: Record, key: str) -> tuple[float, float] | None:

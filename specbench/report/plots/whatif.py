@@ -71,7 +71,7 @@ def whatif_section(m: Model) -> str | None:
                 if ci:
                     svg.whisker(sy(max(ci[0], y_lo)), sy(min(ci[1], y_hi)), sx(x), col, cap=3, vertical=True)
                 svg.marker(sx(x), sy(s), col)
-            be = c.break_even if isinstance(c.break_even, float) else c.break_even_with_real
+            be, _ = c.shown_break_even
             if isinstance(be, float):
                 svg.add(f'<circle cx="{coord(sx(be))}" cy="{coord(sy(1.0))}" r="7" fill="none" stroke="{col}" '
                         f'stroke-width="2.5" class="break-even"/>')
