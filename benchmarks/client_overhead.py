@@ -1,6 +1,6 @@
 """Client overhead benchmark (issue #8, "Measure without disturbing").
 
-Runs specbench's streaming client (``specbench.loadgen.generate_load``) and ``vllm bench serve`` against
+Runs specbench's streaming client (``specbench.load.generate.generate_load``) and ``vllm bench serve`` against
 ``synthetic_server.py`` at rising numbers of concurrent streams and reports how far each client's
 timings are from the truth, how many chunks/s it sustains, and what CPU it spends per chunk.
 
@@ -76,8 +76,8 @@ def child_specbench(argv: list[str]) -> None:
     variant = set(filter(None, a.variant.split("+")))
 
     import specbench.client as sclient
-    from specbench.loadgen import LoadPass, generate_load
-    from specbench.records import Prompt
+    from specbench.load.generate import LoadPass, generate_load
+    from specbench.schemas.request import Prompt
 
     # The package as `specbench run` uses it: socket client with kernel stamps, orjson, uvloop,
     # quiet GC in generate_load(). Variants: "+aiohttp" (the TLS path), "+asyncio" (no uvloop). Older
@@ -360,8 +360,8 @@ def run_client(args, name: str, conc: int, nprompts: int, work: Path, profile: b
 
 def load_specbench(data: dict) -> list[dict]:
     """Per request: key, send time, content-chunk receive times, and the client's own TTFT / TPOT / ITL."""
-    from specbench.latency import token_itl, tpot
-    from specbench.records import RequestRecord
+    from specbench.measure.latency import token_itl, tpot
+    from specbench.schemas.request import RequestRecord
 
     out = []
     for d in data["records"]:

@@ -60,7 +60,7 @@ from dataclasses import dataclass
 
 import httptools
 
-from specbench.wire import SO_TIMESTAMPNS, STAMP_SPACE, kernel_stamp
+from specbench.client.wire import SO_TIMESTAMPNS, STAMP_SPACE, kernel_stamp
 
 perf = time.perf_counter
 GOLDEN = (math.sqrt(5) - 1) / 2

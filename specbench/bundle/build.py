@@ -17,7 +17,7 @@ from .archive import sha256_of, write_archive
 from .pip import download, local_wheel, req_text, resolve, resolver_for, wheel_name_version, wheel_requires
 from .plan import DEFAULT_EXCLUDE, DEFAULT_KEEP_HOST, FORMAT, Plan, Resolved, applies, is_excluded, marker_env, parse_host_packages, plan_bundle
 
-UNPACK_TEMPLATE = Path(__file__).resolve().parents[1] / "bundle_unpack.py"
+UNPACK_TEMPLATE = Path(__file__).with_name("unpack.py")
 
 
 def build_bundle(engine: str, host_file: Path | None, out: Path, *, python_version: str = "3.12",

@@ -1,6 +1,6 @@
 """One streamed OpenAI-compatible request → ``RequestRecord``.
 
-Timing is ``time.perf_counter()`` throughout. Over ``specbench.wire`` (plain http, the default)
+Timing is ``time.perf_counter()`` throughout. Over ``specbench.client.wire`` (plain http, the default)
 a chunk's time is the kernel's receive time of the read that carried it; over aiohttp (TLS) it is
 when the loop got the read. The client asks for cumulative usage on every chunk (vLLM's
 ``continuous_usage_stats``), so each chunk's token count is exact; when a server does not send

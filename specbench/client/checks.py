@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..records import RequestRecord
+from ..schemas.request import RequestRecord
 
 #: a bound on a count when the request set no max_tokens (no server streams this many in one answer)
 TOKEN_CAP = 10_000_000

@@ -7,9 +7,9 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
-from ..redact import split_credentials
-from ..wire import Target
+from ..util.redact import split_credentials
 from .checks import TOKEN_CAP
+from .wire import Target
 
 
 @dataclass(frozen=True)

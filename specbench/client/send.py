@@ -11,13 +11,13 @@ import time
 import aiohttp
 import orjson
 
-from ..records import RequestRecord
-from ..redact import mask_values
-from ..wire import EncodedResponse, Wire, WireError
+from ..schemas.request import RequestRecord
+from ..util.redact import mask_values
 from .checks import BadValue, ServerSaid, stats_fit_the_stream
 from .request import RequestSpec
 from .sse import SseLines
 from .stream import ResponseStream
+from .wire import EncodedResponse, Wire, WireError
 
 #: what ``stream_request`` sends over: the socket client or an aiohttp session (TLS)
 Transport = Wire | aiohttp.ClientSession

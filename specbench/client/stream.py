@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from ..records import RequestRecord
+from ..schemas.request import RequestRecord
 from .checks import TOKEN_CAP, BadValue, ServerSaid, checked_stats
 from .tokens import settle
 

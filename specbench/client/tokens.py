@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..records import RequestRecord
+from ..schemas.request import RequestRecord
 from .checks import TOKEN_CAP
 
 if TYPE_CHECKING:

@@ -5,11 +5,11 @@ server needed), ``load_prompts`` (deterministic selection) and ``REGISTRY`` / ``
 See docs/datasets.md for every set's source, fields, categories and default recipe.
 """
 
-from specbench.datasets.loader import load_prompts, select
-from specbench.datasets.recipes import RECIPES
-from specbench.datasets.registry import REGISTRY, DatasetDef
-from specbench.datasets.sources import DATA_DIR_ENV, check_available, data_root
-from specbench.datasets.spec import DatasetSpec
+from .loader import load_prompts, select
+from .recipes import RECIPES
+from .registry import REGISTRY, DatasetDef
+from .sources import DATA_DIR_ENV, check_available, data_root
+from .spec import DatasetSpec
 
 __all__ = [
     "DATA_DIR_ENV",

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from specbench.errors import DatasetError
+from ..errors import DatasetError
 
 SUFFIXES = (".jsonl", ".json", ".parquet")
 

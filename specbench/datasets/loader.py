@@ -11,13 +11,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TypeVar
 
-from specbench.datasets.files import Row
-from specbench.datasets.recipes import RECIPES
-from specbench.datasets.rows import Item
-from specbench.datasets.sources import fetch_rows
-from specbench.datasets.spec import DatasetSpec
-from specbench.errors import DatasetError
-from specbench.records import Prompt
+from ..errors import DatasetError
+from ..schemas.request import Prompt
+from .files import Row
+from .recipes import RECIPES
+from .rows import Item
+from .sources import fetch_rows
+from .spec import DatasetSpec
 
 T = TypeVar("T")
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from specbench.datasets import rows
-from specbench.datasets.rows import Item
+from . import rows
+from .rows import Item
 
 Parser = Callable[[Mapping[str, Any], str, int, Mapping[str, Any]], Item]
 HubSource = tuple[str, str | None, str]

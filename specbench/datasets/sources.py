@@ -12,10 +12,10 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from specbench.datasets.files import Row, one_line, read_rows
-from specbench.datasets.registry import HubSource
-from specbench.datasets.spec import DatasetSpec
-from specbench.errors import DatasetError
+from ..errors import DatasetError
+from .files import Row, one_line, read_rows
+from .registry import HubSource
+from .spec import DatasetSpec
 
 DATA_DIR_ENV = "SPECBENCH_DATA_DIR"
 LOCAL_SUFFIXES = (".jsonl", ".parquet")

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from specbench.datasets.files import SUFFIXES
-from specbench.datasets.registry import COMMON_OPTIONS, REGISTRY, SPEED_CONFIGS, DatasetDef
-from specbench.errors import SuiteError
+from ..errors import SuiteError
+from .files import SUFFIXES
+from .registry import COMMON_OPTIONS, REGISTRY, SPEED_CONFIGS, DatasetDef
 
 BASE_KEYS = ("name", "source", "path", "requests", "selection", "seed", "recipe")
 SELECTIONS = ("first", "shuffle")

@@ -5,8 +5,8 @@
 See docs/gate.md for the threshold syntax and the noise rule.
 """
 
-from .checks import Check, GateError, GateSpec, Selector, cli_spec, is_number, lower_is_better, parse_cli_threshold
-from .cli import load_run, load_suite_gate, register, run_cli
+from ..cli.gate import load_run, load_suite_gate, register, run_cli
+from ..suite.gate import Check, GateError, GateSpec, Selector, cli_spec, is_number, lower_is_better, parse_cli_threshold
 from .judge import CellKey, Measure, Run, Verdict, evaluate, index_cells, judge_drop, judge_floor, read_ci
 from .render import render_markdown
 

@@ -12,11 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from specbench.cell import Cell
-from specbench.errors import ResultsError
-from specbench.row import ResultRow
-
-from .checks import Check, GateError, Outcome, is_number
+from ..errors import ResultsError
+from ..schemas.cell import Cell
+from ..schemas.row import ResultRow
+from ..suite.gate import Check, GateError, Outcome, is_number
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .checks import Outcome
+from ..suite.gate import Outcome
 from .judge import Measure, Verdict
 
 

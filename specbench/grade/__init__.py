@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ..records import RequestRecord
+from ..schemas.request import RequestRecord
 from . import answers, programs
 
 GRADERS = ("gsm8k", "math500", "humaneval", "mbpp")

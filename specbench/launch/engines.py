@@ -15,9 +15,9 @@ from typing import Any, Protocol
 
 import yaml
 
-from ..acceptance import CounterNames, counter_acceptance, counter_deltas, empty_acceptance, verify_step_acceptance
+from ..client.metrics import MetricsSnapshot
 from ..errors import LaunchError, SuiteError
-from ..scrape import MetricsSnapshot
+from ..measure.acceptance import CounterNames, counter_acceptance, counter_deltas, empty_acceptance, verify_step_acceptance
 
 BUILTIN_LAUNCHERS = Path(__file__).resolve().parents[1] / "launchers"
 
@@ -134,7 +134,7 @@ class Engine:
 
     def redact(self, argv: list[str]) -> list[str]:
         """argv with the values of secret flags (this launcher's and any secret-looking) replaced, for logs and metadata."""
-        from ..redact import redact_argv
+        from ..util.redact import redact_argv
 
         return redact_argv(argv, self.secret_flags)
 
@@ -145,7 +145,7 @@ class Engine:
 
 def _expand(path: str) -> str:
     """``~`` and ``{cache}`` (specbench's cache, ``$SPECBENCH_CACHE``: where ``specbench setup`` puts engines) expanded."""
-    from ..setup_cpu import cache_dir
+    from .setup_cpu import cache_dir
 
     return os.path.expanduser(path.replace("{cache}", str(cache_dir())))
 

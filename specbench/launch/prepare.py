@@ -14,9 +14,9 @@ from typing import Protocol
 from rich.console import Console
 
 from ..errors import LaunchError
-from ..setup_cpu import CpuSetup
 from ..suite import Suite
 from .engines import load_engine
+from .setup_cpu import CpuSetup
 
 
 class Preparation(Protocol):

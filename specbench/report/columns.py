@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..row import ResultRow
-from ..row_check import is_number
+from ..schemas.row import ResultRow
+from ..schemas.row_read import is_number
 from .quality_columns import quality_columns
 
 DASH = "—"

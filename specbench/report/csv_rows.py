@@ -8,8 +8,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..jsonio import dumps
-from ..row import ResultRow
+from ..schemas.row import ResultRow
+from ..util.jsonio import dumps
 
 
 def _non_finite(value: Any) -> bool:

@@ -12,10 +12,10 @@ from typing import Any
 
 import pandas as pd
 
-from ..cell import Cell
 from ..errors import ResultsError
-from ..records import RequestRecord
-from ..row import ResultRow
+from ..schemas.cell import Cell
+from ..schemas.request import RequestRecord
+from ..schemas.row import ResultRow
 from .load import RunResults, load_run, read_requests
 
 RUN_COLUMNS = ["gpu", "target", "split", "drafter", "k", "c", "start", "mode", "throughput_tps", "output_tokens",

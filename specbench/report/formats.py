@@ -16,7 +16,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal
 
-from ..row import ResultRow
+from ..schemas.row import ResultRow
 
 
 @dataclass(frozen=True)

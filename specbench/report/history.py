@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..cell import Cell, LoadPoint
 from ..errors import ResultsError, SpecbenchError
-from ..row import ResultRow
+from ..schemas.cell import Cell, LoadPoint
+from ..schemas.row import ResultRow
 from .load import load_run, read_meta, refusal
 from .model import Load, load_of
 

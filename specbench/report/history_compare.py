@@ -27,14 +27,14 @@ VERDICT_MD = {"better": "better ▲", "worse": "**worse ▼**", "within noise": 
 
 
 def comparison_of(old: RunEntry, new: RunEntry, tolerance: float = 0.0):
-    from ..compare import compare_runs
+    from ..measure.compare import compare_runs
 
     return compare_runs(old.records or [], new.records or [], (str(old.path), str(new.path)), tolerance=tolerance)
 
 
 def parse_tolerance(text: str | None) -> float:
     """``--tolerance 5%``: the gate's percentage syntax (a bare number is refused there too)."""
-    from ..gate.checks import parse_percent
+    from ..suite.gate import parse_percent
 
     if text is None:
         return 0.0
@@ -67,8 +67,8 @@ def verdict_text(m, markup: dict[str, str] | None = None) -> str:
 
 
 def comparison_markdown(old: RunEntry, new: RunEntry, title: str, tolerance: float = 0.0) -> str:
-    from ..compare import RUN_METRICS
     from ..gate.render import fmt_measure
+    from ..measure.compare import RUN_METRICS
 
     comp = comparison_of(old, new, tolerance)
     labels = dict(RUN_METRICS)

@@ -45,7 +45,7 @@ def _run_body(run: RunEntry, prefix: str) -> str:
 
 
 def _comparison_html(old: RunEntry, new: RunEntry, tolerance: float) -> str:
-    from ..compare import RUN_METRICS
+    from ..measure.compare import RUN_METRICS
 
     comp = comparison_of(old, new, tolerance)
     labels = dict(RUN_METRICS)

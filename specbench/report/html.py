@@ -20,8 +20,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..records import RequestRecord
-from ..row import ResultRow
+from ..schemas.request import RequestRecord
+from ..schemas.row import ResultRow
 from .columns import DASH, has_decomposition, table_columns
 from .load import load_run, read_requests
 from .markdown import DECOMPOSITION_NOTE

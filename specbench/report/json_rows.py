@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..jsonio import dumps
-from ..row import ResultRow
+from ..schemas.row import ResultRow
+from ..util.jsonio import dumps
 
 
 def render(rows: Sequence[ResultRow], meta: dict[str, Any] | None = None) -> str:

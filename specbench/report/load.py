@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ResultsError
-from ..records import RequestRecord
-from ..row import ResultRow
-from ..row_check import finite, is_number, refusal, show
+from ..schemas.request import RequestRecord
+from ..schemas.row import ResultRow
+from ..schemas.row_read import finite, is_number, refusal, show
 
 __all__ = ["RunResults", "is_number", "load_results", "load_run", "read_meta", "read_requests", "refusal", "warn"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..row import ResultRow
+from ..schemas.row import ResultRow
 from .columns import COLUMNS, DASH, Column, has_decomposition, num, table_columns
 
 __all__ = ["COLUMNS", "DASH", "DECOMPOSITION_NOTE", "has_decomposition", "markdown", "render"]
@@ -51,11 +51,11 @@ def explain_sections(records: Sequence[Record], meta: dict[str, Any] | None) -> 
     """The what-if map and the best-K table of runs made by ``specbench whatif`` / ``tune``."""
     out = []
     if (meta or {}).get("whatif"):
-        from ..whatif import whatif_markdown
+        from ..measure.break_even import whatif_markdown
 
         out.append(whatif_markdown(records, meta))
     if (meta or {}).get("tune"):
-        from ..tune import tune_markdown
+        from ..measure.best_k import tune_markdown
 
         out.append(tune_markdown(records, meta))
     return [part for part in out if part]
@@ -95,7 +95,7 @@ def cell_notes(records: Sequence[Record]) -> list[str]:
 
 def sweep_table(records: Sequence[Record]) -> str | None:
     """Speedup vs concurrency per data set and config, with the crossover where it drops below 1."""
-    from ..compare import crossover
+    from ..measure.compare import crossover
 
     loads = sorted({c for r in records if (c := r.concurrency) is not None})
     if len(loads) < 2:

@@ -6,8 +6,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..cell import Cell
-from ..row import ResultRow
+from ..schemas.cell import Cell
+from ..schemas.row import ResultRow
 from ..suite import find_baseline
 
 Record = ResultRow

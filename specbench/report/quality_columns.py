@@ -1,4 +1,4 @@
-"""Table columns for quality and cost (``specbench.quality``): each group appears only when some
+"""Table columns for quality and cost (``specbench.measure.quality``): each group appears only when some
 row measured it, so a run that did not ask for it prints the same table as before."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..row import ResultRow
+from ..schemas.row import ResultRow
 
 DASH = "—"
 Record = ResultRow

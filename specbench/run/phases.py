@@ -10,16 +10,16 @@ from typing import Any
 
 import aiohttp
 
-from ..cell import LoadPoint
 from ..client import RequestSpec, Transport, close_transport, open_transport, transport_clock
-from ..loadgen import LoadPass, LoadResult, generate_load, generate_load_processes
-from ..measure import PhaseInfo
-from ..records import Prompt, RequestRecord
-from ..redact import redact_url
-from ..scrape import scrape
-from ..slo import PROBE_PHASE, search_server
+from ..client.metrics import scrape
+from ..load.generate import LoadPass, LoadResult, generate_load, generate_load_processes
+from ..measure.slo import PROBE_PHASE, search_server
+from ..measure.summarize import PhaseInfo
+from ..measure.telemetry import PhaseMeter
+from ..schemas.cell import LoadPoint
+from ..schemas.request import Prompt, RequestRecord
 from ..suite import Suite
-from ..telemetry import PhaseMeter
+from ..util.redact import redact_url
 from .recorder import Recorder
 from .servers import Server, server_info
 

@@ -7,12 +7,12 @@ import datetime as dt
 import os
 from pathlib import Path
 
-from ..cell import LoadPoint
 from ..datasets import check_available, load_prompts
 from ..errors import LaunchError, SuiteError
 from ..launch import load_engine
 from ..launch.process import port_in_use
-from ..records import Prompt
+from ..schemas.cell import LoadPoint
+from ..schemas.request import Prompt
 from ..suite import ServerConfig, Suite
 
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..cell import Cell
-from ..measure import PhaseInfo
-from ..records import RequestRecord
-from ..row import ResultRow
+from ..measure.summarize import PhaseInfo
+from ..schemas.cell import Cell
+from ..schemas.request import RequestRecord
+from ..schemas.row import ResultRow
 from .servers import ServerBook
 
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..cell import Cell
-from ..measure import PhaseInfo, add_comparisons, summarize_cell
-from ..quality import add_quality, suite_notes
-from ..records import RequestRecord
-from ..redact import redact_mapping
-from ..row import ResultRow
+from ..measure.quality import add_quality, suite_notes
+from ..measure.summarize import PhaseInfo, add_comparisons, summarize_cell
+from ..schemas.cell import Cell
+from ..schemas.request import RequestRecord
+from ..schemas.row import ResultRow
 from ..suite import Suite
+from ..util.redact import redact_mapping
 from .preflight import load_points
 
 
@@ -39,7 +39,7 @@ def build_rows(suite: Suite, phases: list[PhaseInfo], records: list[RequestRecor
 
 
 def redact_raw(raw: Any) -> Any:
-    """The suite as written, minus secrets (see ``specbench.redact``)."""
+    """The suite as written, minus secrets (see ``specbench.util.redact``)."""
     return redact_mapping(raw)
 
 

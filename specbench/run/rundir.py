@@ -20,13 +20,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ..cell import Cell
 from ..errors import RunDirError
-from ..jsonio import dumps
-from ..measure import PhaseInfo
-from ..records import RequestRecord
-from ..row import ResultRow
-from ..slo import PROBES_FILE
+from ..measure.slo import PROBES_FILE
+from ..measure.summarize import PhaseInfo
+from ..schemas.cell import Cell
+from ..schemas.request import RequestRecord
+from ..schemas.row import ResultRow
+from ..util.jsonio import dumps
 
 REQUESTS, PHASES, META, LAUNCHED = "requests.jsonl", "phases.jsonl", "meta.json", "launched.json"
 QUARANTINE = {REQUESTS: "requests.quarantine.jsonl", PHASES: "phases.quarantine.jsonl"}

@@ -14,11 +14,11 @@ from typing import Any
 
 import aiohttp
 
-from ..cell import Cell
 from ..errors import LaunchError, ServerError
 from ..launch import reap_all
-from ..records import Prompt
-from ..row import ResultRow
+from ..schemas.cell import Cell
+from ..schemas.request import Prompt
+from ..schemas.row import ResultRow
 from ..suite import ServerConfig, Suite
 from .phases import Phases
 from .preflight import config_order, load_points, preflight

@@ -16,12 +16,12 @@ from typing import Any, Protocol
 import aiohttp
 
 from ..client import RequestSpec
+from ..client.metrics import PROBE_LIMIT, read_capped
 from ..errors import ServerError
 from ..launch import Engine, ServerProcess, load_engine
 from ..launch.process import free_port, served_models
-from ..redact import redact_env, redact_url
-from ..scrape import PROBE_LIMIT, read_capped
 from ..suite import ServerConfig, Suite
+from ..util.redact import redact_env, redact_url
 
 
 class ServerBook(Protocol):

@@ -11,18 +11,18 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..cell import Cell
 from ..errors import SuiteError
 from ..grade import grade_phase
 from ..launch.process import stop_leftover
-from ..measure import PhaseInfo
-from ..provenance import suite_file_provenance
-from ..records import RequestRecord
+from ..measure.slo import attach_capacity
+from ..measure.summarize import PhaseInfo
 from ..report.markdown import markdown
-from ..row import ResultRow
-from ..slo import attach_capacity
+from ..schemas.cell import Cell
+from ..schemas.request import RequestRecord
+from ..schemas.row import ResultRow
 from ..suite import Suite
 from .preflight import now
+from .provenance import suite_file_provenance
 from .results import build_rows, redact_raw, run_notes
 from .rundir import RunDir
 

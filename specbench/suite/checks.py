@@ -9,7 +9,7 @@ import re
 from typing import Any
 from urllib.parse import urlparse
 
-from ..redact import redact_url
+from ..util.redact import redact_url
 
 NAME_RE = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}")
 ENDPOINTS = ("chat", "completions")

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..datasets import DatasetSpec
-from ..redact import redact_mapping
+from ..util.redact import redact_mapping
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from urllib.parse import urlparse
 
 from ..datasets import DatasetSpec
 from ..errors import SuiteError
-from ..redact import redact_url
+from ..util.redact import redact_url
 from .checks import (
     CLIENTS,
     CONFIG_KEYS,
@@ -69,7 +69,7 @@ def parse_suite(data: Any, path: Path) -> Suite:
             problems.append(str(err))
     cost = None
     if "cost" in top:
-        from ..telemetry import parse_cost
+        from ..measure.telemetry import parse_cost
 
         cost = parse_cost(top["cost"], f"{where}: cost", problems)
 
@@ -166,7 +166,7 @@ def _load(lraw: dict[str, Any], datasets: list[DatasetSpec], where: str, problem
         if key in load_kwargs and load_kwargs[key] is not None:
             load_kwargs[key] = float(load_kwargs[key])
     from ..grade import parse_grade
-    from ..slo import parse_search, parse_slo
+    from ..measure.slo import parse_search, parse_slo
 
     if "slo" in lraw:
         load_kwargs["slo"] = parse_slo(lraw["slo"], f"{where}: load.slo", problems)

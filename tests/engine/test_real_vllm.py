@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from specbench.launch.process import group_members
+from specbench.launch.setup_cpu import MODEL_NAME, cache_dir
 from specbench.run import run_suite
-from specbench.setup_cpu import MODEL_NAME, cache_dir
 from specbench.suite import load_suite
 from tests.support.processes import alive
 

@@ -13,7 +13,7 @@ from aiohttp import web
 
 from specbench.cli import main
 from specbench.client import RequestSpec, close_transport, open_transport, stream_request
-from specbench.records import RequestRecord
+from specbench.schemas.request import RequestRecord
 from tests.support import suites
 from tests.support.scripted_server import serve_app
 
@@ -127,7 +127,7 @@ async def test_resume_with_meta_json_of_the_wrong_shape_is_one_line(tmp_path, pr
 # ---- a /metrics series exported twice is not counted twice ----
 
 def test_duplicate_metrics_series_is_invalid_not_doubled():
-    from specbench.scrape import parse_metrics
+    from specbench.client.metrics import parse_metrics
 
     snap = parse_metrics('# TYPE vllm:spec_decode_num_drafts counter\n'
                          'vllm:spec_decode_num_drafts_total{engine="0"} 10\n'
@@ -161,9 +161,9 @@ async def test_a_huge_metrics_or_probe_answer_is_refused_not_buffered():
     config) fails with the reason instead."""
     import aiohttp
 
+    from specbench.client.metrics import METRICS_LIMIT, PROBE_LIMIT, scrape
     from specbench.launch import load_engine
     from specbench.run.servers import check_url
-    from specbench.scrape import METRICS_LIMIT, PROBE_LIMIT, scrape
     from specbench.suite import ServerConfig
 
     runner, url = await _huge("/metrics", METRICS_LIMIT + 1)

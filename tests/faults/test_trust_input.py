@@ -218,11 +218,11 @@ def test_gate_suite_file_is_read_with_the_same_bounds(tmp_path, capsys):
 
 # ===================================================================== 2. standard JSON everywhere
 
-from specbench.measure import PhaseInfo  # noqa: E402
-from specbench.records import RequestRecord  # noqa: E402
+from specbench.measure.summarize import PhaseInfo  # noqa: E402
 from specbench.report import render  # noqa: E402
-from specbench.row import ResultRow  # noqa: E402
 from specbench.run.rundir import RunDir, write_json  # noqa: E402
+from specbench.schemas.request import RequestRecord  # noqa: E402
+from specbench.schemas.row import ResultRow  # noqa: E402
 
 NAN, INF = float("nan"), float("inf")
 
@@ -618,7 +618,7 @@ MASK = "***"
                                   "--passwd", "GOOGLE_APPLICATION_CREDENTIALS", "--auth", "OAUTH", "Authorization",
                                   "--ssl-password", "keys", "x.secret.y"])
 def test_secret_names(name):
-    from specbench.redact import is_secret_name
+    from specbench.util.redact import is_secret_name
 
     assert is_secret_name(name)
 
@@ -627,13 +627,13 @@ def test_secret_names(name):
                                   "api_key_env", "--ssl-keyfile", "author", "--port", "CUDA_VISIBLE_DEVICES", "monkeys",
                                   "temperature", "", "-"])
 def test_not_secret_names(name):
-    from specbench.redact import is_secret_name
+    from specbench.util.redact import is_secret_name
 
     assert not is_secret_name(name)
 
 
 def test_redact_argv_both_forms_and_switches():
-    from specbench.redact import redact_argv
+    from specbench.util.redact import redact_argv
 
     argv = ["vllm", "--db-password", "p1", "--client-secret=p2", "--hf-token", "p3", "--disable-auth", "--port", "80",
             "--url=http://u:p4@h:1/x", "--API-KEY", "p5", "--max-num-batched-tokens", "512", "--api-key"]
@@ -646,7 +646,7 @@ def test_redact_argv_both_forms_and_switches():
 
 
 def test_redact_env_and_nested_mappings():
-    from specbench.redact import redact_env, redact_mapping
+    from specbench.util.redact import redact_env, redact_mapping
 
     env = {"DB_PASSWORD": "p", "MY_SECRET": "p", "HF_TOKEN": "p", "PLAIN": "visible", "PROXY": "http://u:p@proxy:3128"}
     assert redact_env(env) == {"DB_PASSWORD": MASK, "MY_SECRET": MASK, "HF_TOKEN": MASK, "PLAIN": "visible",
@@ -674,13 +674,13 @@ def test_redact_env_and_nested_mappings():
     ("http://host:8000", "http://host:8000"), ("http://[::1]:8000", "http://[::1]:8000"),
 ])
 def test_redact_url(url, shown):
-    from specbench.redact import redact_url
+    from specbench.util.redact import redact_url
 
     assert redact_url(url) == shown
 
 
 def test_split_credentials_gives_one_basic_header():
-    from specbench.redact import split_credentials
+    from specbench.util.redact import split_credentials
 
     url, header = split_credentials("http://us%40er:p%3Ass@[::1]:8000/x")
     assert url == "http://[::1]:8000/x"

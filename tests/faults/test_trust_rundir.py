@@ -417,7 +417,7 @@ async def test_rate_sweep_resume_measures_only_the_missing_rate(tmp_path, prompt
 
 def test_gate_keeps_rate_cells_apart():
     from specbench.gate import index_cells
-    from specbench.row import ResultRow
+    from specbench.schemas.row import ResultRow
 
     rows = [{"run": "spec", "dataset": "d", "concurrency": None, "request_rate": rate, "max_concurrency": 8}
             for rate in (4.0, 16.0)]
@@ -427,10 +427,10 @@ def test_gate_keeps_rate_cells_apart():
 
 
 def test_cell_keys_agree_across_phase_record_and_row():
-    from specbench.cell import Cell, LoadPoint
-    from specbench.measure import PhaseInfo
-    from specbench.records import RequestRecord
-    from specbench.row import ResultRow
+    from specbench.measure.summarize import PhaseInfo
+    from specbench.schemas.cell import Cell, LoadPoint
+    from specbench.schemas.request import RequestRecord
+    from specbench.schemas.row import ResultRow
 
     phase = PhaseInfo(config="spec", dataset="d", concurrency=8, request_rate=4.0, repeat=0, wall_s=1.0)
     record = RequestRecord(prompt_id="p", dataset="d", config="spec", concurrency=8, request_rate=4.0)

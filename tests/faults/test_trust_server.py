@@ -15,17 +15,17 @@ import aiohttp
 import pytest
 import yaml
 
-from specbench.acceptance import ratio_acceptance
 from specbench.cli import main
 from specbench.client import RequestSpec, close_transport, open_transport, stream_request
+from specbench.client.metrics import parse_metrics
 from specbench.errors import LaunchError
-from specbench.latency import latency_stats
 from specbench.launch import load_engine
 from specbench.launch.process import ServerProcess
-from specbench.measure import PhaseInfo, summarize_cell
-from specbench.records import RequestRecord
+from specbench.measure.acceptance import ratio_acceptance
+from specbench.measure.latency import latency_stats
+from specbench.measure.summarize import PhaseInfo, summarize_cell
 from specbench.run import run_suite
-from specbench.scrape import parse_metrics
+from specbench.schemas.request import RequestRecord
 from specbench.suite import load_suite
 from tests.support import paths, suites
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from specbench.row import rows_from
-from specbench.whatif import verdict, whatif_curves
+from specbench.measure.break_even import verdict, whatif_curves
+from specbench.schemas.row import rows_from
 from tests.support.gpu import gpu_run_dir
 from tests.support.paths import ROOT
 

@@ -21,8 +21,8 @@ from specbench.client import (
     open_transport,
     stream_request,
 )
-from specbench.records import RequestRecord
-from specbench.wire import Wire
+from specbench.client.wire import Wire
+from specbench.schemas.request import RequestRecord
 from tests.support.scripted_server import serve_app
 
 MSGS = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hello there"}]

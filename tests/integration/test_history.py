@@ -17,11 +17,11 @@ import pytest
 import yaml
 
 from specbench.cli import main
-from specbench.compare import change_verdict, compare_runs
 from specbench.gate import Measure, register
-from specbench.provenance import suite_file_provenance
+from specbench.measure.compare import change_verdict, compare_runs
 from specbench.report.history import classify
-from specbench.row import rows_from
+from specbench.run.provenance import suite_file_provenance
+from specbench.schemas.row import rows_from
 
 SHA = "5" * 64
 COMMIT = "c0ffee" * 6 + "abcd"

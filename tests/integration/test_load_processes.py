@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 
 from specbench.client import RequestSpec, close_transport, open_transport
-from specbench.loadgen import LoadPass, generate_load, generate_load_processes
-from specbench.records import Prompt
+from specbench.load.generate import LoadPass, generate_load, generate_load_processes
+from specbench.schemas.request import Prompt
 
 
 def prompts(n: int) -> list[Prompt]:

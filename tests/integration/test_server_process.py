@@ -257,7 +257,7 @@ class RecordingCpuSetup:
     tests never download anything."""
 
     def __init__(self) -> None:
-        from specbench.setup_cpu import CpuSetup
+        from specbench.launch.setup_cpu import CpuSetup
 
         self.real, self.calls = CpuSetup(), []
         self.command = self.real.command
@@ -340,7 +340,7 @@ def test_setup_stages_show_each_step_with_its_time_and_name_a_failing_one():
     from rich.console import Console
 
     from specbench.errors import SpecbenchError
-    from specbench.setup_cpu import Stages
+    from specbench.launch.setup_cpu import Stages
 
     out = io.StringIO()
     with pytest.raises(SpecbenchError) as info, Stages(Console(file=out, width=100)) as stages:

@@ -1,4 +1,4 @@
-"""Goodput at an SLO and the highest Poisson rate that meets it (specbench/slo.py)."""
+"""Goodput at an SLO and the highest Poisson rate that meets it (specbench/measure/slo.py)."""
 
 import asyncio
 import json
@@ -8,10 +8,10 @@ import pytest
 
 from specbench.cli import main
 from specbench.errors import SuiteError
-from specbench.records import RequestRecord
-from specbench.row import rows_from
+from specbench.measure.slo import RateSearch, Slo, attach_capacity, meets, parse_percentile, percentile_check, search_max_rate, slo_summary
 from specbench.run import run_suite
-from specbench.slo import RateSearch, Slo, attach_capacity, meets, parse_percentile, percentile_check, search_max_rate, slo_summary
+from specbench.schemas.request import RequestRecord
+from specbench.schemas.row import rows_from
 from specbench.suite import load_suite, parse_suite
 from tests.support import suites
 from tests.support.scripted_server import Script, start

@@ -1,4 +1,4 @@
-"""GPU energy, telemetry and cost (specbench/telemetry.py) through a fake NVML module."""
+"""GPU energy, telemetry and cost (specbench/measure/telemetry.py) through a fake NVML module."""
 
 import json
 import sys
@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from specbench import telemetry
+from specbench.measure import telemetry
 from specbench.errors import SuiteError
+from specbench.measure.telemetry import Cost, PhaseMeter, cost_summary, server_gpus, telemetry_summary
 from specbench.run import run_suite
 from specbench.suite import load_suite, parse_suite
-from specbench.telemetry import Cost, PhaseMeter, cost_summary, server_gpus, telemetry_summary
 from tests.support import suites
 from tests.support.suites import baseline_and_spec
 

@@ -2,8 +2,8 @@
 
 import yaml
 
+from specbench.run.trace import ACCEPTED, BONUS, CORRECTED, PREFILL, TARGET, annotate, run_trace
 from specbench.suite import load_suite
-from specbench.trace import ACCEPTED, BONUS, CORRECTED, PREFILL, TARGET, annotate, run_trace
 from tests.support.scripted_server import Script, start
 
 

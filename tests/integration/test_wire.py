@@ -13,8 +13,8 @@ import orjson
 import pytest
 
 from specbench.client import RequestSpec, close_transport, open_transport, stream_request, transport_clock
-from specbench.records import RequestRecord
-from specbench.wire import CLOCK_KERNEL, SO_TIMESTAMPNS, Target, Wire
+from specbench.client.wire import CLOCK_KERNEL, SO_TIMESTAMPNS, Target, Wire
+from specbench.schemas.request import RequestRecord
 
 
 def _chunk(payload: bytes) -> bytes:
@@ -255,7 +255,7 @@ async def test_close_ends_requests_in_flight_at_once(server):
 
 
 async def test_message_that_never_ends_after_done_loses_its_connection(server, monkeypatch):
-    monkeypatch.setattr("specbench.wire._AFTER_DONE_S", 0.2)
+    monkeypatch.setattr("specbench.client.wire._AFTER_DONE_S", 0.2)
 
     def reply(conn, _):
         conn.sendall(HEAD + _event(1) + _chunk(b"data: [DONE]\n\n"))  # no terminating chunk, ever

@@ -17,7 +17,9 @@ must not be used.
 
 import pytest
 
-from specbench.acceptance import (
+from specbench.client.metrics import MetricsSnapshot, parse_metrics
+from specbench.launch import load_engine
+from specbench.measure.acceptance import (
     CounterNames,
     StreamAcceptance,
     agreement,
@@ -29,10 +31,8 @@ from specbench.acceptance import (
     stream_acceptance,
     stream_summary,
 )
-from specbench.launch import load_engine
-from specbench.measure import combine_acceptance
-from specbench.records import RequestRecord
-from specbench.scrape import MetricsSnapshot, parse_metrics
+from specbench.measure.summarize import combine_acceptance
+from specbench.schemas.request import RequestRecord
 from tests.support import paths
 
 DATA = paths.DATA / "metrics"

@@ -24,7 +24,7 @@ from specbench.gate import (
     register,
     render_markdown,
 )
-from specbench.row import ResultRow
+from specbench.schemas.row import ResultRow
 from tests.support import paths
 
 DATA = paths.DATA / "gate"

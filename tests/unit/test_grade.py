@@ -15,7 +15,7 @@ from specbench.errors import SuiteError
 from specbench.grade import Gold, accuracy_pairs, accuracy_summary, golds, grade_answer, mcnemar_exact, paired_accuracy
 from specbench.grade.answers import equivalent, extract_gsm8k, extract_math, last_boxed, normalize
 from specbench.grade.programs import extract_code, humaneval_program, mbpp_program, network_isolation, run_program
-from specbench.records import RequestRecord
+from specbench.schemas.request import RequestRecord
 from specbench.suite import parse_suite
 from tests.support import suites
 from tests.support.paths import ROOT

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from specbench.latency import (
+from specbench.measure.latency import (
     PERCENTILES,
     chunk_token_counts,
     latency_stats,
@@ -14,7 +14,7 @@ from specbench.latency import (
     token_sources,
     tpot,
 )
-from specbench.records import RequestRecord
+from specbench.schemas.request import RequestRecord
 
 
 def rec(times, tokens=None, *, send=0.0, output=None, error=None, source="usage_continuous", prompt=None) -> RequestRecord:

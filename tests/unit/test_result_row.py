@@ -8,13 +8,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from specbench.cell import Cell
 from specbench.errors import ResultsError
-from specbench.measure import add_comparisons, summarize_cell
-from specbench.quality import add_quality
+from specbench.measure.quality import add_quality
+from specbench.measure.slo import attach_capacity
+from specbench.measure.summarize import add_comparisons, summarize_cell
 from specbench.report.load import load_run
-from specbench.row import FIELD_NAMES, REFERENCE_KEYS, ResultRow
-from specbench.slo import attach_capacity
+from specbench.schemas.cell import Cell
+from specbench.schemas.row import FIELD_NAMES, REFERENCE_KEYS, ResultRow
 from tests.support.paths import DATA
 
 #: written by the dict rows of commit a3b46e1 (summarize_cell → add_comparisons → add_quality →
@@ -111,9 +111,9 @@ def test_report_pages_render_byte_identical_from_typed_rows(tmp_path):
 def test_plots_take_load_points_from_the_cell_and_keep_two_caps_at_one_rate_apart():
     """An open-loop sweep at one rate with two in-flight caps is two cells; the report model used to
     key plots by (kind, value) alone and merged them."""
-    from specbench.cell import Cell
     from specbench.report.model import Load, Model, load_of
-    from specbench.row import rows_from
+    from specbench.schemas.cell import Cell
+    from specbench.schemas.row import rows_from
 
     base = {"dataset": "d", "run": "baseline", "method": "baseline", "request_rate": 4.0, "concurrency": None,
             "status": "ok", "output_throughput_tps": 10.0}

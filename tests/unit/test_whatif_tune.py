@@ -13,10 +13,7 @@ import yaml
 from specbench.cli import main
 from specbench.errors import SuiteError
 from specbench.launch import load_engine
-from specbench.report.html import render_html
-from specbench.row import ResultRow, rows_from
-from specbench.suite import parse_suite
-from specbench.tune import (
+from specbench.measure.best_k import (
     Candidate,
     best_candidate,
     engine_flag,
@@ -27,7 +24,10 @@ from specbench.tune import (
     schedule_ranges,
     tune_analysis,
 )
-from specbench.whatif import break_even, default_lengths, expand_whatif, synthetic_support, verdict, whatif_curves, whatif_markdown
+from specbench.measure.break_even import break_even, default_lengths, expand_whatif, synthetic_support, verdict, whatif_curves, whatif_markdown
+from specbench.report.html import render_html
+from specbench.schemas.row import ResultRow, rows_from
+from specbench.suite import parse_suite
 from tests.support.launchers import write_launcher
 from tests.support.paths import PACKAGE_ENV, SUPPORT
 

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ...latency import token_itl, tpot
-from ...records import RequestRecord
+from ...measure.latency import token_itl, tpot
+from ...schemas.request import RequestRecord
 from ..model import Load, Model, load_of_request
 from ..svg import (
     AXIS,

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ...latency import tpot
-from ...per_request import request_lengths
-from ...records import RequestRecord
+from ...measure.latency import tpot
+from ...measure.per_request import request_lengths
+from ...schemas.request import RequestRecord
 from ..model import PALETTE, Load, Model, load_of
 from ..svg import (
     MUTED,

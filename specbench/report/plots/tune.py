@@ -19,8 +19,8 @@ from .common import LOAD_COLOURS
 
 
 def tune_section(m: Model) -> str | None:
-    from ...tune import analysis_of
-    from ...whatif import load_label
+    from ...measure.best_k import analysis_of
+    from ...measure.break_even import load_label
 
     result = analysis_of(m.rows, m.meta)
     if not result or not result["cells"]:

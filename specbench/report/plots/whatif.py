@@ -22,7 +22,7 @@ from .common import LOAD_COLOURS, num_or_none
 
 
 def whatif_section(m: Model) -> str | None:
-    from ...whatif import WHATIF_NOTE, load_label, verdict, whatif_curves
+    from ...measure.break_even import WHATIF_NOTE, load_label, verdict, whatif_curves
 
     curves = whatif_curves(m.rows, m.meta)
     if not curves:
@@ -91,7 +91,7 @@ def whatif_section(m: Model) -> str | None:
 
 
 def _whatif_table(curves: Sequence[Any]) -> str:
-    from ...whatif import load_label
+    from ...measure.break_even import load_label
 
     targets = sorted({p.target for c in curves for p in c.points})
     head = "".join(f'<th scope="col">{esc(h)}</th>' for h in

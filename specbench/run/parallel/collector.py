@@ -10,8 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ...measure import PhaseInfo
-from ...records import RequestRecord
+from ...measure.summarize import PhaseInfo
+from ...schemas.request import RequestRecord
 from ..sequential import RunOutcome
 from ..session import RunSession
 from .planning import MAX_LOG_BYTES

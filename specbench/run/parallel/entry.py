@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from ...errors import SuiteError
 from ...launch import load_engine
-from ...records import Prompt
+from ...schemas.request import Prompt
 from ...suite import Suite
 from ..preflight import load_suite_prompts, preflight
 from ..sequential import RunOutcome

@@ -17,7 +17,7 @@ from pathlib import Path
 from ...errors import SuiteError
 from ...launch import load_engine
 from ...launch.process import log_tail
-from ...records import Prompt
+from ...schemas.request import Prompt
 from ...suite import Suite
 from .collector import Collector, StopSignals
 from .planning import Job

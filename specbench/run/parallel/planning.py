@@ -8,8 +8,8 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...cell import Cell
 from ...errors import LaunchError, SuiteError
+from ...schemas.cell import Cell
 from ..preflight import config_order, load_points
 
 MODES = ("gpus", "ray")

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ...errors import LaunchError
-from ...records import Prompt
+from ...schemas.request import Prompt
 from ...suite import Suite
 from .collector import Collector, StopSignals
 from .planning import FORWARDED_ENV, RAY_EXTRA, Job

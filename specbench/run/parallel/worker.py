@@ -20,10 +20,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ...cell import Cell
-from ...measure import PhaseInfo
-from ...records import Prompt, RequestRecord
-from ...row import ResultRow
+from ...measure.summarize import PhaseInfo
+from ...schemas.cell import Cell
+from ...schemas.request import Prompt, RequestRecord
+from ...schemas.row import ResultRow
 from ..preflight import now
 from ..sequential import SequentialRun
 from .node import claim_port, node_log_dir, start_watchdog, stop_watchdog, sweep_stale

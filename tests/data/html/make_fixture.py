@@ -20,9 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
-from specbench.cell import Cell
-from specbench.measure import PhaseInfo, ResultRow, add_comparisons, summarize_cell
-from specbench.records import RequestRecord
+from specbench.schemas.cell import Cell
+from specbench.measure.summarize import PhaseInfo, ResultRow, add_comparisons, summarize_cell
+from specbench.schemas.request import RequestRecord
 
 OUT = Path(__file__).resolve().parent / "run"
 CONFIGS = [("baseline", "baseline", None), ("ngram_k3", "ngram", 3), ("draft_k5", "draft_model", 5)]

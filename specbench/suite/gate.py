@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeGuard
 
-from specbench.errors import SpecbenchError, SuiteError
+from ..errors import SpecbenchError, SuiteError
 
 Kind = Literal["min", "max", "max_drop"]
 Outcome = Literal["pass", "within noise", "fail"]

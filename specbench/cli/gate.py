@@ -12,13 +12,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from specbench.errors import ResultsError, SpecbenchError
-from specbench.report.load import load_run as read_run
-from specbench.suite import load_suite
-
-from .checks import GateError, GateSpec, cli_spec
-from .judge import Run, Verdict, comparability_problems, evaluate, index_cells, suite_gate, suite_name
-from .render import failure_line, render_markdown
+from ..errors import ResultsError, SpecbenchError
+from ..gate.judge import Run, Verdict, comparability_problems, evaluate, index_cells, suite_gate, suite_name
+from ..gate.render import failure_line, render_markdown
+from ..report.load import load_run as read_run
+from ..suite import load_suite
+from ..suite.gate import GateError, GateSpec, cli_spec
 
 
 def results_path(path: Path) -> Path:
@@ -93,7 +92,7 @@ def judge_runs(args: argparse.Namespace) -> tuple[list[Verdict], Run, Run | None
     cand = load_run(args.candidate)
     reference = getattr(args, "reference", None)
     if reference is not None:
-        from specbench.report.history import reference_for  # a directory of runs: its latest earlier run
+        from ..report.history import reference_for  # a directory of runs: its latest earlier run
 
         reference = reference_for(reference, cand.path.parent, cand.meta)
     ref = load_run(reference) if reference is not None else None

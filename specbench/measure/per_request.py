@@ -23,8 +23,8 @@ from typing import Any, TypeGuard
 
 import numpy as np
 
+from ..schemas.request import RequestRecord
 from .acceptance import decode_steps
-from .records import RequestRecord
 
 SOURCE_STATS = "vLLM per-request speculative_decoding stats (drafted steps only)"
 SOURCE_STREAM = "stream chunk sizes (decode tokens ÷ decode chunks)"

@@ -53,8 +53,8 @@ def parse_cost(value: Any, where: str, problems: list[str]) -> Cost | None:
 
 def server_gpus(suite, config) -> tuple[list[str] | None, str | None]:
     """The GPU ids the config's server uses, or None and why they are not known."""
-    from .launch import load_engine
-    from .run.parallel.planning import config_gpu_count
+    from ..launch import load_engine
+    from ..run.parallel.planning import config_gpu_count
 
     if config.gpus:
         return [g.strip() for g in config.gpus.split(",") if g.strip()], None

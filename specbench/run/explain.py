@@ -15,12 +15,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import SuiteError
-from .suite import ServerConfig, Suite, parse_suite
+from ..errors import SuiteError
+from ..suite import ServerConfig, Suite, parse_suite
 
 if TYPE_CHECKING:
-    from .records import RequestRecord
-    from .row import ResultRow
+    from ..schemas.request import RequestRecord
+    from ..schemas.row import ResultRow
 
 _NAME_OK = re.compile(r"^[A-Za-z0-9_.@+-]+$")
 
@@ -74,10 +74,10 @@ def run_with_plan(suite: Suite, out: Path, key: str, plan: dict[str, Any], *, re
     """
     from rich.console import Console
 
-    from .loadgen import run_loop
+    from ..load.generate import run_loop
+    from ..report.markdown import markdown
+    from . import RunSession, SequentialRun
     from .progress import RunProgress
-    from .report.markdown import markdown
-    from .run import RunSession, SequentialRun
 
     console = Console(stderr=True)
     with RunProgress(console, quiet=quiet) as progress:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from ..bundle.build import build_bundle
+from ..bundle.plan import DEFAULT_EXCLUDE, DEFAULT_KEEP_HOST, parse_size
 from ..errors import SpecbenchError
-from .build import build_bundle
-from .plan import DEFAULT_EXCLUDE, DEFAULT_KEEP_HOST, parse_size
 
 
 def bundle_cli(args) -> int:

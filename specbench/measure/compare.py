@@ -10,12 +10,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .cell import Cell
-from .errors import ResultsError
-from .gate import CellKey, GateError, Measure, is_number, judge_drop, lower_is_better, read_ci
-from .records import RequestRecord
-from .report.model import Load
-from .row import ResultRow
+from ..errors import ResultsError
+from ..gate import CellKey, GateError, Measure, is_number, judge_drop, lower_is_better, read_ci
+from ..report.model import Load
+from ..schemas.cell import Cell
+from ..schemas.request import RequestRecord
+from ..schemas.row import ResultRow
 
 
 def ratio(value: float | None, reference: float | None) -> float | None:

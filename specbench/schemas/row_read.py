@@ -12,7 +12,7 @@ import re
 import typing
 from typing import Any, TypeGuard
 
-from .errors import ResultsError
+from ..errors import ResultsError
 from .row import FIELD_NAMES, ResultRow
 
 

@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from .client import RequestSpec, Transport, close_transport, open_transport, stream_request
-from .records import Prompt, RequestRecord
+from ..client import RequestSpec, Transport, close_transport, open_transport, stream_request
+from ..schemas.request import Prompt, RequestRecord
 
 
 @dataclass(frozen=True)

@@ -19,10 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from .errors import SuiteError
+from ..errors import SuiteError
+from ..schemas.request import RequestRecord
+from ..schemas.row import ResultRow
 from .latency import tpot
-from .records import RequestRecord
-from .row import ResultRow
 
 SLO_KEYS = ("ttft_ms", "tpot_ms", "latency_ms")
 PROBE_PHASE = "slo_probe"
@@ -227,8 +227,8 @@ async def search_server(*, url: str, client: str, spec, prompts, config: str, sl
                         on_record: Callable[[RequestRecord], None] | None = None,
                         on_start: Callable[[float], None] | None = None) -> dict[str, Any]:
     """Run the search against one server with ``prompts`` as each probe's workload."""
-    from .client import close_transport, open_transport
-    from .loadgen import LoadPass, generate_load
+    from ..client import close_transport, open_transport
+    from ..load.generate import LoadPass, generate_load
 
     async def probe(rate: float) -> dict[str, Any] | None:
         if stop is not None and stop.is_set():

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .records import RequestRecord
+from ..schemas.request import RequestRecord
 
 PERCENTILES = (50, 95, 99)
 

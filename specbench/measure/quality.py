@@ -11,14 +11,14 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
-from .cell import Cell
+from ..grade import accuracy_pairs, accuracy_summary, paired_accuracy
+from ..schemas.cell import Cell
+from ..schemas.request import RequestRecord
+from ..schemas.row import ResultRow
 from .compare import paired_requests, ratio
-from .grade import accuracy_pairs, accuracy_summary, paired_accuracy
-from .measure import PhaseInfo
 from .per_request import acceptance_summary, slower_share
-from .records import RequestRecord
-from .row import ResultRow
 from .slo import slo_summary
+from .summarize import PhaseInfo
 from .telemetry import cost_summary, gpu_count, telemetry_summary
 
 
@@ -81,7 +81,7 @@ def suite_notes(suite) -> list[str]:
                        f"bisecting, at most {s.max_steps} probes, shown with the lowest rate that failed; capacity "
                        "speedup = its ratio to the baseline's, with the range the two brackets allow.")
     if suite.load.grade:
-        from .grade import DIFF_METHOD
+        from ..grade import DIFF_METHOD
 
         out.append(f"Accuracy ({', '.join(suite.load.grade)}): correct ÷ graded first-turn answers; Δ vs baseline on "
                    f"the prompts both answered: {DIFF_METHOD}.")

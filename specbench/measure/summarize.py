@@ -14,13 +14,13 @@ from typing import Any, TypeGuard
 
 import numpy as np
 
+from ..client import SOURCE_USAGE_TOTAL
+from ..schemas.cell import Cell
+from ..schemas.request import RequestRecord
+from ..schemas.row import REFERENCE_KEYS, ResultRow
 from . import acceptance as acc
-from .cell import Cell
-from .client import SOURCE_USAGE_TOTAL
 from .compare import decomposition, fidelity, mean_ci95, paired_requests, paired_speedup, ratio
 from .latency import latency_stats, shared_reads, throughput, token_sources
-from .records import RequestRecord
-from .row import REFERENCE_KEYS, ResultRow
 
 __all__ = ["REFERENCE_KEYS", "PhaseInfo", "ResultRow", "add_comparisons", "combine_acceptance", "summarize_cell"]
 

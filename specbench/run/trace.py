@@ -17,11 +17,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from .client import stream_request
-from .errors import ServerError, SuiteError
-from .records import RequestRecord
-from .scrape import scrape
-from .suite import ServerConfig, Suite
+from ..client import stream_request
+from ..client.metrics import scrape
+from ..errors import ServerError, SuiteError
+from ..schemas.request import RequestRecord
+from ..suite import ServerConfig, Suite
 
 ACCEPTED, CORRECTED, BONUS, TARGET, PREFILL = "draft-accepted", "target-corrected", "bonus", "target", "prefill"
 STYLE = {ACCEPTED: "green", CORRECTED: "red", BONUS: "cyan", TARGET: "yellow", PREFILL: "dim"}
@@ -118,7 +118,7 @@ def render_terminal(console: Console, spec: TraceSide, kinds: list[str]) -> None
 
 
 async def _one(session: aiohttp.ClientSession, suite: Suite, server, prompt: str) -> TraceSide:
-    from .run.servers import request_spec
+    from .servers import request_spec
 
     spec = request_spec(suite, server)
     before = await scrape(session, server.url)
@@ -149,8 +149,8 @@ async def _token_texts(session: aiohttp.ClientSession, url: str, model: str, ids
 
 
 async def run_trace(suite: Suite, prompt: str, baseline: str | None, config: str | None, out_dir: Path) -> tuple[str, TraceSide, list[str]]:
-    from .run import RunDir
-    from .run.servers import auth_headers, open_server
+    from . import RunDir
+    from .servers import auth_headers, open_server
 
     configs = {c.name: c for c in suite.configs}
     base_cfg = configs.get(baseline) if baseline else suite.baseline

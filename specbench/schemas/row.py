@@ -20,7 +20,7 @@ import typing
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from .errors import ResultsError
+from ..errors import ResultsError
 
 #: the reference table's keys, first and in this order in every row
 REFERENCE_KEYS = [
@@ -278,7 +278,7 @@ class ResultRow(QualityAndCost, AgainstBaseline, Provenance, Acceptance, Latency
                   problems: list[str] | None = None) -> ResultRow:
         """A row from a results file's ``data[index]``. Repairs (a value that cannot be what its key
         holds, shown as —) are appended to ``problems``; without that list the first is a ResultsError."""
-        from .row_check import Checker, refusal
+        from .row_read import Checker, refusal
 
         checker = Checker(where)
         row = checker.row(index, data)

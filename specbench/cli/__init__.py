@@ -8,32 +8,32 @@ from pathlib import Path
 
 from rich.console import Console
 
-from .errors import SpecbenchError
+from ..errors import SpecbenchError
 
 
 def _run(args: argparse.Namespace) -> int:
-    from .launch.prepare import prepare_engines
-    from .loadgen import run_loop
-    from .progress import RunProgress
-    from .report.markdown import markdown
-    from .run import default_output, run_suite
-    from .suite import load_suite
+    from ..launch.prepare import prepare_engines
+    from ..load.generate import run_loop
+    from ..report.markdown import markdown
+    from ..run import default_output, run_suite
+    from ..run.progress import RunProgress
+    from ..suite import load_suite
 
     suite = load_suite(args.suite)
     console = Console(stderr=True)
     prepare_engines(suite, console, allowed=not args.no_setup)
     if args.max_rate_at_slo:
-        from .slo import with_rate_search
+        from ..measure.slo import with_rate_search
 
         suite = with_rate_search(suite, args.max_rate_at_slo)
     if suite.load.rate_search is not None and (args.parallel or args.ray):
-        from .errors import SuiteError
+        from ..errors import SuiteError
 
         raise SuiteError(f"{args.suite}: --max-rate-at-slo runs configs one at a time; it cannot be combined with --parallel or --ray")
     out = Path(args.resume or args.output or default_output(suite))
     with RunProgress(console, quiet=args.quiet) as progress:
         if args.parallel or args.ray:
-            from .run.parallel import run_parallel
+            from ..run.parallel import run_parallel
 
             work = run_parallel(suite, out, mode="ray" if args.ray else "gpus", address=args.ray,
                                 resume=bool(args.resume), progress=progress, restart_on_failure=args.restart_on_failure,
@@ -52,9 +52,9 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from .report import FORMATS, load_results, render
-    from .report.formats import write
-    from .report.history_report import report_cli, wants_history
+    from ..report import FORMATS, load_results, render
+    from ..report.formats import write
+    from ..report.history_report import report_cli, wants_history
 
     if wants_history(args):
         return report_cli(args)
@@ -71,14 +71,14 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _trace(args: argparse.Namespace) -> int:
-    from .suite import load_suite
-    from .trace import trace_cli
+    from ..run.trace import trace_cli
+    from ..suite import load_suite
 
     return trace_cli(load_suite(args.suite), args.prompt, args.baseline, args.config, Path(args.output))
 
 
 def _export(args: argparse.Namespace) -> int:
-    from .report.export import export_run
+    from ..report.export import export_run
 
     written = export_run(Path(args.run), Path(args.output), gpu=args.gpu)
     print(f"wrote {len(written)} parquet files under {args.output}")
@@ -87,10 +87,10 @@ def _export(args: argparse.Namespace) -> int:
 
 def _setup(args: argparse.Namespace) -> int:
     if args.target == "bundle":
-        from .bundle import bundle_cli
+        from ..bundle import bundle_cli
 
         return bundle_cli(args)
-    from .setup_cpu import setup_cpu
+    from ..launch.setup_cpu import setup_cpu
 
     setup_cpu(force=args.force)
     return 0
@@ -125,13 +125,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     report = sub.add_parser("report", help="print the comparison table of result dirs or results.json files, or of the runs under a directory")
     report.add_argument("paths", nargs="+")
-    from .report.formats import FORMATS
+    from ..report.formats import FORMATS
 
     report.add_argument("--format", "-f", choices=tuple(FORMATS), default="markdown")
     report.add_argument("--output", "-o", help="write to this file (html: default report.html; parquet: a directory)")
     report.set_defaults(func=_report)
-    from .report.history_compare import register_compare
-    from .report.history_report import add_report_flags
+    from ..report.history_compare import register_compare
+    from ..report.history_report import add_report_flags
 
     add_report_flags(report)
     register_compare(sub)
@@ -154,15 +154,15 @@ def build_parser() -> argparse.ArgumentParser:
                            "bundle: pack an engine for an offline GPU host (docs/gpu.md)")
     setup.add_argument("target", choices=("cpu", "bundle"))
     setup.add_argument("--force", action="store_true", help="cpu: rebuild even if cached")
-    from .bundle import add_arguments
+    from ..bundle import add_arguments
 
     add_arguments(setup)
     setup.set_defaults(func=_setup)
 
     # commands that live with their own module register themselves (imported here, at parse time)
-    from .gate import register as register_gate
-    from .tune_cli import register as register_tune
-    from .whatif import register as register_whatif
+    from ..gate import register as register_gate
+    from ..measure.break_even import register as register_whatif
+    from .tune import register as register_tune
 
     for register in (register_gate, register_whatif, register_tune):
         register(sub)
