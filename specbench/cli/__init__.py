@@ -23,7 +23,7 @@ def _run(args: argparse.Namespace) -> int:
     console = Console(stderr=True)
     prepare_engines(suite, console, allowed=not args.no_setup)
     if args.max_rate_at_slo:
-        from ..measure.slo import with_rate_search
+        from ..suite.objectives import with_rate_search
 
         suite = with_rate_search(suite, args.max_rate_at_slo)
     if suite.load.rate_search is not None and (args.parallel or args.ray):

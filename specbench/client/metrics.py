@@ -9,24 +9,12 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import dataclass, field
 
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
-
-@dataclass(frozen=True)
-class MetricsSnapshot:
-    """Sample values summed over label sets, keyed by sample name; ``by_label`` keeps one label split."""
-
-    totals: dict[str, float] = field(default_factory=dict)
-    by_label: dict[str, dict[str, float]] = field(default_factory=dict)
-    ok: bool = True
-    error: str | None = None
-    invalid: dict[str, str] = field(default_factory=dict)  # sample name → why it cannot be used
-
-    def get(self, name: str) -> float | None:
-        return self.totals.get(name)
+from ..schemas.metrics import MetricsSnapshot
+from ..util.bounded import METRICS_LIMIT, read_capped
 
 
 def parse_metrics(text: str, split_label: str = "position") -> MetricsSnapshot:
@@ -66,23 +54,6 @@ def _why_invalid(value: float) -> str:
     if math.isinf(value):
         return f"infinite ({'+' if value > 0 else '-'}Inf)"
     return f"negative ({value:g})"
-
-
-#: the most a side endpoint may answer: a /metrics page of a large multi-engine server is a few MB
-METRICS_LIMIT = 32 << 20
-PROBE_LIMIT = 4 << 20
-
-
-async def read_capped(resp: aiohttp.ClientResponse, limit: int) -> bytes:
-    """The body, or ValueError past ``limit`` bytes: a hostile or broken server must not be able to
-    make the harness buffer gigabytes."""
-    pieces, size = [], 0
-    async for piece in resp.content.iter_chunked(1 << 16):
-        size += len(piece)
-        if size > limit:
-            raise ValueError(f"answer larger than {limit >> 20} MiB")
-        pieces.append(piece)
-    return b"".join(pieces)
 
 
 async def scrape(session: aiohttp.ClientSession, base_url: str, timeout_s: float = 10.0) -> MetricsSnapshot:

@@ -29,32 +29,9 @@ import numpy as np
 from ..schemas.request import RequestRecord
 from . import answers, programs
 
-GRADERS = ("gsm8k", "math500", "humaneval", "mbpp")
 CODE_TIMEOUT_S = 10.0
 DIFF_METHOD = ("paired bootstrap over prompts (2000 resamples) for the 95% CI; "
                "exact McNemar test (two-sided, discordant prompts) for the p-value")
-
-
-def parse_grade(value: Any, datasets: Sequence, where: str, problems: list[str]) -> tuple[str, ...]:
-    """``load.grade``: true (every data set that has a grader), false, or a list of data set names."""
-    gradable = [d.name for d in datasets if d.source in GRADERS]
-    if value is False:
-        return ()
-    if value is True:
-        if datasets and not gradable:
-            problems.append(f"{where}: no data set of this suite has a grader (graded sets: {', '.join(GRADERS)})")
-        return tuple(gradable)
-    names = value if isinstance(value, list) else [value]
-    by_name = {d.name: d for d in datasets}
-    out = []
-    for name in names:
-        if not isinstance(name, str) or name not in by_name:
-            problems.append(f"{where}: {name!r} is not a data set of this suite (have: {', '.join(by_name) or 'none'})")
-        elif by_name[name].source not in GRADERS:
-            problems.append(f"{where}: {name!r} (source {by_name[name].source}) has no grader (graded sets: {', '.join(GRADERS)})")
-        else:
-            out.append(name)
-    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -122,7 +99,6 @@ def grade_phase(suite, dataset: str, records: Sequence[RequestRecord]) -> None:
         return
     spec = next(d for d in suite.datasets if d.name == dataset)
     grade_records(records, golds(spec, suite.data_dir), workers=min(4, os.cpu_count() or 1))
-
 
 
 # ---- per cell, and paired with the baseline ----------------------------------------------------

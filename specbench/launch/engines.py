@@ -1,13 +1,13 @@
 """Engine descriptions: data in ``launchers/<engine>.yaml``, plus one small adapter per engine.
 
 The YAML holds argv templates, probes and metric names; an adapter holds only what cannot be
-data: how a config's speculative settings become flags, and how acceptance is read back.
+data: how a config's speculative settings become flags (reading acceptance back is measure's:
+``measure.engine_counters``).
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,9 +15,7 @@ from typing import Any, Protocol
 
 import yaml
 
-from ..client.metrics import MetricsSnapshot
 from ..errors import LaunchError, SuiteError
-from ..measure.acceptance import CounterNames, counter_acceptance, counter_deltas, empty_acceptance, verify_step_acceptance
 
 BUILTIN_LAUNCHERS = Path(__file__).resolve().parents[1] / "launchers"
 
@@ -138,9 +136,6 @@ class Engine:
 
         return redact_argv(argv, self.secret_flags)
 
-    def acceptance(self, before: MetricsSnapshot, after: MetricsSnapshot, k: int | None,
-                   server_info: dict[str, Any] | None = None) -> dict[str, Any]:
-        return ADAPTERS[self.adapter].acceptance(self, before, after, k, server_info)
 
 
 def _expand(path: str) -> str:
@@ -180,16 +175,14 @@ def _check_dspark_block(config, drafter, k) -> None:
 
 
 class Adapter(Protocol):
-    """An engine family's speculative flags and acceptance reading (a class of static methods)."""
+    """An engine family's speculative flags (a class of static methods); its acceptance reading is
+    ``measure.engine_counters.READERS[adapter]``."""
 
     def spec_args(self, engine: Engine, config: Any) -> list[str]: ...
 
-    def acceptance(self, engine: Engine, before: MetricsSnapshot, after: MetricsSnapshot, k: int | None,
-                   server_info: dict[str, Any] | None) -> dict[str, Any]: ...
-
 
 class VllmAdapter:
-    """vLLM: one ``--speculative-config`` JSON; acceptance from the four spec_decode counters."""
+    """vLLM: one ``--speculative-config`` JSON."""
 
     @staticmethod
     def spec_args(engine: Engine, config) -> list[str]:
@@ -203,17 +196,9 @@ class VllmAdapter:
         _check_dspark_block(config, body.get(spec["drafter_key"]), body.get(spec["k_key"]))
         return [spec["flag"], json.dumps(body, separators=(",", ":")), *spec.get("extra_flags", [])]
 
-    @staticmethod
-    def acceptance(engine: Engine, before, after, k, server_info) -> dict[str, Any]:
-        c = engine.data["metrics"]["counters"]
-        names = CounterNames(c["drafts"], c["draft_tokens"], c["accepted"], c.get("accepted_per_pos"))
-        out = counter_acceptance(before, after, names, k)
-        out["acceptance_source"] = engine.acceptance_source if out["mean_acceptance_length"] is not None else None
-        return out
-
 
 class SglangAdapter:
-    """SGLang: separate flags; acceptance length from counters, or the cumulative server-info average."""
+    """SGLang: separate flags, K spelled per algorithm."""
 
     @staticmethod
     def spec_args(engine: Engine, config) -> list[str]:
@@ -240,66 +225,6 @@ class SglangAdapter:
         for flag, value in flags.items():
             out += [flag] if value is None else [flag, value]
         return out
-
-    @staticmethod
-    def acceptance(engine: Engine, before, after, k, server_info) -> dict[str, Any]:
-        """Counter windows keep their raw deltas (``sglang_*``) so repeats pool exactly; without
-        ``num_requests_total`` the length is finished at summary time from the phase's completed requests."""
-        out = empty_acceptance(k)
-        m = engine.data["metrics"]
-        c = m["counters"]
-        out.update(acceptance_source=None, acceptance_error=None, sglang_generation_tokens=None,
-                   sglang_verify_calls=None, sglang_finished_requests=None)
-        d, error = counter_deltas(before, after, {"tokens": c["generation_tokens"], "steps": c["verify_calls"],
-                                                  "requests": c.get("finished_requests")})
-        if error:
-            out["acceptance_error"] = error
-            return out
-        if d["tokens"] is not None and d["steps"]:
-            requests = d["requests"]
-            if requests is not None and requests > d["tokens"]:
-                out["acceptance_error"] = (f"/metrics counters contradict each other: {requests:g} finished requests "
-                                           f"but {d['tokens']:g} generated tokens")
-                return out
-            out.update(sglang_generation_tokens=int(d["tokens"]), sglang_verify_calls=int(d["steps"]),
-                       sglang_finished_requests=None if requests is None else int(requests))
-            if requests is not None:
-                out.update(verify_step_acceptance(d["tokens"], d["steps"], requests, k))
-                out["acceptance_source"] = SGLANG_COUNTERS
-            return out
-        if server_info is not None:
-            value, why = _server_info_length(server_info, m["server_info"]["key"])
-            if why:
-                out["acceptance_error"] = f"/get_server_info: {why}"
-            elif value is not None:
-                out["mean_acceptance_length"] = value
-                out["acceptance_rate"] = (value - 1) / k if k else None
-                out["acceptance_source"] = "/get_server_info avg_spec_accept_length: cumulative since server start (warm-up included), DP rank 0"
-        return out
-
-
-SGLANG_COUNTERS = ("(Δsglang:generation_tokens_total − Δsglang:num_requests_total) ÷ Δsglang:spec_verify_calls_total "
-                   "over the measured phase: one prefill token per finished request is not a verify step")
-
-
-def _server_info_length(info: Any, key: str) -> tuple[float | None, str | None]:
-    """SGLang's cumulative average acceptance length from /get_server_info, or why it cannot be used."""
-    if not isinstance(info, dict):
-        return None, f"answered {type(info).__name__}, not a JSON object"
-    decode = info.get("decode")
-    if decode:  # PD disaggregation: the decode side
-        if not isinstance(decode, list) or not isinstance(decode[0], dict):
-            return None, "decode is not a list of objects"
-        info = decode[0]
-    states = info.get("internal_states") or [info]
-    if not isinstance(states, list) or not isinstance(states[0], dict):
-        return None, "internal_states is not a list of objects"
-    value = states[0].get(key)
-    if value is None or value == 0:  # 0: a server that does not speculate
-        return None, None
-    if type(value) not in (int, float) or not math.isfinite(value) or value < 1:
-        return None, f"{key} = {value!r:.40} is not a number ≥ 1"
-    return float(value), None
 
 
 ADAPTERS: dict[str, Adapter] = {"vllm": VllmAdapter, "sglang": SglangAdapter}

@@ -25,8 +25,8 @@ from typing import Any, cast
 
 import aiohttp
 
-from ..client.metrics import PROBE_LIMIT, read_capped
 from ..errors import LaunchError
+from ..util.bounded import PROBE_LIMIT, read_capped
 from ..util.redact import scrub, secret_values
 
 _LIVE: set[ServerProcess] = set()

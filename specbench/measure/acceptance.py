@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from ..client.metrics import MetricsSnapshot
+from ..schemas.metrics import MetricsSnapshot
 from ..schemas.request import RequestRecord
 
 REPORTED_POSITIONS = 3  # results always carry acceptance_pos_1..3 (null when not measured)

@@ -12,6 +12,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from ..grade import accuracy_pairs, accuracy_summary, paired_accuracy
+from ..launch.gpus import gpu_count
 from ..schemas.cell import Cell
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
@@ -19,7 +20,7 @@ from .compare import paired_requests, ratio
 from .per_request import acceptance_summary, slower_share
 from .slo import slo_summary
 from .summarize import PhaseInfo
-from .telemetry import cost_summary, gpu_count, telemetry_summary
+from .telemetry import cost_summary, telemetry_summary
 
 
 def add_quality(rows: list[ResultRow], phases: Sequence[PhaseInfo], records: Sequence[RequestRecord], suite) -> None:

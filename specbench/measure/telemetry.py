@@ -20,56 +20,20 @@ Cost: ``cost: {gpu_hour_usd: P}`` → ``usd_per_million_output_tokens`` = P × G
 from __future__ import annotations
 
 import math
-import os
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from ..launch.gpus import server_gpus
+from ..suite.objectives import Cost
 
 SAMPLE_INTERVAL_S = 0.25
 # NVML's utilisation is the busy share of its last sample period (up to 1 s on current drivers): a sample
 # taken earlier than that into a phase partly describes the time before it (an idle GPU reads 0 %).
 UTIL_SETTLE_S = 1.0
-
-
-@dataclass(frozen=True)
-class Cost:
-    gpu_hour_usd: float
-
-
-def parse_cost(value: Any, where: str, problems: list[str]) -> Cost | None:
-    if not isinstance(value, dict) or set(value) != {"gpu_hour_usd"}:
-        problems.append(f"{where}: expected a mapping with gpu_hour_usd (the price of one GPU for one hour), got {value!r}")
-        return None
-    price = value["gpu_hour_usd"]
-    if isinstance(price, bool) or not isinstance(price, (int, float)) or not math.isfinite(price) or price <= 0:
-        problems.append(f"{where}.gpu_hour_usd: expected a positive number, got {price!r}")
-        return None
-    return Cost(float(price))
-
-
-def server_gpus(suite, config) -> tuple[list[str] | None, str | None]:
-    """The GPU ids the config's server uses, or None and why they are not known."""
-    from ..launch import load_engine
-    from ..run.parallel.planning import config_gpu_count
-
-    if config.gpus:
-        return [g.strip() for g in config.gpus.split(",") if g.strip()], None
-    if not config.launched:
-        return None, "server at a URL: name its GPUs with configs[].gpus to meter and price it"
-    engine = load_engine(config.engine or suite.engine)
-    if not engine.gpu_env:
-        return None, f"engine {engine.name} runs on the CPU"
-    visible = {**os.environ, **engine.env, **suite.server.env, **config.env}.get(engine.gpu_env)
-    if visible is not None and visible.strip() not in ("", "-1"):
-        return [g.strip() for g in visible.split(",") if g.strip()], None
-    count = config_gpu_count(suite, config, suite.server.gpus_per_server)
-    if not count:
-        return None, "the server uses no GPU (server.gpus_per_server: 0)"
-    return [str(i) for i in range(count)], None
 
 
 def load_nvml():
@@ -237,11 +201,6 @@ def telemetry_summary(windows: Sequence[dict[str, Any]], output_tokens: int | No
     out["gpu_mem_used_max_mib"] = float(max(mem)) if mem else None
     out["sm_clock_mean_mhz"] = float(np.mean(clock)) if clock else None
     return out
-
-
-def gpu_count(suite, config) -> tuple[int | None, str | None]:
-    gpus, reason = server_gpus(suite, config)
-    return (len(gpus), None) if gpus else (None, reason)
 
 
 def cost_summary(cost: Cost | None, gpus: int | None, reason: str | None, tps: float | None) -> dict[str, Any]:

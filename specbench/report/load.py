@@ -20,7 +20,7 @@ from typing import Any
 from ..errors import ResultsError
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
-from ..schemas.row_read import finite, is_number, refusal, show
+from ..schemas.row_read import finite, is_number, read_row, refusal, show
 
 __all__ = ["RunResults", "is_number", "load_results", "load_run", "read_meta", "read_requests", "refusal", "warn"]
 
@@ -42,7 +42,7 @@ def clean_records(data: Any, where: Path | str) -> tuple[list[ResultRow], list[s
     if not isinstance(data, list):
         raise ResultsError(f"{where}: expected a JSON list of result records, got {type(data).__name__}")
     problems: list[str] = []
-    return [ResultRow.from_dict(r, where, i, problems) for i, r in enumerate(data)], problems
+    return [read_row(r, where, i, problems) for i, r in enumerate(data)], problems
 
 
 #: meta.json keys the report reads, and their types (a nested dict is checked key by key)

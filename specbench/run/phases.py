@@ -13,13 +13,15 @@ import aiohttp
 from ..client import RequestSpec, Transport, close_transport, open_transport, transport_clock
 from ..client.metrics import scrape
 from ..load.generate import LoadPass, LoadResult, generate_load, generate_load_processes
-from ..measure.slo import PROBE_PHASE, search_server
+from ..measure.engine_counters import read_acceptance
+from ..measure.slo import PROBE_PHASE
 from ..measure.summarize import PhaseInfo
 from ..measure.telemetry import PhaseMeter
 from ..schemas.cell import LoadPoint
 from ..schemas.request import Prompt, RequestRecord
 from ..suite import Suite
 from ..util.redact import redact_url
+from .rate_search import search_server
 from .recorder import Recorder
 from .servers import Server, server_info
 
@@ -86,7 +88,7 @@ class Phases:
             # a server killed mid-phase fails its requests a moment before its process is reaped
             or (any(r.error for r in result.records) and await asyncio.to_thread(server.process.exited_within, 1.0)))
         info = await server_info(self.session, server.url, server.engine) if server.engine.acceptance_reads_server_info else {}
-        acceptance = server.engine.acceptance(before, after, cfg.num_speculative_tokens, info.get("raw"))
+        acceptance = read_acceptance(server.engine, before, after, cfg.num_speculative_tokens, info.get("raw"))
         if not before.ok or not after.ok:
             acceptance["acceptance_error"] = redact_url(before.error or after.error)
         for r in warm_records + result.records:

@@ -16,11 +16,11 @@ from typing import Any, Protocol
 import aiohttp
 
 from ..client import RequestSpec
-from ..client.metrics import PROBE_LIMIT, read_capped
 from ..errors import ServerError
 from ..launch import Engine, ServerProcess, load_engine
 from ..launch.process import free_port, served_models
 from ..suite import ServerConfig, Suite
+from ..util.bounded import PROBE_LIMIT, read_capped
 from ..util.redact import redact_env, redact_url
 
 

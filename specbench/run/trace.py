@@ -20,6 +20,7 @@ from rich.text import Text
 from ..client import stream_request
 from ..client.metrics import scrape
 from ..errors import ServerError, SuiteError
+from ..measure.engine_counters import read_acceptance
 from ..schemas.request import RequestRecord
 from ..suite import ServerConfig, Suite
 
@@ -128,7 +129,7 @@ async def _one(session: aiohttp.ClientSession, suite: Suite, server, prompt: str
     if rec.error:
         raise ServerError(f"config {server.config.name!r}: trace request failed: {rec.error}")
     side = TraceSide(server.config.name, rec)
-    side.acceptance = server.engine.acceptance(before, after, server.config.num_speculative_tokens)
+    side.acceptance = read_acceptance(server.engine, before, after, server.config.num_speculative_tokens)
     if rec.output_token_ids:
         side.tokens = await _token_texts(session, server.url, suite.model, rec.output_token_ids)
     return side

@@ -20,8 +20,6 @@ import typing
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from ..errors import ResultsError
-
 #: the reference table's keys, first and in this order in every row
 REFERENCE_KEYS = [
     "dataset", "run", "method", "num_speculative_tokens", "requests", "output_tokens",
@@ -273,27 +271,7 @@ class ResultRow(QualityAndCost, AgainstBaseline, Provenance, Acceptance, Latency
         out.update({k: self.get(k) for k in self._keys if k not in out})
         return out
 
-    @classmethod
-    def from_dict(cls, data: Any, where: str | Any = "results", index: int = 0,
-                  problems: list[str] | None = None) -> ResultRow:
-        """A row from a results file's ``data[index]``. Repairs (a value that cannot be what its key
-        holds, shown as —) are appended to ``problems``; without that list the first is a ResultsError."""
-        from .row_read import Checker, refusal
-
-        checker = Checker(where)
-        row = checker.row(index, data)
-        if problems is None and checker.problems:
-            raise ResultsError(refusal(checker.problems))
-        if problems is not None:
-            problems += checker.problems
-        return row
-
     _keys: list[str] = field(init=False, repr=False, default_factory=list)
-
-
-def rows_from(records: Any, where: str = "rows") -> list[ResultRow]:
-    """``ResultRow.from_dict`` over a list of row objects, strictly (the first repair is an error)."""
-    return [ResultRow.from_dict(r, where, i) for i, r in enumerate(records)]
 
 
 FIELDS = [f for f in fields(ResultRow) if f.name != "_keys"]

@@ -1,6 +1,6 @@
 """Reading a results row from a file: what each key must hold, and the one-line repairs.
 
-``ResultRow.from_dict`` is the only caller of ``Checker``; the field annotations in ``row.py`` say what
+``read_row`` is the only caller of ``Checker``; the field annotations in ``row.py`` say what
 each known key holds, and a key this version does not know is checked by its name.
 """
 
@@ -162,3 +162,20 @@ class Checker:
         for k, v in record.items():
             row.set(k, v if k in ("run", "dataset") else self.value(at, k, v))
         return row
+
+
+def read_row(data: Any, where: str | Any = "results", index: int = 0, problems: list[str] | None = None) -> ResultRow:
+    """A row from a results file's ``data[index]``. Repairs (a value that cannot be what its key
+    holds, shown as —) are appended to ``problems``; without that list the first is a ResultsError."""
+    checker = Checker(where)
+    row = checker.row(index, data)
+    if problems is None and checker.problems:
+        raise ResultsError(refusal(checker.problems))
+    if problems is not None:
+        problems += checker.problems
+    return row
+
+
+def rows_from(records: Any, where: str = "rows") -> list[ResultRow]:
+    """``read_row`` over a list of row objects, strictly (the first repair is an error)."""
+    return [read_row(r, where, i) for i, r in enumerate(records)]

@@ -25,7 +25,9 @@ from .checks import (
     non_finite,
     positive_list,
 )
+from .gate import GateSpec
 from .model import LaunchSettings, LoadSpec, ServerConfig, Suite
+from .objectives import parse_cost, parse_grade, parse_search, parse_slo
 from .yamlfile import read_yaml
 
 
@@ -62,15 +64,11 @@ def parse_suite(data: Any, path: Path) -> Suite:
     gate = top.get("gate")
     if gate is not None:
         try:
-            from ..gate import GateSpec
-
             GateSpec.from_mapping(gate, f"{where}: gate")
         except SuiteError as err:
             problems.append(str(err))
     cost = None
     if "cost" in top:
-        from ..measure.telemetry import parse_cost
-
         cost = parse_cost(top["cost"], f"{where}: cost", problems)
 
     if problems:
@@ -165,9 +163,6 @@ def _load(lraw: dict[str, Any], datasets: list[DatasetSpec], where: str, problem
     for key in ("temperature", "top_p", "timeout_s"):
         if key in load_kwargs and load_kwargs[key] is not None:
             load_kwargs[key] = float(load_kwargs[key])
-    from ..grade import parse_grade
-    from ..measure.slo import parse_search, parse_slo
-
     if "slo" in lraw:
         load_kwargs["slo"] = parse_slo(lraw["slo"], f"{where}: load.slo", problems)
     if "max_rate_at_slo" in lraw:

@@ -161,10 +161,11 @@ async def test_a_huge_metrics_or_probe_answer_is_refused_not_buffered():
     config) fails with the reason instead."""
     import aiohttp
 
-    from specbench.client.metrics import METRICS_LIMIT, PROBE_LIMIT, scrape
+    from specbench.client.metrics import scrape
     from specbench.launch import load_engine
     from specbench.run.servers import check_url
     from specbench.suite import ServerConfig
+    from specbench.util.bounded import METRICS_LIMIT, PROBE_LIMIT
 
     runner, url = await _huge("/metrics", METRICS_LIMIT + 1)
     try:

@@ -417,11 +417,11 @@ async def test_rate_sweep_resume_measures_only_the_missing_rate(tmp_path, prompt
 
 def test_gate_keeps_rate_cells_apart():
     from specbench.gate import index_cells
-    from specbench.schemas.row import ResultRow
+    from specbench.schemas.row_read import read_row
 
     rows = [{"run": "spec", "dataset": "d", "concurrency": None, "request_rate": rate, "max_concurrency": 8}
             for rate in (4.0, 16.0)]
-    cells = index_cells([ResultRow.from_dict(r) for r in rows], "results.json")
+    cells = index_cells([read_row(r) for r in rows], "results.json")
     assert len(cells) == 2
     assert sorted(str(k) for k in cells) == ["spec@d (rate 16/s)", "spec@d (rate 4/s)"]
 
@@ -430,13 +430,13 @@ def test_cell_keys_agree_across_phase_record_and_row():
     from specbench.measure.summarize import PhaseInfo
     from specbench.schemas.cell import Cell, LoadPoint
     from specbench.schemas.request import RequestRecord
-    from specbench.schemas.row import ResultRow
+    from specbench.schemas.row_read import read_row
 
     phase = PhaseInfo(config="spec", dataset="d", concurrency=8, request_rate=4.0, repeat=0, wall_s=1.0)
     record = RequestRecord(prompt_id="p", dataset="d", config="spec", concurrency=8, request_rate=4.0)
-    row = ResultRow.from_dict({"run": "spec", "dataset": "d", "concurrency": None, "request_rate": 4.0, "max_concurrency": 8})
+    row = read_row({"run": "spec", "dataset": "d", "concurrency": None, "request_rate": 4.0, "max_concurrency": 8})
     cell = Cell("spec", "d", 8, 4.0)
     assert Cell.of_phase(phase) == Cell.of_record(record) == Cell.of_row(row) == cell
-    assert Cell.of_row(ResultRow.from_dict({"run": "spec", "dataset": "d", "concurrency": 8, "request_rate": None})) != cell
+    assert Cell.of_row(read_row({"run": "spec", "dataset": "d", "concurrency": 8, "request_rate": None})) != cell
     assert cell.point == LoadPoint(8, 4.0) and cell.point.label == "rate 4/s"
     assert cell.with_config("baseline") == Cell("baseline", "d", 8, 4.0)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from specbench.measure.break_even import verdict, whatif_curves
-from specbench.schemas.row import rows_from
+from specbench.schemas.row_read import rows_from
 from tests.support.gpu import gpu_run_dir
 from tests.support.paths import ROOT
 

@@ -9,7 +9,7 @@ from specbench.report.html import render_html
 from specbench.report.markdown import DECOMPOSITION_NOTE, markdown
 from specbench.run import run_suite
 from specbench.schemas.request import RequestRecord
-from specbench.schemas.row import rows_from
+from specbench.schemas.row_read import rows_from
 from specbench.suite import load_suite
 from tests.support.scripted_server import Script, start
 from tests.support.suites import baseline_and_spec, write_suite

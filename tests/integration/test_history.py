@@ -21,7 +21,7 @@ from specbench.gate import Measure, register
 from specbench.measure.compare import change_verdict, compare_runs
 from specbench.report.history import classify
 from specbench.run.provenance import suite_file_provenance
-from specbench.schemas.row import rows_from
+from specbench.schemas.row_read import rows_from
 
 SHA = "5" * 64
 COMMIT = "c0ffee" * 6 + "abcd"

@@ -38,7 +38,7 @@ from specbench.report.html import (
 )
 from specbench.report.load import load_run
 from specbench.report.markdown import COLUMNS
-from specbench.schemas.row import rows_from
+from specbench.schemas.row_read import rows_from
 from tests.support.paths import DATA
 
 RUN = DATA / "html" / "run"

@@ -13,7 +13,7 @@ import pytest
 from specbench.cli import main
 from specbench.report import load_results, render
 from specbench.report.markdown import markdown
-from specbench.schemas.row import rows_from
+from specbench.schemas.row_read import rows_from
 from tests.support import paths
 
 DATA = paths.DATA / "report"

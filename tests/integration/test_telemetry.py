@@ -7,11 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from specbench.measure import telemetry
 from specbench.errors import SuiteError
-from specbench.measure.telemetry import Cost, PhaseMeter, cost_summary, server_gpus, telemetry_summary
+from specbench.launch.gpus import server_gpus
+from specbench.measure import telemetry
+from specbench.measure.telemetry import PhaseMeter, cost_summary, telemetry_summary
 from specbench.run import run_suite
 from specbench.suite import load_suite, parse_suite
+from specbench.suite.objectives import Cost
 from tests.support import suites
 from tests.support.suites import baseline_and_spec
 

@@ -17,7 +17,7 @@ must not be used.
 
 import pytest
 
-from specbench.client.metrics import MetricsSnapshot, parse_metrics
+from specbench.client.metrics import parse_metrics
 from specbench.launch import load_engine
 from specbench.measure.acceptance import (
     CounterNames,
@@ -31,7 +31,9 @@ from specbench.measure.acceptance import (
     stream_acceptance,
     stream_summary,
 )
+from specbench.measure.engine_counters import read_acceptance
 from specbench.measure.summarize import combine_acceptance
+from specbench.schemas.metrics import MetricsSnapshot
 from specbench.schemas.request import RequestRecord
 from tests.support import paths
 
@@ -88,10 +90,10 @@ def test_counter_acceptance_vllm_window():
 
 
 def test_counter_acceptance_via_vllm_engine_adapter():
-    out = load_engine("vllm").acceptance(snap("vllm_before.txt"), snap("vllm_after.txt"), 3)
+    out = read_acceptance(load_engine("vllm"), snap("vllm_before.txt"), snap("vllm_after.txt"), 3)
     assert out["mean_acceptance_length"] == pytest.approx(8 / 3)
     assert out["acceptance_source"].startswith("/metrics counters vllm:spec_decode_")
-    same = load_engine("vllm").acceptance(snap("vllm_before.txt"), snap("vllm_before.txt"), 3)
+    same = read_acceptance(load_engine("vllm"), snap("vllm_before.txt"), snap("vllm_before.txt"), 3)
     assert same["mean_acceptance_length"] is None and same["acceptance_source"] is None
 
 
@@ -148,14 +150,14 @@ def test_counter_acceptance_k7_has_seven_position_keys_and_no_per_pos_counter():
 
 def test_sglang_counters_window():
     eng = load_engine("sglang")
-    out = eng.acceptance(snap("sglang_before.txt"), snap("sglang_after.txt"), 3, None)
+    out = read_acceptance(eng, snap("sglang_before.txt"), snap("sglang_after.txt"), 3, None)
     assert out["mean_acceptance_length"] == pytest.approx(3.48)  # (2800 tokens − 16 prefill tokens) / 800 verify calls
     assert out["acceptance_rate"] == pytest.approx((3.48 - 1) / 3)
     assert out["acceptance_source"].startswith("(Δsglang:generation_tokens_total − Δsglang:num_requests_total)")
     assert (out["sglang_generation_tokens"], out["sglang_verify_calls"], out["sglang_finished_requests"]) == (2800, 800, 16)
     # counters win over the cumulative server-info average
     info = {"internal_states": [{"avg_spec_accept_length": 2.0}]}
-    assert eng.acceptance(snap("sglang_before.txt"), snap("sglang_after.txt"), 3, info)["mean_acceptance_length"] == pytest.approx(3.48)
+    assert read_acceptance(eng, snap("sglang_before.txt"), snap("sglang_after.txt"), 3, info)["mean_acceptance_length"] == pytest.approx(3.48)
 
 
 def test_sglang_ratio_acceptance_direct():
@@ -175,21 +177,21 @@ def test_sglang_fallback_to_server_info():
     before, after = _without_verify("sglang_before.txt"), _without_verify("sglang_after.txt")
     info = {"version": "0.5.16", "internal_states": [{"avg_spec_accept_length": 2.75, "last_gen_throughput": 10.0},
                                                      {"avg_spec_accept_length": 9.0}]}
-    out = eng.acceptance(before, after, 7, info)
+    out = read_acceptance(eng, before, after, 7, info)
     assert out["mean_acceptance_length"] == 2.75  # DP rank 0 only
     assert out["acceptance_rate"] == pytest.approx(1.75 / 7)
     assert "cumulative" in out["acceptance_source"] and "avg_spec_accept_length" in out["acceptance_source"]
     # older servers put the value at the top level
-    assert eng.acceptance(before, after, 3, {"avg_spec_accept_length": 2.5})["mean_acceptance_length"] == 2.5
+    assert read_acceptance(eng, before, after, 3, {"avg_spec_accept_length": 2.5})["mean_acceptance_length"] == 2.5
     # nothing to go on: null, not 0, and not the snapshot gauge
-    none = eng.acceptance(before, after, 3, {"internal_states": [{}]})
+    none = read_acceptance(eng, before, after, 3, {"internal_states": [{}]})
     assert none["mean_acceptance_length"] is None and none["acceptance_rate"] is None and none["acceptance_source"] is None
-    assert eng.acceptance(before, after, 3, None)["mean_acceptance_length"] is None
+    assert read_acceptance(eng, before, after, 3, None)["mean_acceptance_length"] is None
 
 
 def test_sglang_zero_verify_calls_is_null():
     b = snap("sglang_after.txt")
-    out = load_engine("sglang").acceptance(b, b, 3, None)
+    out = read_acceptance(load_engine("sglang"), b, b, 3, None)
     assert out["mean_acceptance_length"] is None and out["acceptance_rate"] is None
 
 
@@ -317,7 +319,7 @@ def window(drafts, tokens, accepted, per_pos):
                              by_label={VLLM.accepted_per_pos: {str(i): 0 for i in range(len(per_pos))}})
     after = MetricsSnapshot(totals={VLLM.drafts: drafts, VLLM.draft_tokens: tokens, VLLM.accepted: accepted},
                             by_label={VLLM.accepted_per_pos: {str(i): v for i, v in enumerate(per_pos)}})
-    return load_engine("vllm").acceptance(before, after, 3)
+    return read_acceptance(load_engine("vllm"), before, after, 3)
 
 
 def test_combine_acceptance_pools_raw_counts():
@@ -342,7 +344,7 @@ def test_combine_acceptance_ignores_windows_without_drafts():
 
 def test_combine_acceptance_sglang_counters_pool_raw_deltas():
     eng = load_engine("sglang")
-    w = eng.acceptance(snap("sglang_before.txt"), snap("sglang_after.txt"), 3, None)
+    w = read_acceptance(eng, snap("sglang_before.txt"), snap("sglang_after.txt"), 3, None)
     single = combine_acceptance([w], 3)
     assert single["mean_acceptance_length"] == pytest.approx(3.48)
     assert single["acceptance_source"] == w["acceptance_source"]
@@ -354,11 +356,11 @@ def test_combine_acceptance_sglang_counters_pool_raw_deltas():
 def test_combine_acceptance_sglang_length_only():
     before, after = _without_verify("sglang_before.txt"), _without_verify("sglang_after.txt")
     eng = load_engine("sglang")
-    w = eng.acceptance(before, after, 3, {"avg_spec_accept_length": 3.5})
+    w = read_acceptance(eng, before, after, 3, {"avg_spec_accept_length": 3.5})
     single = combine_acceptance([w], 3)
     assert single["mean_acceptance_length"] == pytest.approx(3.5)
     assert single["acceptance_source"] == w["acceptance_source"]
-    w2 = eng.acceptance(before, after, 3, {"avg_spec_accept_length": 2.5})
+    w2 = read_acceptance(eng, before, after, 3, {"avg_spec_accept_length": 2.5})
     two = combine_acceptance([w, w2], 3)
     assert two["mean_acceptance_length"] == pytest.approx(3.0)
     assert two["acceptance_source"].endswith("(mean of 2 repeats)")
@@ -366,7 +368,7 @@ def test_combine_acceptance_sglang_length_only():
 
 def test_combine_acceptance_sglang_rate_kept_over_repeats():
     eng = load_engine("sglang")
-    w = eng.acceptance(snap("sglang_before.txt"), snap("sglang_after.txt"), 3, None)
+    w = read_acceptance(eng, snap("sglang_before.txt"), snap("sglang_after.txt"), 3, None)
     assert combine_acceptance([w], 3)["acceptance_rate"] == pytest.approx(2.48 / 3)
     two = combine_acceptance([w, dict(w)], 3)
     assert two["acceptance_rate"] == pytest.approx(2.48 / 3)

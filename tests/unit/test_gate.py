@@ -24,7 +24,7 @@ from specbench.gate import (
     register,
     render_markdown,
 )
-from specbench.schemas.row import ResultRow
+from specbench.schemas.row_read import read_row
 from tests.support import paths
 
 DATA = paths.DATA / "gate"
@@ -351,7 +351,7 @@ def test_noise_rules():
 
 
 def test_evaluate_and_render_are_pure():
-    cells = index_cells([ResultRow.from_dict(r) for r in two_cells(speedup=1.1)], "mem")
+    cells = index_cells([read_row(r) for r in two_cells(speedup=1.1)], "mem")
     check = Check("min", Selector("speedup_vs_baseline", "dspark_k3"), 1.2)
     (verdict,) = evaluate(check, cells, None)
     assert verdict.outcome == "fail" and verdict.change is None

@@ -15,6 +15,7 @@ from specbench.measure.summarize import add_comparisons, summarize_cell
 from specbench.report.load import load_run
 from specbench.schemas.cell import Cell
 from specbench.schemas.row import FIELD_NAMES, REFERENCE_KEYS, ResultRow
+from specbench.schemas.row_read import read_row
 from tests.support.paths import DATA
 
 #: written by the dict rows of commit a3b46e1 (summarize_cell → add_comparisons → add_quality →
@@ -65,7 +66,7 @@ def test_a_row_read_back_writes_the_same_json(tmp_path):
 
 def test_unknown_keys_are_kept_in_place_and_known_ones_typed():
     data = {"run": "spec", "zz_newer_metric": {"a": 1}, "dataset": "d", "acceptance_pos_4": 0.5, "output_throughput_tps": 12.5}
-    row = ResultRow.from_dict(data, where="x/results.json")
+    row = read_row(data, where="x/results.json")
     assert row.output_throughput_tps == 12.5 and row.extra == {"zz_newer_metric": {"a": 1}, "acceptance_pos_4": 0.5}
     assert row.to_dict(reference_first=False) == data and list(row.to_dict(reference_first=False)) == list(data)
     assert list(row.to_dict())[:len(REFERENCE_KEYS)] == REFERENCE_KEYS
@@ -73,12 +74,12 @@ def test_unknown_keys_are_kept_in_place_and_known_ones_typed():
 
 def test_a_wrong_type_is_one_line_naming_file_record_and_key():
     problems: list[str] = []
-    row = ResultRow.from_dict({"run": "r", "dataset": "d", "status": 3, "slo_attainment": "high"}, "f.json", 2, problems)
+    row = read_row({"run": "r", "dataset": "d", "status": 3, "slo_attainment": "high"}, "f.json", 2, problems)
     assert row.status is None and row.slo_attainment is None
     assert problems == ["f.json: record 2 (r / d): status: expected text, got 3; shown as —",
                         "f.json: record 2 (r / d): slo_attainment: expected a finite number, got 'high'; shown as —"]
     with pytest.raises(ResultsError, match=r"^f.json: record 0 \(r / d\): status: expected text, got 3 \(and 1 more\)$"):
-        ResultRow.from_dict({"run": "r", "dataset": "d", "status": 3, "slo_attainment": "high"}, "f.json")
+        read_row({"run": "r", "dataset": "d", "status": 3, "slo_attainment": "high"}, "f.json")
 
 
 def test_every_key_the_golden_rows_carry_is_a_field_or_a_run_time_position():
@@ -113,7 +114,7 @@ def test_plots_take_load_points_from_the_cell_and_keep_two_caps_at_one_rate_apar
     key plots by (kind, value) alone and merged them."""
     from specbench.report.model import Load, Model, load_of
     from specbench.schemas.cell import Cell
-    from specbench.schemas.row import rows_from
+    from specbench.schemas.row_read import rows_from
 
     base = {"dataset": "d", "run": "baseline", "method": "baseline", "request_rate": 4.0, "concurrency": None,
             "status": "ok", "output_throughput_tps": 10.0}

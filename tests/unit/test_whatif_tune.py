@@ -26,7 +26,8 @@ from specbench.measure.best_k import (
 )
 from specbench.measure.break_even import break_even, default_lengths, expand_whatif, synthetic_support, verdict, whatif_curves, whatif_markdown
 from specbench.report.html import render_html
-from specbench.schemas.row import ResultRow, rows_from
+from specbench.schemas.row import ResultRow
+from specbench.schemas.row_read import rows_from
 from specbench.suite import parse_suite
 from tests.support.launchers import write_launcher
 from tests.support.paths import PACKAGE_ENV, SUPPORT

@@ -24,9 +24,10 @@ messages → the run session), ``gpus_mode`` / ``ray_mode`` (the two ways to sta
 ``entry`` (``run_parallel``).
 """
 
+from ...launch.gpus import config_gpu_count, parallel_size, suite_gpus_per_server
 from .collector import Collector
 from .entry import run_parallel
-from .planning import MODES, Job, config_gpu_count, detect_gpus, parallel_size, plan, suite_gpus_per_server
+from .planning import MODES, Job, detect_gpus, plan
 from .worker import run_config
 
 __all__ = ["MODES", "Collector", "Job", "config_gpu_count", "detect_gpus", "parallel_size", "plan", "run_config",

@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from ...errors import SuiteError
 from ...launch import load_engine
+from ...launch.gpus import suite_gpus_per_server
 from ...schemas.request import Prompt
 from ...suite import Suite
 from ..preflight import load_suite_prompts, preflight
@@ -14,7 +15,7 @@ from ..sequential import RunOutcome
 from ..session import Progress, RunSession
 from .collector import Collector
 from .gpus_mode import run_gpus
-from .planning import MODES, detect_gpus, plan, suite_gpus_per_server
+from .planning import MODES, detect_gpus, plan
 from .ray_mode import import_ray, run_ray
 
 

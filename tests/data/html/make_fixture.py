@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from specbench.schemas.cell import Cell
 from specbench.measure.summarize import PhaseInfo, ResultRow, add_comparisons, summarize_cell
+from specbench.schemas.cell import Cell
 from specbench.schemas.request import RequestRecord
 
 OUT = Path(__file__).resolve().parent / "run"

@@ -1,0 +1,222 @@
+"""The house rules, read from the source: stage packages in pipeline order, imports that flow down
+only, no cycle, small modules and classes, no private name crossing a module boundary.
+
+The stages, earliest first; a module may import its own stage or an earlier one. Type-only imports
+(under ``TYPE_CHECKING``) are not dependencies at run time and are not counted.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from tests.support.paths import ROOT
+
+PKG = ROOT / "specbench"
+
+STAGES: list[tuple[str, tuple[str, ...]]] = [
+    ("foundation", ("specbench", "specbench.errors")),
+    ("util", ("specbench.util",)),
+    ("schemas", ("specbench.schemas",)),
+    ("config", ("specbench.suite", "specbench.datasets")),
+    ("engines", ("specbench.launch", "specbench.bundle")),
+    ("client", ("specbench.client",)),
+    ("load", ("specbench.load",)),
+    ("measure", ("specbench.measure", "specbench.grade")),
+    ("run", ("specbench.run",)),
+    ("gate", ("specbench.gate",)),
+    ("report", ("specbench.report",)),
+    ("cli", ("specbench.cli", "specbench.__main__")),
+]
+TOP_LEVEL = {"__init__.py", "__main__.py", "errors.py"}
+#: third-party packages a function may import lazily: optional extras, or heavy ones a command needs alone
+LAZY_OK = {"ray", "pynvml", "pyarrow", "datasets", "huggingface_hub", "tiktoken", "openai", "torch", "gguf",
+           "safetensors", "transformers", "uvloop", "numpy", "multiprocessing", "resource", "webbrowser"}
+MAX_MODULE_LINES, MAX_CLASS_LINES = 400, 120
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+@dataclass
+class Module:
+    name: str
+    path: Path
+    tree: ast.Module
+    imports: list[tuple[str, tuple[str, ...], int, bool]] = field(default_factory=list)  # target, names, line, in a function
+
+
+def _type_checking(node: ast.AST) -> bool:
+    test = getattr(node, "test", None)
+    return isinstance(node, ast.If) and (
+        (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING")
+        or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"))
+
+
+def _walk(node: ast.AST, in_function: bool = False):
+    for child in ast.iter_child_nodes(node):
+        if _type_checking(child):
+            continue
+        yield child, in_function
+        yield from _walk(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)))
+
+
+def read_modules() -> dict[str, Module]:
+    mods = {}
+    for path in sorted(PKG.rglob("*.py")):
+        mods[module_name(path)] = Module(module_name(path), path, ast.parse(path.read_text(), str(path)))
+    for mod in mods.values():
+        is_pkg = mod.path.name == "__init__.py"
+        for node, in_function in _walk(mod.tree):
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = mod.name.split(".") if is_pkg else mod.name.split(".")[:-1]
+                    base = base[: len(base) - (node.level - 1)]
+                    target = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    target = node.module or ""
+                mod.imports.append((target, tuple(a.name for a in node.names), node.lineno, in_function))
+            elif isinstance(node, ast.Import):
+                for a in node.names:
+                    mod.imports.append((a.name, (), node.lineno, in_function))
+    return mods
+
+
+MODULES = read_modules()
+
+
+def resolve(target: str, names: tuple[str, ...]) -> list[str]:
+    """The specbench modules an import statement loads (a ``from pkg import submodule`` names the submodule)."""
+    if not target.startswith("specbench"):
+        return []
+    out = [f"{target}.{n}" for n in names if f"{target}.{n}" in MODULES]
+    while target not in MODULES and "." in target:
+        target = target.rsplit(".", 1)[0]
+    return out or [target]
+
+
+def stage_of(name: str) -> int:
+    best, rank = -1, None
+    for i, (_, prefixes) in enumerate(STAGES):
+        for p in prefixes:
+            if (name == p or name.startswith(p + ".")) and len(p) > best:
+                best, rank = len(p), i
+    assert rank is not None, f"{name}: in no stage of STAGES"
+    return rank
+
+
+def edges() -> dict[str, set[str]]:
+    out: dict[str, set[str]] = defaultdict(set)
+    for mod in MODULES.values():
+        for target, names, _, _ in mod.imports:
+            for dep in resolve(target, names):
+                if dep != mod.name:
+                    out[mod.name].add(dep)
+    return out
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in MODULES:
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_cycle() -> None:
+    assert cycles(edges()) == []
+
+
+def test_imports_flow_down_the_pipeline() -> None:
+    up = []
+    for mod in MODULES.values():
+        for target, names, line, _ in mod.imports:
+            for dep in resolve(target, names):
+                if stage_of(dep) > stage_of(mod.name):
+                    up.append(f"{mod.path.relative_to(ROOT)}:{line}: {STAGES[stage_of(mod.name)][0]} imports "
+                              f"{dep} ({STAGES[stage_of(dep)][0]})")
+    assert up == []
+
+
+def test_every_module_is_in_a_stage_and_few_stay_at_the_top() -> None:
+    for name in MODULES:
+        stage_of(name)
+    assert {p.name for p in PKG.glob("*.py")} <= TOP_LEVEL
+
+
+def test_package_faces_export_their_library_never_their_command() -> None:
+    bad = []
+    for mod in MODULES.values():
+        if mod.path.name != "__init__.py" or mod.name.startswith("specbench.cli"):
+            continue
+        for target, names, line, _ in mod.imports:
+            deps = resolve(target, names)
+            if any(d.startswith("specbench.cli") or d.endswith(".cli") for d in deps) or \
+                    any(n == "register" or n.endswith("_cli") for n in names):
+                bad.append(f"{mod.path.relative_to(ROOT)}:{line}")
+    assert bad == []
+
+
+def test_imports_inside_functions_only_where_start_up_time_needs_them() -> None:
+    """specbench modules are imported at the top of a module (the CLI may defer them: start-up time);
+    third-party packages only when optional or heavy."""
+    bad = []
+    for mod in MODULES.values():
+        for target, _, line, in_function in mod.imports:
+            if not in_function or target == "__future__":
+                continue
+            if target.startswith("specbench"):
+                if not mod.name.startswith("specbench.cli"):
+                    bad.append(f"{mod.path.relative_to(ROOT)}:{line}: {target}")
+            elif target.split(".")[0] not in LAZY_OK:
+                bad.append(f"{mod.path.relative_to(ROOT)}:{line}: {target}")
+    assert bad == []
+
+
+@pytest.mark.parametrize("mod", sorted(MODULES.values(), key=lambda m: m.name), ids=lambda m: m.name)
+def test_modules_and_classes_stay_small(mod: Module) -> None:
+    lines = len(mod.path.read_text().splitlines())
+    assert lines <= MAX_MODULE_LINES, f"{mod.path.relative_to(ROOT)}: {lines} lines"
+    for node in ast.walk(mod.tree):
+        if isinstance(node, ast.ClassDef):
+            size = node.end_lineno - node.lineno + 1
+            assert size <= MAX_CLASS_LINES, f"{mod.path.relative_to(ROOT)}:{node.lineno}: class {node.name} has {size} lines"
+
+
+def test_no_private_name_is_imported_across_modules() -> None:
+    bad = [f"{m.path.relative_to(ROOT)}:{line}: {n}" for m in MODULES.values() for target, names, line, _ in m.imports
+           if target.startswith("specbench") for n in names if n.startswith("_") and n != "__version__"]
+    assert bad == []
