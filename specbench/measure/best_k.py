@@ -25,9 +25,10 @@ from typing import Any
 
 from ..errors import SuiteError
 from ..launch import load_engine
-from ..report.model import Load, Record, baseline_name, load_of
 from ..run.explain import derived_suite, raw_config, spec_configs
+from ..schemas.cell import Load, baseline_name, load_of
 from ..schemas.request import RequestRecord
+from ..schemas.row import ResultRow
 from ..suite import ServerConfig, Suite
 from .break_even import load_label
 from .compare import paired_requests, paired_speedup
@@ -184,7 +185,7 @@ def engine_flag(family: dict[str, Any], ranges: list[list[int]]) -> tuple[dict[s
     return body, "--speculative-config " + shlex.quote(json.dumps(body, separators=(",", ":"))), note
 
 
-def _ci(r: Record | None) -> tuple[float, float] | None:
+def _ci(r: ResultRow | None) -> tuple[float, float] | None:
     ci = ((r.ci95 if r is not None else None) or {}).get("speedup_vs_baseline")
     return (float(ci[0]), float(ci[1])) if isinstance(ci, list) and len(ci) == 2 and None not in ci else None
 
@@ -197,19 +198,19 @@ def _records_by_cell(requests: Sequence[RequestRecord]) -> dict[tuple[str, str, 
     return out
 
 
-def _conc_key(r: Record) -> int:
+def _conc_key(r: ResultRow) -> int:
     c = r.concurrency if r.request_rate is None else r.max_concurrency
     return int(c or 0)
 
 
-def tune_analysis(records: Sequence[Record], requests: Sequence[RequestRecord] | None,
+def tune_analysis(records: Sequence[ResultRow], requests: Sequence[RequestRecord] | None,
                   meta: dict[str, Any]) -> dict[str, Any]:
     """Per data set × family × load: every K's speedup, the best K, the Ks not told apart; the schedules."""
     plan = meta.get("tune") or {}
     cfgs: dict[str, dict[str, Any]] = plan.get("configs") or {}
     base = baseline_name(records, meta)
     by_cell = _records_by_cell(requests) if requests is not None else None
-    rows: dict[tuple, dict[int, Record]] = defaultdict(dict)
+    rows: dict[tuple, dict[int, ResultRow]] = defaultdict(dict)
     for r in records:
         p = cfgs.get(r.run)
         if isinstance(p, dict):
@@ -290,7 +291,7 @@ def _label(cell: dict[str, Any]) -> str:
     return load_label(Load(cell["kind"], cell["load"]))
 
 
-def analysis_of(records: Sequence[Record], meta: dict[str, Any] | None) -> dict[str, Any] | None:
+def analysis_of(records: Sequence[ResultRow], meta: dict[str, Any] | None) -> dict[str, Any] | None:
     """The stored analysis (paired, written at the end of ``specbench tune``), else one from the rows alone."""
     plan = (meta or {}).get("tune")
     if not plan:
@@ -298,7 +299,7 @@ def analysis_of(records: Sequence[Record], meta: dict[str, Any] | None) -> dict[
     return plan.get("result") or tune_analysis(records, None, meta or {})
 
 
-def tune_markdown(records: Sequence[Record], meta: dict[str, Any] | None) -> str:
+def tune_markdown(records: Sequence[ResultRow], meta: dict[str, Any] | None) -> str:
     result = analysis_of(records, meta)
     if not result or not result["cells"]:
         return ""

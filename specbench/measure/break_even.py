@@ -22,8 +22,9 @@ from typing import Any, Literal
 
 from ..errors import SuiteError
 from ..launch import Engine, load_engine
-from ..report.model import Load, Record, load_of
 from ..run.explain import derived_suite, parse_numbers, raw_config, run_with_plan, spec_configs
+from ..schemas.cell import Load, load_of
+from ..schemas.row import ResultRow
 from ..suite import Suite
 
 SYNTHETIC_KEYS = ("rejection_sample_method", "synthetic_acceptance_length", "synthetic_acceptance_rates")
@@ -172,7 +173,7 @@ class Curve:
     load: Load
     k: int | None
     points: list[Point] = field(default_factory=list)
-    real: Record | None = None
+    real: ResultRow | None = None
 
     @property
     def break_even(self) -> float | Literal["never", "always"] | None:
@@ -219,12 +220,12 @@ class Curve:
         return "—" if be is None else be if isinstance(be, str) else ("≈" if approx else "") + f"{be:.2f}"
 
 
-def _ci(r: Record, key: str) -> tuple[float, float] | None:
+def _ci(r: ResultRow, key: str) -> tuple[float, float] | None:
     ci = (r.ci95 or {}).get(key)
     return (float(ci[0]), float(ci[1])) if isinstance(ci, list) and len(ci) == 2 and None not in ci else None
 
 
-def whatif_curves(records: Sequence[Record], meta: dict[str, Any] | None) -> list[Curve]:
+def whatif_curves(records: Sequence[ResultRow], meta: dict[str, Any] | None) -> list[Curve]:
     plan = ((meta or {}).get("whatif") or {}).get("configs") or {}
     curves: dict[tuple, Curve] = {}
     for r in records:
@@ -295,7 +296,7 @@ WHATIF_NOTE = (
     "those rows.")
 
 
-def whatif_markdown(records: Sequence[Record], meta: dict[str, Any] | None) -> str:
+def whatif_markdown(records: Sequence[ResultRow], meta: dict[str, Any] | None) -> str:
     curves = whatif_curves(records, meta)
     if not curves:
         return ""

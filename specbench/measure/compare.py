@@ -12,8 +12,7 @@ import numpy as np
 
 from ..errors import ResultsError
 from ..gate import CellKey, GateError, Measure, is_number, judge_drop, lower_is_better, read_ci
-from ..report.model import Load
-from ..schemas.cell import Cell
+from ..schemas.cell import Cell, Load
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
 

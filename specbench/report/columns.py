@@ -17,8 +17,7 @@ from .quality_columns import quality_columns
 
 DASH = "—"
 
-Record = ResultRow
-Column = tuple[str, Callable[[Record], str]]
+Column = tuple[str, Callable[[ResultRow], str]]
 
 
 def num(value: Any, digits: int, suffix: str = "", missing: str = DASH) -> str:
@@ -35,7 +34,7 @@ def _pct(value: Any, missing: str = DASH) -> str:
     return f"{value * 100:.2f}%" if is_number(value) else missing
 
 
-def _positions(r: Record) -> str:
+def _positions(r: ResultRow) -> str:
     return "/".join(_pct(v, missing="-") for v in (r.acceptance_pos_1, r.acceptance_pos_2, r.acceptance_pos_3))
 
 
@@ -56,7 +55,7 @@ COLUMNS: list[Column] = [
 ]
 
 
-def _decomposed(r: Record) -> str:
+def _decomposed(r: ResultRow) -> str:
     value = num(r.speedup_decomposed, 3, "x")
     lo, hi = r.speedup_decomposed_ci_low, r.speedup_decomposed_ci_high
     return value if value == DASH or lo is None or hi is None else f"{value} [{lo:.3f}–{hi:.3f}]"
@@ -71,26 +70,26 @@ DECOMPOSITION_COLUMNS: list[Column] = [
 ]
 
 
-def has_decomposition(records: Sequence[Record]) -> bool:
+def has_decomposition(records: Sequence[ResultRow]) -> bool:
     return any(r.step_cost_ratio is not None for r in records)
 
 
-def _ci(r: Record) -> str:
+def _ci(r: ResultRow) -> str:
     ci = (r.ci95 or {}).get("speedup_vs_baseline")
     return f"{ci[0]:.3f}–{ci[1]:.3f}" if ci and None not in ci else DASH
 
 
-def _failed(r: Record) -> str:
+def _failed(r: ResultRow) -> str:
     if r.status in ("failed", "interrupted"):
         return f"cell {r.status}"
     return str(r.failed_requests or 0)
 
 
-def _rate(r: Record) -> str:
+def _rate(r: ResultRow) -> str:
     return DASH if r.request_rate is None else f"{r.request_rate:g}"
 
 
-def table_columns(records: Sequence[Record]) -> list[Column]:
+def table_columns(records: Sequence[ResultRow]) -> list[Column]:
     """``COLUMNS`` plus what these records measured: the swept load (Rate/s, Conc), the speed-up CI,
     output fidelity, the decomposition, quality and cost, and last, where a reader looks, Failed."""
     columns = list(COLUMNS)

@@ -19,13 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ResultsError, SpecbenchError
-from ..schemas.cell import Cell, LoadPoint
+from ..schemas.cell import Cell, Load, LoadPoint, load_of
 from ..schemas.row import ResultRow
 from .load import load_run, read_meta, refusal
-from .model import Load, load_of
-
-Record = ResultRow
-
 
 COMPLETE = "complete"
 
@@ -39,7 +35,7 @@ class RunEntry:
 
     path: Path
     meta: dict[str, Any]
-    records: list[Record] | None
+    records: list[ResultRow] | None
     status: str  # complete | interrupted | failed | unfinished | unreadable
     reason: str = ""
     started: dt.datetime | None = None
@@ -83,7 +79,7 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def engines(records: Sequence[Record], meta: dict[str, Any]) -> list[str]:
+def engines(records: Sequence[ResultRow], meta: dict[str, Any]) -> list[str]:
     """``engine version`` of every server of the run, from its rows, else from meta.json's servers."""
     found = [f"{r.engine} {r.server_version or ''}".strip() for r in records
              if isinstance(r.engine, str)]
@@ -192,11 +188,11 @@ def _count(value: Any) -> int:
     return int(number)
 
 
-def _cell_name(r: Record) -> str:
+def _cell_name(r: ResultRow) -> str:
     return f"{r.run} / {r.dataset} / {load_of(r).label}"
 
 
-def classify(meta: dict[str, Any], records: list[Record] | None) -> tuple[str, str]:
+def classify(meta: dict[str, Any], records: list[ResultRow] | None) -> tuple[str, str]:
     """(status, one-line reason) of a run; the reason is empty for a complete run."""
     if records is None:
         if not meta.get("finished_at"):

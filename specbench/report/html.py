@@ -20,12 +20,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..schemas.cell import baseline_name, load_of, unique
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
 from .columns import DASH, has_decomposition, table_columns
 from .load import load_run, read_requests
 from .markdown import DECOMPOSITION_NOTE
-from .model import PALETTE, Model, baseline_name, load_of, unique
+from .model import PALETTE, Model
 from .plots import (
     acceptance_plot,
     category_plot,

@@ -14,8 +14,6 @@ from .columns import COLUMNS, DASH, Column, has_decomposition, num, table_column
 
 __all__ = ["COLUMNS", "DASH", "DECOMPOSITION_NOTE", "has_decomposition", "markdown", "render"]
 
-Record = ResultRow
-
 
 DECOMPOSITION_NOTE = (
     "Decomposition: Speedup = Tok/step ÷ Step cost × Residual. Tok/step = decode tokens per streamed chunk (one "
@@ -30,13 +28,13 @@ def _md_row(cells: Sequence[str]) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
-def markdown_table(records: Sequence[Record], columns: Sequence[Column] = COLUMNS) -> str:
+def markdown_table(records: Sequence[ResultRow], columns: Sequence[Column] = COLUMNS) -> str:
     lines = [_md_row([h for h, _ in columns]), _md_row(["---"] * len(columns))]
     lines += [_md_row([cell(r) for _, cell in columns]) for r in records]
     return "\n".join(lines)
 
 
-def markdown(records: Sequence[Record], meta: dict[str, Any] | None = None) -> str:
+def markdown(records: Sequence[ResultRow], meta: dict[str, Any] | None = None) -> str:
     """The comparison table (``columns.table_columns``), the sweep table, and the notes and warnings."""
     table = markdown_table(records, table_columns(records))
     sweep = sweep_table(records)
@@ -47,7 +45,7 @@ def markdown(records: Sequence[Record], meta: dict[str, Any] | None = None) -> s
     return table if not notes else table + "\n\n" + "\n".join(f"- {n}" for n in notes)
 
 
-def explain_sections(records: Sequence[Record], meta: dict[str, Any] | None) -> list[str]:
+def explain_sections(records: Sequence[ResultRow], meta: dict[str, Any] | None) -> list[str]:
     """The what-if map and the best-K table of runs made by ``specbench whatif`` / ``tune``."""
     out = []
     if (meta or {}).get("whatif"):
@@ -61,7 +59,7 @@ def explain_sections(records: Sequence[Record], meta: dict[str, Any] | None) -> 
     return [part for part in out if part]
 
 
-def warnings(records: Sequence[Record]) -> list[str]:
+def warnings(records: Sequence[ResultRow]) -> list[str]:
     """Lines that must travel with the table: disagreeing sources, failed or cut cells."""
     out = []
     for r in records:
@@ -81,7 +79,7 @@ def warnings(records: Sequence[Record]) -> list[str]:
     return out + cell_notes(records)
 
 
-def cell_notes(records: Sequence[Record]) -> list[str]:
+def cell_notes(records: Sequence[ResultRow]) -> list[str]:
     """Each cell's own ``notes`` (measure.py), one line per distinct note naming every cell it applies to."""
     cells: dict[str, list[str]] = {}
     for r in records:
@@ -93,7 +91,7 @@ def cell_notes(records: Sequence[Record]) -> list[str]:
             for note, where in cells.items()]
 
 
-def sweep_table(records: Sequence[Record]) -> str | None:
+def sweep_table(records: Sequence[ResultRow]) -> str | None:
     """Speedup vs concurrency per data set and config, with the crossover where it drops below 1."""
     from ..measure.compare import crossover
 
@@ -114,6 +112,6 @@ def sweep_table(records: Sequence[Record]) -> str | None:
     return "Speedup vs concurrency\n\n" + "\n".join(lines)
 
 
-def render(rows: Sequence[Record], meta: dict[str, Any] | None = None) -> str:
+def render(rows: Sequence[ResultRow], meta: dict[str, Any] | None = None) -> str:
     """The ``markdown`` report format."""
     return markdown(rows, meta)

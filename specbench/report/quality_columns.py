@@ -9,8 +9,6 @@ from typing import Any
 from ..schemas.row import ResultRow
 
 DASH = "—"
-Record = ResultRow
-
 
 def _num(v: Any, digits: int, suffix: str = "") -> str:
     return DASH if v is None else f"{v:.{digits}f}{suffix}"
@@ -20,11 +18,11 @@ def _pct(v: Any) -> str:
     return DASH if v is None else f"{v * 100:.1f}%"
 
 
-def _any(records: Sequence[Record], value: Callable[[Record], Any]) -> bool:
+def _any(records: Sequence[ResultRow], value: Callable[[ResultRow], Any]) -> bool:
     return any(value(r) is not None for r in records)
 
 
-def _bracket(r: Record) -> str:
+def _bracket(r: ResultRow) -> str:
     """Highest passing rate and the lowest failing one: "12.5 (fails at 13.1)"."""
     if not r.slo_max_rate_bracket:
         return DASH
@@ -34,7 +32,7 @@ def _bracket(r: Record) -> str:
     return f"≥ {lo:.3g} (none failed)" if hi is None else f"{lo:.3g} (fails at {hi:.3g})"
 
 
-def _capacity(r: Record) -> str:
+def _capacity(r: ResultRow) -> str:
     s = r.slo_capacity_speedup
     if s is None:
         return DASH
@@ -43,13 +41,13 @@ def _capacity(r: Record) -> str:
     return f"{s:.2f}x{rng}"
 
 
-def _accuracy(r: Record) -> str:
+def _accuracy(r: ResultRow) -> str:
     if r.accuracy is None:
         return DASH
     return f"{r.accuracy * 100:.1f}% ({r.accuracy_compared})"
 
 
-def _accuracy_diff(r: Record) -> str:
+def _accuracy_diff(r: ResultRow) -> str:
     d = r.accuracy_diff_vs_baseline
     if d is None:
         return DASH
@@ -59,16 +57,16 @@ def _accuracy_diff(r: Record) -> str:
             + (f" p={p:.2g}" if p is not None else ""))
 
 
-def _acceptance(r: Record) -> str:
+def _acceptance(r: ResultRow) -> str:
     return "/".join(_num(v, 2) for v in (r.request_acceptance_p10, r.request_acceptance_p50, r.request_acceptance_p90))
 
 
-def _acceptance_means(r: Record) -> str:
+def _acceptance_means(r: ResultRow) -> str:
     return f"{_num(r.request_acceptance_mean, 2)}/{_num(r.request_acceptance_token_weighted_mean, 2)}"
 
 
-def quality_columns(records: Sequence[Record]) -> list[tuple[str, Callable[[Record], str]]]:
-    cols: list[tuple[str, Callable[[Record], str]]] = []
+def quality_columns(records: Sequence[ResultRow]) -> list[tuple[str, Callable[[ResultRow], str]]]:
+    cols: list[tuple[str, Callable[[ResultRow], str]]] = []
     if _any(records, lambda r: r.slo_attainment):
         cols += [("SLO met", lambda r: _pct(r.slo_attainment)),
                  ("Goodput req/s", lambda r: _num(r.goodput_rps, 3))]

@@ -5,8 +5,9 @@ Every problem is reported before anything runs, one line each, naming the file a
 the ``model`` dataclasses block by block.
 """
 
+from ..schemas.cell import find_baseline
 from .checks import CLIENTS, ENDPOINTS, NAME_RE, WORKLOADS
-from .model import LaunchSettings, LoadSpec, ServerConfig, Suite, find_baseline
+from .model import LaunchSettings, LoadSpec, ServerConfig, Suite
 from .parse import load_suite, parse_suite
 from .yamlfile import MAX_NODES, read_yaml
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..datasets import DatasetSpec
+from ..schemas.cell import find_baseline
 from ..util.redact import redact_mapping
 
 
@@ -136,16 +137,6 @@ class Suite:
 
     def raw_config(self, name: str) -> dict[str, Any]:
         return next((c for c in self.raw.get("configs", []) if c.get("name") == name), {})
-
-
-def find_baseline(names: list[str], marked: list[str]) -> str | None:
-    """The baseline among configs ``names``: the one marked ``baseline: true``, else the one named "baseline".
-
-    The one rule for the suite, the report (from meta.json) and everything that divides by the baseline."""
-    marked = [m for m in marked if m in names]
-    if marked:
-        return marked[0]
-    return "baseline" if "baseline" in names else None
 
 
 def _fingerprint(obj: Any) -> str:

@@ -112,8 +112,8 @@ def test_report_pages_render_byte_identical_from_typed_rows(tmp_path):
 def test_plots_take_load_points_from_the_cell_and_keep_two_caps_at_one_rate_apart():
     """An open-loop sweep at one rate with two in-flight caps is two cells; the report model used to
     key plots by (kind, value) alone and merged them."""
-    from specbench.report.model import Load, Model, load_of
-    from specbench.schemas.cell import Cell
+    from specbench.report.model import Model
+    from specbench.schemas.cell import Cell, Load, load_of
     from specbench.schemas.row_read import rows_from
 
     base = {"dataset": "d", "run": "baseline", "method": "baseline", "request_rate": 4.0, "concurrency": None,

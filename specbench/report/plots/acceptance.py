@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from ..model import Model, Record, load_of
+from ...schemas.cell import load_of
+from ...schemas.row import ResultRow
+from ..model import Model
 from ..svg import (
     MUTED,
     Scale,
@@ -19,7 +21,7 @@ from ..svg import (
 from .common import why_missing
 
 
-def _per_position(r: Record) -> list[float | None]:
+def _per_position(r: ResultRow) -> list[float | None]:
     per = r.acceptance_per_position
     if per:
         return list(per)
@@ -33,7 +35,7 @@ def _per_position(r: Record) -> list[float | None]:
     return out
 
 
-def _pool(rows: Sequence[Record], get: Callable[[Record], list[float | None] | None],
+def _pool(rows: Sequence[ResultRow], get: Callable[[ResultRow], list[float | None] | None],
           weight_key: str) -> tuple[list[float | None], int]:
     """Weighted mean per position over cells (weight = the cell's drafts/steps; 1 when unknown)."""
     lists = [(get(r) or [], r.get(weight_key) or 1) for r in rows]

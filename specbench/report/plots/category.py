@@ -6,7 +6,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..model import Model, Record
+from ...schemas.row import ResultRow
+from ..model import Model
 from ..svg import (
     AXIS,
     GRID,
@@ -24,7 +25,7 @@ from ..svg import (
 )
 
 
-def _pooled_category(rows: Sequence[Record]) -> dict[str, tuple[float | None, int]]:
+def _pooled_category(rows: Sequence[ResultRow]) -> dict[str, tuple[float | None, int]]:
     """category -> (acceptance length pooled over load points, requests)."""
     acc: dict[str, list[tuple[float | None, int, int]]] = {}
     for r in rows:

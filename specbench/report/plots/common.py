@@ -5,7 +5,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..model import PALETTE, Load, Model, Record
+from ...schemas.cell import Load
+from ...schemas.row import ResultRow
+from ..model import PALETTE, Model
 from ..svg import (
     NOT_MEASURED,
     esc,
@@ -16,7 +18,7 @@ def nm_html(detail: str = "") -> str:
     return f'<span class="na">{NOT_MEASURED}{" (" + esc(detail) + ")" if detail else ""}</span>'
 
 
-def ci_of(r: Record, key: str) -> tuple[float, float] | None:
+def ci_of(r: ResultRow, key: str) -> tuple[float, float] | None:
     ci = (r.ci95 or {}).get(key)
     if ci and len(ci) == 2 and None not in ci:
         return float(ci[0]), float(ci[1])
@@ -25,7 +27,7 @@ def ci_of(r: Record, key: str) -> tuple[float, float] | None:
     return None
 
 
-def why_missing(r: Record | None, what: str = "") -> str:
+def why_missing(r: ResultRow | None, what: str = "") -> str:
     if r is None:
         return "no such cell"
     if r.status == "failed":

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 
-from ..model import Load, Model, load_of
+from ...schemas.cell import Load, load_of
+from ..model import Model
 from ..svg import (
     INK,
     MUTED,

@@ -7,8 +7,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from ...measure.latency import token_itl, tpot
+from ...schemas.cell import Load, load_of_request
 from ...schemas.request import RequestRecord
-from ..model import Load, Model, load_of_request
+from ..model import Model
 from ..svg import (
     AXIS,
     GRID,

@@ -6,7 +6,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..model import Load, Model
+from ...schemas.cell import Load
+from ..model import Model
 from ..svg import (
     INK,
     Scale,

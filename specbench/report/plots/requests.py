@@ -7,8 +7,9 @@ from collections.abc import Sequence
 
 from ...measure.latency import tpot
 from ...measure.per_request import request_lengths
+from ...schemas.cell import Load, load_of
 from ...schemas.request import RequestRecord
-from ..model import PALETTE, Load, Model, load_of
+from ..model import PALETTE, Model
 from ..svg import (
     MUTED,
     Scale,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model import Model, unique
+from ...schemas.cell import unique
+from ..model import Model
 from ..svg import (
     AXIS,
     FONT,

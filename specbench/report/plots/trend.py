@@ -11,7 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..model import Load, Model, Record, load_of
+from ...schemas.cell import Load, load_of
+from ...schemas.row import ResultRow
+from ..model import Model
 from ..svg import (
     INK,
     MUTED,
@@ -42,7 +44,7 @@ class TrendRun:
 
     started: dt.datetime | None
     name: str
-    records: Sequence[Record]
+    records: Sequence[ResultRow]
 
 
 def _time_label(started: dt.datetime | None) -> str:

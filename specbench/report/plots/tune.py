@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ..model import Load, Model
+from ...schemas.cell import Load
+from ..model import Model
 from ..svg import (
     INK,
     Scale,

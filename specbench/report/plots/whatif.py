@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..model import Load, Model
+from ...schemas.cell import Load
+from ..model import Model
 from ..svg import (
     INK,
     Scale,
