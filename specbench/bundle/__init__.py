@@ -10,9 +10,7 @@ host's Python: it checks and joins the parts and unzips every wheel into one fol
 ``PYTHONPATH`` (no pip, no venv).
 """
 
-from ..cli.setup import add_arguments, bundle_cli
 from .build import build_bundle
 from .plan import DEFAULT_EXCLUDE, DEFAULT_KEEP_HOST, FORMAT, parse_host_packages, parse_size, plan_bundle, platform_tags
 
-__all__ = ["DEFAULT_EXCLUDE", "DEFAULT_KEEP_HOST", "FORMAT", "add_arguments", "build_bundle", "bundle_cli",
-           "parse_host_packages", "parse_size", "plan_bundle", "platform_tags"]
+__all__ = ["DEFAULT_EXCLUDE", "DEFAULT_KEEP_HOST", "FORMAT", "build_bundle", "parse_host_packages", "parse_size", "plan_bundle", "platform_tags"]

@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import stat
+import subprocess
 import sys
 import tarfile
 import tempfile
@@ -160,7 +161,6 @@ def main(argv=None):
             f.write(digest + "\n")
         sys.stderr.write("unpack: %d wheels into %s\n" % (seen, site))
     for module in args.modules:
-        import subprocess
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([site] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
         probe = "import %s as m; print('%s', getattr(m, '__version__', ''), m.__file__)" % (module, module)
         code = subprocess.call([sys.executable, "-c", probe], env=env)

@@ -9,11 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SuiteError
-from ..measure.best_k import K_KEYS, expand_tune, families, tune_analysis
-from ..run.explain import derived_suite, parse_numbers, raw_config, run_with_plan
+from ..measure.best_k import K_KEYS, tune_analysis
+from ..run.explain import derived_suite, raw_config
+from ..run.tune import expand_tune, families
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
 from ..suite import Suite
+from .common import parse_numbers, run_with_plan
 
 
 def _write_schedule(out: Path, suite: Suite, result: dict[str, Any]) -> Path:

@@ -1,15 +1,14 @@
 """`specbench gate`: turn a results run into a CI verdict (0 pass, 1 regression, 2 unusable input).
 
 ``checks`` parses thresholds, ``judge`` (pure) turns one check and the cells of two runs into
-``Verdict`` rows, ``render`` prints them, ``cli`` reads runs and suites and writes the step summary.
+``Verdict`` rows, ``render`` prints them, the command (``cli/gate.py``) reads runs and suites and writes the step summary.
 See docs/gate.md for the threshold syntax and the noise rule.
 """
 
-from ..cli.gate import load_run, load_suite_gate, register, run_cli
 from ..suite.gate import Check, GateError, GateSpec, Selector, cli_spec, is_number, lower_is_better, parse_cli_threshold
 from .judge import CellKey, Measure, Run, Verdict, evaluate, index_cells, judge_drop, judge_floor, read_ci
 from .render import render_markdown
 
 __all__ = ["CellKey", "Check", "GateError", "GateSpec", "Measure", "Run", "Selector", "Verdict", "cli_spec", "evaluate",
-           "index_cells", "is_number", "judge_drop", "judge_floor", "load_run", "load_suite_gate", "lower_is_better",
-           "parse_cli_threshold", "read_ci", "register", "render_markdown", "run_cli"]
+           "index_cells", "is_number", "judge_drop", "judge_floor", "lower_is_better",
+           "parse_cli_threshold", "read_ci", "render_markdown"]

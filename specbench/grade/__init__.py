@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from ..datasets.loader import parse_items
+from ..datasets.sources import fetch_rows
 from ..schemas.request import RequestRecord
 from . import answers, programs
 
@@ -59,9 +61,6 @@ def gold_from_row(kind: str, row: dict[str, Any]) -> Gold:
 @functools.lru_cache(maxsize=16)
 def golds(spec, data_dir: Path | None) -> dict[str, Gold]:
     """Gold answers / tests of a data set by prompt id, read from the same rows as its prompts."""
-    from ..datasets.loader import parse_items
-    from ..datasets.sources import fetch_rows
-
     return {item.id: gold_from_row(spec.source, dict(item.row or {})) for item in parse_items(spec, fetch_rows(spec, data_dir))}
 
 

@@ -16,6 +16,8 @@ from typing import Any, Protocol
 import yaml
 
 from ..errors import LaunchError, SuiteError
+from ..util.redact import redact_argv
+from .setup_cpu import cache_dir
 
 BUILTIN_LAUNCHERS = Path(__file__).resolve().parents[1] / "launchers"
 
@@ -132,16 +134,12 @@ class Engine:
 
     def redact(self, argv: list[str]) -> list[str]:
         """argv with the values of secret flags (this launcher's and any secret-looking) replaced, for logs and metadata."""
-        from ..util.redact import redact_argv
-
         return redact_argv(argv, self.secret_flags)
 
 
 
 def _expand(path: str) -> str:
     """``~`` and ``{cache}`` (specbench's cache, ``$SPECBENCH_CACHE``: where ``specbench setup`` puts engines) expanded."""
-    from .setup_cpu import cache_dir
-
     return os.path.expanduser(path.replace("{cache}", str(cache_dir())))
 
 

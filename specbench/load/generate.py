@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import multiprocessing
+import queue
 import random
+import signal
 import time
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
@@ -198,8 +201,6 @@ def _load_worker(index: int, spec: RequestSpec, prompts: list[Prompt], phase: Lo
                  stop_flag, out) -> None:
     """One load-generator process (its own event loop and connections). Each record goes to the
     parent the moment it ends, so a worker that dies loses only the requests it had in flight."""
-    import signal
-
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group; the parent decides
 
     async def go() -> LoadResult:
@@ -248,9 +249,6 @@ async def generate_load_processes(spec: RequestSpec, prompts: Sequence[Prompt], 
     ``grace_s`` for those in flight, cut ones recorded). A worker that dies keeps what it sent;
     its prompts without any record become failed records naming the worker's exit.
     """
-    import multiprocessing
-    import queue
-
     processes = max(1, min(processes, phase.concurrency, len(prompts)))
     shares = [list(prompts[i::processes]) for i in range(processes)]
     streams = [phase.concurrency // processes + (1 if i < phase.concurrency % processes else 0) for i in range(processes)]

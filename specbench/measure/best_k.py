@@ -1,36 +1,26 @@
-"""`specbench tune SUITE --k 1,2,3,5,7`: the best number of draft tokens per load.
+"""The best number of draft tokens per load, from a `specbench tune` run (pure: rows, requests and
+the plan in meta.json → candidates, the best K, the Ks not told apart, and schedules).
 
-Each speculative config family (configs that differ only in K) is expanded over the K values,
-one server per K, with the baseline, into one run directory; every config sees the same prompts.
 Per data set and load point the best K is the one with the highest speedup; the Ks that cannot be
 told apart from it are found with a paired bootstrap of each K's speed ratio to the best K over
 the prompts both answered (the bootstrap of ``compare.paired_speedup``). K = 0 (no speculation,
-the baseline itself) is a candidate too: the answer at high load may be "don't speculate".
-
-The recommendation is a schedule concurrency → K, written as ``schedule.json`` with the exact
-vLLM flag that serves it (``num_speculative_tokens_per_batch_size`` in ``--speculative-config``);
-``specbench tune --verify schedule.json`` re-measures that schedule against the baseline.
-"""
+the baseline itself) is a candidate too: the answer at high load may be "don't speculate". The
+schedule concurrency → K carries the exact vLLM flag that serves it
+(``num_speculative_tokens_per_batch_size`` in ``--speculative-config``)."""
 
 from __future__ import annotations
 
 import json
 import math
-import re
 import shlex
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import SuiteError
-from ..launch import load_engine
-from ..run.explain import derived_suite, raw_config, spec_configs
-from ..schemas.cell import Load, baseline_name, load_of
+from ..schemas.cell import baseline_name, load_of
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
-from ..suite import ServerConfig, Suite
-from .break_even import load_label
 from .compare import paired_requests, paired_speedup
 
 K_KEYS = ("num_speculative_tokens", "num_speculative_tokens_per_batch_size")
@@ -40,63 +30,6 @@ PAIRED_METHOD = ("paired bootstrap of each K's speed ratio to the best K (Σ tok
 OVERLAP_METHOD = ("overlapping 95% speedup CIs (requests.jsonl not read): indistinguishable when a K's interval "
                   "overlaps the best K's")
 
-
-# ------------------------------------------------------------------------------ expansion
-
-def _family_key(c: ServerConfig) -> str:
-    spec = {k: v for k, v in c.speculative.items() if k not in K_KEYS}
-    return json.dumps([c.engine, c.method, c.drafter, spec, list(c.args), c.env, c.gpus], sort_keys=True, default=str)
-
-
-def family_name(config: str) -> str:
-    """``ngram_k3`` → ``ngram``: the config name without its K."""
-    return re.sub(r"[_-]?k\d+$", "", config) or config
-
-
-def families(configs: Sequence[ServerConfig]) -> dict[str, list[ServerConfig]]:
-    """Configs that differ only in K, under one name each."""
-    groups: dict[str, list[ServerConfig]] = {}
-    for c in configs:
-        groups.setdefault(_family_key(c), []).append(c)
-    out: dict[str, list[ServerConfig]] = {}
-    for members in groups.values():
-        name = family_name(members[0].name)
-        unique, i = name, 2
-        while unique in out:
-            unique, i = f"{name}{i}", i + 1
-        out[unique] = members
-    return out
-
-
-def expand_tune(suite: Suite, ks: Sequence[int], only: Sequence[str] | None = None) -> tuple[Suite, dict[str, Any]]:
-    """The suite to run (baseline + every family × K) and its plan (derived config → family, K)."""
-    if not ks or any(k < 1 for k in ks):
-        raise SuiteError(f"--k: expected positive integers, got {','.join(map(str, ks))} (K=0, no speculation, is "
-                         "the baseline and always a candidate)")
-    chosen = spec_configs(suite, only, "tune")
-    assert suite.baseline is not None  # spec_configs raised otherwise
-    configs = [raw_config(suite, suite.baseline)]
-    plan: dict[str, Any] = {"ks": list(ks), "configs": {}, "families": {}}
-    pool = [c for c in suite.configs if c is not suite.baseline and c.method and c.launched]
-    for fam, members in families(pool).items():
-        if not any(c in members for c in chosen):
-            continue
-        first = members[0]
-        engine = load_engine(first.engine or suite.engine)
-        plan["families"][fam] = {"from": [c.name for c in members], "engine": engine.name, "adapter": engine.adapter,
-                                 "method": first.method, "drafter": first.drafter,
-                                 "speculative": {k: v for k, v in first.speculative.items() if k not in K_KEYS}}
-        for k in ks:
-            raw = raw_config(suite, first)
-            raw["name"] = f"{fam}_k{k}"
-            raw["num_speculative_tokens"] = k
-            raw.pop("port", None)
-            raw.pop("baseline", None)
-            if raw.get("speculative"):
-                raw["speculative"] = {key: v for key, v in raw["speculative"].items() if key not in K_KEYS}
-            configs.append(raw)
-            plan["configs"][raw["name"]] = {"family": fam, "k": k}
-    return derived_suite(suite, "tune", configs), plan
 
 
 # ------------------------------------------------------------------------------ choosing K
@@ -276,20 +209,6 @@ def schedules(cells: Sequence[dict[str, Any]], plan: dict[str, Any]) -> list[dic
     return out
 
 
-# ------------------------------------------------------------------------------ rendering
-
-def _fmt(cand: dict[str, Any] | None) -> str:
-    if cand is None or cand["speedup"] is None:
-        return "—"
-    text = f"{cand['speedup']:.3f}x"
-    if cand.get("ci") and cand["k"] != 0:
-        text += f" [{cand['ci'][0]:.2f}–{cand['ci'][1]:.2f}]"
-    return text
-
-
-def _label(cell: dict[str, Any]) -> str:
-    return load_label(Load(cell["kind"], cell["load"]))
-
 
 def analysis_of(records: Sequence[ResultRow], meta: dict[str, Any] | None) -> dict[str, Any] | None:
     """The stored analysis (paired, written at the end of ``specbench tune``), else one from the rows alone."""
@@ -299,25 +218,3 @@ def analysis_of(records: Sequence[ResultRow], meta: dict[str, Any] | None) -> di
     return plan.get("result") or tune_analysis(records, None, meta or {})
 
 
-def tune_markdown(records: Sequence[ResultRow], meta: dict[str, Any] | None) -> str:
-    result = analysis_of(records, meta)
-    if not result or not result["cells"]:
-        return ""
-    ks = sorted({c["k"] for cell in result["cells"] for c in cell["candidates"]})
-    header = ["Dataset", "Family", "Load", *[("K=0 (off)" if k == 0 else f"K={k}") for k in ks], "Best K",
-              "Not told apart from the best"]
-    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(["---"] * len(header)) + " |"]
-    for cell in result["cells"]:
-        by_k = {c["k"]: c for c in cell["candidates"]}
-        cols = []
-        for k in ks:
-            text = _fmt(by_k.get(k))
-            cols.append(f"**{text}**" if k == cell["best"] and text != "—" else text)
-        best = "—" if cell["best"] is None else ("0 (off)" if cell["best"] == 0 else str(cell["best"]))
-        alike = ", ".join("0 (off)" if k == 0 else str(k) for k in cell["indistinguishable"]) or "none"
-        lines.append("| " + " | ".join([cell["dataset"], cell["family"], _label(cell), *cols, best, alike]) + " |")
-    out = "Best K per load\n\n" + "\n".join(lines) + f"\n\n- Told apart by: {result['method']}."
-    for s in result.get("schedules") or []:
-        sched = ", ".join(f"C={c} → K={k}" for c, k in s["by_concurrency"].items())
-        out += f"\n- Schedule {s['family']}: {sched}. " + (f"Serve it with: `{s['flag']}`" if s.get("flag") else s["note"])
-    return out

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
-from ..grade import accuracy_pairs, accuracy_summary, paired_accuracy
+from ..grade import DIFF_METHOD, accuracy_pairs, accuracy_summary, paired_accuracy
 from ..launch.gpus import gpu_count
 from ..schemas.cell import Cell
 from ..schemas.request import RequestRecord
@@ -82,8 +82,6 @@ def suite_notes(suite) -> list[str]:
                        f"bisecting, at most {s.max_steps} probes, shown with the lowest rate that failed; capacity "
                        "speedup = its ratio to the baseline's, with the range the two brackets allow.")
     if suite.load.grade:
-        from ..grade import DIFF_METHOD
-
         out.append(f"Accuracy ({', '.join(suite.load.grade)}): correct ÷ graded first-turn answers; Δ vs baseline on "
                    f"the prompts both answered: {DIFF_METHOD}.")
         if any(d.name in suite.load.grade and d.source == "mbpp" and d.effective_recipe == "plain" for d in suite.datasets):

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ResultsError, SpecbenchError
+from ..gate import GateError
 from ..schemas.cell import Cell, Load, LoadPoint, load_of
 from ..schemas.row import ResultRow
 from .load import load_run, read_meta, refusal
@@ -300,8 +301,6 @@ def history(roots: Sequence[Path], *, suite: str | None = None, since: dt.dateti
 def reference_for(reference: Path, candidate_dir: Path, candidate_meta: Mapping[str, Any] | None) -> Path:
     """``gate --reference DIR``: a run directory or results.json is itself; a directory of runs means
     the latest complete run of the candidate's suite started before the candidate."""
-    from ..gate import GateError
-
     reference = Path(reference)
     if not reference.is_dir() or is_run_dir(reference):
         return reference

@@ -4,18 +4,21 @@ metric with the gate's noise rule.
 
 from __future__ import annotations
 
-import argparse
 import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ..errors import ResultsError
+from ..gate.judge import comparability_problems
+from ..gate.render import fmt_measure
+from ..gate.runs import RUN_METRICS, compare_runs
+from ..suite.gate import parse_percent
+from .csv_rows import to_csv
 from .history import (
     RunEntry,
     SuiteHistory,
     classify,
-    emit,
     heading,
     parse_time,
     run_line,
@@ -27,15 +30,11 @@ VERDICT_MD = {"better": "better ▲", "worse": "**worse ▼**", "within noise": 
 
 
 def comparison_of(old: RunEntry, new: RunEntry, tolerance: float = 0.0):
-    from ..measure.compare import compare_runs
-
     return compare_runs(old.records or [], new.records or [], (str(old.path), str(new.path)), tolerance=tolerance)
 
 
 def parse_tolerance(text: str | None) -> float:
     """``--tolerance 5%``: the gate's percentage syntax (a bare number is refused there too)."""
-    from ..suite.gate import parse_percent
-
     if text is None:
         return 0.0
     try:
@@ -51,8 +50,6 @@ def rule_text(tolerance: float) -> str:
 
 
 def comparability(old_meta: dict[str, Any], new_meta: dict[str, Any]) -> list[str]:
-    from ..gate.judge import comparability_problems
-
     if not old_meta or not new_meta:
         return ["a run has no meta.json: cannot verify the runs are comparable"]
     return comparability_problems(new_meta, old_meta)
@@ -67,9 +64,6 @@ def verdict_text(m, markup: dict[str, str] | None = None) -> str:
 
 
 def comparison_markdown(old: RunEntry, new: RunEntry, title: str, tolerance: float = 0.0) -> str:
-    from ..gate.render import fmt_measure
-    from ..measure.compare import RUN_METRICS
-
     comp = comparison_of(old, new, tolerance)
     labels = dict(RUN_METRICS)
     counts = comp.counts()
@@ -145,8 +139,6 @@ def comparison_rows(suite: str, old: RunEntry, new: RunEntry, tolerance: float =
 
 def compare_report(histories: Sequence[SuiteHistory], fmt: str, tolerance: float = 0.0) -> str:
     """``report DIR --compare``: per suite, the latest complete run against the previous one."""
-    from .csv_rows import to_csv
-
     pairs = [(h, h.latest_pair) for h in histories]
     if fmt == "json":
         return json.dumps({"suites": [{"suite": h.name, **(comparison_dict(*p, tolerance) if p else {
@@ -166,43 +158,10 @@ def compare_report(histories: Sequence[SuiteHistory], fmt: str, tolerance: float
     return "\n\n".join(out)
 
 
-def _explicit(path: Path) -> RunEntry:
+def read_named_run(path: Path) -> RunEntry:
     """A run named on the command line: read it strictly (a damaged run is an error here)."""
     run = load_run(path)
     meta = run.meta if isinstance(run.meta, dict) else {}
     status, reason = classify(meta, run.rows)
     return RunEntry(run.path.parent if run.path else path, meta, run.rows, status, reason,
                     parse_time(meta.get("started_at")))
-
-
-def compare_cli(args: argparse.Namespace) -> int:
-    """``specbench compare OLD NEW``: every cell of two runs, metric by metric, with the gate's verdicts."""
-    tolerance = parse_tolerance(args.tolerance)
-    old, new = _explicit(Path(args.old)), _explicit(Path(args.new))
-    if args.format == "json":
-        text = json.dumps(comparison_dict(old, new, tolerance), indent=2)
-    elif args.format == "csv":
-        from .csv_rows import to_csv
-
-        text = to_csv(comparison_rows(new.suite or old.suite or "", old, new, tolerance))
-    else:
-        notes = [status_line(r) for r in (old, new) if not r.complete]
-        text = comparison_markdown(old, new, f"## {old.path} → {new.path}", tolerance)
-        if notes:
-            text += "\n\n⚠ not complete (its numbers may be partial):\n" + "\n".join(notes)
-    emit(text, args.output)
-    return 0
-
-
-TOLERANCE_HELP = ("changes smaller than PCT%% are never better/worse (the gate's allowed drop; default 0%%: only the "
-                  "95%% CIs, or point values where there is none, decide)")
-
-
-def register_compare(subparsers: Any) -> None:
-    p = subparsers.add_parser("compare", help="compare two runs of a suite cell by cell (better / worse / within noise)")
-    p.add_argument("old", help="the earlier run: run directory or results.json")
-    p.add_argument("new", help="the later run: run directory or results.json")
-    p.add_argument("--format", "-f", choices=("markdown", "json", "csv"), default="markdown")
-    p.add_argument("--output", "-o", help="write to this file")
-    p.add_argument("--tolerance", metavar="PCT%", help=TOLERANCE_HELP)
-    p.set_defaults(func=compare_cli)

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..gate.render import fmt_measure
+from ..gate.runs import RUN_METRICS
 from .history import RunEntry, SuiteHistory, other_runs, run_line, status_line
 from .history_compare import comparability, comparison_of, rule_text, verdict_text
 from .html import CSS, read_requests, table_html
@@ -45,8 +46,6 @@ def _run_body(run: RunEntry, prefix: str) -> str:
 
 
 def _comparison_html(old: RunEntry, new: RunEntry, tolerance: float) -> str:
-    from ..measure.compare import RUN_METRICS
-
     comp = comparison_of(old, new, tolerance)
     labels = dict(RUN_METRICS)
     head = "".join(f'<th scope="col">{h}</th>' for h in

@@ -9,8 +9,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..measure.compare import crossover
 from ..schemas.row import ResultRow
 from .columns import COLUMNS, DASH, Column, has_decomposition, num, table_columns
+from .explain_tables import tune_markdown, whatif_markdown
 
 __all__ = ["COLUMNS", "DASH", "DECOMPOSITION_NOTE", "has_decomposition", "markdown", "render"]
 
@@ -49,12 +51,8 @@ def explain_sections(records: Sequence[ResultRow], meta: dict[str, Any] | None) 
     """The what-if map and the best-K table of runs made by ``specbench whatif`` / ``tune``."""
     out = []
     if (meta or {}).get("whatif"):
-        from ..measure.break_even import whatif_markdown
-
         out.append(whatif_markdown(records, meta))
     if (meta or {}).get("tune"):
-        from ..measure.best_k import tune_markdown
-
         out.append(tune_markdown(records, meta))
     return [part for part in out if part]
 
@@ -93,8 +91,6 @@ def cell_notes(records: Sequence[ResultRow]) -> list[str]:
 
 def sweep_table(records: Sequence[ResultRow]) -> str | None:
     """Speedup vs concurrency per data set and config, with the crossover where it drops below 1."""
-    from ..measure.compare import crossover
-
     loads = sorted({c for r in records if (c := r.concurrency) is not None})
     if len(loads) < 2:
         return None

@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Callable, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import SuiteError
 from ..suite import ServerConfig, Suite, parse_suite
 
 if TYPE_CHECKING:
-    from ..schemas.request import RequestRecord
-    from ..schemas.row import ResultRow
+    pass
 
 _NAME_OK = re.compile(r"^[A-Za-z0-9_.@+-]+$")
 
@@ -65,44 +63,3 @@ def raw_config(suite: Suite, config: ServerConfig) -> dict[str, Any]:
     return copy.deepcopy(raw) if raw else {"name": config.name}
 
 
-def run_with_plan(suite: Suite, out: Path, key: str, plan: dict[str, Any], *, resume: bool, quiet: bool,
-                  on_finish: Callable[[list[ResultRow], list[RequestRecord], dict[str, Any]], None] | None = None):
-    """Run ``suite`` with the normal runner (live progress, Ctrl-C, resume); ``meta.json[key]`` = plan.
-
-    ``on_finish`` sees the final rows, the requests they were built from and meta before the one final write. Returns the runner's outcome;
-    prints the table as ``specbench run`` does.
-    """
-    from rich.console import Console
-
-    from ..load.generate import run_loop
-    from ..report.markdown import markdown
-    from . import RunSession, SequentialRun
-    from .progress import RunProgress
-
-    console = Console(stderr=True)
-    with RunProgress(console, quiet=quiet) as progress:
-        session = RunSession(suite, out, resume=resume, progress=progress, extra_meta={key: plan}, on_finish=on_finish)
-        outcome = run_loop(SequentialRun(suite, session, progress=progress).execute())
-    Console().print(markdown(outcome.rows, session.meta), markup=False, highlight=False, soft_wrap=True)
-    for name, err in outcome.failed_configs.items():
-        console.print(f"[red]config {name} failed:[/] {err.splitlines()[0]}", highlight=False)
-    console.print(f"results: {out}/results.json, {out}/results.md, {out}/requests.jsonl", highlight=False)
-    if outcome.interrupted:
-        console.print("[yellow]interrupted: what was measured is saved; finish with --resume[/]")
-    return outcome, session.meta
-
-
-def parse_numbers(text: str, flag: str, kind: type) -> list:
-    """``1.5,2,2.5`` → numbers, one-line error naming the flag otherwise."""
-    out = []
-    for part in text.split(","):
-        part = part.strip()
-        try:
-            value = kind(part)
-        except ValueError:
-            raise SuiteError(f"{flag}: {part!r} is not {'an integer' if kind is int else 'a number'} (expected e.g. {flag} "
-                             f"{'1,2,3,5,7' if kind is int else '1.5,2,2.5,3'})") from None
-        out.append(value)
-    if not out:
-        raise SuiteError(f"{flag}: no values given")
-    return sorted(set(out))

@@ -24,7 +24,7 @@ from .phases import Phases
 from .preflight import config_order, load_points, preflight
 from .recorder import Recorder
 from .servers import Server, auth_headers, open_server, request_spec, server_info
-from .session import Progress, RunSession
+from .session import Progress, Render, RunSession
 
 
 @dataclass
@@ -171,11 +171,11 @@ def run_timing(busy: dict[str, float], total: float) -> dict[str, Any]:
             "harness_s": round(total - spent, 3), "harness_share": round((total - spent) / total, 4) if total else None}
 
 
-async def run_suite(suite: Suite, out: Path, *, resume: bool = False, overwrite: bool = False,
+async def run_suite(suite: Suite, out: Path, *, render: Render, resume: bool = False, overwrite: bool = False,
                     progress: Progress | None = None, extra_meta: dict[str, Any] | None = None,
                     **kwargs: Any) -> RunOutcome:
     """``specbench run``: ``out`` must hold no run unless ``resume`` (continue it) or ``overwrite``
     (replace it); ``extra_meta`` is merged into meta.json."""
-    session = RunSession(suite, out, resume=resume, overwrite=overwrite, progress=progress, extra_meta=extra_meta)
+    session = RunSession(suite, out, render=render, resume=resume, overwrite=overwrite, progress=progress, extra_meta=extra_meta)
     return await SequentialRun(suite, session, progress=progress, **kwargs).execute()
 

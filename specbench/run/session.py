@@ -16,7 +16,6 @@ from ..grade import grade_phase
 from ..launch.process import stop_leftover
 from ..measure.slo import attach_capacity
 from ..measure.summarize import PhaseInfo
-from ..report.markdown import markdown
 from ..schemas.cell import Cell
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
@@ -27,6 +26,8 @@ from .results import build_rows, redact_raw, run_notes
 from .rundir import RunDir
 
 Progress = Callable[..., None]
+#: results.md from the rows and meta.json: the report stage's table, handed in by the command (run never imports report)
+Render = Callable[[list[ResultRow], dict[str, Any]], str]
 
 
 def changed_comparability(suite: Suite, previous: dict[str, Any], phases: list[PhaseInfo]) -> list[str]:
@@ -82,14 +83,15 @@ def stop_leftovers(run: RunDir, progress: Progress) -> list[dict[str, Any]]:
 
 class RunSession:
     """The run dir of one ``specbench run``: fresh (``out`` must hold no run), ``resume`` (continue
-    it) or ``overwrite`` (replace it). ``extra_meta`` is merged into meta.json at ``begin``."""
+    it) or ``overwrite`` (replace it). ``extra_meta`` is merged into meta.json at ``begin``; ``render``
+    writes results.md beside every results.json."""
 
-    def __init__(self, suite: Suite, out: Path, *, resume: bool = False, overwrite: bool = False,
+    def __init__(self, suite: Suite, out: Path, *, render: Render, resume: bool = False, overwrite: bool = False,
                  progress: Progress | None = None, extra_meta: dict[str, Any] | None = None,
                  on_finish: Callable[[list[ResultRow], list[RequestRecord], dict[str, Any]], None] | None = None) -> None:
         if resume and overwrite:
             raise SuiteError("--resume and --overwrite exclude each other")
-        self.suite, self.dir = suite, RunDir(out)
+        self.suite, self.dir, self.render = suite, RunDir(out), render
         self.resume, self.overwrite = resume, overwrite
         self.progress = progress or (lambda *a, **k: None)
         self.extra_meta = extra_meta or {}
@@ -197,7 +199,7 @@ class RunSession:
         # `specbench report` prints them too
         self.meta["notes"] = run_notes(self.suite, self.meta.get("chunk_clock")) + self.meta.get("run_dir_notes", [])
         self.save_meta()
-        self.dir.write_results(rows, markdown(rows, self.meta))
+        self.dir.write_results(rows, self.render(rows, self.meta))
         return rows
 
     def finish(self, timing: dict[str, Any]) -> list[ResultRow]:

@@ -8,7 +8,6 @@ may skip drafting (n-gram without a match): the stream cannot tell a rejected dr
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,6 +22,8 @@ from ..errors import ServerError, SuiteError
 from ..measure.engine_counters import read_acceptance
 from ..schemas.request import RequestRecord
 from ..suite import ServerConfig, Suite
+from . import RunDir
+from .servers import auth_headers, open_server, request_spec
 
 ACCEPTED, CORRECTED, BONUS, TARGET, PREFILL = "draft-accepted", "target-corrected", "bonus", "target", "prefill"
 STYLE = {ACCEPTED: "green", CORRECTED: "red", BONUS: "cyan", TARGET: "yellow", PREFILL: "dim"}
@@ -119,8 +120,6 @@ def render_terminal(console: Console, spec: TraceSide, kinds: list[str]) -> None
 
 
 async def _one(session: aiohttp.ClientSession, suite: Suite, server, prompt: str) -> TraceSide:
-    from .servers import request_spec
-
     spec = request_spec(suite, server)
     before = await scrape(session, server.url)
     rec = RequestRecord(prompt_id="trace", dataset="trace", config=server.config.name)
@@ -150,9 +149,6 @@ async def _token_texts(session: aiohttp.ClientSession, url: str, model: str, ids
 
 
 async def run_trace(suite: Suite, prompt: str, baseline: str | None, config: str | None, out_dir: Path) -> tuple[str, TraceSide, list[str]]:
-    from . import RunDir
-    from .servers import auth_headers, open_server
-
     configs = {c.name: c for c in suite.configs}
     base_cfg = configs.get(baseline) if baseline else suite.baseline
     spec_cfg: ServerConfig | None = configs.get(config) if config else next((c for c in suite.configs if c.method), None)
@@ -173,10 +169,3 @@ async def run_trace(suite: Suite, prompt: str, baseline: str | None, config: str
     return md, spec, kinds
 
 
-def trace_cli(suite: Suite, prompt: str, baseline: str | None, config: str | None, output: Path) -> int:
-    md, spec, kinds = asyncio.run(run_trace(suite, prompt, baseline, config, output.parent / (output.stem + "-logs")))
-    output.write_text(md + "\n")
-    console = Console()
-    render_terminal(console, spec, kinds)
-    console.print(f"trace written to {output}")
-    return 0

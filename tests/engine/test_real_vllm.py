@@ -12,9 +12,9 @@ import yaml
 
 from specbench.launch.process import group_members
 from specbench.launch.setup_cpu import MODEL_NAME, cache_dir
-from specbench.run import run_suite
 from specbench.suite import load_suite
 from tests.support.processes import alive
+from tests.support.runs import run_suite
 
 pytestmark = pytest.mark.engine
 

@@ -32,12 +32,12 @@ from aiohttp import web
 from specbench.cli import main
 from specbench.errors import SuiteError
 from specbench.launch.process import group_members
-from specbench.run import RunSession, SequentialRun, run_suite
-from specbench.run.parallel import run_parallel
+from specbench.run import SequentialRun
 from specbench.suite import load_suite
 from tests.support.launchers import write_fault_launchers
 from tests.support.processes import alive, marked_processes, reap, spawn_cli, state, wait_for
 from tests.support.rundirs import cell, check_run_dir
+from tests.support.runs import RunSession, run_parallel, run_suite
 from tests.support.scripted_server import Script, ScriptedServer, serve_app
 from tests.support.suites import write_fault_suite, write_prompts
 
@@ -236,7 +236,7 @@ def test_server_death_reports_log_tail(died):
     message = json.loads((out / "meta.json").read_text())["failed_configs"]["baseline"]
     assert "fake engine: serving" in message, message  # the tail of logs/baseline.log
     assert "code 3" in message, message  # the scripted server's exit status
-    assert "'prompts'" in message and "c=2" in message, message  # where it happened
+    assert "'prompts'" in message and "C=2" in message, message  # where it happened
 
 
 def test_restart_on_failure_completes_remaining_cells(restarted):

@@ -277,8 +277,8 @@ def test_report_json_of_a_results_file_with_nan_tokens_is_standard(tmp_path, cap
 
 from aiohttp import web  # noqa: E402
 
-from specbench.run import run_suite  # noqa: E402
 from tests.support import suites  # noqa: E402
+from tests.support.runs import run_suite  # noqa: E402
 from tests.support.scripted_server import Script, ScriptedServer  # noqa: E402
 
 

@@ -22,12 +22,12 @@ from pathlib import Path
 import pytest
 
 from specbench.cli import main
-from specbench.run import run_suite
 from specbench.suite import load_suite
 from tests.support.launchers import write_fault_launchers
 from tests.support.paths import SCRIPTED
 from tests.support.processes import alive, marked_processes, reap, spawn_cli, wait_for
 from tests.support.rundirs import check_run_dir
+from tests.support.runs import run_suite
 from tests.support.suites import write_fault_suite
 
 
@@ -155,7 +155,7 @@ async def test_output_that_is_a_file_is_one_line(tmp_path, prompts_file, capsys)
 
 async def test_parallel_run_into_a_dir_holding_a_run(tmp_path, prompts_file, scripted, monkeypatch):
     from specbench.errors import RunDirError
-    from specbench.run.parallel import run_parallel
+    from tests.support.runs import run_parallel
 
     monkeypatch.setenv("SPECBENCH_GPUS", "0")
     server, url = await scripted()
@@ -438,5 +438,5 @@ def test_cell_keys_agree_across_phase_record_and_row():
     cell = Cell("spec", "d", 8, 4.0)
     assert Cell.of_phase(phase) == Cell.of_record(record) == Cell.of_row(row) == cell
     assert Cell.of_row(read_row({"run": "spec", "dataset": "d", "concurrency": 8, "request_rate": None})) != cell
-    assert cell.point == LoadPoint(8, 4.0) and cell.point.label == "rate 4/s"
+    assert cell.point == LoadPoint(8, 4.0) and cell.point.label == "4 req/s"
     assert cell.with_config("baseline") == Cell("baseline", "d", 8, 4.0)

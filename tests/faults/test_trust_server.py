@@ -25,10 +25,10 @@ from specbench.measure.acceptance import ratio_acceptance
 from specbench.measure.engine_counters import read_acceptance
 from specbench.measure.latency import latency_stats
 from specbench.measure.summarize import PhaseInfo, summarize_cell
-from specbench.run import run_suite
 from specbench.schemas.request import RequestRecord
 from specbench.suite import load_suite
 from tests.support import paths, suites
+from tests.support.runs import run_suite
 
 DATA = paths.DATA / "metrics"
 PATTERN, K = [1, 2, 4], 3

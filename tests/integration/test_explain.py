@@ -7,10 +7,10 @@ import pytest
 from specbench.measure.compare import DECOMPOSITION_KEYS, decomposition, paired_decomposition
 from specbench.report.html import render_html
 from specbench.report.markdown import DECOMPOSITION_NOTE, markdown
-from specbench.run import run_suite
 from specbench.schemas.request import RequestRecord
 from specbench.schemas.row_read import rows_from
 from specbench.suite import load_suite
+from tests.support.runs import run_suite
 from tests.support.scripted_server import Script, start
 from tests.support.suites import baseline_and_spec, write_suite
 
@@ -125,4 +125,4 @@ def test_html_plot_marks_where_tokens_per_step_meet_step_cost():
     # a row without step cost is listed as not measured, not drawn at 0
     page = render_html(rows_from(rows[:3] + [_row("spec", 16, 2.2, None, 0.7)]), None, {})
     fig = page[page.index('id="fig-decomposition"'):]
-    assert "not measured: spec step cost @ c=16" in fig[:fig.index("</figure>")]
+    assert "not measured: spec step cost @ C=16" in fig[:fig.index("</figure>")]

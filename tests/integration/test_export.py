@@ -3,8 +3,8 @@
 import pandas as pd
 
 from specbench.cli import main
-from specbench.run import run_suite
 from specbench.suite import load_suite
+from tests.support.runs import run_suite
 from tests.support.scripted_server import Script, start
 from tests.support.suites import write_e2e_suite as write_suite
 

@@ -17,8 +17,9 @@ import pytest
 import yaml
 
 from specbench.cli import main
-from specbench.gate import Measure, register
-from specbench.measure.compare import change_verdict, compare_runs
+from specbench.cli.gate import register
+from specbench.gate import Measure
+from specbench.gate.runs import change_verdict, compare_runs
 from specbench.report.history import classify
 from specbench.run.provenance import suite_file_provenance
 from specbench.schemas.row_read import rows_from
@@ -157,7 +158,7 @@ def test_interrupted_failed_unfinished_runs_are_listed_never_mixed_in(results, c
     assert code == 0
     assert "777.77" not in out  # the interrupted run's numbers are not shown
     lines = {l.split("`")[1].split("/")[-1]: l for l in out.splitlines() if l.startswith("- `")}
-    assert "**interrupted** — 2 of 4 cells measured; cell spec_k3 / d1 / c=2 interrupted" in lines["alpha-20261204-100000"]
+    assert "**interrupted** — 2 of 4 cells measured; cell spec_k3 / d1 / C=2 interrupted" in lines["alpha-20261204-100000"]
     assert "**unfinished**" in lines["alpha-20261205-100000"] and "no finished_at" in lines["alpha-20261205-100000"]
     assert "**failed** — config spec_k3 failed: server exited with code 1 during startup" in lines["beta-20261205-090000"]
     assert "traceback" not in out
@@ -174,7 +175,7 @@ def test_classify_counts_missing_cells_and_short_repeats():
     assert status == "interrupted" and why.startswith("3 of 4 cells measured")
     full[0].repeats = 2
     status, why = classify(meta, full)
-    assert status == "interrupted" and "cell b / d / c=1 has fewer than 3 repeats" in why
+    assert status == "interrupted" and "cell b / d / C=1 has fewer than 3 repeats" in why
 
 
 def test_all_shows_every_complete_run_oldest_first(results, capsys):
@@ -366,13 +367,13 @@ def test_report_compare_latest_vs_previous_verdicts(results, capsys):
 def test_report_compare_markdown_and_csv(results, capsys):
     code, out, _ = report(capsys, results, "--compare")
     assert code == 0
-    assert "| spec_k3 | d1 | c=2 | Speedup | 1.400 [1.330, 1.470] | 1.100 [1.040, 1.160] | -21.4% | **worse ▼** |" in out
-    assert "| baseline | d2 | c=2 | TPOT mean ms | 10.000 | 8.000 | -20.0% | better ▲ (no CI) |" in out
-    assert "| baseline | d1 | c=2 | TTFT p95 ms | 50.000 | 80.000 | +60.0% | **worse ▼** (no CI) |" in out
+    assert "| spec_k3 | d1 | C=2 | Speedup | 1.400 [1.330, 1.470] | 1.100 [1.040, 1.160] | -21.4% | **worse ▼** |" in out
+    assert "| baseline | d2 | C=2 | TPOT mean ms | 10.000 | 8.000 | -20.0% | better ▲ (no CI) |" in out
+    assert "| baseline | d1 | C=2 | TTFT p95 ms | 50.000 | 80.000 | +60.0% | **worse ▼** (no CI) |" in out
     assert "Only in the new run (4): baseline / d2 / 1 req/s" in out
     assert "⚠ not comparable (new vs old): comparability differs in datasets.d2" in out
-    assert "| baseline | d1 | c=2 | Speedup |" not in out  # the baseline's own 1.0 is not a comparison
-    assert "| baseline | d1 | c=2 | Accept len |" not in out  # null in both runs
+    assert "| baseline | d1 | C=2 | Speedup |" not in out  # the baseline's own 1.0 is not a comparison
+    assert "| baseline | d1 | C=2 | Accept len |" not in out  # null in both runs
     assert "4 not measured" in out
     assert "**interrupted**" in out and "**failed**" in out  # left out, with the reason
     code, out, _ = report(capsys, results, "--compare", "--format", "csv", "--suite", "alpha")
@@ -413,7 +414,7 @@ def test_compare_command_lists_cells_in_one_run_only(tmp_path, capsys):
     assert verdicts(data)[("spec_k3", "d1", 2, "speedup_vs_baseline")] == "better"
     assert main(["compare", str(old), str(new)]) == 0
     out = capsys.readouterr().out
-    assert "Only in the old run (1): spec_k3 / d2 / c=2" in out and "Only in the new run (1): spec_k7 / d1 / c=2" in out
+    assert "Only in the old run (1): spec_k3 / d2 / C=2" in out and "Only in the new run (1): spec_k7 / d1 / C=2" in out
     assert "better ▲" in out and "configs.spec_k7" in out
     assert main(["compare", str(old), str(tmp_path / "nope")]) == 2
     assert len(capsys.readouterr().err.splitlines()) == 1

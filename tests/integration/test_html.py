@@ -134,12 +134,12 @@ def test_nulls_say_not_measured(page):
     spec_rows_with_speedup = 7  # 2 data sets × 2 loads × 2 spec configs, minus the failed cell
     assert len(re.findall(r'class="bar"', speed)) == spec_rows_with_speedup
     load = figure_of(page, "speedup-load")
-    assert f"{NOT_MEASURED}: draft_k5 @ c=8 (cell failed)" in load
+    assert f"{NOT_MEASURED}: draft_k5 @ C=8 (cell failed)" in load
     cdf = figure_of(page, "latency-cdf")
     assert f"{NOT_MEASURED}: draft_k5 (no successful request)" in cdf
     assert f'draft_k5: <span class="na">{NOT_MEASURED} (cell failed)</span>' in cdf  # its legend entry
     acc = figure_of(page, "acceptance-position")  # ngram_k3 had no counters at c=8 on mtbench
-    assert f"{NOT_MEASURED}: ngram_k3 counters @ c=8" in acc
+    assert f"{NOT_MEASURED}: ngram_k3 counters @ C=8" in acc
 
 
 def test_null_acceptance_and_categories_are_not_drawn_as_zero(run):

@@ -19,11 +19,12 @@ import pytest
 import yaml
 
 from specbench.errors import LaunchError, SuiteError
-from specbench.run import parallel, run_suite
-from specbench.run.parallel import config_gpu_count, detect_gpus, node, parallel_size, plan, run_parallel
+from specbench.run import parallel
+from specbench.run.parallel import config_gpu_count, detect_gpus, node, parallel_size, plan
 from specbench.suite import load_suite, parse_suite
 from tests.support import suites
 from tests.support.launchers import write_parallel_launcher
+from tests.support.runs import run_parallel, run_suite
 
 MAX_TOKENS = 1 + 7 * 3
 

@@ -9,11 +9,11 @@ import pytest
 from specbench.measure.per_request import SOURCE_STATS, SOURCE_STREAM, acceptance_summary, request_lengths, slower_share
 from specbench.report.html import read_requests, render_html
 from specbench.report.load import load_run
-from specbench.run import run_suite
 from specbench.schemas.request import RequestRecord
 from specbench.schemas.row_read import rows_from
 from specbench.suite import load_suite
 from tests.support import suites
+from tests.support.runs import run_suite
 from tests.support.suites import baseline_and_spec
 
 

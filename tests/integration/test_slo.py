@@ -9,13 +9,13 @@ import pytest
 from specbench.cli import main
 from specbench.errors import SuiteError
 from specbench.measure.slo import attach_capacity, meets, percentile_check, slo_summary
-from specbench.run import run_suite
 from specbench.run.rate_search import search_max_rate
 from specbench.schemas.request import RequestRecord
 from specbench.schemas.row_read import rows_from
 from specbench.suite import load_suite, parse_suite
 from specbench.suite.objectives import RateSearch, Slo, parse_percentile
 from tests.support import suites
+from tests.support.runs import run_suite
 from tests.support.scripted_server import Script, start
 from tests.support.suites import baseline_and_spec
 

@@ -6,9 +6,9 @@ import pytest
 
 from specbench.measure.compare import crossover
 from specbench.report.markdown import sweep_table
-from specbench.run import run_suite
 from specbench.schemas.row_read import rows_from
 from specbench.suite import load_suite
+from tests.support.runs import run_suite
 from tests.support.scripted_server import Script, start
 from tests.support.suites import write_e2e_suite as write_suite
 

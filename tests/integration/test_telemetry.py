@@ -11,10 +11,10 @@ from specbench.errors import SuiteError
 from specbench.launch.gpus import server_gpus
 from specbench.measure import telemetry
 from specbench.measure.telemetry import PhaseMeter, cost_summary, telemetry_summary
-from specbench.run import run_suite
 from specbench.suite import load_suite, parse_suite
 from specbench.suite.objectives import Cost
 from tests.support import suites
+from tests.support.runs import run_suite
 from tests.support.suites import baseline_and_spec
 
 

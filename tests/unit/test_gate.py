@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from specbench.cli.gate import register
 from specbench.errors import SuiteError
 from specbench.gate import (
     Check,
@@ -21,7 +22,6 @@ from specbench.gate import (
     judge_drop,
     judge_floor,
     parse_cli_threshold,
-    register,
     render_markdown,
 )
 from specbench.schemas.row_read import read_row

@@ -261,8 +261,8 @@ def write_suite(tmp_path: Path, urls: dict[str, str], **load) -> Path:
 async def test_graded_run_pairs_accuracy_with_the_baseline(tmp_path, scripted, monkeypatch):
     """The scripted servers answer "tN" tokens, so every answer is wrong; the grader is rigged to read
     the spec config's answer to prompt 0 as "#### 18" (the baseline runs, and is graded, first)."""
-    from specbench.run import run_suite
     from specbench.suite import load_suite
+    from tests.support.runs import run_suite
 
     _, base = await scripted(pattern=[1], ttft_s=0.002, gap_s=0.001)
     _, spec = await scripted(pattern=[1, 2, 4], k=3, ttft_s=0.002, gap_s=0.001)
@@ -294,8 +294,8 @@ async def test_graded_run_pairs_accuracy_with_the_baseline(tmp_path, scripted, m
 @needs_shared
 async def test_grader_never_runs_unless_asked(tmp_path, scripted, monkeypatch):
     import specbench.grade as grade_mod
-    from specbench.run import run_suite
     from specbench.suite import load_suite
+    from tests.support.runs import run_suite
 
     _, url = await scripted(pattern=[1], ttft_s=0.002, gap_s=0.001)
     monkeypatch.setattr(grade_mod, "grade_answer", lambda *a: pytest.fail("graded without load.grade"))

@@ -13,19 +13,12 @@ import yaml
 from specbench.cli import main
 from specbench.errors import SuiteError
 from specbench.launch import load_engine
-from specbench.measure.best_k import (
-    Candidate,
-    best_candidate,
-    engine_flag,
-    expand_tune,
-    families,
-    family_name,
-    indistinguishable,
-    schedule_ranges,
-    tune_analysis,
-)
-from specbench.measure.break_even import break_even, default_lengths, expand_whatif, synthetic_support, verdict, whatif_curves, whatif_markdown
+from specbench.measure.best_k import Candidate, best_candidate, engine_flag, indistinguishable, schedule_ranges, tune_analysis
+from specbench.measure.break_even import break_even, verdict, whatif_curves
+from specbench.report.explain_tables import whatif_markdown
 from specbench.report.html import render_html
+from specbench.run.tune import expand_tune, families, family_name
+from specbench.run.whatif import default_lengths, expand_whatif, synthetic_support
 from specbench.schemas.row import ResultRow
 from specbench.schemas.row_read import rows_from
 from specbench.suite import parse_suite

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ...measure.best_k import analysis_of
 from ...schemas.cell import Load
 from ..model import Model
 from ..svg import (
@@ -20,9 +21,6 @@ from .common import LOAD_COLOURS
 
 
 def tune_section(m: Model) -> str | None:
-    from ...measure.best_k import analysis_of
-    from ...measure.break_even import load_label
-
     result = analysis_of(m.rows, m.meta)
     if not result or not result["cells"]:
         return None
@@ -72,7 +70,7 @@ def tune_section(m: Model) -> str | None:
     rows = []
     for cell in result["cells"]:
         by_k = {c["k"]: c for c in cell["candidates"]}
-        tds = [esc(cell["dataset"]), esc(cell["family"]), esc(load_label(Load(cell["kind"], cell["load"])))]
+        tds = [esc(cell["dataset"]), esc(cell["family"]), esc(Load(cell["kind"], cell["load"]).label)]
         for k in ks_all:
             c = by_k.get(k)
             if c is None or c["speedup"] is None:
@@ -90,7 +88,7 @@ def tune_section(m: Model) -> str | None:
         + esc(", ".join(f"C={c} → K={k}" for c, k in s["by_concurrency"].items())) + ". "
         + (f"Serve it with <code>{esc(s['flag'])}</code>" if s.get("flag") else esc(s["note"])) + "</li>"
         for s in result.get("schedules") or [])
-    items = [(esc(load_label(ld)), colour[ld], "line", "") for ld in all_loads]
+    items = [(esc(ld.label), colour[ld], "line", "") for ld in all_loads]
     body = (legend(items) + '<div class="panels">' + "".join(f'<div class="svg-wrap">{p}</div>' for p in panels)
             + "</div>" + table + (f'<ul class="crossovers">{scheds}</ul>' if scheds else ""))
     return figure(plot, title, body, caption)

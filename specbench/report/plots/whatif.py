@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ...measure.break_even import verdict, whatif_curves
 from ...schemas.cell import Load
+from ..explain_tables import WHATIF_NOTE
 from ..model import Model
 from ..svg import (
     INK,
@@ -23,8 +25,6 @@ from .common import LOAD_COLOURS, num_or_none
 
 
 def whatif_section(m: Model) -> str | None:
-    from ...measure.break_even import WHATIF_NOTE, load_label, verdict, whatif_curves
-
     curves = whatif_curves(m.rows, m.meta)
     if not curves:
         return None
@@ -84,7 +84,7 @@ def whatif_section(m: Model) -> str | None:
                 svg.marker(sx(a), sy(s), col, "diamond", r=5)
             notes.append(f"<li><b>{esc(dataset)}</b> · <code>{esc(config)}</code>: {esc(verdict(c))}.</li>")
         panels.append(svg.render())
-    items = [(esc(load_label(ld)), colour[ld], "line", "") for ld in all_loads]
+    items = [(esc(ld.label), colour[ld], "line", "") for ld in all_loads]
     items.append(("◆ real drafter, ○ break-even (on a dotted segment: through the real drafter's own point)", INK, "none", ""))
     body = (legend(items) + '<div class="panels">' + "".join(f'<div class="svg-wrap">{p}</div>' for p in panels)
             + "</div>" + f'<ul class="crossovers">{"".join(notes)}</ul>' + _whatif_table(curves))
@@ -92,15 +92,13 @@ def whatif_section(m: Model) -> str | None:
 
 
 def _whatif_table(curves: Sequence[Any]) -> str:
-    from ...measure.break_even import load_label
-
     targets = sorted({p.target for c in curves for p in c.points})
     head = "".join(f'<th scope="col">{esc(h)}</th>' for h in
                    ["Dataset", "Config", "Load", *[f"AL {t:g}" for t in targets], "Break-even AL", "Real AL", "Real speed-up"])
     rows = []
     for c in curves:
         by_t = {p.target: p for p in c.points}
-        cells = [esc(c.dataset), esc(c.config), esc(load_label(c.load))]
+        cells = [esc(c.dataset), esc(c.config), esc(c.load.label)]
         for t in targets:
             p = by_t.get(t)
             cells.append('<span class="na">—</span>' if p is None or p.speedup is None else

@@ -12,7 +12,7 @@ from ...schemas.request import Prompt
 from ...suite import Suite
 from ..preflight import load_suite_prompts, preflight
 from ..sequential import RunOutcome
-from ..session import Progress, RunSession
+from ..session import Progress, Render, RunSession
 from .collector import Collector
 from .gpus_mode import run_gpus
 from .planning import MODES, detect_gpus, plan
@@ -26,7 +26,7 @@ def cluster_prompts(suite: Suite) -> dict[str, list[Prompt]]:
     return load_suite_prompts(suite)
 
 
-async def run_parallel(suite: Suite, out: Path, *, mode: Literal["gpus", "ray"], address: str | None = None,
+async def run_parallel(suite: Suite, out: Path, *, mode: Literal["gpus", "ray"], render: Render, address: str | None = None,
                        resume: bool = False, progress: Progress | None = None, gpus_per_server: int | None = None,
                        restart_on_failure: bool = False, overwrite: bool = False) -> RunOutcome:
     """Run ``suite`` into ``out`` with configs in parallel; returns the same ``RunOutcome`` as
@@ -35,7 +35,7 @@ async def run_parallel(suite: Suite, out: Path, *, mode: Literal["gpus", "ray"],
     if mode not in MODES:
         raise SuiteError(f"parallel mode must be one of {', '.join(MODES)}, got {mode!r}")
     per_server = suite_gpus_per_server(suite, gpus_per_server)
-    session = RunSession(suite, Path(out), resume=resume, overwrite=overwrite, progress=progress)
+    session = RunSession(suite, Path(out), render=render, resume=resume, overwrite=overwrite, progress=progress)
     session.prepare()
     where: dict[str, Any]
     if mode == "gpus":

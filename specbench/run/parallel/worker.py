@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import pickle
+import queue
 import re
 import shutil
 import socket
@@ -20,6 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ...launch import reap_all
 from ...measure.summarize import PhaseInfo
 from ...schemas.cell import Cell
 from ...schemas.request import Prompt, RequestRecord
@@ -191,7 +193,6 @@ def worker_main(job_path: str) -> int:
     def orphan_watch() -> None:  # the collector died: stop our server, then go
         while os.getppid() == parent:
             time.sleep(1)
-        from ...launch import reap_all
 
         reap_all(grace_s=5)
         os._exit(3)
@@ -209,8 +210,6 @@ def worker_main(job_path: str) -> int:
 
 def ray_config_task(job: dict[str, Any], prompts: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """The Ray task: a generator of messages; the run goes in a thread with its own loop."""
-    import queue
-
     import ray
 
     job = dict(job)

@@ -1,0 +1,61 @@
+"""What the commands share: running a suite with its plan and printing the outcome, and number lists."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from ..errors import SuiteError
+from ..load.generate import run_loop
+from ..report.markdown import markdown
+from ..run import RunSession, SequentialRun
+from ..run.progress import RunProgress
+from ..run.sequential import RunOutcome
+from ..schemas.request import RequestRecord
+from ..schemas.row import ResultRow
+from ..suite import Suite
+
+
+def run_with_plan(suite: Suite, out: Path, key: str, plan: dict[str, Any], *, resume: bool, quiet: bool,
+                  on_finish: Callable[[list[ResultRow], list[RequestRecord], dict[str, Any]], None] | None = None):
+    """Run ``suite`` with the normal runner (live progress, Ctrl-C, resume); ``meta.json[key]`` = plan.
+
+    ``on_finish`` sees the final rows, the requests they were built from and meta before the one final write. Returns the runner's outcome;
+    prints the table as ``specbench run`` does.
+    """
+    with RunProgress(Console(stderr=True), quiet=quiet) as progress:
+        session = RunSession(suite, out, render=markdown, resume=resume, progress=progress, extra_meta={key: plan},
+                             on_finish=on_finish)
+        outcome = run_loop(SequentialRun(suite, session, progress=progress).execute())
+    print_outcome(outcome, markdown(outcome.rows, session.meta), out)
+    return outcome, session.meta
+
+
+def print_outcome(outcome: RunOutcome, table: str, out: Path) -> None:
+    """The table on stdout; failed configs, where the files are, and how to finish on stderr."""
+    console = Console(stderr=True)
+    Console().print(table, markup=False, highlight=False, soft_wrap=True)
+    for name, err in outcome.failed_configs.items():
+        console.print(f"[red]config {name} failed:[/] {err.splitlines()[0]}", highlight=False)
+    console.print(f"results: {out}/results.json, {out}/results.md, {out}/requests.jsonl", highlight=False)
+    if outcome.interrupted:
+        console.print("[yellow]interrupted: what was measured is saved; finish with --resume[/]")
+
+
+def parse_numbers(text: str, flag: str, kind: type) -> list:
+    """``1.5,2,2.5`` → numbers, one-line error naming the flag otherwise."""
+    out = []
+    for part in text.split(","):
+        part = part.strip()
+        try:
+            value = kind(part)
+        except ValueError:
+            raise SuiteError(f"{flag}: {part!r} is not {'an integer' if kind is int else 'a number'} (expected e.g. {flag} "
+                             f"{'1,2,3,5,7' if kind is int else '1.5,2,2.5,3'})") from None
+        out.append(value)
+    if not out:
+        raise SuiteError(f"{flag}: no values given")
+    return sorted(set(out))

@@ -1,0 +1,23 @@
+"""`specbench export RUN -o DIR`: a run as the public spec-decode profiling tables (parquet)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+
+def export_cli(args: argparse.Namespace) -> int:
+    from ..report.export import export_run
+
+    written = export_run(Path(args.run), Path(args.output), gpu=args.gpu)
+    print(f"wrote {len(written)} parquet files under {args.output}")
+    return 0
+
+
+def register(sub: Any) -> None:
+    export = sub.add_parser("export", help="write a run as profiling tables (runs/, requests/ parquet)")
+    export.add_argument("run", help="run directory")
+    export.add_argument("--output", "-o", required=True, help="root of TABLE/GPU/TARGET/SPLIT/DRAFTER-kK/")
+    export.add_argument("--gpu", default="cpu", help="GPU label for the path and the gpu column")
+    export.set_defaults(func=export_cli)

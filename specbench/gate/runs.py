@@ -1,0 +1,154 @@
+"""Two runs of a suite, cell by cell and metric by metric: better, worse or within noise, by the
+gate's own noise rule (``judge.judge_drop``) applied both ways."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..errors import ResultsError
+from ..schemas.cell import Cell, Load
+from ..schemas.row import ResultRow
+from ..suite.gate import GateError, is_number, lower_is_better
+from .judge import CellKey, Measure, judge_drop, read_ci
+
+#: (results.json key, label) of the metrics compared between two runs of a suite
+RUN_METRICS: tuple[tuple[str, str], ...] = (
+    ("speedup_vs_baseline", "Speedup"),
+    ("mean_acceptance_length", "Accept len"),
+    ("tpot_mean_ms", "TPOT mean ms"),
+    ("ttft_p95_ms", "TTFT p95 ms"),
+    ("output_throughput_tps", "Output tok/s"),
+)
+
+Verdict = str  # "better" | "worse" | "within noise" | "not measured" | "not comparable"
+BASELINE_ITSELF = "the baseline: 1.0 by definition"
+
+
+@dataclass(frozen=True)
+class RunCell(Cell):
+    """A ``Cell`` (``Cell.of_row`` is its identity) named as the comparison names it: ``config / dataset / c=2``."""
+
+    @property
+    def load(self) -> Load:
+        """The load point as the report's plots and tables name it (no concurrency recorded: no value)."""
+        if self.request_rate is not None:
+            return Load("rate", float(self.request_rate))
+        return Load("concurrency", float(self.concurrency) if self.concurrency else None)
+
+    def __str__(self) -> str:
+        return f"{self.config} / {self.dataset} / {self.load.label}"
+
+
+@dataclass(frozen=True)
+class MetricChange:
+    metric: str
+    old: Measure | None
+    new: Measure | None
+    verdict: Verdict
+    why: str = ""
+
+    @property
+    def vacuous(self) -> bool:
+        """Nothing to say: null in both runs, or the baseline's own speedup (1.0 by definition)."""
+        return self.old is None and self.new is None or self.why == BASELINE_ITSELF
+
+    @property
+    def point_only(self) -> bool:
+        """Judged on point values: neither run has a CI for this metric."""
+        return (self.old is None or self.old.ci is None) and (self.new is None or self.new.ci is None)
+
+    @property
+    def change(self) -> float | None:
+        """Relative change new vs old, or None when either is missing or old is 0."""
+        if self.old is None or self.new is None or self.old.value == 0:
+            return None
+        return (self.new.value - self.old.value) / abs(self.old.value)
+
+
+@dataclass(frozen=True)
+class CellChange:
+    cell: RunCell
+    metrics: tuple[MetricChange, ...]
+
+
+@dataclass(frozen=True)
+class RunComparison:
+    """Every cell of two runs: compared where both have it, listed where only one has it."""
+
+    cells: tuple[CellChange, ...]
+    only_old: tuple[RunCell, ...]
+    only_new: tuple[RunCell, ...]
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for c in self.cells:
+            for m in c.metrics:
+                out[m.verdict] = out.get(m.verdict, 0) + 1
+        return out
+
+
+def run_cell(row: ResultRow) -> RunCell:
+    cell = Cell.of_row(row)
+    return RunCell(cell.config, cell.dataset, cell.concurrency, cell.request_rate)
+
+
+def change_verdict(old: Measure, new: Measure, metric: str, tolerance: float = 0.0) -> Verdict:
+    """The gate's noise rule (``gate.judge_drop``, allowed drop ``tolerance``), applied both ways.
+
+    Worse: the gate would fail ``new`` against ``old`` (the point moved the wrong way by more than
+    the tolerance and the favourable end of new's CI does not reach old's). Better: the same with
+    the runs swapped. Anything else, identical values included, is within noise. Without
+    intervals this is a plain comparison of point values, as in the gate.
+    """
+    lower = lower_is_better(metric)
+    if judge_drop(new, old, tolerance, lower)[1] == "fail":
+        return "worse"
+    if judge_drop(old, new, tolerance, lower)[1] == "fail":
+        return "better"
+    return "within noise"
+
+
+def _measure(record: ResultRow, metric: str, cell: RunCell, where: str) -> Measure | None:
+    value = record.get(metric)
+    if not is_number(value) or not math.isfinite(value):
+        return None
+    try:
+        ci = read_ci(record, metric, where, CellKey(cell.config, cell.dataset, 0))
+    except GateError as err:
+        raise ResultsError(f"{where}: {cell}: {err}") from None
+    return Measure(float(value), ci)
+
+
+def _metric_change(old_rec: ResultRow, new_rec: ResultRow, metric: str, cell: RunCell, where: tuple[str, str],
+                   tolerance: float) -> MetricChange:
+    old, new = _measure(old_rec, metric, cell, where[0]), _measure(new_rec, metric, cell, where[1])
+    if metric == "speedup_vs_baseline" and all(r.method == "baseline" and r.get(metric) in (1.0, None)
+                                               for r in (old_rec, new_rec)):
+        return MetricChange(metric, old, new, "not measured", BASELINE_ITSELF)
+    bad = [f"{side} cell {r.status}" for side, r in (("old", old_rec), ("new", new_rec))
+           if r.cell_status != "ok"]
+    if bad:
+        return MetricChange(metric, old, new, "not comparable", ", ".join(bad))
+    if old is None or new is None:
+        missing = [side for side, m in (("old", old), ("new", new)) if m is None]
+        return MetricChange(metric, old, new, "not measured", "null in " + " and ".join(missing))
+    return MetricChange(metric, old, new, change_verdict(old, new, metric, tolerance))
+
+
+def compare_runs(old: Sequence[ResultRow], new: Sequence[ResultRow], where: tuple[str, str] = ("old", "new"),
+                 metrics: Sequence[str] = tuple(m for m, _ in RUN_METRICS), tolerance: float = 0.0) -> RunComparison:  # type: ignore[name-defined]  # mypy misreads a generator in a default
+    """Per cell of two runs of one suite: each metric old → new with its CI and a verdict.
+
+    ``where`` names the two runs in error messages (a malformed ``ci95`` is a ResultsError);
+    ``tolerance`` is the relative change (0.05 = 5%) below which a move is never better or worse.
+    """
+    old_cells = {run_cell(r): r for r in old}
+    new_cells = {run_cell(r): r for r in new}
+    both = [c for c in new_cells if c in old_cells]
+    changes = tuple(CellChange(c, tuple(_metric_change(old_cells[c], new_cells[c], m, c, where, tolerance)
+                                          for m in metrics))
+                    for c in both)
+    return RunComparison(changes, tuple(c for c in old_cells if c not in new_cells),
+                         tuple(c for c in new_cells if c not in old_cells))

@@ -1,0 +1,122 @@
+"""`specbench whatif`'s suite: each speculative config at a grid of synthetic acceptance lengths.
+
+vLLM's synthetic rejection sampler (``speculative: {rejection_sample_method: synthetic,
+synthetic_acceptance_length: L}``) keeps the drafter's real compute and accepts draft tokens with
+probabilities that give a mean acceptance length L. The derived suite runs every config at L × the
+suite's load points with the baseline, into one run directory; ``measure.break_even`` reads it back.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import SuiteError
+from ..launch import Engine, load_engine
+from ..suite import Suite
+from .explain import derived_suite, raw_config, spec_configs
+
+SYNTHETIC_KEYS = ("rejection_sample_method", "synthetic_acceptance_length", "synthetic_acceptance_rates")
+
+
+CPU_REFUSAL = "Synthetic acceptance not supported with CPU sampling"
+
+
+def default_lengths(k: int) -> list[float]:
+    """1.5, 2, 2.5, … up to k+1 (every half token a step can carry)."""
+    return [1 + i / 2 for i in range(1, 2 * k + 1)]
+
+
+def synthetic_support(engine: Engine, python: str | None = None) -> str | None:
+    """None when the engine can fix acceptance synthetically; else why not, in one line.
+
+    A launcher may declare it (``speculative.synthetic_acceptance``: true, or a reason string);
+    otherwise a vLLM engine's own source is read, without importing vLLM: the option must be in
+    ``config/speculative.py``, and a CPU build must not carry the CPU sampler's refusal.
+    """
+    declared = (engine.data.get("speculative") or {}).get("synthetic_acceptance")
+    if declared is True:
+        return None
+    if isinstance(declared, str) and declared:
+        return declared
+    if declared is False or engine.adapter != "vllm":
+        return f"engine {engine.name} has no synthetic acceptance (vLLM's rejection_sample_method: synthetic)"
+    exe = engine.python(python)
+    probe = ("import importlib.util as u; s = u.find_spec('vllm'); "
+             "print(s.submodule_search_locations[0] if s and s.submodule_search_locations else '')")
+    try:
+        proc = subprocess.run([exe, "-c", probe], capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return f"engine {engine.name}: cannot run {exe} to look for synthetic acceptance ({type(err).__name__}: {err})"
+    root = Path(proc.stdout.strip()) if proc.returncode == 0 and proc.stdout.strip() else None
+    if root is None:
+        return f"engine {engine.name}: {exe} has no vllm package"
+    if "synthetic_acceptance_length" not in _read(root / "config" / "speculative.py"):
+        return (f"engine {engine.name}: the vLLM at {root} has no synthetic_acceptance_length in config/speculative.py "
+                "(vLLM 0.26 and later have it)")
+    if engine.env.get("VLLM_TARGET_DEVICE") == "cpu" and CPU_REFUSAL in _read(root / "utils" / "cpu_triton_utils.py"):
+        return (f"engine {engine.name}: the vLLM at {root} accepts rejection_sample_method: synthetic, but its CPU "
+                f"rejection sampler stops at the first request ('{CPU_REFUSAL}'); run whatif on a GPU engine")
+    return None
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+def _k_of(config) -> int | None:
+    k = config.num_speculative_tokens or config.speculative.get("num_speculative_tokens")
+    return int(k) if isinstance(k, int) and not isinstance(k, bool) else None
+
+
+def derived_name(config: str, length: float) -> str:
+    return f"{config}_al{length:g}"
+
+
+def expand_whatif(suite: Suite, lengths: Sequence[float] | None = None, only: Sequence[str] | None = None,
+                  include_real: bool = True,
+                  check: Callable[[Engine, str | None], str | None] = synthetic_support) -> tuple[Suite, dict[str, Any]]:
+    """The suite to run (baseline, the real configs, one config per acceptance length) and its plan.
+
+    ``plan["configs"]`` maps each derived config to ``{"of": real config, "acceptance_length": L,
+    "k": k}``; it is what ``whatif_curves`` reads back from ``meta.json``.
+    """
+    chosen = spec_configs(suite, only, "whatif")
+    base = suite.baseline
+    assert base is not None  # spec_configs raised otherwise
+    configs = [raw_config(suite, base)]
+    plan: dict[str, Any] = {"configs": {}, "real": include_real}
+    derived = []
+    for c in chosen:
+        why = check(load_engine(c.engine or suite.engine), suite.server.python)
+        if why:
+            raise SuiteError(f"{suite.path}: config {c.name!r}: {why}")
+        k = _k_of(c)
+        if k is None:
+            raise SuiteError(f"{suite.path}: config {c.name!r}: whatif needs num_speculative_tokens (synthetic acceptance "
+                             "is defined over k draft positions)")
+        if any(key in c.speculative for key in SYNTHETIC_KEYS):
+            raise SuiteError(f"{suite.path}: config {c.name!r} already sets speculative.rejection_sample_method/"
+                             "synthetic_*; whatif varies them itself")
+        grid = list(lengths) if lengths else default_lengths(k)
+        bad = [x for x in grid if not 1 <= x <= k + 1]
+        if bad:
+            raise SuiteError(f"--lengths: {bad[0]:g} is outside [1, {k + 1}] for config {c.name!r} (k={k}): a step "
+                             f"carries 1 to k+1 tokens")
+        if include_real:
+            configs.append(raw_config(suite, c))
+        for length in grid:
+            raw = raw_config(suite, c)
+            raw["name"] = derived_name(c.name, length)
+            raw.pop("port", None)
+            raw.pop("baseline", None)
+            raw["speculative"] = {**raw.get("speculative", {}), "rejection_sample_method": "synthetic",
+                                  "synthetic_acceptance_length": float(length)}
+            derived.append(raw)
+            plan["configs"][raw["name"]] = {"of": c.name, "acceptance_length": float(length), "k": k}
+    return derived_suite(suite, "whatif", configs + derived), plan
