@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from ..bootstrap import bootstrap_samples
 from ..records import RequestRecord
 from . import answers, programs
 
@@ -173,8 +174,7 @@ def paired_accuracy(pairs: Sequence[tuple[bool, bool]], resamples: int = 2000, s
     arr = np.array(pairs, dtype=float)
     d = arr[:, 0] - arr[:, 1]
     out["accuracy_diff_vs_baseline"] = float(d.mean())
-    rng = np.random.default_rng(seed)
-    means = d[rng.integers(0, len(d), size=(resamples, len(d)))].mean(axis=1)
+    means = bootstrap_samples(lambda idx: d[idx].mean(axis=1), len(d), resamples, seed)
     lo, hi = np.percentile(means, [2.5, 97.5])
     out["accuracy_diff_ci_low"], out["accuracy_diff_ci_high"] = float(lo), float(hi)
     only_config = int(((arr[:, 0] == 1) & (arr[:, 1] == 0)).sum())
