@@ -7,9 +7,11 @@ sizes (decode tokens ÷ decode chunks, every decode step, the prefill chunk left
 when a request only had a final usage total). One source per cell, named in
 ``request_acceptance_source``.
 
-Means: request-weighted (each request counts once) and token-weighted (each request weighted by
-its decode tokens, Σ tᵢ·ALᵢ ÷ Σ tᵢ: the acceptance the average token saw). They differ when long
-answers accept better or worse than short ones. (The pooled Σ tokens ÷ Σ steps is
+Means: request-weighted (each request counts once) and token-weighted (Σ tᵢ·ALᵢ ÷ Σ tᵢ: the
+acceptance the average token saw), tᵢ = the request's decode tokens, its output tokens after the
+first (prefill) chunk, whichever source gave ALᵢ: the weight is the answer's length, never the
+tokens of drafted steps only, which grow with acceptance itself. They differ when long answers
+accept better or worse than short ones. (The pooled Σ tokens ÷ Σ steps is
 ``stream_mean_acceptance_length``.)
 
 Slower than the baseline: paired by prompt, turn and repeat, a request is slower when its end-to-end
@@ -45,6 +47,13 @@ def _stats(rec: RequestRecord) -> tuple[float, float] | None:
     return float(steps), float(accepted)
 
 
+def decode_tokens(rec: RequestRecord) -> float:
+    """Output tokens after the first (prefill) chunk: Σ decode chunk sizes; output tokens − 1 where the
+    stream had only a final usage total."""
+    chunks = decode_steps(rec)
+    return float(sum(chunks)) if chunks else float(max((rec.output_tokens or 0) - 1, 0))
+
+
 def request_lengths(records: Sequence[RequestRecord]) -> tuple[list[tuple[RequestRecord, float, float]], str | None]:
     """(record, acceptance length, decode tokens) for each successful request, and the source used."""
     ok = [r for r in records if r.ok]
@@ -54,13 +63,13 @@ def request_lengths(records: Sequence[RequestRecord]) -> tuple[list[tuple[Reques
             stats = _stats(r)
             assert stats is not None  # checked by all() above
             steps, accepted = stats
-            out.append((r, 1 + accepted / steps, steps + accepted))
+            out.append((r, 1 + accepted / steps, decode_tokens(r)))
         return out, SOURCE_STATS
     out = []
     for r in ok:
         chunks = decode_steps(r)
         if chunks:
-            out.append((r, sum(chunks) / len(chunks), float(sum(chunks))))
+            out.append((r, sum(chunks) / len(chunks), decode_tokens(r)))
     return out, (SOURCE_STREAM if out else None)
 
 

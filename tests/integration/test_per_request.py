@@ -49,6 +49,19 @@ def test_request_and_token_weighted_means_differ_when_long_answers_accept_better
     assert out["request_acceptance_requests"] == 2
 
 
+def test_token_weight_is_the_answers_decode_tokens_whichever_the_source():
+    """n-gram drafts only where the text matches: vLLM's per-request stats count drafted steps only. The
+    weight is still each request's decode tokens (20 and 15), not its drafted-step tokens (10 and 15)."""
+    a = rec("a", [1] + [1] * 20, stats={"num_spec_steps": 4, "num_accepted_draft_tokens": 6, "num_draft_tokens": 12})
+    b = rec("b", [1] + [1] * 15, stats={"num_spec_steps": 10, "num_accepted_draft_tokens": 5, "num_draft_tokens": 30})
+    out = acceptance_summary([a, b])
+    assert out["request_acceptance_source"] == SOURCE_STATS
+    assert out["request_acceptance_token_weighted_mean"] == pytest.approx((2.5 * 20 + 1.5 * 15) / 35)
+    spread = rec("c", [1, 10, 10], source="usage_total_spread", stats={"num_spec_steps": 4, "num_accepted_draft_tokens": 4,
+                                                                       "num_draft_tokens": 12})
+    assert request_lengths([spread])[0][0][2] == 20  # no per-chunk counts: output tokens − the prefill token
+
+
 def test_percentiles_over_requests():
     recs = [rec(str(i), [1] + [i] * 3) for i in range(1, 12)]  # AL 1..11
     out = acceptance_summary(recs)
