@@ -79,3 +79,15 @@ def test_no_bootstrap_draws_the_whole_index_matrix_at_once(monkeypatch):
     paired_accuracy([(bool(i % 2), bool(i % 5)) for i in range(n)])
     assert drawn and sum(drawn) == 3 * 2000 * n
     assert max(drawn) <= 1 << 20
+
+
+@pytest.mark.parametrize("b,c", [(0, 7), (5, 5), (12, 40), (301, 355), (1500, 1480)])
+def test_mcnemar_tail_summed_term_by_term_is_the_exact_comb_sum(b, c):
+    """paired_accuracy's p-value at 100,000 prompts: the tail is summed from each term to the next, not one
+    ``math.comb`` per term (minutes at n = 50,000); the same exact integers, so the same float."""
+    import math
+
+    from specbench.grade import mcnemar_exact
+
+    n = b + c
+    assert mcnemar_exact(b, c) == min(1.0, 2 * (sum(math.comb(n, i) for i in range(min(b, c) + 1)) / 2 ** n))
