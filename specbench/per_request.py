@@ -14,6 +14,11 @@ tokens of drafted steps only, which grow with acceptance itself. They differ whe
 accept better or worse than short ones. (The pooled Σ tokens ÷ Σ steps is
 ``stream_mean_acceptance_length``.)
 
+From chunk sizes, a chunk is taken as one engine step; an engine that merged steps into one chunk
+makes each length too high by an amount no single request shows. Where the cell shows merging
+(a chunk of more than k+1 tokens, or the stream seeing fewer steps than the server's counters
+imply), ``request_acceptance_warning`` says so beside the numbers.
+
 Slower than the baseline: paired by prompt, turn and repeat, a request is slower when its end-to-end
 time per output token (latency ÷ output tokens) exceeds the baseline's on the same prompt.
 """
@@ -27,6 +32,7 @@ import numpy as np
 
 from .acceptance import decode_steps
 from .records import RequestRecord
+from .row import ResultRow
 
 SOURCE_STATS = "vLLM per-request speculative_decoding stats (drafted steps only)"
 SOURCE_STREAM = "stream chunk sizes (decode tokens ÷ decode chunks)"
@@ -71,6 +77,32 @@ def request_lengths(records: Sequence[RequestRecord]) -> tuple[list[tuple[Reques
         if chunks:
             out.append((r, sum(chunks) / len(chunks), decode_tokens(r)))
     return out, (SOURCE_STREAM if out else None)
+
+
+#: stream steps the server's counters may see beyond the stream's before the cell counts as merged
+MERGED_STEPS_SHARE = 0.01
+
+
+def merged_steps_warning(row: ResultRow) -> str | None:
+    """Why the row's per-request lengths from chunk sizes are too high, or None.
+
+    Evidence that the engine merged steps into chunks: a chunk of more than k+1 tokens, or more
+    accepted tokens in the stream than in the counters (each merge hides one step; max_tokens and
+    EOS cuts only ever go the other way) by over ``MERGED_STEPS_SHARE`` of the stream's steps.
+    """
+    if row.request_acceptance_source != SOURCE_STREAM:
+        return None
+    found = []
+    if row.stream_merged_chunks:
+        found.append(f"{row.stream_merged_chunks} chunks carried more than k+1 tokens")
+    diff, steps = row.acceptance_tokens_diff, row.stream_steps
+    if diff is not None and steps and diff > MERGED_STEPS_SHARE * steps:
+        found.append(f"the stream saw at least {diff:g} fewer steps than the server's counters imply "
+                     f"({100 * diff / steps:.1f} % of its {steps} steps)")
+    if not found:
+        return None
+    return ("from chunk sizes while the engine merged steps into one chunk: " + "; ".join(found) +
+            "; a merged chunk counts as one step, so these lengths are too high")
 
 
 def acceptance_summary(records: Sequence[RequestRecord]) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from .cell import Cell
 from .compare import paired_requests, ratio
 from .grade import accuracy_pairs, accuracy_summary, paired_accuracy
 from .measure import PhaseInfo
-from .per_request import acceptance_summary, slower_share
+from .per_request import acceptance_summary, merged_steps_warning, slower_share
 from .records import RequestRecord
 from .row import ResultRow
 from .slo import slo_summary
@@ -37,6 +37,10 @@ def add_quality(rows: list[ResultRow], phases: Sequence[PhaseInfo], records: Seq
         row.update(slo_summary(measured, sum(p.wall_s for p in cell_phases), suite.load.slo))
         if row.num_speculative_tokens is not None or row.method != "baseline":
             row.update(acceptance_summary(measured))
+            warning = merged_steps_warning(row)
+            if warning:
+                row.request_acceptance_warning = warning
+                _note(row, f"⚠ Req accept len: {warning}")
         graded = row.dataset in (suite.load.grade or ())
         row.update(accuracy_summary(measured, graded))
         if graded and row.accuracy_truncated:

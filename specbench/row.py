@@ -168,6 +168,7 @@ class QualityAndCost:
     request_acceptance_token_weighted_mean: float | None = None
     request_acceptance_requests: int | None = None
     request_acceptance_source: str | None = None
+    request_acceptance_warning: str | None = None  # per_request.merged_steps_warning
     accuracy: float | None = None
     accuracy_compared: int | None = None
     accuracy_ungraded: int | None = None

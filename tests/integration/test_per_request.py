@@ -107,6 +107,7 @@ async def test_end_to_end_columns_and_plot(tmp_path, prompts_file, scripted):
     assert rows["fast"]["slower_than_baseline_share"] == 0.0 and rows["slow"]["slower_than_baseline_share"] == 1.0
     assert rows["slow"]["slower_than_baseline_compared"] == 6
     assert "request_acceptance_p50" not in rows["baseline"] and "slower_than_baseline_share" not in rows["baseline"]
+    assert "request_acceptance_warning" not in rows["slow"]  # one chunk per step: nothing to flag
     md = (tmp_path / "out" / "results.md").read_text()
     assert "| Req accept len p10/p50/p90 |" in md and "| Slower than base |" in md
     assert "| 2.33/2.33/2.33 |" in md and "| 100.0% |" in md
@@ -129,3 +130,33 @@ async def test_plot_says_not_measured_without_requests(tmp_path):
 
     html = request_scatter(Model(rows_from([{"run": "s", "dataset": "d", "method": "ngram", "num_speculative_tokens": 3}]), {}), None)
     assert "not measured" in html and "requests.jsonl not available" in html
+
+
+async def test_per_request_lengths_from_merged_chunks_are_flagged_beside_the_numbers(tmp_path, prompts_file, scripted):
+    """An engine that writes two steps as one chunk for ~15 % of its writes: the counters stay exact (1.5 tokens
+    per step) but chunk sizes say 21 tokens in 12 steps, 17 % high. No chunk exceeds k+1 tokens here: only the
+    counters show the merging."""
+    _, base = await scripted(pattern=[1])
+    _, spec = await scripted(pattern=[1, 2], k=3, merge_every=6)
+    out = tmp_path / "out"
+    await run_suite(load_suite(suites.write_suite(tmp_path, baseline_and_spec(base, spec), name="merged", prompts=prompts_file,
+                                                  requests=6, load={"concurrency": 2, "max_tokens": 22, "warmup": 0})), out)
+    row = {r["run"]: r for r in json.loads((out / "results.json").read_text())}["spec"]
+    assert row["mean_acceptance_length"] == pytest.approx(1.5) and row["stream_merged_chunks"] == 0
+    assert row["request_acceptance_source"] == SOURCE_STREAM and row["request_acceptance_p50"] == pytest.approx(21 / 12)
+    assert "merged steps" in row["request_acceptance_warning"] and "fewer steps than the server's counters" in row["request_acceptance_warning"]
+    md = (out / "results.md").read_text()
+    assert "| 1.75/1.75/1.75 ⚠ | 1.75/1.75 ⚠ |" in md
+    assert "⚠ spec / prompts / c=2: Req accept len: from chunk sizes while the engine merged steps into one chunk: the stream" in md
+
+
+def test_a_chunk_beyond_k_plus_one_tokens_is_merging_too():
+    from specbench.per_request import merged_steps_warning
+
+    row = rows_from([{"run": "s", "dataset": "d", "request_acceptance_source": SOURCE_STREAM, "stream_merged_chunks": 3,
+                      "stream_steps": 100, "acceptance_tokens_diff": -4}])[0]
+    assert merged_steps_warning(row).startswith("from chunk sizes while the engine merged steps into one chunk: 3 chunks")
+    row.acceptance_tokens_diff, row.stream_merged_chunks = 1, 0  # 1 % of the steps: within the allowance
+    assert merged_steps_warning(row) is None
+    row.request_acceptance_source, row.stream_merged_chunks = SOURCE_STATS, 3  # not from chunk sizes: unaffected
+    assert merged_steps_warning(row) is None
