@@ -121,6 +121,13 @@ def table(runs: list[dict]) -> str:
             same = "—" if fb["error"] or fa["error"] else ("yes" if fb["result"] == fa["result"] else "NO")
             lines.append(f"| {n:,} | {name} | {before[0]} | {before[1]} | {fb['wall_s']:.2f} | {_mib(fa['rss_added_bytes'])} | "
                          f"{_mib(fa['traced_peak_bytes'])} | {fa['wall_s']:.2f} | {same} |")
+    sizes = sorted({r["n"] for r in runs})
+    lines += ["", "RSS of each child with its inputs built (n request pairs, before any bootstrap): "
+              + ", ".join(f"n = {n:,}: {_mib(by[(n, 'after')]['rss_inputs_bytes'])} MiB" for n in sizes) + ".",
+              "Before, the index matrix alone is 2000 · n · 8 bytes ("
+              + ", ".join(f"{RESAMPLES * n * 8 / GIB:.2f} GiB at n = {n:,}" for n in sizes)
+              + "); paired_speedup gathers 2 float columns through it (×2 that), paired_decomposition 8 (×8), "
+              "paired_accuracy 1. MemoryError (limit): the variant needed more than the child's address-space limit."]
     return "\n".join(lines)
 
 
