@@ -82,6 +82,10 @@ class LatencyAndLoad:
     step_p99_ms: float | None = None
     shared_read_chunks: int | None = None
     shared_read_share: float | None = None
+    server_generation_tokens: int | None = None  # keepup.py: the client's token count against the server's counter
+    client_server_token_ratio: float | None = None
+    client_server_tokens_agree: bool | None = None
+    client_server_token_error: str | None = None
     # --- the load point and how the cell was measured
     concurrency: int | None = None
     request_rate: float | None = None

@@ -121,7 +121,8 @@ async def test_end_to_end_columns_and_plot(tmp_path, prompts_file, scripted):
         dots = re.findall(r'<circle [^>]*fill="(#[0-9A-Fa-f]{6})"', panel)
         assert len(dots) == 6 and len(set(dots)) == 2  # six requests, two categories, two colours
     assert "baseline median TPOT" in fig
-    assert "<th scope=\"col\">Req accept len p10/p50/p90</th>" in page
+    assert '<th scope="col" title="per-request acceptance length (tokens per target step)' in page
+    assert ">Req accept len p10/p50/p90</th>" in page and "tᵢ = the request&#x27;s decode tokens" in page
 
 
 async def test_plot_says_not_measured_without_requests(tmp_path):

@@ -88,8 +88,9 @@ def test_every_key_the_golden_rows_carry_is_a_field_or_a_run_time_position():
 
 #: sha256 of the HTML page that commit a3b46e1 (dict rows) rendered from GOLDEN with the html fixture's
 #: meta.json and requests.jsonl; the markdown it rendered is tests/data/rows/report_golden.md (both
-#: re-rendered since for the decomposition note's new wording; no number changed)
-PAGE_SHA256 = "00829402abc97628d6eba778e3473b074fd28ac9c5d9401e1a82550d3e691bcd"
+#: re-rendered since for the decomposition note's new wording, and for the definitions (columns.DEFINITIONS) the
+#: Req accept len headers carry as tooltips; no number changed)
+PAGE_SHA256 = "9df4704dbfe8ef7d33c334f9bbeebbf10f3dd33f35bd2c1566e57d30c8f56e78"
 
 
 def test_report_pages_render_byte_identical_from_typed_rows(tmp_path):
