@@ -90,7 +90,7 @@ def _rate(r: Record) -> str:
     return DASH if r.request_rate is None else f"{r.request_rate:g}"
 
 
-def _client_tokens(r: Record) -> str:
+def _client_tokens(r: ResultRow) -> str:
     """Σ client tokens ÷ Σ server generation tokens, ⚠ where a repeat was off by more than 1 %."""
     text = _pct(r.client_server_token_ratio)
     return text + " ⚠" if r.client_server_tokens_agree is False else text

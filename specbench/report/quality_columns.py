@@ -59,7 +59,7 @@ def _accuracy_diff(r: Record) -> str:
             + (f" p={p:.2g}" if p is not None else ""))
 
 
-def _merged(r: Record) -> str:
+def _merged(r: ResultRow) -> str:
     """⚠ beside per-request lengths that merged chunks make too high (``request_acceptance_warning``)."""
     return " ⚠" if r.request_acceptance_warning else ""
 
