@@ -118,6 +118,11 @@ class Engine:
         return "server_info" in self.data.get("metrics", {})
 
     @property
+    def generation_counter(self) -> str | None:
+        """The /metrics sample counting every token the server generated (``keepup.py`` checks the client's count against it)."""
+        return (self.data.get("metrics", {}).get("counters") or {}).get("generation_tokens")
+
+    @property
     def acceptance_source(self) -> str:
         return self.data.get("metrics", {}).get("acceptance_source", "")
 

@@ -12,6 +12,7 @@ import numpy as np
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
 from .acceptance import decode_steps
+from .bootstrap import bootstrap_samples
 
 
 def ratio(value: float | None, reference: float | None) -> float | None:
@@ -53,8 +54,9 @@ def paired_bootstrap(columns: np.ndarray, stat: Callable[[np.ndarray], np.ndarra
                      seed: int = 0) -> tuple[float | None, float | None, float | None]:
     """A statistic of per-prompt columns and its bootstrap 95% CI, resampling prompts (rows).
 
-    ``stat`` receives an index array (one row of indices, or ``resamples`` rows) and returns the
-    statistic per row of indices; resampling whole prompts keeps each prompt's pairing intact.
+    ``stat`` receives an index array (one row of indices, or a block of resample rows:
+    ``bootstrap.bootstrap_samples``) and returns the statistic per row of indices; resampling whole
+    prompts keeps each prompt's pairing intact.
     """
     n = len(columns)
     if not n:
@@ -62,8 +64,7 @@ def paired_bootstrap(columns: np.ndarray, stat: Callable[[np.ndarray], np.ndarra
     point = float(stat(np.arange(n)))
     if n < 2:
         return point, None, None
-    rng = np.random.default_rng(seed)
-    samples = stat(rng.integers(0, n, size=(resamples, n)))
+    samples = bootstrap_samples(stat, n, resamples, seed)
     samples = samples[np.isfinite(samples)]
     if not samples.size:
         return point, None, None

@@ -7,10 +7,17 @@ sizes (decode tokens ÷ decode chunks, every decode step, the prefill chunk left
 when a request only had a final usage total). One source per cell, named in
 ``request_acceptance_source``.
 
-Means: request-weighted (each request counts once) and token-weighted (each request weighted by
-its decode tokens, Σ tᵢ·ALᵢ ÷ Σ tᵢ: the acceptance the average token saw). They differ when long
-answers accept better or worse than short ones. (The pooled Σ tokens ÷ Σ steps is
+Means: request-weighted (each request counts once) and token-weighted (Σ tᵢ·ALᵢ ÷ Σ tᵢ: the
+acceptance the average token saw), tᵢ = the request's decode tokens, its output tokens after the
+first (prefill) chunk, whichever source gave ALᵢ: the weight is the answer's length, never the
+tokens of drafted steps only, which grow with acceptance itself. They differ when long answers
+accept better or worse than short ones. (The pooled Σ tokens ÷ Σ steps is
 ``stream_mean_acceptance_length``.)
+
+From chunk sizes, a chunk is taken as one engine step; an engine that merged steps into one chunk
+makes each length too high by an amount no single request shows. Where the cell shows merging
+(a chunk of more than k+1 tokens, or the stream seeing fewer steps than the server's counters
+imply), ``request_acceptance_warning`` says so beside the numbers.
 
 Slower than the baseline: paired by prompt, turn and repeat, a request is slower when its end-to-end
 time per output token (latency ÷ output tokens) exceeds the baseline's on the same prompt.
@@ -24,6 +31,7 @@ from typing import Any, TypeGuard
 import numpy as np
 
 from ..schemas.request import RequestRecord
+from ..schemas.row import ResultRow
 from .acceptance import decode_steps
 
 SOURCE_STATS = "vLLM per-request speculative_decoding stats (drafted steps only)"
@@ -45,6 +53,13 @@ def _stats(rec: RequestRecord) -> tuple[float, float] | None:
     return float(steps), float(accepted)
 
 
+def decode_tokens(rec: RequestRecord) -> float:
+    """Output tokens after the first (prefill) chunk: Σ decode chunk sizes; output tokens − 1 where the
+    stream had only a final usage total."""
+    chunks = decode_steps(rec)
+    return float(sum(chunks)) if chunks else float(max((rec.output_tokens or 0) - 1, 0))
+
+
 def request_lengths(records: Sequence[RequestRecord]) -> tuple[list[tuple[RequestRecord, float, float]], str | None]:
     """(record, acceptance length, decode tokens) for each successful request, and the source used."""
     ok = [r for r in records if r.ok]
@@ -54,14 +69,40 @@ def request_lengths(records: Sequence[RequestRecord]) -> tuple[list[tuple[Reques
             stats = _stats(r)
             assert stats is not None  # checked by all() above
             steps, accepted = stats
-            out.append((r, 1 + accepted / steps, steps + accepted))
+            out.append((r, 1 + accepted / steps, decode_tokens(r)))
         return out, SOURCE_STATS
     out = []
     for r in ok:
         chunks = decode_steps(r)
         if chunks:
-            out.append((r, sum(chunks) / len(chunks), float(sum(chunks))))
+            out.append((r, sum(chunks) / len(chunks), decode_tokens(r)))
     return out, (SOURCE_STREAM if out else None)
+
+
+#: stream steps the server's counters may see beyond the stream's before the cell counts as merged
+MERGED_STEPS_SHARE = 0.01
+
+
+def merged_steps_warning(row: ResultRow) -> str | None:
+    """Why the row's per-request lengths from chunk sizes are too high, or None.
+
+    Evidence that the engine merged steps into chunks: a chunk of more than k+1 tokens, or more
+    accepted tokens in the stream than in the counters (each merge hides one step; max_tokens and
+    EOS cuts only ever go the other way) by over ``MERGED_STEPS_SHARE`` of the stream's steps.
+    """
+    if row.request_acceptance_source != SOURCE_STREAM:
+        return None
+    found = []
+    if row.stream_merged_chunks:
+        found.append(f"{row.stream_merged_chunks} chunks carried more than k+1 tokens")
+    diff, steps = row.acceptance_tokens_diff, row.stream_steps
+    if diff is not None and steps and diff > MERGED_STEPS_SHARE * steps:
+        found.append(f"the stream saw at least {diff:g} fewer steps than the server's counters imply "
+                     f"({100 * diff / steps:.1f} % of its {steps} steps)")
+    if not found:
+        return None
+    return ("from chunk sizes while the engine merged steps into one chunk: " + "; ".join(found) +
+            "; a merged chunk counts as one step, so these lengths are too high")
 
 
 def acceptance_summary(records: Sequence[RequestRecord]) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from ..schemas.cell import Cell
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
 from .compare import paired_requests, ratio
-from .per_request import acceptance_summary, slower_share
+from .per_request import acceptance_summary, merged_steps_warning, slower_share
 from .slo import slo_summary
 from .summarize import PhaseInfo
 from .telemetry import cost_summary, telemetry_summary
@@ -38,6 +38,10 @@ def add_quality(rows: list[ResultRow], phases: Sequence[PhaseInfo], records: Seq
         row.update(slo_summary(measured, sum(p.wall_s for p in cell_phases), suite.load.slo))
         if row.num_speculative_tokens is not None or row.method != "baseline":
             row.update(acceptance_summary(measured))
+            warning = merged_steps_warning(row)
+            if warning:
+                row.request_acceptance_warning = warning
+                _note(row, f"⚠ Req accept len: {warning}")
         graded = row.dataset in (suite.load.grade or ())
         row.update(accuracy_summary(measured, graded))
         if graded and row.accuracy_truncated:

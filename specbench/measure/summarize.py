@@ -20,6 +20,7 @@ from ..schemas.request import RequestRecord
 from ..schemas.row import REFERENCE_KEYS, ResultRow
 from . import acceptance as acc
 from .compare import decomposition, fidelity, mean_ci95, paired_requests, paired_speedup, ratio
+from .keepup import client_tokens, token_agreement
 from .latency import latency_stats, shared_reads, throughput, token_sources
 
 __all__ = ["REFERENCE_KEYS", "PhaseInfo", "ResultRow", "add_comparisons", "combine_acceptance", "summarize_cell"]
@@ -44,6 +45,7 @@ class PhaseInfo:
     server_died: bool = False
     requests: int | None = None  # measured records stored with it: --resume re-measures a phase that lost one
     telemetry: dict[str, Any] = field(default_factory=dict)  # GPU energy and samples (telemetry.py)
+    generation: dict[str, Any] = field(default_factory=dict)  # the server's generated-token counter over the window (keepup.py)
 
     @property
     def complete(self) -> bool:
@@ -218,6 +220,8 @@ def summarize_cell(phases: Sequence[PhaseInfo], records: Sequence[RequestRecord]
             ci["output_throughput_tps"] = [mc[1], mc[2]]
     row.std = std or None
     row.ci95 = ci or None
+    row.update(token_agreement([p.generation for p in phases],
+                               [client_tokens([r for r in measured if r.repeat == p.repeat]) for p in phases]))
     return row
 
 

@@ -89,9 +89,34 @@ def _rate(r: ResultRow) -> str:
     return DASH if r.request_rate is None else f"{r.request_rate:g}"
 
 
+def _client_tokens(r: ResultRow) -> str:
+    """Σ client tokens ÷ Σ server generation tokens, ⚠ where a repeat was off by more than 1 %."""
+    text = _pct(r.client_server_token_ratio)
+    return text + " ⚠" if r.client_server_tokens_agree is False else text
+
+
+#: what a column's number is, where the header alone does not say (the HTML header's tooltip)
+DEFINITIONS: dict[str, str] = {
+    "Req accept len p10/p50/p90": (
+        "per-request acceptance length (tokens per target step): vLLM's per-request stats (1 + accepted ÷ drafted "
+        "steps) when every request has them, else the stream's decode tokens ÷ decode chunks; ⚠ = from chunks while "
+        "the engine merged steps into one chunk, so too high (request_acceptance_warning)"),
+    "Req accept len mean req/tok": (
+        "request-weighted mean / token-weighted mean Σ tᵢ·ALᵢ ÷ Σ tᵢ of the per-request acceptance lengths, tᵢ = the "
+        "request's decode tokens (its output tokens after the first, prefill chunk) whichever source gave ALᵢ; "
+        "⚠ as for p10/p50/p90"),
+    "Client/server tok": (
+        "tokens the client counted in its measured windows ÷ the server's generated-token counter "
+        "(vllm:generation_tokens_total, sglang:generation_tokens_total) over the same windows, pooled over repeats; "
+        "⚠ = a repeat off by more than 1 % (the client missed tokens, or other traffic reached the server); "
+        "— = no such counter, or one that could not be trusted (client_server_token_error)"),
+}
+
+
 def table_columns(records: Sequence[ResultRow]) -> list[Column]:
     """``COLUMNS`` plus what these records measured: the swept load (Rate/s, Conc), the speed-up CI,
-    output fidelity, the decomposition, quality and cost, and last, where a reader looks, Failed."""
+    output fidelity, the decomposition, quality and cost, the client's token count against the
+    server's, and last, where a reader looks, Failed."""
     columns = list(COLUMNS)
     if len({r.concurrency for r in records}) > 1:
         columns.insert(2, ("Conc", lambda r: DASH if r.concurrency is None else str(r.concurrency)))
@@ -105,6 +130,8 @@ def table_columns(records: Sequence[ResultRow]) -> list[Column]:
         at = [h for h, _ in columns].index("Accept len") + 1
         columns[at:at] = DECOMPOSITION_COLUMNS
     columns += quality_columns(records)
+    if any(r.client_server_token_ratio is not None or r.client_server_tokens_agree is False for r in records):
+        columns.append(("Client/server tok", _client_tokens))
     if any(r.status not in (None, "ok") or r.failed_requests for r in records):
         columns.append(("Failed", _failed))
     return columns

@@ -23,7 +23,7 @@ from typing import Any
 from ..schemas.cell import baseline_name, load_of, unique
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
-from .columns import DASH, has_decomposition, table_columns
+from .columns import DASH, DEFINITIONS, has_decomposition, table_columns
 from .load import load_run, read_requests
 from .markdown import DECOMPOSITION_NOTE
 from .model import PALETTE, Model
@@ -58,9 +58,14 @@ def _cell_html(text: str) -> str:
     return f"<td>{shown}</td>"
 
 
+def _title(header: str) -> str:
+    definition = DEFINITIONS.get(header)
+    return f' title="{esc(definition)}"' if definition else ""
+
+
 def table_html(m: Model) -> str:
     cols = table_columns(m.rows)
-    head = "".join(f'<th scope="col">{esc(h)}</th>' for h, _ in cols)
+    head = "".join(f'<th scope="col"{_title(h)}>{esc(h)}</th>' for h, _ in cols)
     order = {c: i for i, c in enumerate(m.configs)}
     dorder = {d: i for i, d in enumerate(m.datasets)}
     rows = sorted(m.rows, key=lambda r: (dorder[r.dataset], load_of(r).sort_key(), order[r.run]))

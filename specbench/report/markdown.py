@@ -72,6 +72,11 @@ def warnings(records: Sequence[ResultRow]) -> list[str]:
         if r.shared_read_share is not None and r.shared_read_share > 0.01:
             out.append(f"⚠ {where}: {100 * r.shared_read_share:.1f}% of chunks came in the same read as the one before "
                        "(client or network a whole step behind, or steps flushed together): ITL/step percentiles are coarser than the server's steps")
+        if r.client_server_tokens_agree is False:
+            seen = "—" if r.client_server_token_ratio is None else f"{100 * r.client_server_token_ratio:.1f}%"
+            out.append(f"⚠ {where}: the client counted {seen} of the {r.server_generation_tokens} tokens the server's generation "
+                       "counter added over the measured window (off by more than 1% in a repeat: the client missed tokens, "
+                       "or other traffic reached the server)" + (f": {r.client_server_token_error}" if r.client_server_token_error else ""))
         if r.status in ("failed", "interrupted"):
             out.append(f"⚠ {where}: cell {r.status} ({r.failed_requests or 0} failed requests: {r.errors or {}})")
     return out + cell_notes(records)

@@ -57,12 +57,17 @@ def _accuracy_diff(r: ResultRow) -> str:
             + (f" p={p:.2g}" if p is not None else ""))
 
 
+def _merged(r: ResultRow) -> str:
+    """⚠ beside per-request lengths that merged chunks make too high (``request_acceptance_warning``)."""
+    return " ⚠" if r.request_acceptance_warning else ""
+
+
 def _acceptance(r: ResultRow) -> str:
-    return "/".join(_num(v, 2) for v in (r.request_acceptance_p10, r.request_acceptance_p50, r.request_acceptance_p90))
+    return "/".join(_num(v, 2) for v in (r.request_acceptance_p10, r.request_acceptance_p50, r.request_acceptance_p90)) + _merged(r)
 
 
 def _acceptance_means(r: ResultRow) -> str:
-    return f"{_num(r.request_acceptance_mean, 2)}/{_num(r.request_acceptance_token_weighted_mean, 2)}"
+    return f"{_num(r.request_acceptance_mean, 2)}/{_num(r.request_acceptance_token_weighted_mean, 2)}" + _merged(r)
 
 
 def quality_columns(records: Sequence[ResultRow]) -> list[tuple[str, Callable[[ResultRow], str]]]:

@@ -14,6 +14,7 @@ from ..client import RequestSpec, Transport, close_transport, open_transport, tr
 from ..client.metrics import scrape
 from ..load.generate import LoadPass, LoadResult, generate_load, generate_load_processes
 from ..measure.engine_counters import read_acceptance
+from ..measure.keepup import generation_window
 from ..measure.slo import PROBE_PHASE
 from ..measure.summarize import PhaseInfo
 from ..measure.telemetry import PhaseMeter
@@ -91,13 +92,15 @@ class Phases:
         acceptance = read_acceptance(server.engine, before, after, cfg.num_speculative_tokens, info.get("raw"))
         if not before.ok or not after.ok:
             acceptance["acceptance_error"] = redact_url(before.error or after.error)
+        generation = generation_window(before, after, server.engine.generation_counter)
+        generation["error"] = redact_url(generation["error"])
         for r in warm_records + result.records:
             if r.error:
                 r.error = redact_url(r.error)
         phase = PhaseInfo(config=cfg.name, dataset=dataset, concurrency=point.concurrency,
                           request_rate=point.request_rate, repeat=repeat, wall_s=result.wall_s,
                           acceptance=acceptance, server={k: server.info.get(k) for k in ("engine", "version", "url")},
-                          interrupted=self.stop.is_set(), server_died=died, telemetry=meter.stop())
+                          interrupted=self.stop.is_set(), server_died=died, telemetry=meter.stop(), generation=generation)
         recorder.store_phase(phase, warm_records + result.records)
 
     async def search_rate(self, server: Server, spec: RequestSpec, prompts: list[Prompt], dataset: str,

@@ -80,6 +80,10 @@ class LatencyAndLoad:
     step_p99_ms: float | None = None
     shared_read_chunks: int | None = None
     shared_read_share: float | None = None
+    server_generation_tokens: int | None = None  # keepup.py: the client's token count against the server's counter
+    client_server_token_ratio: float | None = None
+    client_server_tokens_agree: bool | None = None
+    client_server_token_error: str | None = None
     # --- the load point and how the cell was measured
     concurrency: int | None = None
     request_rate: float | None = None
@@ -166,6 +170,7 @@ class QualityAndCost:
     request_acceptance_token_weighted_mean: float | None = None
     request_acceptance_requests: int | None = None
     request_acceptance_source: str | None = None
+    request_acceptance_warning: str | None = None  # per_request.merged_steps_warning
     accuracy: float | None = None
     accuracy_compared: int | None = None
     accuracy_ungraded: int | None = None

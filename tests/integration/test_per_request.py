@@ -49,6 +49,19 @@ def test_request_and_token_weighted_means_differ_when_long_answers_accept_better
     assert out["request_acceptance_requests"] == 2
 
 
+def test_token_weight_is_the_answers_decode_tokens_whichever_the_source():
+    """n-gram drafts only where the text matches: vLLM's per-request stats count drafted steps only. The
+    weight is still each request's decode tokens (20 and 15), not its drafted-step tokens (10 and 15)."""
+    a = rec("a", [1] + [1] * 20, stats={"num_spec_steps": 4, "num_accepted_draft_tokens": 6, "num_draft_tokens": 12})
+    b = rec("b", [1] + [1] * 15, stats={"num_spec_steps": 10, "num_accepted_draft_tokens": 5, "num_draft_tokens": 30})
+    out = acceptance_summary([a, b])
+    assert out["request_acceptance_source"] == SOURCE_STATS
+    assert out["request_acceptance_token_weighted_mean"] == pytest.approx((2.5 * 20 + 1.5 * 15) / 35)
+    spread = rec("c", [1, 10, 10], source="usage_total_spread", stats={"num_spec_steps": 4, "num_accepted_draft_tokens": 4,
+                                                                       "num_draft_tokens": 12})
+    assert request_lengths([spread])[0][0][2] == 20  # no per-chunk counts: output tokens − the prefill token
+
+
 def test_percentiles_over_requests():
     recs = [rec(str(i), [1] + [i] * 3) for i in range(1, 12)]  # AL 1..11
     out = acceptance_summary(recs)
@@ -94,6 +107,7 @@ async def test_end_to_end_columns_and_plot(tmp_path, prompts_file, scripted):
     assert rows["fast"]["slower_than_baseline_share"] == 0.0 and rows["slow"]["slower_than_baseline_share"] == 1.0
     assert rows["slow"]["slower_than_baseline_compared"] == 6
     assert "request_acceptance_p50" not in rows["baseline"] and "slower_than_baseline_share" not in rows["baseline"]
+    assert "request_acceptance_warning" not in rows["slow"]  # one chunk per step: nothing to flag
     md = (tmp_path / "out" / "results.md").read_text()
     assert "| Req accept len p10/p50/p90 |" in md and "| Slower than base |" in md
     assert "| 2.33/2.33/2.33 |" in md and "| 100.0% |" in md
@@ -107,7 +121,8 @@ async def test_end_to_end_columns_and_plot(tmp_path, prompts_file, scripted):
         dots = re.findall(r'<circle [^>]*fill="(#[0-9A-Fa-f]{6})"', panel)
         assert len(dots) == 6 and len(set(dots)) == 2  # six requests, two categories, two colours
     assert "baseline median TPOT" in fig
-    assert "<th scope=\"col\">Req accept len p10/p50/p90</th>" in page
+    assert '<th scope="col" title="per-request acceptance length (tokens per target step)' in page
+    assert ">Req accept len p10/p50/p90</th>" in page and "tᵢ = the request&#x27;s decode tokens" in page
 
 
 async def test_plot_says_not_measured_without_requests(tmp_path):
@@ -116,3 +131,33 @@ async def test_plot_says_not_measured_without_requests(tmp_path):
 
     html = request_scatter(Model(rows_from([{"run": "s", "dataset": "d", "method": "ngram", "num_speculative_tokens": 3}]), {}), None)
     assert "not measured" in html and "requests.jsonl not available" in html
+
+
+async def test_per_request_lengths_from_merged_chunks_are_flagged_beside_the_numbers(tmp_path, prompts_file, scripted):
+    """An engine that writes two steps as one chunk for ~15 % of its writes: the counters stay exact (1.5 tokens
+    per step) but chunk sizes say 21 tokens in 12 steps, 17 % high. No chunk exceeds k+1 tokens here: only the
+    counters show the merging."""
+    _, base = await scripted(pattern=[1])
+    _, spec = await scripted(pattern=[1, 2], k=3, merge_every=6)
+    out = tmp_path / "out"
+    await run_suite(load_suite(suites.write_suite(tmp_path, baseline_and_spec(base, spec), name="merged", prompts=prompts_file,
+                                                  requests=6, load={"concurrency": 2, "max_tokens": 22, "warmup": 0})), out)
+    row = {r["run"]: r for r in json.loads((out / "results.json").read_text())}["spec"]
+    assert row["mean_acceptance_length"] == pytest.approx(1.5) and row["stream_merged_chunks"] == 0
+    assert row["request_acceptance_source"] == SOURCE_STREAM and row["request_acceptance_p50"] == pytest.approx(21 / 12)
+    assert "merged steps" in row["request_acceptance_warning"] and "fewer steps than the server's counters" in row["request_acceptance_warning"]
+    md = (out / "results.md").read_text()
+    assert "| 1.75/1.75/1.75 ⚠ | 1.75/1.75 ⚠ |" in md
+    assert "⚠ spec / prompts / c=2: Req accept len: from chunk sizes while the engine merged steps into one chunk: the stream" in md
+
+
+def test_a_chunk_beyond_k_plus_one_tokens_is_merging_too():
+    from specbench.measure.per_request import merged_steps_warning
+
+    row = rows_from([{"run": "s", "dataset": "d", "request_acceptance_source": SOURCE_STREAM, "stream_merged_chunks": 3,
+                      "stream_steps": 100, "acceptance_tokens_diff": -4}])[0]
+    assert merged_steps_warning(row).startswith("from chunk sizes while the engine merged steps into one chunk: 3 chunks")
+    row.acceptance_tokens_diff, row.stream_merged_chunks = 1, 0  # 1 % of the steps: within the allowance
+    assert merged_steps_warning(row) is None
+    row.request_acceptance_source, row.stream_merged_chunks = SOURCE_STATS, 3  # not from chunk sizes: unaffected
+    assert merged_steps_warning(row) is None

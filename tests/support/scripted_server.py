@@ -8,11 +8,13 @@ token counts cycle through ``pattern`` (one chunk = one engine step), ``gap_s`` 
 Faults for reliability tests: ``fault`` = http500 | http429 | http401echo | malformed | stall | drop, applied to
 requests whose number (1-based) is in ``fault_on``; ``die_after`` exits the process after that
 many requests. Hostile-server knobs (tests/faults/test_trust_server.py): ``final_usage`` / ``final_extra``
-merged into the final usage chunk, ``chunk_usage`` overriding the cumulative count of chosen content
-chunks, ``counters`` replacing counter values in ``/metrics`` by raw text (``NaN``), ``models_body``
-/ ``version_body`` raw probe answers, ``empty_data`` an empty ``data:`` line before the first chunk,
-``gzip`` a gzip-encoded stream whatever the client asked, ``api_key`` required on every path (a
-401 echoes the request's headers), ``metrics_format: sglang`` SGLang's counters instead of vLLM's.
+merged into the final usage chunk, ``merge_every`` two engine steps in one chunk, ``phantom_tokens``
+tokens counted in ``vllm:generation_tokens_total`` but never streamed, ``chunk_usage`` overriding the
+cumulative count of chosen content chunks, ``counters`` replacing counter values in ``/metrics`` by
+raw text (``NaN``), ``models_body`` / ``version_body`` raw probe answers,
+``empty_data`` an empty ``data:`` line before the first chunk, ``gzip`` a gzip-encoded stream whatever
+the client asked, ``api_key`` required on every path (a 401 echoes the request's headers),
+``metrics_format: sglang`` SGLang's counters instead of vLLM's.
 ``capacity``: at most that many requests are served at once, the rest queue before their prefill
 (a server with that many batch slots: C ÷ service time requests per second, tests/integration/test_slo.py).
 
@@ -59,6 +61,8 @@ class Script:
     metrics_format: str = "vllm"  # or "sglang", or "none" (no spec-decode counters)
     capacity: int | None = None  # requests served at once; the rest wait in a queue
     paced: bool = False  # each decode chunk leaves one step after the previous one was due (no drift): exact mean step time
+    merge_every: int = 0  # every Nth decode step goes out in one chunk with the step after it (an engine that merges steps)
+    phantom_tokens: int = 0  # per request, tokens vllm:generation_tokens_total adds beyond those streamed (other traffic)
 
 
 class ScriptedServer:
@@ -68,6 +72,7 @@ class ScriptedServer:
         self.drafts = self.draft_tokens = self.accepted = 0
         self.per_pos: list[int] = [0] * (script.k or 0)
         self.finished = self.generated = self.verify_calls = 0  # SGLang-style, added as each request ends
+        self.stepped = 0  # vLLM-style vllm:generation_tokens_total, added as each step is made
         self.probe_headers: list[tuple[str, dict]] = []
         self.bodies: list[dict] = []
         self.headers: list[dict] = []
@@ -141,7 +146,10 @@ class ScriptedServer:
             return web.Response(text="# TYPE up gauge\nup 1\n", content_type="text/plain")
         lines = ["# HELP vllm:num_requests_running Number of requests in model execution batches.",
                  "# TYPE vllm:num_requests_running gauge",
-                 f'vllm:num_requests_running{{engine="0",model_name="{self.s.model}"}} 0.0']
+                 f'vllm:num_requests_running{{engine="0",model_name="{self.s.model}"}} 0.0',
+                 "# TYPE vllm:generation_tokens counter",
+                 f'vllm:generation_tokens_total{{engine="0",model_name="{self.s.model}"}} '
+                 f'{self.s.counters.get("generation_tokens", float(self.stepped))}']
         if self.s.k is not None:
             now = time.time()
             engines = ["0", "1"] if self.s.extra_engine_label else ["0"]
@@ -241,6 +249,7 @@ class ScriptedServer:
         sched = self.schedule(max_tokens)
         loop = asyncio.get_running_loop()
         deadline = loop.time()
+        held: list[tuple[int, str]] = []
         for i, n in enumerate(sched):
             if i > 0:
                 gap = self.step_gap()
@@ -254,9 +263,14 @@ class ScriptedServer:
                 return resp
             if fault == "malformed" and i == 2:
                 await resp.write(b"data: {not json\n\n")
-            toks = [self.token(seed, done + j) for j in range(n)]
+            toks = held + [self.token(seed, done + j) for j in range(n)]
             done += n
+            self.stepped += n + (self.s.phantom_tokens if i == 0 else 0)
             finish = "length" if i == len(sched) - 1 else None
+            if self.s.merge_every and i and i % self.s.merge_every == 0 and finish is None:
+                held = toks  # counted as a step above; written with the next one
+                continue
+            held = []
             await send(chunk("".join(t for _, t in toks), [t for t, _ in toks], done, finish, i))
         if (body.get("stream_options") or {}).get("include_usage"):
             final: dict = {"id": f"req-{number}", "choices": [], "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": done,

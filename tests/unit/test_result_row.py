@@ -89,8 +89,9 @@ def test_every_key_the_golden_rows_carry_is_a_field_or_a_run_time_position():
 
 #: sha256 of the HTML page that commit a3b46e1 (dict rows) rendered from GOLDEN with the html fixture's
 #: meta.json and requests.jsonl; the markdown it rendered is tests/data/rows/report_golden.md (both
-#: re-rendered since for the decomposition note's new wording; no number changed)
-PAGE_SHA256 = "a20848cf6cdf1447643daf60f55ac042ae9963ce1e1c7158b43f962a3f5d720d"  # load labels C=8 since the one-label change
+#: re-rendered since for the decomposition note's new wording, and for the definitions (columns.DEFINITIONS) the
+#: Req accept len headers carry as tooltips; no number changed)
+PAGE_SHA256 = "12cff9bbade5d9352e11c91be1c9cbe6eeec8bc3831676b7550fef384d4d89f2"  # and load labels C=8 (one label)
 
 
 def test_report_pages_render_byte_identical_from_typed_rows(tmp_path):

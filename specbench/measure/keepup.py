@@ -1,0 +1,92 @@
+"""The client keeps up, shown: the tokens it counted against the server's own generation counter.
+
+Per measured phase the server's cumulative generated-token counter (``vllm:generation_tokens_total``,
+``sglang:generation_tokens_total``: the launcher's ``metrics.counters.generation_tokens``) is read
+in the same two /metrics snapshots as the acceptance counters, one after warm-up and one after the
+phase's last request, so its delta covers exactly the requests the client timed. Every token the
+server generated for them reached the client unless the client dropped or cut streams, or someone
+else's requests ran in the window. Off by more than ``TOLERANCE`` in any repeat: flagged.
+
+Like the acceptance counters, a counter the server does not export is None (never 0), and one that is
+NaN, infinite, negative or lower after the phase than before is None with the reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..schemas.metrics import MetricsSnapshot
+from ..schemas.request import RequestRecord
+from .acceptance import counter_deltas
+
+#: the most the client's count may differ from the server's, relative to the server's, per phase
+TOLERANCE = 0.01
+
+KEYS = ("server_generation_tokens", "client_server_token_ratio", "client_server_tokens_agree", "client_server_token_error")
+
+
+def generation_window(before: MetricsSnapshot, after: MetricsSnapshot, name: str | None) -> dict[str, Any]:
+    """One phase's Δ of the server's generation-token counter (stored in phases.jsonl), or why there is none."""
+    out: dict[str, Any] = {"server_generation_tokens": None, "error": None}
+    if name is None:
+        out["error"] = "the engine's launcher names no generation-token counter (metrics.counters.generation_tokens)"
+    elif not before.ok or not after.ok:
+        out["error"] = before.error or after.error
+    else:
+        d, error = counter_deltas(before, after, {"tokens": name})
+        if error:
+            out["error"] = error
+        elif d["tokens"] is None:
+            out["error"] = f"/metrics has no {name}"
+        else:
+            out["server_generation_tokens"] = int(d["tokens"])
+    return out
+
+
+def client_tokens(records: Sequence[RequestRecord]) -> int:
+    """Tokens the client counted: each request's output tokens, or, where a stream failed before its
+    count settled, the tokens of the chunks that did arrive."""
+    return sum(r.output_tokens if r.output_tokens is not None else sum(n for n in r.chunk_tokens if n > 0)
+               for r in records)
+
+
+def _window(window: Any) -> tuple[int | None, str | None]:
+    """A stored window's token count, or why there is none (phases.jsonl is read back on --resume: check it)."""
+    if not isinstance(window, dict):
+        return None, f"phases.jsonl: generation = {window!r:.40} is not an object"
+    tokens, error = window.get("server_generation_tokens"), window.get("error")
+    if tokens is None:
+        return None, error if isinstance(error, str) and error else "not recorded for this phase"
+    if type(tokens) is not int or tokens < 0:
+        return None, f"phases.jsonl: server_generation_tokens = {tokens!r:.40} is not a token count"
+    return tokens, None
+
+
+def _agree(client: int, server: int) -> bool:
+    return client == server or (server > 0 and abs(client / server - 1) <= TOLERANCE)
+
+
+def token_agreement(windows: Sequence[dict[str, Any]], client: Sequence[int]) -> dict[str, Any]:
+    """The cell's keys from its phases' windows and the client's count per phase (same order).
+
+    ``client_server_token_ratio`` = Σ client tokens ÷ Σ Δserver generation tokens over the repeats;
+    ``client_server_tokens_agree`` = every repeat within ``TOLERANCE``. No key at all for phases
+    recorded before specbench read the counter.
+    """
+    if not any(windows):
+        return {}
+    out: dict[str, Any] = dict.fromkeys(KEYS)
+    read = [_window(w) for w in windows]
+    missing = [why for tokens, why in read if tokens is None]
+    if missing:
+        out["client_server_token_error"] = missing[0] if len(windows) == 1 else f"{len(missing)} of {len(windows)} repeats: {missing[0]}"
+        return out
+    server = [tokens for tokens, _ in read if tokens is not None]
+    out["server_generation_tokens"] = sum(server)
+    out["client_server_tokens_agree"] = all(_agree(c, s) for c, s in zip(client, server))
+    if sum(server) > 0:
+        out["client_server_token_ratio"] = sum(client) / sum(server)
+    elif sum(client):
+        out["client_server_token_error"] = f"the server's counter did not move while the client counted {sum(client)} tokens"
+    return out
