@@ -34,8 +34,8 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np
 
-from specbench.measure import bootstrap
 from specbench.grade import paired_accuracy
+from specbench.measure import bootstrap
 from specbench.measure.compare import paired_decomposition, paired_speedup
 from specbench.schemas.request import RequestRecord
 
