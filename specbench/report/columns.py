@@ -1,58 +1,121 @@
-"""The comparison table's columns, shared by the markdown and HTML renderings.
+"""Every column of the report, in print order, each one entry (``colspec.Column``): the comparison
+table's (the reference table's twelve, the swept load and the speed-up CI), *Why*'s and *Checks*'
+here, *Per request*'s and *Quality & cost*'s in ``quality_columns.py``.
 
-This module alone decides which columns a set of records gets, in what order, and each cell's text;
-``render.markdown`` and ``html.table_html`` only lay the cells out. A column beyond ``COLUMNS`` appears
-only when some record measured it, so a results file from elsewhere prints the reference table.
-Missing values are ``—`` (``-`` inside the per-position cell), never 0.
+This module alone decides which columns a set of records gets and each cell's text; ``tables.py``
+(markdown) and ``html.table_html`` only lay the cells out, and ``reference_markdown`` writes the
+column reference of docs/metrics.md. A column beyond the reference table's appears only when some
+record measured it, so a results file from elsewhere prints the reference table.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
-
+from ..schemas.cell import load_label
 from ..schemas.row import ResultRow
-from ..schemas.row_read import is_number
-from .quality_columns import quality_columns
+from .colspec import CHECKS, DASH, GROUPS, WHY, Column, Group, Rows, num, pct
+from .quality_columns import QUALITY_COLUMNS
 
-DASH = "—"
-
-Column = tuple[str, Callable[[ResultRow], str]]
-
-
-def num(value: Any, digits: int, suffix: str = "", missing: str = DASH) -> str:
-    if not is_number(value):
-        return missing
-    return f"{value:.{digits}f}{suffix}"
+__all__ = ["COLUMNS", "DASH", "Column", "all_columns", "grouped", "has_decomposition", "num", "reference_markdown",
+           "table_columns"]
 
 
 def _pair(mean: float | None, p95: float | None) -> str:
     return f"{num(mean, 2)}/{num(p95, 2)}"
 
 
-def _pct(value: Any, missing: str = DASH) -> str:
-    return f"{value * 100:.2f}%" if is_number(value) else missing
-
-
 def _positions(r: ResultRow) -> str:
-    return "/".join(_pct(v, missing="-") for v in (r.acceptance_pos_1, r.acceptance_pos_2, r.acceptance_pos_3))
+    return "/".join(pct(v, missing="-") for v in (r.acceptance_pos_1, r.acceptance_pos_2, r.acceptance_pos_3))
 
 
-#: (header, cell) pairs of the comparison table, in order
+def _rates_vary(records: Rows) -> bool:
+    return len({r.request_rate for r in records}) > 1
+
+
+def _concurrencies_vary(records: Rows) -> bool:
+    return len({r.concurrency for r in records}) > 1
+
+
+def _ci(r: ResultRow) -> str:
+    ci = (r.ci95 or {}).get("speedup_vs_baseline")
+    return f"{ci[0]:.3f}–{ci[1]:.3f}" if ci and None not in ci else DASH
+
+
+def _load(r: ResultRow) -> str:
+    if r.request_rate is not None:
+        return load_label("rate", r.request_rate)
+    return DASH if r.concurrency is None else load_label("concurrency", r.concurrency)
+
+
+def _identity(header: str, key: str, definition: str) -> Column:
+    return Column(header, lambda r: str(getattr(r, key)), definition, keys=(key,), identity=True)
+
+
+#: the reference table's columns (``../shared/reference/results_example.md``), in its order
 COLUMNS: list[Column] = [
-    ("Dataset", lambda r: str(r.dataset)),
-    ("Run", lambda r: str(r.run)),
-    ("Req", lambda r: DASH if r.requests is None else str(r.requests)),
-    ("Output tok/s", lambda r: num(r.output_throughput_tps, 2)),
-    ("Speedup", lambda r: num(r.speedup_vs_baseline, 3, "x")),
-    ("Latency mean/p95 ms", lambda r: _pair(r.latency_mean_ms, r.latency_p95_ms)),
-    ("TTFT mean/p95 ms", lambda r: _pair(r.ttft_mean_ms, r.ttft_p95_ms)),
-    ("ITL mean/p95 ms", lambda r: _pair(r.itl_mean_ms, r.itl_p95_ms)),
-    ("TPOT mean/p95 ms", lambda r: _pair(r.tpot_mean_ms, r.tpot_p95_ms)),
-    ("Accept rate", lambda r: _pct(r.acceptance_rate)),
-    ("Accept p1/p2/p3", _positions),
-    ("Accept len", lambda r: num(r.mean_acceptance_length, 3)),
+    _identity("Dataset", "dataset", "the data set's name in the suite"),
+    _identity("Run", "run", "the config's name in the suite (the baseline has a row of its own)"),
+    Column("Req", lambda r: DASH if r.requests is None else str(r.requests),
+           "successful requests in the cell's timed passes (each turn of a conversation counts; failed ones do not, "
+           "see Failed)", unit="requests", keys=("requests",)),
+    Column("Output tok/s", lambda r: num(r.output_throughput_tps, 2),
+           "Σ output tokens of the successful requests (the server's usage counts) ÷ wall time of the timed pass; "
+           "failed requests add 0", unit="tokens/s", keys=("output_throughput_tps",)),
+    Column("Speedup", lambda r: num(r.speedup_vs_baseline, 3, "x"),
+           "this config's Output tok/s ÷ the baseline's on the same data set and load point (1.000x on the "
+           "baseline's own row)", unit="×", keys=("speedup_vs_baseline",)),
+    Column("Latency mean/p95 ms", lambda r: _pair(r.latency_mean_ms, r.latency_p95_ms),
+           "per successful request: arrival of its last content chunk − send time; mean and 95th percentile "
+           "(numpy, linear interpolation, as every percentile here)", unit="ms", keys=("latency_mean_ms", "latency_p95_ms")),
+    Column("TTFT mean/p95 ms", lambda r: _pair(r.ttft_mean_ms, r.ttft_p95_ms),
+           "per successful request: arrival of the first chunk with content − send time (sent = just before the "
+           "request is written to the socket; arrival = the kernel's receive stamp)", unit="ms",
+           keys=("ttft_mean_ms", "ttft_p95_ms")),
+    Column("ITL mean/p95 ms", lambda r: _pair(r.itl_mean_ms, r.itl_p95_ms),
+           "per token, pooled over requests: a chunk of n tokens after a gap g gives n samples of g/n (the raw "
+           "gap between chunks, what other tools call ITL, is step_*_ms in results.json)", unit="ms",
+           keys=("itl_mean_ms", "itl_p95_ms")),
+    Column("TPOT mean/p95 ms", lambda r: _pair(r.tpot_mean_ms, r.tpot_p95_ms),
+           "per request with more than one output token: (latency − TTFT) ÷ (output tokens − 1)", unit="ms",
+           keys=("tpot_mean_ms", "tpot_p95_ms")),
+    Column("Accept rate", lambda r: pct(r.acceptance_rate),
+           "accepted draft tokens ÷ proposed draft tokens: deltas of the engine's spec-decode counters over the "
+           "measured phases (acceptance_source); — = no drafting, or counters missing or untrusted "
+           "(acceptance_error)", unit="%", keys=("acceptance_rate",)),
+    Column("Accept p1/p2/p3", _positions,
+           "drafts whose i-th token was accepted ÷ drafts, i = 1, 2, 3 (joint: the first i tokens were all "
+           "accepted), from the per-position counter; - = not measured (an engine without that counter)", unit="%",
+           keys=("acceptance_pos_1", "acceptance_pos_2", "acceptance_pos_3")),
+    Column("Accept len", lambda r: num(r.mean_acceptance_length, 3),
+           "1 + accepted ÷ drafts (counters): tokens per *drafted* target step, bonus token included; a drafter that "
+           "proposes only where the context matches (n-gram) drafts fewer steps, so this can exceed Tok/step",
+           unit="tokens/step", keys=("mean_acceptance_length",)),
 ]
+
+#: the swept load (identity: every small table repeats it) and the speed-up's CI, where they apply
+LOAD_AND_CI: list[Column] = [
+    Column("Rate/s", lambda r: DASH if r.request_rate is None else f"{r.request_rate:g}",
+           "the open-loop cell's Poisson request rate (— = a closed-loop cell); shown when the run sweeps the rate",
+           unit="req/s", keys=("request_rate",), identity=True,
+           shown=lambda rows: _rates_vary(rows) and not _concurrencies_vary(rows)),
+    Column("Conc", lambda r: DASH if r.concurrency is None else str(r.concurrency),
+           "the closed-loop cell's concurrent streams (— = an open-loop cell, whose in-flight cap is "
+           "max_concurrency); shown when the run sweeps concurrency", unit="streams", keys=("concurrency",),
+           identity=True, shown=lambda rows: _concurrencies_vary(rows) and not _rates_vary(rows)),
+    Column("Load", _load,
+           "the cell's load point as one label, C=N (closed loop, N streams) or R req/s (open loop); shown instead "
+           "of Rate/s and Conc when both vary (closed- and open-loop cells in one table)",
+           keys=("concurrency", "request_rate"), identity=True,
+           shown=lambda rows: _rates_vary(rows) and _concurrencies_vary(rows)),
+    Column("Speedup 95% CI", _ci,
+           "95% confidence interval of Speedup: Student-t over paired repeats where the cell ran repeats, else a "
+           "bootstrap over paired prompts (2000 resamples) of Σ tokens ÷ Σ latency, scaled onto Speedup "
+           "(speedup_ci_method says which)", unit="×", keys=("ci95", "speedup_ci_method"),
+           shown=lambda rows: any((r.ci95 or {}).get("speedup_vs_baseline") for r in rows)),
+]
+
+
+def has_decomposition(records: Rows) -> bool:
+    return any(r.step_cost_ratio is not None for r in records)
 
 
 def _decomposed(r: ResultRow) -> str:
@@ -62,21 +125,24 @@ def _decomposed(r: ResultRow) -> str:
 
 
 #: shown when some row has a measured step cost ratio (Speedup = Tok/step ÷ Step cost × Residual)
-DECOMPOSITION_COLUMNS: list[Column] = [
-    ("Tok/step", lambda r: num(r.stream_mean_acceptance_length, 3)),
-    ("Step cost", lambda r: num(r.step_cost_ratio, 3, "x")),
-    ("Decomposed speedup", _decomposed),
-    ("Residual", lambda r: num(r.speedup_residual, 3)),
+WHY_COLUMNS: list[Column] = [
+    Column("Tok/step", lambda r: num(r.stream_mean_acceptance_length, 3),
+           "decode tokens ÷ decode chunks of the stream: tokens per target step as the client saw them, over "
+           "every decode step, drafted or not; overstated where the engine merged steps into one chunk (⚠ under the "
+           "tables)", WHY, "tokens/step", ("stream_mean_acceptance_length",), has_decomposition),
+    Column("Step cost", lambda r: num(r.step_cost_ratio, 3, "x"),
+           "mean gap between chunks (step_mean_ms) ÷ the baseline's time per decode step (its step_mean_ms ÷ its "
+           "Tok/step): how much longer one target step takes with drafting and verification", WHY, "×",
+           ("step_cost_ratio",), has_decomposition),
+    Column("Decomposed speedup", _decomposed,
+           "Tok/step ÷ Step cost: the ratio of decode token rates (time outside decode steps left out; merged chunks "
+           "leave it unchanged), in brackets its 95% CI from the paired bootstrap over prompts, scaled onto the "
+           "point value like Speedup's", WHY, "×",
+           ("speedup_decomposed", "speedup_decomposed_ci_low", "speedup_decomposed_ci_high"), has_decomposition),
+    Column("Residual", lambda r: num(r.speedup_residual, 3),
+           "Speedup ÷ Decomposed speedup: below 1 lost, above 1 won outside decode steps (prefill/TTFT, queueing, "
+           "scheduling)", WHY, keys=("speedup_residual",), shown=has_decomposition),
 ]
-
-
-def has_decomposition(records: Sequence[ResultRow]) -> bool:
-    return any(r.step_cost_ratio is not None for r in records)
-
-
-def _ci(r: ResultRow) -> str:
-    ci = (r.ci95 or {}).get("speedup_vs_baseline")
-    return f"{ci[0]:.3f}–{ci[1]:.3f}" if ci and None not in ci else DASH
 
 
 def _failed(r: ResultRow) -> str:
@@ -85,53 +151,58 @@ def _failed(r: ResultRow) -> str:
     return str(r.failed_requests or 0)
 
 
-def _rate(r: ResultRow) -> str:
-    return DASH if r.request_rate is None else f"{r.request_rate:g}"
-
-
 def _client_tokens(r: ResultRow) -> str:
-    """Σ client tokens ÷ Σ server generation tokens, ⚠ where a repeat was off by more than 1 %."""
-    text = _pct(r.client_server_token_ratio)
+    text = pct(r.client_server_token_ratio)
     return text + " ⚠" if r.client_server_tokens_agree is False else text
 
 
-#: what a column's number is, where the header alone does not say (the HTML header's tooltip)
-DEFINITIONS: dict[str, str] = {
-    "Req accept len p10/p50/p90": (
-        "per-request acceptance length (tokens per target step): vLLM's per-request stats (1 + accepted ÷ drafted "
-        "steps) when every request has them, else the stream's decode tokens ÷ decode chunks; ⚠ = from chunks while "
-        "the engine merged steps into one chunk, so too high (request_acceptance_warning)"),
-    "Req accept len mean req/tok": (
-        "request-weighted mean / token-weighted mean Σ tᵢ·ALᵢ ÷ Σ tᵢ of the per-request acceptance lengths, tᵢ = the "
-        "request's decode tokens (its output tokens after the first, prefill chunk) whichever source gave ALᵢ; "
-        "⚠ as for p10/p50/p90"),
-    "Client/server tok": (
-        "tokens the client counted in its measured windows ÷ the server's generated-token counter "
-        "(vllm:generation_tokens_total, sglang:generation_tokens_total) over the same windows, pooled over repeats; "
-        "⚠ = a repeat off by more than 1 % (the client missed tokens, or other traffic reached the server); "
-        "— = no such counter, or one that could not be trusted (client_server_token_error)"),
-}
+#: measurement health rather than results
+CHECK_COLUMNS: list[Column] = [
+    Column("Client/server tok", _client_tokens,
+           "tokens the client counted in its measured windows ÷ the server's generated-token counter "
+           "(vllm:generation_tokens_total, sglang:generation_tokens_total) over the same windows, pooled over repeats; "
+           "⚠ = a repeat off by more than 1 % (the client missed tokens, or other traffic reached the server); "
+           "— = no such counter, or one that could not be trusted (client_server_token_error)", CHECKS, "%",
+           ("client_server_token_ratio", "client_server_tokens_agree"),
+           lambda rows: any(r.client_server_token_ratio is not None or r.client_server_tokens_agree is False
+                            for r in rows)),
+    Column("Failed", _failed,
+           "requests of the cell that failed (their errors are listed under the tables); cell failed / cell "
+           "interrupted = the cell itself did not finish", CHECKS, "requests", ("failed_requests", "status"),
+           lambda rows: any(r.status not in (None, "ok") or r.failed_requests for r in rows)),
+]
 
 
-def table_columns(records: Sequence[ResultRow]) -> list[Column]:
-    """``COLUMNS`` plus what these records measured: the swept load (Rate/s, Conc), the speed-up CI,
-    output fidelity, the decomposition, quality and cost, the client's token count against the
-    server's, and last, where a reader looks, Failed."""
-    columns = list(COLUMNS)
-    if len({r.concurrency for r in records}) > 1:
-        columns.insert(2, ("Conc", lambda r: DASH if r.concurrency is None else str(r.concurrency)))
-    if len({r.request_rate for r in records}) > 1:
-        columns.insert(2, ("Rate/s", _rate))
-    if any((r.ci95 or {}).get("speedup_vs_baseline") for r in records):
-        columns.insert([h for h, _ in columns].index("Speedup") + 1, ("Speedup 95% CI", _ci))
-    if any(r.fidelity_identical is not None for r in records):
-        columns.append(("Same output", lambda r: _pct(r.fidelity_identical)))
-    if has_decomposition(records):
-        at = [h for h, _ in columns].index("Accept len") + 1
-        columns[at:at] = DECOMPOSITION_COLUMNS
-    columns += quality_columns(records)
-    if any(r.client_server_token_ratio is not None or r.client_server_tokens_agree is False for r in records):
-        columns.append(("Client/server tok", _client_tokens))
-    if any(r.status not in (None, "ok") or r.failed_requests for r in records):
-        columns.append(("Failed", _failed))
-    return columns
+def all_columns() -> list[Column]:
+    """Every column entry, in print order: identity, the comparison table, then one table after another."""
+    main = COLUMNS[:2] + LOAD_AND_CI[:3] + COLUMNS[2:5] + LOAD_AND_CI[3:] + COLUMNS[5:]
+    return main + WHY_COLUMNS + QUALITY_COLUMNS + CHECK_COLUMNS
+
+
+def table_columns(records: Rows) -> list[Column]:
+    """The columns these records get, every table's, in print order (the HTML table shows them all)."""
+    return [c.for_rows(records) for c in all_columns() if c.shown(records)]
+
+
+def grouped(records: Rows) -> list[tuple[Group, list[Column]]]:
+    """``table_columns`` by table, in ``GROUPS`` order; a table none of whose columns is shown is left out."""
+    cols = table_columns(records)
+    return [(g, mine) for g in GROUPS if (mine := [c for c in cols if c.group is g])]
+
+
+def reference_markdown() -> str:
+    """The column reference of docs/metrics.md: per table, the question it answers and its columns."""
+    def esc(text: str) -> str:
+        return text.replace("|", "\\|")
+
+    out = []
+    for g in GROUPS:
+        cols = [c for c in all_columns() if c.group is g]
+        out += [f"### {g.title}", "", g.question, "", "| Column | Unit | Definition | results.json keys |",
+                "| --- | --- | --- | --- |"]
+        out += [f"| {esc(c.header)} | {c.unit or ''} | {esc(c.definition)}"
+                f"{'; repeated in every table' if c.identity else ''} | {', '.join(f'`{k}`' for k in c.keys)} |"
+                for c in cols]
+        out += ["", *([g.note, ""] if g.note else [])]
+    return "\n".join(out).rstrip("\n") + "\n"
+

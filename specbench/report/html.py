@@ -23,9 +23,9 @@ from typing import Any
 from ..schemas.cell import baseline_name, load_of, unique
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
-from .columns import DASH, DEFINITIONS, has_decomposition, table_columns
+from .colspec import DASH, DECOMPOSITION_NOTE, Column, Group, is_missing
+from .columns import grouped, has_decomposition
 from .load import load_run, read_requests
-from .markdown import DECOMPOSITION_NOTE
 from .model import PALETTE, Model
 from .plots import (
     acceptance_plot,
@@ -52,20 +52,26 @@ __all__ = ["NOT_MEASURED", "PALETTE", "baseline_name", "cdf_points", "crossings"
 # --------------------------------------------------------------------------------------------
 
 def _cell_html(text: str) -> str:
-    if text == DASH or (text and set(text) <= {"-", "/", DASH}):
+    if is_missing(text):
         return f'<td class="na" title="{NOT_MEASURED}">{DASH}</td>'
     shown = esc(text).replace(DASH, f'<span class="na" title="{NOT_MEASURED}">{DASH}</span>')
     return f"<td>{shown}</td>"
 
 
-def _title(header: str) -> str:
-    definition = DEFINITIONS.get(header)
-    return f' title="{esc(definition)}"' if definition else ""
+def _head(groups: list[tuple[Group, list[Column]]]) -> str:
+    """One header row of every column (its definition as the tooltip), under a row naming the tables
+    they are grouped into, as the markdown report prints them, where there is more than one."""
+    cols = [c for _, mine in groups for c in mine]
+    head = "".join(f'<th scope="col" title="{esc(c.definition)}">{esc(c.header)}</th>' for c in cols)
+    if len(groups) < 2:
+        return f"<tr>{head}</tr>"
+    spans = "".join(f'<th scope="colgroup" colspan="{len(mine)}">{esc(g.title)}</th>' for g, mine in groups)
+    return f'<tr class="groups">{spans}</tr><tr>{head}</tr>'
 
 
 def table_html(m: Model) -> str:
-    cols = table_columns(m.rows)
-    head = "".join(f'<th scope="col"{_title(h)}>{esc(h)}</th>' for h, _ in cols)
+    groups = grouped(m.rows)
+    cols = [c for _, mine in groups for c in mine]
     order = {c: i for i, c in enumerate(m.configs)}
     dorder = {d: i for i, d in enumerate(m.datasets)}
     rows = sorted(m.rows, key=lambda r: (dorder[r.dataset], load_of(r).sort_key(), order[r.run]))
@@ -77,8 +83,8 @@ def table_html(m: Model) -> str:
         if r.status not in (None, "ok"):
             cls.append("bad")
         c = f' class="{" ".join(cls)}"' if cls else ""
-        body.append(f"<tr{c}>" + "".join(_cell_html(cell(r)) for _, cell in cols) + "</tr>")
-    return (f'<div class="table-wrap"><table class="results"><thead><tr>{head}</tr></thead>'
+        body.append(f"<tr{c}>" + "".join(_cell_html(col.cell(r)) for col in cols) + "</tr>")
+    return (f'<div class="table-wrap"><table class="results"><thead>{_head(groups)}</thead>'
             f'<tbody>{"".join(body)}</tbody></table></div>')
 
 
@@ -106,6 +112,7 @@ table.results th,table.results td{padding:5px 6px;border-bottom:1px solid #e8e8e
 table.results th{white-space:normal;vertical-align:bottom;min-width:3.5em}
 table.results th:nth-child(-n+2),table.results td:nth-child(-n+2){text-align:left}
 table.results thead th{background:#f2f2f2;position:sticky;top:0;font-weight:600}
+table.results thead tr.groups th{position:static;text-align:left;border-left:2px solid #fff;background:#e6e6e6}
 table.results tr.baseline td{background:#f7f7f7}
 table.results tr.bad td{background:#fdecea}
 td.na,.na{color:#666;font-style:italic}

@@ -1,5 +1,6 @@
-"""The markdown report: the comparison table teams paste into PRs (``../shared/reference/results_example.md``),
-the sweep table, and the notes and warnings that must travel with it.
+"""The markdown report: the comparison table teams paste into PRs (``../shared/reference/results_example.md``)
+and the small tables below it (``tables.py``), the sweep, what-if and tune tables, and the notes and
+warnings that must travel with them.
 
 Missing values print as ``—`` (or ``-`` inside the per-position cell), never as 0.
 """
@@ -11,40 +12,26 @@ from typing import Any
 
 from ..measure.compare import crossover
 from ..schemas.row import ResultRow
-from .columns import COLUMNS, DASH, Column, has_decomposition, num, table_columns
+from .colspec import DASH, DECOMPOSITION_NOTE
+from .columns import COLUMNS, has_decomposition, num
 from .explain_tables import tune_markdown, whatif_markdown
+from .tables import md_row, tables_markdown
 
 __all__ = ["COLUMNS", "DASH", "DECOMPOSITION_NOTE", "has_decomposition", "markdown", "render"]
 
 
-DECOMPOSITION_NOTE = (
-    "Decomposition: Speedup = Tok/step ÷ Step cost × Residual. Tok/step = decode tokens per streamed chunk (one "
-    "target step); Step cost = mean chunk gap (step_mean_ms) ÷ the baseline's time per decode step (its mean chunk gap "
-    "÷ its Tok/step, 1 unless the engine merged steps into one chunk); Decomposed speedup = Tok/step ÷ Step cost, the "
-    "ratio of decode token rates (merged chunks leave it unchanged), with the 95% CI of the same paired bootstrap as "
-    "the speedup; Residual = Speedup ÷ Decomposed speedup: below 1 is lost, above 1 won, outside decode steps "
-    "(prefill/TTFT, queueing, scheduling).")
-
-
-def _md_row(cells: Sequence[str]) -> str:
-    return "| " + " | ".join(cells) + " |"
-
-
-def markdown_table(records: Sequence[ResultRow], columns: Sequence[Column] = COLUMNS) -> str:
-    lines = [_md_row([h for h, _ in columns]), _md_row(["---"] * len(columns))]
-    lines += [_md_row([cell(r) for _, cell in columns]) for r in records]
-    return "\n".join(lines)
-
-
 def markdown(records: Sequence[ResultRow], meta: dict[str, Any] | None = None) -> str:
-    """The comparison table (``columns.table_columns``), the sweep table, and the notes and warnings."""
-    table = markdown_table(records, table_columns(records))
+    """The comparison table and the small tables (``tables.py``), the sweep table, the what-if and
+    tune tables, and last the notes and warnings."""
+    parts = tables_markdown(records)
     sweep = sweep_table(records)
     if sweep:
-        table += "\n\n" + sweep
-    table += "".join("\n\n" + part for part in explain_sections(records, meta))
-    notes = list((meta or {}).get("notes") or []) + ([DECOMPOSITION_NOTE] if has_decomposition(records) else []) + warnings(records)
-    return table if not notes else table + "\n\n" + "\n".join(f"- {n}" for n in notes)
+        parts.append(sweep)
+    parts += explain_sections(records, meta)
+    notes = list((meta or {}).get("notes") or []) + warnings(records)
+    if notes:
+        parts.append("\n".join(f"- {n}" for n in notes))
+    return "\n\n".join(parts)
 
 
 def explain_sections(records: Sequence[ResultRow], meta: dict[str, Any] | None) -> list[str]:
@@ -83,11 +70,14 @@ def warnings(records: Sequence[ResultRow]) -> list[str]:
 
 
 def cell_notes(records: Sequence[ResultRow]) -> list[str]:
-    """Each cell's own ``notes`` (measure.py), one line per distinct note naming every cell it applies to."""
+    """Each cell's own ``notes`` (measure.py), and why a grading it asked for gave no accuracy (the
+    column, all —, is left out of the tables), one line per distinct note naming every cell it applies to."""
     cells: dict[str, list[str]] = {}
     for r in records:
-        notes = r.notes
-        for note in notes if isinstance(notes, list) else []:
+        notes = list(r.notes) if isinstance(r.notes, list) else []
+        if r.accuracy is None and r.accuracy_error:
+            notes.append(f"⚠ Accuracy (graded) not measured: {r.accuracy_error}")
+        for note in notes:
             where = f"{r.run} / {r.dataset}" + (f" / c={r.concurrency}" if r.concurrency is not None else "")
             cells.setdefault(str(note), []).append(where)
     return [("⚠ " if note.startswith("⚠ ") else "") + f"{', '.join(where)}: {note.removeprefix('⚠ ')}"
@@ -100,7 +90,7 @@ def sweep_table(records: Sequence[ResultRow]) -> str | None:
     if len(loads) < 2:
         return None
     header = ["Dataset", "Run", *[f"c={c}" for c in loads], "Crossover"]
-    lines = [_md_row(header), _md_row(["---"] * len(header))]
+    lines = [md_row(header), md_row(["---"] * len(header))]
     keys = list(dict.fromkeys((r.dataset, r.run) for r in records if r.speedup_vs_baseline is not None))
     for dataset, run in keys:
         by_c = {r.concurrency: r.speedup_vs_baseline for r in records
@@ -108,7 +98,7 @@ def sweep_table(records: Sequence[ResultRow]) -> str | None:
         if all(v == 1.0 for v in by_c.values() if v is not None):
             continue  # the baseline itself
         cross = crossover([(c, by_c.get(c)) for c in loads])
-        lines.append(_md_row([dataset, run, *[num(by_c.get(c), 3, "x") for c in loads],
+        lines.append(md_row([dataset, run, *[num(by_c.get(c), 3, "x") for c in loads],
                               f"c={cross:g}" if cross is not None else "none (pays off at every load)"]))
     return "Speedup vs concurrency\n\n" + "\n".join(lines)
 

@@ -1,25 +1,15 @@
-"""Table columns for quality and cost (``specbench.measure.quality``): each group appears only when some
-row measured it, so a run that did not ask for it prints the same table as before."""
+"""The *Per request* and *Quality & cost* tables' columns (``specbench.measure.quality``,
+``measure.per_request``, ``measure.slo``, ``grade``): each appears only when some row measured it, so a
+run that did not ask for it prints the same tables as before."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
-
 from ..schemas.row import ResultRow
-
-DASH = "—"
-
-def _num(v: Any, digits: int, suffix: str = "") -> str:
-    return DASH if v is None else f"{v:.{digits}f}{suffix}"
+from .colspec import DASH, PER_REQUEST, QUALITY, Column, Rows, measured, num, pct
 
 
-def _pct(v: Any) -> str:
-    return DASH if v is None else f"{v * 100:.1f}%"
-
-
-def _any(records: Sequence[ResultRow], value: Callable[[ResultRow], Any]) -> bool:
-    return any(value(r) is not None for r in records)
+def _pct1(v: float | None) -> str:
+    return pct(v, 1)
 
 
 def _bracket(r: ResultRow) -> str:
@@ -32,12 +22,17 @@ def _bracket(r: ResultRow) -> str:
     return f"≥ {lo:.3g} (none failed)" if hi is None else f"{lo:.3g} (fails at {hi:.3g})"
 
 
+def _bracket_header(records: Rows) -> str:
+    label = next((f"p{r.slo_search_percentile:g}" for r in records if r.slo_search_percentile), "")
+    return f"Max rate @SLO {label} req/s"
+
+
 def _capacity(r: ResultRow) -> str:
     s = r.slo_capacity_speedup
     if s is None:
         return DASH
     lo, hi = (r.slo_capacity_speedup_range or [None, None])[:2]
-    rng = f" [{_num(lo, 2)}–{'∞' if hi is None else f'{hi:.2f}'}]" if lo is not None or hi is not None else ""
+    rng = f" [{num(lo, 2)}–{'∞' if hi is None else f'{hi:.2f}'}]" if lo is not None or hi is not None else ""
     return f"{s:.2f}x{rng}"
 
 
@@ -63,35 +58,81 @@ def _merged(r: ResultRow) -> str:
 
 
 def _acceptance(r: ResultRow) -> str:
-    return "/".join(_num(v, 2) for v in (r.request_acceptance_p10, r.request_acceptance_p50, r.request_acceptance_p90)) + _merged(r)
+    return "/".join(num(v, 2) for v in (r.request_acceptance_p10, r.request_acceptance_p50, r.request_acceptance_p90)) + _merged(r)
 
 
 def _acceptance_means(r: ResultRow) -> str:
-    return f"{_num(r.request_acceptance_mean, 2)}/{_num(r.request_acceptance_token_weighted_mean, 2)}" + _merged(r)
+    return f"{num(r.request_acceptance_mean, 2)}/{num(r.request_acceptance_token_weighted_mean, 2)}" + _merged(r)
 
 
-def quality_columns(records: Sequence[ResultRow]) -> list[tuple[str, Callable[[ResultRow], str]]]:
-    cols: list[tuple[str, Callable[[ResultRow], str]]] = []
-    if _any(records, lambda r: r.slo_attainment):
-        cols += [("SLO met", lambda r: _pct(r.slo_attainment)),
-                 ("Goodput req/s", lambda r: _num(r.goodput_rps, 3))]
-    if any(r.slo_max_rate_bracket for r in records):
-        label = next((f"p{r.slo_search_percentile:g}" for r in records if r.slo_search_percentile), "")
-        cols += [(f"Max rate @SLO {label} req/s", _bracket), ("Capacity speedup @SLO", _capacity)]
-    if _any(records, lambda r: r.request_acceptance_p50):
-        cols += [("Req accept len p10/p50/p90", _acceptance), ("Req accept len mean req/tok", _acceptance_means)]
-    if _any(records, lambda r: r.slower_than_baseline_share):
-        cols.append(("Slower than base", lambda r: _pct(r.slower_than_baseline_share)))
-    if any(r.has("accuracy") for r in records):
-        cols.append(("Accuracy (graded)", _accuracy))
-        if _any(records, lambda r: r.accuracy_diff_vs_baseline):
-            cols.append(("Accuracy Δ vs base [95% CI]", _accuracy_diff))
-    if _any(records, lambda r: r.energy_j):
-        cols += [("J/token", lambda r: _num(r.joules_per_output_token, 3)),
-                 ("J/token vs base", lambda r: _num(r.energy_per_token_ratio_vs_baseline, 3, "x"))]
-    if _any(records, lambda r: r.gpu_util_mean_pct):
-        cols.append(("GPU util %", lambda r: _num(r.gpu_util_mean_pct, 1)))
-    if _any(records, lambda r: r.usd_per_million_output_tokens):
-        cols += [("$/M tok", lambda r: _num(r.usd_per_million_output_tokens, 3)),
-                 ("Cost saving", lambda r: _pct(r.cost_saving_vs_baseline))]
-    return cols
+_per_request = measured(lambda r: r.request_acceptance_p50)
+_slo = measured(lambda r: r.slo_attainment)
+_searched = measured(lambda r: r.slo_max_rate_bracket or None)
+_energy = measured(lambda r: r.energy_j)
+_cost = measured(lambda r: r.usd_per_million_output_tokens)
+
+
+def _graded(records: Rows) -> bool:
+    return any(r.has("accuracy") for r in records)
+
+
+QUALITY_COLUMNS: list[Column] = [
+    Column("Req accept len p10/p50/p90", _acceptance,
+           "per-request acceptance length (tokens per target step): vLLM's per-request stats (1 + accepted ÷ drafted "
+           "steps) when every request has them, else the stream's decode tokens ÷ decode chunks; ⚠ = from chunks while "
+           "the engine merged steps into one chunk, so too high (request_acceptance_warning)", PER_REQUEST,
+           "tokens/step", ("request_acceptance_p10", "request_acceptance_p50", "request_acceptance_p90",
+                           "request_acceptance_warning"), _per_request),
+    Column("Req accept len mean req/tok", _acceptance_means,
+           "request-weighted mean / token-weighted mean Σ tᵢ·ALᵢ ÷ Σ tᵢ of the per-request acceptance lengths, tᵢ = the "
+           "request's decode tokens (its output tokens after the first, prefill chunk) whichever source gave ALᵢ; "
+           "⚠ as for p10/p50/p90", PER_REQUEST, "tokens/step",
+           ("request_acceptance_mean", "request_acceptance_token_weighted_mean", "request_acceptance_warning"),
+           _per_request),
+    Column("Slower than base", lambda r: _pct1(r.slower_than_baseline_share),
+           "share of the prompts both answered on which this config's time per output token (latency ÷ output "
+           "tokens) exceeded the baseline's", PER_REQUEST, "%", ("slower_than_baseline_share",),
+           measured(lambda r: r.slower_than_baseline_share)),
+    Column("Same output", lambda r: pct(r.fidelity_identical),
+           "share of the prompts both answered whose output is identical to the baseline's (token ids where both "
+           "returned them, else the text; meaningful at temperature 0; fidelity_first_divergence_median says where "
+           "the others part)", PER_REQUEST, "%", ("fidelity_identical",), measured(lambda r: r.fidelity_identical)),
+    Column("SLO met", lambda r: _pct1(r.slo_attainment),
+           "with load.slo: share of the cell's requests within every bound of the SLO (failed requests are misses)",
+           QUALITY, "%", ("slo_attainment",), _slo),
+    Column("Goodput req/s", lambda r: num(r.goodput_rps, 3),
+           "with load.slo: requests that met the SLO ÷ wall time of the timed pass", QUALITY, "req/s",
+           ("goodput_rps",), _slo),
+    Column("Max rate @SLO pN req/s", _bracket,
+           "with load.rate_search: the highest Poisson request rate whose pN of each bounded metric met the SLO "
+           "(doubling, then bisecting), with the lowest rate that failed", QUALITY, "req/s",
+           ("slo_max_rate_bracket", "slo_search_percentile"), _searched, header_for=_bracket_header),
+    Column("Capacity speedup @SLO", _capacity,
+           "Max rate @SLO ÷ the baseline's, in brackets the range its two brackets allow", QUALITY, "×",
+           ("slo_capacity_speedup", "slo_capacity_speedup_range"), _searched),
+    Column("Accuracy (graded)", _accuracy,
+           "with load.grade: correct ÷ graded first-turn answers of the timed pass, in brackets how many were graded; "
+           "— = none graded (accuracy_error, said under the tables)", QUALITY, "%",
+           ("accuracy", "accuracy_compared"), _graded),
+    Column("Accuracy Δ vs base [95% CI]", _accuracy_diff,
+           "accuracy − the baseline's on the prompts both answered, in percentage points, with its paired-bootstrap "
+           "95% CI and the exact McNemar p", QUALITY, "pp",
+           ("accuracy_diff_vs_baseline", "accuracy_diff_ci_low", "accuracy_diff_ci_high", "accuracy_mcnemar_p"),
+           lambda rows: _graded(rows) and measured(lambda r: r.accuracy_diff_vs_baseline)(rows)),
+    Column("J/token", lambda r: num(r.joules_per_output_token, 3),
+           "NVML energy of the server's GPUs over the timed passes ÷ output tokens (GPU only; — otherwise, with "
+           "telemetry_error)", QUALITY, "J", ("joules_per_output_token",), _energy),
+    Column("J/token vs base", lambda r: num(r.energy_per_token_ratio_vs_baseline, 3, "x"),
+           "J/token ÷ the baseline's on the same data set and load point", QUALITY, "×",
+           ("energy_per_token_ratio_vs_baseline",), _energy),
+    Column("GPU util %", lambda r: num(r.gpu_util_mean_pct, 1),
+           "mean of NVML utilisation samples (4 per second) taken at least 1 s into the timed pass (NVML averages "
+           "over its last period of up to 1 s); — for a shorter pass", QUALITY, "%", ("gpu_util_mean_pct",),
+           measured(lambda r: r.gpu_util_mean_pct)),
+    Column("$/M tok", lambda r: num(r.usd_per_million_output_tokens, 3),
+           "with cost.gpu_hour_usd: USD per GPU-hour × GPUs per server ÷ (Output tok/s × 3600) × 10⁶", QUALITY,
+           "USD", ("usd_per_million_output_tokens",), _cost),
+    Column("Cost saving", lambda r: _pct1(r.cost_saving_vs_baseline),
+           "1 − $/M tok ÷ the baseline's (negative = dearer than the baseline)", QUALITY, "%",
+           ("cost_saving_vs_baseline",), _cost),
+]

@@ -35,6 +35,7 @@ from specbench.launch.process import group_members
 from specbench.run import SequentialRun
 from specbench.suite import load_suite
 from tests.support.launchers import write_fault_launchers
+from tests.support.md_tables import tables_of
 from tests.support.processes import alive, marked_processes, reap, spawn_cli, state, wait_for
 from tests.support.rundirs import cell, check_run_dir
 from tests.support.runs import RunSession, run_parallel, run_suite
@@ -153,8 +154,7 @@ async def test_request_faults_counted_per_cell(tmp_path, prompts_file, scripted,
     assert any("retry-after 1" in e for e in errors)
 
     md = (out / "results.md").read_text()
-    header = md.splitlines()[0]
-    assert header.rstrip(" |").endswith("Failed")
+    assert tables_of(md)["Checks"][0][-1] == "Failed"
     assert "cell failed" in md
     assert "| prompts | http500 |" in md and "| prompts | baseline |" in md
     assert "Failed" in printed and "cell failed" in printed

@@ -105,11 +105,15 @@ def test_table_has_the_markdown_columns(page, run):
     records = run[0]
     table = re.search(r'<table class="results">.*?</table>', page, re.S).group(0)
     headers = re.findall(r"<th(?:\s[^>]*)?>(.*?)</th>", table)
-    for header, _ in COLUMNS:
-        assert header in headers
+    for column in COLUMNS:
+        assert column.header in headers
     assert headers.index("Speedup") < headers.index("Speedup 95% CI")
     assert "Conc" in headers and "Failed" in headers  # two concurrency values, a failed cell
-    assert len(re.findall(r"<tr[ >]", table)) == len(records) + 1
+    assert len(re.findall(r"<tr[ >]", table.split("<tbody>")[1])) == len(records)
+    # grouped as the markdown report's tables, every column kept
+    groups = re.findall(r'<th scope="colgroup" colspan="(\d+)">(.*?)</th>', table)
+    assert [g for _, g in groups] == ["Comparison", "Per request", "Checks"]
+    assert sum(int(n) for n, _ in groups) == len(re.findall(r'<th scope="col"', table))
     # the failed cell's throughput is a dash flagged as not measured, not a 0
     bad = re.search(r'<tr class="bad">(.*?)</tr>', table, re.S).group(1)
     assert f'title="{NOT_MEASURED}"' in bad and "0.00" not in bad.split("</td>")[4]

@@ -15,6 +15,7 @@ from specbench.report import load_results, render
 from specbench.report.markdown import markdown
 from specbench.schemas.row_read import rows_from
 from tests.support import paths
+from tests.support.md_tables import tables_of
 
 DATA = paths.DATA / "report"
 RESULTS = DATA / "results_example.json"
@@ -142,20 +143,24 @@ def test_extra_columns_for_specbench_runs():
         {"dataset": "d", "run": "spec", "requests": 2, "concurrency": 4, "status": "failed", "failed_requests": 2,
          "fidelity_identical": 0.5, "ci95": {"speedup_vs_baseline": [1.1, 1.3]}, "speedup_vs_baseline": 1.2},
     ]
-    lines = markdown(rows_from(rows), {"notes": ["first note", "second note"]}).split("\n")
-    header = [h.strip() for h in lines[0].strip("|").split("|")]
-    assert header[:3] == ["Dataset", "Run", "Conc"]
+    md = markdown(rows_from(rows), {"notes": ["first note", "second note"]})
+    tables = tables_of(md)
+    header, _, spec = tables[""]
+    assert header[:3] == ["Dataset", "Run", "Conc"] and header[-1] == "Accept len"
     assert header[header.index("Speedup") + 1] == "Speedup 95% CI"
-    assert header[-2:] == ["Same output", "Failed"]
-    spec = [c.strip() for c in lines[3].strip("|").split("|")]
     assert spec[2] == "4" and spec[header.index("Speedup 95% CI")] == "1.100–1.300"
-    assert spec[-2:] == ["50.00%", "cell failed"]
+    # fidelity under Per request, the failed cell under Checks, each with the identity columns
+    assert tables["Per request"] == [["Dataset", "Run", "Conc", "Same output"], ["d", "baseline", "1", "—"],
+                                     ["d", "spec", "4", "50.00%"]]
+    assert tables["Checks"][0] == ["Dataset", "Run", "Conc", "Failed"] and tables["Checks"][2][-1] == "cell failed"
+    lines = md.split("\n")
     assert lines[-4:-1] == ["", "- first note", "- second note"]
     assert lines[-1].startswith("- ⚠ spec / d / c=4: cell failed (2 failed requests")
 
 
 def test_markdown_and_html_tables_share_one_column_spec():
-    """An interrupted cell is said in both tables, and a rate sweep gets the same Rate/s column."""
+    """An interrupted cell is said in both renderings, and a rate sweep gets the same Rate/s column; the HTML
+    table holds every markdown table's columns, each once, in the same order."""
     import re
 
     from specbench.report.html import table_html
@@ -164,12 +169,12 @@ def test_markdown_and_html_tables_share_one_column_spec():
     rows = [{"dataset": "d", "run": "baseline", "requests": 4, "request_rate": 4.0, "status": "ok", "failed_requests": 0},
             {"dataset": "d", "run": "spec", "requests": 1, "request_rate": 16.0, "status": "interrupted",
              "failed_requests": 0, "ci95": {"speedup_vs_baseline": [None, None]}}]
-    lines = markdown(rows_from(rows)).split("\n")
-    header = [h.strip() for h in lines[0].strip("|").split("|")]
+    tables = tables_of(markdown(rows_from(rows)))
     html = table_html(Model(rows_from(rows), None))
-    assert re.findall(r"<th scope=\"col\">(.*?)</th>", html) == header
-    assert header[2] == "Rate/s" and header[-1] == "Failed"
-    assert [c.strip() for c in lines[3].strip("|").split("|")][-1] == "cell interrupted"
+    headers = [h for t in tables.values() for h in t[0]]
+    assert re.findall(r'<th scope="col"[^>]*>(.*?)</th>', html) == list(dict.fromkeys(headers))
+    assert tables[""][0][2] == "Rate/s" and tables["Checks"][0] == ["Dataset", "Run", "Rate/s", "Failed"]
+    assert tables["Checks"][2][-1] == "cell interrupted"
     assert "cell interrupted" in html
 
 

@@ -1,0 +1,96 @@
+"""One table column as one entry: its header, unit, definition, the table it belongs to, when it is
+shown and how its cell is written (AIPerf's "header, unit and formula in one place").
+
+``columns.py`` and ``quality_columns.py`` hold the entries; the markdown tables, the HTML table and
+docs/metrics.md are all drawn from them. Missing values are ``—`` (``-`` inside the per-position
+cell), never 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ..schemas.row import ResultRow
+from ..schemas.row_read import is_number
+
+DASH = "—"
+
+Rows = Sequence[ResultRow]
+
+
+@dataclass(frozen=True)
+class Group:
+    """A table of the report: the question it answers, and the note that travels right below it."""
+
+    key: str
+    title: str
+    question: str
+    note: str = ""
+
+
+DECOMPOSITION_NOTE = (
+    "Decomposition: Speedup = Tok/step ÷ Step cost × Residual. Tok/step = decode tokens per streamed chunk (one "
+    "target step); Step cost = mean chunk gap (step_mean_ms) ÷ the baseline's time per decode step (its mean chunk gap "
+    "÷ its Tok/step, 1 unless the engine merged steps into one chunk); Decomposed speedup = Tok/step ÷ Step cost, the "
+    "ratio of decode token rates (merged chunks leave it unchanged), with the 95% CI of the same paired bootstrap as "
+    "the speedup; Residual = Speedup ÷ Decomposed speedup: below 1 is lost, above 1 won, outside decode steps "
+    "(prefill/TTFT, queueing, scheduling).")
+
+MAIN = Group("main", "Comparison", "How fast is each config, and how much of its draft is accepted? The table "
+             "people paste; its first twelve columns are the reference table's.")
+WHY = Group("why", "Why: tokens per step vs step cost", "Where does the speedup come from: more tokens per target "
+            "step, a costlier step, or time outside decode steps?", DECOMPOSITION_NOTE)
+PER_REQUEST = Group("per_request", "Per request", "How are acceptance and speed spread over the requests, and is "
+                    "the output the baseline's?")
+QUALITY = Group("quality", "Quality & cost", "Is the answer still right, within the SLO, and what does a token "
+                "cost in energy and money?")
+CHECKS = Group("checks", "Checks", "Can the numbers above be trusted: did the client see every token the server "
+               "generated, and did every request succeed?")
+#: the tables in the order they print
+GROUPS = (MAIN, WHY, PER_REQUEST, QUALITY, CHECKS)
+
+
+def always(records: Rows) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class Column:
+    """``cell`` writes one row's text; ``shown`` says whether these records get the column at all;
+    ``identity`` columns (data set, config, swept load) are repeated in every small table."""
+
+    header: str
+    cell: Callable[[ResultRow], str]
+    definition: str
+    group: Group = MAIN
+    unit: str = ""
+    keys: tuple[str, ...] = ()
+    shown: Callable[[Rows], bool] = always
+    identity: bool = False
+    #: the header these records get, where it depends on them (``header`` is its general form)
+    header_for: Callable[[Rows], str] | None = None
+
+    def for_rows(self, records: Rows) -> Column:
+        return self if self.header_for is None else replace(self, header=self.header_for(records))
+
+
+def is_missing(text: str) -> bool:
+    """A cell with no measured value in it: ``—``, or only dashes and separators (``—/—``, ``-/-/-``)."""
+    return text == DASH or bool(text) and set(text) <= {"-", "/", DASH}
+
+
+def num(value: Any, digits: int, suffix: str = "", missing: str = DASH) -> str:
+    if not is_number(value):
+        return missing
+    return f"{value:.{digits}f}{suffix}"
+
+
+def pct(value: Any, digits: int = 2, missing: str = DASH) -> str:
+    return f"{value * 100:.{digits}f}%" if is_number(value) else missing
+
+
+def measured(value: Callable[[ResultRow], Any]) -> Callable[[Rows], bool]:
+    """``shown`` for a column that some record measured (``value`` not None)."""
+    return lambda records: any(value(r) is not None for r in records)

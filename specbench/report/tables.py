@@ -1,0 +1,50 @@
+"""The markdown tables of the report: the comparison table people paste (the reference table's
+columns, the swept load and the speed-up CI: at most 14), then one small table per question (*Why*,
+*Per request*, *Quality & cost*, *Checks*), each repeating only the identity columns it needs so it
+reads on its own, and each left out when it has nothing measured. Columns: ``columns.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..schemas.row import ResultRow
+from .colspec import MAIN, Column, Group, is_missing
+from .columns import grouped
+
+
+def md_row(cells: Sequence[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def markdown_table(records: Sequence[ResultRow], columns: Sequence[Column]) -> str:
+    lines = [md_row([c.header for c in columns]), md_row(["---"] * len(columns))]
+    lines += [md_row([c.cell(r) for c in columns]) for r in records]
+    return "\n".join(lines)
+
+
+def _measured(records: Sequence[ResultRow], column: Column) -> bool:
+    return any(not is_missing(column.cell(r)) for r in records)
+
+
+def small_tables(records: Sequence[ResultRow]) -> list[tuple[Group, list[Column]]]:
+    """Each table after the comparison table with the columns it prints: the identity columns, then
+    its own columns that measured something for some record; a table left with none is left out."""
+    groups = grouped(records)
+    identity = [c for g, cols in groups if g is MAIN for c in cols if c.identity]
+    out = []
+    for g, cols in groups:
+        own = [c for c in cols if _measured(records, c)]
+        if g is not MAIN and own:
+            out.append((g, identity + own))
+    return out
+
+
+def tables_markdown(records: Sequence[ResultRow]) -> list[str]:
+    """The comparison table, then each small table under its title, with its note below it."""
+    groups = grouped(records)
+    main = next((cols for g, cols in groups if g is MAIN), [])
+    parts = [markdown_table(records, main)]
+    for g, cols in small_tables(records):
+        parts.append(f"{g.title}\n\n{markdown_table(records, cols)}" + (f"\n\n- {g.note}" if g.note else ""))
+    return parts

@@ -1,0 +1,39 @@
+"""docs/metrics.md's column reference is generated from the column entries (report/columns.py,
+report/quality_columns.py): header, unit, definition and table in one place.
+
+Regenerate it: ``SPECBENCH_WRITE_DOCS=1 pytest tests/unit/test_column_docs.py``.
+"""
+
+import os
+
+from specbench.report.colspec import GROUPS
+from specbench.report.columns import all_columns, reference_markdown
+from specbench.schemas.row import FIELD_NAMES
+from tests.support.paths import ROOT
+
+DOC = ROOT / "docs" / "metrics.md"
+START, END = "<!-- columns:start -->", "<!-- columns:end -->"
+
+
+def spliced(text: str) -> str:
+    """``text`` with the generated reference between the two markers."""
+    head, rest = text.split(START, 1)
+    _, tail = rest.split(END, 1)
+    return f"{head}{START}\n\n{reference_markdown()}\n{END}{tail}"
+
+
+def test_docs_metrics_is_the_column_reference():
+    if os.environ.get("SPECBENCH_WRITE_DOCS") == "1":
+        DOC.write_text(spliced(DOC.read_text()))
+    text = DOC.read_text()
+    assert text == spliced(text), ("docs/metrics.md disagrees with report/columns.py; regenerate it: "
+                                   "SPECBENCH_WRITE_DOCS=1 pytest tests/unit/test_column_docs.py")
+
+
+def test_every_column_says_what_it_is_and_which_table_it_is_in():
+    columns = all_columns()
+    assert len({c.header for c in columns}) == len(columns)
+    for c in columns:
+        assert c.group in GROUPS and len(c.definition) > 20, c.header
+        assert c.keys and set(c.keys) <= set(FIELD_NAMES), (c.header, set(c.keys) - set(FIELD_NAMES))
+        assert c.header in reference_markdown()
