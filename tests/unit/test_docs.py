@@ -2,8 +2,8 @@
 every page reachable from docs/index.md, every link to a repository file (and heading) live, and
 the README's command table in step with ``specbench --help``.
 
-What another branch is adding is named in ``PENDING_*`` below. Each such test also fails once the
-thing exists, so the entry is removed in the same merge and nothing stays exempt for long.
+A command another branch is adding is marked ``PENDING_MARK`` in the table; a test fails once it is
+in ``--help``, so the mark is removed in the same merge and nothing stays exempt for long.
 """
 
 from __future__ import annotations
@@ -24,8 +24,6 @@ INDEX = DOCS / "index.md"
 PAGES = [README, *sorted(DOCS.glob("*.md"))]
 MAX_LINES, MAX_BYTES = 200, 12_000
 
-#: linked pages another branch generates or adds: must not exist yet (remove the entry when it lands)
-PENDING_FILES = {"docs/metrics.md": "generated from specbench/report/columns.py by the columns branch"}
 #: a command-table row marked this way is a command being added: it must not be in --help yet
 PENDING_MARK = "*(being added)*"
 
@@ -103,7 +101,7 @@ def test_readme_shows_the_two_commands_ci_runs_byte_for_byte() -> None:
 
 def test_every_docs_page_is_listed_in_the_index() -> None:
     listed = {target for target, _, _ in repo_targets(INDEX)}
-    pages = {p.name for p in DOCS.glob("*.md") if p != INDEX} | {Path(p).name for p in PENDING_FILES}
+    pages = {p.name for p in DOCS.glob("*.md") if p != INDEX}
     assert sorted(pages - listed) == [], "docs/index.md does not link these pages"
 
 
@@ -111,18 +109,11 @@ def test_every_docs_page_is_listed_in_the_index() -> None:
 def test_every_link_to_a_repository_file_resolves(page: Path) -> None:
     broken = []
     for target, path, fragment in repo_targets(page):
-        if rel(path) in PENDING_FILES:
-            continue
         if not path.exists():
             broken.append(f"{target}: no such file")
         elif fragment and path.suffix == ".md" and fragment not in anchors(path):
             broken.append(f"{target}: no heading #{fragment} in {rel(path)}")
     assert broken == [], f"{rel(page)}: broken links"
-
-
-@pytest.mark.parametrize("name", sorted(PENDING_FILES))
-def test_pending_pages_have_not_landed_yet(name: str) -> None:
-    assert not (ROOT / name).exists(), f"{name} exists now: drop it from PENDING_FILES in {rel(Path(__file__))}"
 
 
 # ---- the command table and specbench --help ----
