@@ -324,3 +324,33 @@ def test_comparability_covers_request_body_weights_and_engine(tmp_path, prompts,
     else:
         data["engine"] = "sglang"
     assert load_suite(write(tmp_path, data)).comparability() != first
+
+
+def test_load_format_dummy_suite_wide_and_per_config(tmp_path, prompts):
+    """server.load_format applies to every launched config; a config's own key wins; a config at a url
+    is not launched, so only its own key (how that server was started) says it."""
+    data = valid(prompts)
+    real = load_suite(write(tmp_path, data))
+    assert [c.load_format for c in real.configs] == ["auto", "auto"] and real.dummy_configs == []
+    assert "load_format" not in real.comparability()  # runs from before the key stay comparable
+    data["server"]["load_format"] = "dummy"
+    data["configs"].append({"name": "real", "load_format": "auto"})
+    suite = load_suite(write(tmp_path, data))
+    assert [(c.name, c.load_format) for c in suite.configs] == [("baseline", "auto"), ("dspark_k3", "dummy"), ("real", "auto")]
+    assert suite.server.load_format == "dummy" and suite.dummy_configs == ["dspark_k3"]
+    assert suite.comparability()["load_format"] == "dummy"
+    data["configs"][0]["load_format"] = "dummy"
+    assert load_suite(write(tmp_path, data)).dummy_configs == ["baseline", "dspark_k3"]
+
+
+@pytest.mark.parametrize("where", ["server", "config"])
+def test_unknown_load_format_is_one_line_naming_file_and_key(tmp_path, prompts, where):
+    data = valid(prompts)
+    if where == "server":
+        data["server"]["load_format"] = "safetensors"
+        key = "server.load_format"
+    else:
+        data["configs"][1]["load_format"] = "random"
+        key = "configs[1].load_format"
+    lines = problems(tmp_path, data)
+    assert len(lines) == 1 and key in lines[0] and "expected one of auto, dummy" in lines[0]
