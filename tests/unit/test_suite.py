@@ -88,6 +88,11 @@ def test_embedded_cpu_smoke_suite_loads():
     assert suite.baseline.name == "baseline" and suite.engine == "vllm-cpu"
 
 
+def test_gpu_dummy_suite_runs_every_config_on_random_weights():
+    suite = load_suite(ROOT / "suites" / "gpu_dummy_qwen3_8b.yaml")
+    assert suite.dummy_configs == ["baseline", "dspark_k3"] and suite.load.ignore_eos
+
+
 # ---------------------------------------------------------------- one-line errors
 
 
