@@ -6,6 +6,7 @@ import pytest
 import yaml
 
 from specbench.errors import SuiteError
+from specbench.gate.judge import comparability_problems
 from specbench.suite import LoadSpec, Suite, load_suite, parse_suite
 from tests.support.paths import ROOT
 
@@ -359,3 +360,12 @@ def test_unknown_load_format_is_one_line_naming_file_and_key(tmp_path, prompts, 
         key = "configs[1].load_format"
     lines = problems(tmp_path, data)
     assert len(lines) == 1 and key in lines[0] and "expected one of auto, dummy" in lines[0]
+
+
+def test_dummy_and_real_runs_are_not_comparable(tmp_path, prompts):
+    data = valid(prompts)
+    real = load_suite(write(tmp_path, data)).comparability()
+    data["server"]["load_format"] = "dummy"
+    dummy = load_suite(write(tmp_path, data)).comparability()
+    assert comparability_problems({"comparability": dummy}, {"comparability": real}) == [
+        "comparability differs in load_format ('dummy' vs missing)"]
