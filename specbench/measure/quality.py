@@ -68,6 +68,47 @@ def add_quality(rows: list[ResultRow], phases: Sequence[PhaseInfo], records: Seq
             row.cost_saving_vs_baseline = None if usd is None else 1 - usd
 
 
+#: what a random model's tokens cannot give: agreement with the baseline and right answers happen by chance only
+_CHANCE_ONLY = ("fidelity_identical", "fidelity_first_divergence_median", "accuracy_diff_vs_baseline",
+                "accuracy_diff_ci_low", "accuracy_diff_ci_high", "accuracy_mcnemar_p")
+
+
+def mark_dummy_weights(rows: list[ResultRow], suite) -> None:
+    """Rows of configs served with random weights (``load_format: dummy``) say so (``weights: "dummy"``)
+    and carry no same-output share or accuracy (null, never a number); against a dummy baseline no
+    row's same-output share or accuracy difference means anything either."""
+    dummy = set(suite.dummy_configs)
+    if not dummy:
+        return
+    base_dummy = suite.baseline is not None and suite.baseline.name in dummy
+    for row in rows:
+        mine = row.run in dummy
+        if mine:
+            row.weights = "dummy"
+            if row.has("accuracy"):
+                row.accuracy = None
+                row.accuracy_error = "dummy weights: the answers are random tokens, not graded"
+        if mine or base_dummy:
+            for key in _CHANCE_ONLY:
+                if row.has(key):
+                    row.set(key, None)
+
+
+def weights_notes(suite) -> list[str]:
+    """The line under the table of a run on random weights (first: it bears on every other number)."""
+    dummy = suite.dummy_configs
+    if not dummy:
+        return []
+    which = "every config" if len(dummy) == len(suite.configs) else ", ".join(dummy)
+    out = [f"⚠ dummy weights ({which}: load_format dummy, the target's weights at random from its config.json): speed is "
+           "the model shape's; acceptance is set (synthetic) or meaningless, not measured; same output and accuracy "
+           "do not apply (—)."]
+    if not suite.load.ignore_eos:
+        out.append("⚠ dummy weights without load.ignore_eos: a random model stops at a random end-of-sequence token, "
+                   "so output lengths (and tok/s) follow chance; set ignore_eos: true.")
+    return out
+
+
 def _note(row: ResultRow, text: str) -> None:
     row.notes = [*(row.notes or []), text]
 

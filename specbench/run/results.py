@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..measure.quality import add_quality, suite_notes
+from ..measure.quality import add_quality, mark_dummy_weights, suite_notes, weights_notes
 from ..measure.summarize import PhaseInfo, add_comparisons, summarize_cell
 from ..schemas.cell import Cell
 from ..schemas.request import RequestRecord
@@ -35,6 +35,7 @@ def build_rows(suite: Suite, phases: list[PhaseInfo], records: list[RequestRecor
                                            k=c.num_speculative_tokens))
     add_comparisons(rows, [r for r in records], suite.baseline.name if suite.baseline else None)
     add_quality(rows, phases, records, suite)
+    mark_dummy_weights(rows, suite)
     return rows
 
 
@@ -43,9 +44,18 @@ def redact_raw(raw: Any) -> Any:
     return redact_mapping(raw)
 
 
+def weights_meta(suite: Suite) -> dict[str, Any]:
+    """meta.json's ``weights``: "dummy" (every config on random weights) or "mixed", with the configs
+    that were; nothing for a run on the model's weights."""
+    dummy = suite.dummy_configs
+    if not dummy:
+        return {}
+    return {"weights": "dummy" if len(dummy) == len(suite.configs) else "mixed", "dummy_weight_configs": dummy}
+
+
 def run_notes(suite: Suite, clocks: dict[str, str] | None = None) -> list[str]:
     clock = sorted(set((clocks or {}).values()))
-    return [
+    return weights_notes(suite) + [
         "Speedup = output tok/s of the run ÷ baseline's on the same data set and load point; its 95% CI is "
         "bootstrapped over paired prompts, or Student-t over repeats (speedup_ci_method in results.json).",
         "ITL is per token (a chunk of n tokens after a gap g gives n samples of g/n); TPOT = (latency − TTFT)/(output tokens − 1)."

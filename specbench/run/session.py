@@ -22,7 +22,7 @@ from ..schemas.row import ResultRow
 from ..suite import Suite
 from .preflight import now
 from .provenance import suite_file_provenance
-from .results import build_rows, redact_raw, run_notes
+from .results import build_rows, redact_raw, run_notes, weights_meta
 from .rundir import RunDir
 
 Progress = Callable[..., None]
@@ -62,6 +62,7 @@ def new_meta(suite: Suite) -> dict[str, Any]:
         "suite": {"name": suite.name, "path": str(suite.path), "raw": redact_raw(suite.raw)},
         "suite_file": suite_file_provenance(suite.path),
         "comparability": suite.comparability(),
+        **weights_meta(suite),
         "started_at": now(),
         "host": {"platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count()},
         "servers": {},

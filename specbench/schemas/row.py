@@ -135,6 +135,7 @@ class Provenance:
     server_url: str | None = None
     std: Obj | None = None
     ci95: Obj | None = None
+    weights: str | None = None  # "dummy": served with random weights (suite load_format: dummy); absent: the model's
 
 @dataclass(eq=False)
 class AgainstBaseline:

@@ -31,10 +31,16 @@ class ServerConfig:
     env: dict[str, str] = field(default_factory=dict)
     port: int | None = None
     gpus: str | None = None
+    load_format: str = "auto"  # "dummy": the target's weights at random (checks.LOAD_FORMATS)
 
     @property
     def launched(self) -> bool:
         return self.url is None
+
+    @property
+    def dummy_weights(self) -> bool:
+        """Served with random weights: its speed is the model's, its tokens and acceptance are not."""
+        return self.load_format == "dummy"
 
     @property
     def label_method(self) -> str:
@@ -89,6 +95,7 @@ class LaunchSettings:
     startup_timeout_s: float = 900.0
     host: str = "127.0.0.1"
     gpus_per_server: int = 1
+    load_format: str = "auto"
 
 
 @dataclass(frozen=True)
@@ -109,6 +116,11 @@ class Suite:
     cost: Any = None  # telemetry.Cost: gpu_hour_usd → usd_per_million_output_tokens
 
     @property
+    def dummy_configs(self) -> list[str]:
+        """The configs served with random weights (``load_format: dummy``)."""
+        return [c.name for c in self.configs if c.dummy_weights]
+
+    @property
     def baseline(self) -> ServerConfig | None:
         name = find_baseline([c.name for c in self.configs], [c.name for c in self.configs if c.baseline])
         return next((c for c in self.configs if c.name == name), None)
@@ -127,6 +139,8 @@ class Suite:
             "extra_body": redact_mapping(self.load.extra_body),
             "engine": self.engine,
             "model_path": self.server.model_path,
+            # only when set: runs from before the key stay comparable with real-weight runs
+            **({"load_format": self.server.load_format} if self.server.load_format != "auto" else {}),
             "datasets": {d.name: _fingerprint(self.raw_dataset(d.name)) for d in self.datasets},
             "configs": {c.name: _fingerprint(redact_mapping(self.raw_config(c.name))) for c in self.configs},
         }

@@ -20,6 +20,7 @@ from .checks import (
     TOP_KEYS,
     WORKLOADS,
     check_keys,
+    check_load_format,
     check_name,
     check_url,
     non_finite,
@@ -50,11 +51,11 @@ def parse_suite(data: Any, path: Path) -> Suite:
         problems.append(f"{where}.endpoint: expected one of {', '.join(ENDPOINTS)}, got {endpoint!r}")
 
     base = path.parent
-    configs = _configs(top, where, problems)
+    server = _server(top, where, problems)
+    configs = _configs(top, where, problems, server.load_format)
     datasets = _datasets(top, where, base, problems)
     lraw = check_keys(top.get("load", {}), LOAD_KEYS, f"{where}: load", problems)
     load = _load(lraw, datasets, where, problems)
-    server = _server(top, where, problems)
     data_dir = None
     if "data_dir" in top:
         data_dir = (base / os.path.expanduser(top["data_dir"])).resolve()
@@ -81,7 +82,9 @@ def parse_suite(data: Any, path: Path) -> Suite:
     )
 
 
-def _configs(top: dict[str, Any], where: str, problems: list[str]) -> list[ServerConfig]:
+def _configs(top: dict[str, Any], where: str, problems: list[str], load_format: str = "auto") -> list[ServerConfig]:
+    """The ``configs:`` entries; a launched one without its own ``load_format`` takes the ``server:`` block's
+    (a config with ``url:`` is not launched: its ``load_format`` only says how that server was started)."""
     configs: list[ServerConfig] = []
     for i, raw in enumerate(top.get("configs") or []):
         cwhere = f"{where}: configs[{i}]"
@@ -97,6 +100,8 @@ def _configs(top: dict[str, Any], where: str, problems: list[str]) -> list[Serve
         k = c.get("num_speculative_tokens")
         if k is not None and k < 1:
             problems.append(f"{cwhere}.num_speculative_tokens: expected a positive integer, got {k}")
+        if "load_format" in c:
+            check_load_format(c["load_format"], f"{cwhere}.load_format", problems)
         if k is not None and not c.get("method"):
             problems.append(f"{cwhere}.method: required when num_speculative_tokens is given")
         configs.append(ServerConfig(
@@ -104,7 +109,7 @@ def _configs(top: dict[str, Any], where: str, problems: list[str]) -> list[Serve
             num_speculative_tokens=k, drafter=c.get("drafter"), speculative=dict(c.get("speculative", {})),
             baseline=c.get("baseline", False), engine=c.get("engine"),
             args=tuple(str(a) for a in c.get("args", [])), env={str(k2): str(v) for k2, v in c.get("env", {}).items()},
-            port=c.get("port"), gpus=str(c["gpus"]) if "gpus" in c else None,
+            port=c.get("port"), gpus=str(c["gpus"]) if "gpus" in c else None, load_format=c.get("load_format", "auto" if "url" in c else load_format),
         ))
     names = [c.name for c in configs]
     for dup in sorted({n for n in names if names.count(n) > 1}):
@@ -178,12 +183,14 @@ def _server(top: dict[str, Any], where: str, problems: list[str]) -> LaunchSetti
     sraw = check_keys(top.get("server", {}), SERVER_KEYS, f"{where}: server", problems)
     if "gpus_per_server" in sraw and sraw["gpus_per_server"] < 0:
         problems.append(f"{where}: server.gpus_per_server: expected 0 or more, got {sraw['gpus_per_server']}")
+    if "load_format" in sraw:
+        check_load_format(sraw["load_format"], f"{where}: server.load_format", problems)
     return LaunchSettings(
         model_path=sraw.get("model_path"), python=sraw.get("python"),
         args=tuple(str(a) for a in sraw.get("args", [])),
         env={str(k): str(v) for k, v in sraw.get("env", {}).items()},
         startup_timeout_s=float(sraw.get("startup_timeout_s", 900.0)), host=sraw.get("host", "127.0.0.1"),
-        gpus_per_server=sraw.get("gpus_per_server", 1),
+        gpus_per_server=sraw.get("gpus_per_server", 1), load_format=sraw.get("load_format", "auto"),
     )
 
 

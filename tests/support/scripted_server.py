@@ -342,6 +342,7 @@ def main() -> None:
     p.add_argument("--fault")
     p.add_argument("--fault-on", default="")
     p.add_argument("--api-key")
+    p.add_argument("--load-format")  # accepted like vLLM's; a scripted server has no weights either way
     a = p.parse_args()
     script = Script(pattern=[int(x) for x in a.pattern.split(",")], k=a.k, ttft_s=a.ttft, gap_s=a.gap, model=a.model,
                     die_after=a.die_after, fault=a.fault, fault_on=tuple(int(x) for x in a.fault_on.split(",") if x),

@@ -261,3 +261,37 @@ def test_launchers_env_dir_adds_to_builtins(tmp_path, monkeypatch):
     monkeypatch.setenv("SPECBENCH_LAUNCHERS", str(tmp_path))
     assert load_engine("vllm-nightly").adapter == "vllm"
     assert {"vllm", "sglang", "vllm-nightly"} <= set(known_engines())
+
+
+# ---------------------------------------------------------------- load_format: dummy (random weights)
+
+
+def test_dummy_weights_flag_on_every_builtin_engine():
+    """The spelling is each launcher's data (load_format_flag), after the launcher's own args; auto adds nothing."""
+    dspark = ServerConfig(name="d", method="dspark", num_speculative_tokens=3, drafter=DRAFTER, load_format="dummy")
+    vllm = argv("vllm", dspark)
+    assert vllm[len(VLLM_BASE):len(VLLM_BASE) + 2] == ["--load-format", "dummy"] and flag(vllm, "--load-format") == "dummy"
+    assert spec_json(vllm) == {"method": "dspark", "model": DRAFTER, "num_speculative_tokens": 3}  # the drafter follows the target
+    sglang = argv("sglang", dspark)
+    assert flag(sglang, "--load-format") == "dummy" and "--speculative-draft-load-format" not in sglang
+    assert flag(argv("sglang", ServerConfig(name="b", load_format="dummy")), "--load-format") == "dummy"
+    cpu = load_engine("vllm-cpu").argv(config=ServerConfig(name="b", load_format="dummy"), model="m", model_path=None, host=HOST, port=PORT)
+    assert flag(cpu, "--load-format") == "dummy"  # inherited from vllm.yaml
+    for engine in ("vllm", "sglang", "vllm-cpu"):
+        plain = load_engine(engine).argv(config=ServerConfig(name="b"), model="m", model_path="/m", host=HOST, port=PORT)
+        assert not any("load-format" in a for a in plain)
+
+
+def test_engine_without_load_format_flag_refuses_dummy_in_one_line(tmp_path, monkeypatch):
+    data = yaml.safe_load((BUILTIN_LAUNCHERS / "vllm.yaml").read_text())
+    del data["load_format_flag"]
+    data["name"] = "vllm-old"
+    (tmp_path / "vllm-old.yaml").write_text(yaml.safe_dump(data))
+    monkeypatch.setenv("SPECBENCH_LAUNCHERS", str(tmp_path))
+    eng = load_engine("vllm-old")
+    assert eng.argv(config=ServerConfig(name="b"), model="m", model_path="/m", host=HOST, port=PORT)[-1] == str(PORT)
+    with pytest.raises(LaunchError) as err:
+        eng.argv(config=ServerConfig(name="b", load_format="dummy"), model="m", model_path="/m", host=HOST, port=PORT)
+    msg = str(err.value)
+    assert "\n" not in msg and "config 'b'" in msg and "load_format 'dummy'" in msg
+    assert str(tmp_path / "vllm-old.yaml") in msg and "load_format_flag" in msg

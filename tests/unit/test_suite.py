@@ -6,6 +6,7 @@ import pytest
 import yaml
 
 from specbench.errors import SuiteError
+from specbench.gate.judge import comparability_problems
 from specbench.suite import LoadSpec, Suite, load_suite, parse_suite
 from tests.support.paths import ROOT
 
@@ -86,6 +87,11 @@ def test_embedded_cpu_smoke_suite_loads():
     suite = load_suite(ROOT / "suites" / "cpu_smoke.yaml")
     assert [c.name for c in suite.configs] == ["baseline", "ngram_k3", "ngram_k7"]
     assert suite.baseline.name == "baseline" and suite.engine == "vllm-cpu"
+
+
+def test_gpu_dummy_suite_runs_every_config_on_random_weights():
+    suite = load_suite(ROOT / "suites" / "gpu_dummy_qwen3_8b.yaml")
+    assert suite.dummy_configs == ["baseline", "dspark_k3"] and suite.load.ignore_eos
 
 
 # ---------------------------------------------------------------- one-line errors
@@ -324,3 +330,42 @@ def test_comparability_covers_request_body_weights_and_engine(tmp_path, prompts,
     else:
         data["engine"] = "sglang"
     assert load_suite(write(tmp_path, data)).comparability() != first
+
+
+def test_load_format_dummy_suite_wide_and_per_config(tmp_path, prompts):
+    """server.load_format applies to every launched config; a config's own key wins; a config at a url
+    is not launched, so only its own key (how that server was started) says it."""
+    data = valid(prompts)
+    real = load_suite(write(tmp_path, data))
+    assert [c.load_format for c in real.configs] == ["auto", "auto"] and real.dummy_configs == []
+    assert "load_format" not in real.comparability()  # runs from before the key stay comparable
+    data["server"]["load_format"] = "dummy"
+    data["configs"].append({"name": "real", "load_format": "auto"})
+    suite = load_suite(write(tmp_path, data))
+    assert [(c.name, c.load_format) for c in suite.configs] == [("baseline", "auto"), ("dspark_k3", "dummy"), ("real", "auto")]
+    assert suite.server.load_format == "dummy" and suite.dummy_configs == ["dspark_k3"]
+    assert suite.comparability()["load_format"] == "dummy"
+    data["configs"][0]["load_format"] = "dummy"
+    assert load_suite(write(tmp_path, data)).dummy_configs == ["baseline", "dspark_k3"]
+
+
+@pytest.mark.parametrize("where", ["server", "config"])
+def test_unknown_load_format_is_one_line_naming_file_and_key(tmp_path, prompts, where):
+    data = valid(prompts)
+    if where == "server":
+        data["server"]["load_format"] = "safetensors"
+        key = "server.load_format"
+    else:
+        data["configs"][1]["load_format"] = "random"
+        key = "configs[1].load_format"
+    lines = problems(tmp_path, data)
+    assert len(lines) == 1 and key in lines[0] and "expected one of auto, dummy" in lines[0]
+
+
+def test_dummy_and_real_runs_are_not_comparable(tmp_path, prompts):
+    data = valid(prompts)
+    real = load_suite(write(tmp_path, data)).comparability()
+    data["server"]["load_format"] = "dummy"
+    dummy = load_suite(write(tmp_path, data)).comparability()
+    assert comparability_problems({"comparability": dummy}, {"comparability": real}) == [
+        "comparability differs in load_format ('dummy' vs missing)"]

@@ -1,0 +1,91 @@
+"""A Hugging Face model folder's files as ``specbench setup shape|drafter`` read them: config.json
+(as JSON: no transformers import) and the tokenizer files an engine serves with."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import SpecbenchError
+
+#: every file of a tokenizer an engine may read, the chat template among them
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.json", "merges.txt",
+                   "vocab.txt", "tokenizer.model", "added_tokens.json", "chat_template.jinja", "chat_template.json")
+
+
+def read_json(path: Path, what: str = "JSON file") -> dict[str, Any]:
+    """A JSON object from ``path``, or one line saying why not."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SpecbenchError(f"{path}: {what} not found") from None
+    except OSError as err:
+        raise SpecbenchError(f"{path}: cannot read {what}: {err.strerror}") from None
+    except ValueError as err:
+        raise SpecbenchError(f"{path}: not valid JSON ({err})") from None
+    if not isinstance(data, dict):
+        raise SpecbenchError(f"{path}: expected a JSON object, got {type(data).__name__}")
+    return data
+
+
+def write_json(path: Path, data: Any) -> None:
+    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def copy_tokenizer(src: Path, out: Path) -> list[str]:
+    """Copy the tokenizer files of ``src`` present into ``out``; their names."""
+    copied = []
+    for name in TOKENIZER_FILES:
+        if (src / name).is_file():
+            shutil.copyfile(src / name, out / name)
+            copied.append(name)
+    return copied
+
+
+def check_output(out: Path, force: bool, *sources: Path) -> None:
+    """``out`` may be made: not one of the folders read, and without a config.json unless ``force``."""
+    for src in sources:
+        if out.resolve() == src.resolve():
+            raise SpecbenchError(f"{out}: is the folder read ({src}); choose another -o")
+    if (out / "config.json").exists() and not force:
+        raise SpecbenchError(f"{out}/config.json exists: choose another -o, or pass --force to replace it")
+
+
+def _int(cfg: dict[str, Any], key: str, where: Path) -> int:
+    value = cfg.get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise SpecbenchError(f"{where}: {key}: expected a positive integer, got {value!r}")
+    return value
+
+
+def rope_theta(cfg: dict[str, Any]) -> float:
+    """``rope_theta``, or transformers 5's ``rope_parameters.rope_theta``; 10000 when neither says."""
+    params = cfg.get("rope_parameters")
+    nested = params.get("rope_theta") if isinstance(params, dict) else None
+    return float(cfg.get("rope_theta") or nested or 10000.0)
+
+
+@dataclass(frozen=True)
+class Dims:
+    """The sizes of a decoder-only target that a drafter's shapes follow."""
+
+    model_type: str
+    hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    intermediate: int
+    vocab: int
+    layers: int
+
+    @classmethod
+    def of(cls, cfg: dict[str, Any], where: Path) -> Dims:
+        hidden, heads = _int(cfg, "hidden_size", where), _int(cfg, "num_attention_heads", where)
+        kv = _int(cfg, "num_key_value_heads", where) if "num_key_value_heads" in cfg else heads
+        head_dim = _int(cfg, "head_dim", where) if cfg.get("head_dim") is not None else hidden // heads
+        return cls(model_type=str(cfg.get("model_type", "")), hidden=hidden, heads=heads, kv_heads=kv, head_dim=head_dim,
+                   intermediate=_int(cfg, "intermediate_size", where), vocab=_int(cfg, "vocab_size", where),
+                   layers=_int(cfg, "num_hidden_layers", where))
