@@ -31,10 +31,15 @@ class ServerConfig:
     env: dict[str, str] = field(default_factory=dict)
     port: int | None = None
     gpus: str | None = None
+    datasets: tuple[str, ...] | None = None  # None: every data set of the suite
 
     @property
     def launched(self) -> bool:
         return self.url is None
+
+    def runs_on(self, dataset: str) -> bool:
+        """Whether this config measures ``dataset`` (a config's ``datasets:`` restricts it to those)."""
+        return self.datasets is None or dataset in self.datasets
 
     @property
     def label_method(self) -> str:
