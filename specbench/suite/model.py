@@ -37,6 +37,12 @@ class ServerConfig:
     def launched(self) -> bool:
         return self.url is None
 
+    @property
+    def synthetic_acceptance(self) -> bool:
+        """Acceptance fixed by the engine (vLLM's synthetic sampler, SGLang's simulated length): drafts are
+        committed whether or not they match the target's, so the output is not the target's."""
+        return self.speculative.get("rejection_sample_method") == "synthetic" or "SGLANG_SIMULATE_ACC_LEN" in self.env
+
     def runs_on(self, dataset: str) -> bool:
         """Whether this config measures ``dataset`` (a config's ``datasets:`` restricts it to those)."""
         return self.datasets is None or dataset in self.datasets
