@@ -3,6 +3,7 @@ profile, restricted to that data set), what each sets on its server (vLLM's synt
 knobs), what it refuses, and the table and plot that read the replay back (⚠ beyond 3 %)."""
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,11 +11,12 @@ import yaml
 
 from specbench.cli import main
 from specbench.errors import ProfileError, SuiteError
+from specbench.launch import load_engine
 from specbench.measure.profile import FORMAT
 from specbench.measure.replay import read_profile, replay_points
 from specbench.report.explain_tables import replay_markdown, whatif_markdown
 from specbench.report.html import render_html
-from specbench.run.replay import expand_replay, load_profile
+from specbench.run.replay import expand_replay, load_profile, replay_support
 from specbench.schemas.row_read import rows_from
 from specbench.suite import parse_suite
 
@@ -197,3 +199,24 @@ def test_replay_table_says_sglang_replayed_the_mean_only():
     rows, meta = replay_run({"1": 2.5}, mode="mean_length")
     assert ("| 2.50 | 2.50 | mean 2.50 only (SGLang replays the mean acceptance length only: per-position shape not "
             "reproduced) |") in replay_markdown(rows, meta)
+
+
+def _fake_package(root: Path, package: str, path: str, text: str) -> None:
+    (root / package / Path(path).parent).mkdir(parents=True)
+    (root / package / "__init__.py").write_text("raise ImportError('never imported by the check')\n")
+    (root / package / path).write_text(text)
+
+
+@pytest.mark.parametrize("engine, package, path, text, expected", [
+    ("vllm", "vllm", "config/speculative.py", "synthetic_acceptance_rates: list[float] | None = None\n", None),
+    ("vllm", "vllm", "config/speculative.py", "synthetic_acceptance_length: float | None = None\n",
+     "has no synthetic_acceptance_rates in config/speculative.py"),
+    ("sglang", "sglang", "srt/environ.py", "SGLANG_SIMULATE_ACC_LEN = EnvFloat(-1)\n", None),
+    ("sglang", "sglang", "srt/environ.py", "SGLANG_OTHER = 1\n", "has no SGLANG_SIMULATE_ACC_LEN in srt/environ.py"),
+])
+def test_replay_support_reads_the_engines_own_source(tmp_path, monkeypatch, engine, package, path, text, expected):
+    _fake_package(tmp_path, package, path, text)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    monkeypatch.setenv("SPECBENCH_ENGINE_PYTHON", sys.executable)
+    why = replay_support(load_engine(engine))
+    assert why is None if expected is None else expected in why
