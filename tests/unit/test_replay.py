@@ -193,6 +193,7 @@ def test_replay_table_flags_a_measured_length_more_than_3_percent_off():
     fig = fig[:fig.index("</figure>")]
     assert fig.count('class="length-flag"') == 1 and "2.40 ⚠ -4.0%" in fig and "1.250×†" in fig
     assert 'class="break-even"' not in fig  # not the break-even map
+    assert "Predicted speed-up at a profile&#x27;s acceptance (what-if)</a>" in page
 
 
 def test_replay_table_says_sglang_replayed_the_mean_only():
