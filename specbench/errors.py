@@ -29,3 +29,7 @@ class ResultsError(SpecbenchError):
 
 class RunDirError(SpecbenchError):
     """A run directory cannot be used as asked: it holds a run (without --resume), or holds none to resume."""
+
+
+class ProfileError(SpecbenchError):
+    """An acceptance profile cannot be made from a results file, or a profile file cannot be replayed."""

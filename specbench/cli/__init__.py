@@ -11,9 +11,9 @@ import argparse
 import sys
 
 from ..errors import SpecbenchError
-from . import compare, export, gate, report, run, setup, trace, tune, whatif
+from . import compare, export, gate, profile, report, run, setup, trace, tune, whatif
 
-COMMANDS = (run, report, compare, gate, trace, whatif, tune, export, setup)
+COMMANDS = (run, report, compare, gate, trace, whatif, tune, profile, export, setup)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -28,7 +28,7 @@ BASELINE_ITSELF = "the baseline: 1.0 by definition"
 
 @dataclass(frozen=True)
 class RunCell(Cell):
-    """A ``Cell`` (``Cell.of_row`` is its identity) named as the comparison names it: ``config / dataset / c=2``."""
+    """A ``Cell`` (``Cell.of_row`` is its identity) named as the comparison names it: ``config / dataset / C=2``."""
 
     @property
     def load(self) -> Load:

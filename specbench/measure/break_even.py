@@ -107,6 +107,8 @@ def _ci(r: ResultRow, key: str) -> tuple[float, float] | None:
 
 
 def whatif_curves(records: Sequence[ResultRow], meta: dict[str, Any] | None) -> list[Curve]:
+    if ((meta or {}).get("whatif") or {}).get("profile"):
+        return []  # a profile's replay (measure.replay), not a grid of lengths
     plan = ((meta or {}).get("whatif") or {}).get("configs") or {}
     curves: dict[tuple, Curve] = {}
     for r in records:

@@ -22,8 +22,26 @@ from .slo import slo_summary
 from .summarize import PhaseInfo
 from .telemetry import cost_summary, telemetry_summary
 
+#: what does not apply to a row whose acceptance the engine fixed (``ServerConfig.synthetic_acceptance``)
+NOT_TARGET_OUTPUT = ("fidelity_identical", "fidelity_compared", "fidelity_unit", "fidelity_first_divergence_median",
+                     "accuracy", "accuracy_compared", "accuracy_diff_vs_baseline", "accuracy_diff_ci_low",
+                     "accuracy_diff_ci_high", "accuracy_mcnemar_p", "accuracy_paired_prompts")
+SYNTHETIC_NOTE = ("synthetic acceptance: drafts are committed whether or not they match the target's tokens, so Same "
+                  "output and accuracy do not apply (—)")
+
 
 def add_quality(rows: list[ResultRow], phases: Sequence[PhaseInfo], records: Sequence[RequestRecord], suite) -> None:
+    _add_quality(rows, phases, records, suite)
+    synthetic = {c.name for c in suite.configs if getattr(c, "synthetic_acceptance", False)}
+    for row in rows:
+        if row.run in synthetic:
+            row.update({key: None for key in NOT_TARGET_OUTPUT if row.has(key)})
+            if row.has("accuracy"):
+                row.accuracy_error = SYNTHETIC_NOTE
+            _note(row, SYNTHETIC_NOTE)
+
+
+def _add_quality(rows: list[ResultRow], phases: Sequence[PhaseInfo], records: Sequence[RequestRecord], suite) -> None:
     configs = {c.name: c for c in suite.configs}
     baseline = suite.baseline.name if suite.baseline else None
     recs: dict[Cell, list[RequestRecord]] = defaultdict(list)

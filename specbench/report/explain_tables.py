@@ -1,5 +1,6 @@
-"""The tables of `specbench whatif` (break-even acceptance per load) and `specbench tune` (best K
-per load), rendered from ``measure.break_even`` curves and ``measure.best_k`` analyses."""
+"""The tables of `specbench whatif` (break-even acceptance per load, or a profile's replay), `specbench tune`
+(best K per load) and `specbench profile`, rendered from ``measure.break_even`` curves, ``measure.replay``
+points, ``measure.best_k`` analyses and profile entries."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 
 from ..measure.best_k import analysis_of
 from ..measure.break_even import Point, verdict, whatif_curves
+from ..measure.replay import LENGTH_FLAG, ReplayPoint, replay_points
 from ..schemas.cell import Load
 from ..schemas.row import ResultRow
 
@@ -31,6 +33,8 @@ WHATIF_NOTE = (
 
 
 def whatif_markdown(records: Sequence[ResultRow], meta: dict[str, Any] | None) -> str:
+    if ((meta or {}).get("whatif") or {}).get("profile"):
+        return replay_markdown(records, meta)
     curves = whatif_curves(records, meta)
     if not curves:
         return ""
@@ -84,3 +88,92 @@ def tune_markdown(records: Sequence[ResultRow], meta: dict[str, Any] | None) -> 
         sched = ", ".join(f"C={c} → K={k}" for c, k in s["by_concurrency"].items())
         out += f"\n- Schedule {s['family']}: {sched}. " + (f"Serve it with: `{s['flag']}`" if s.get("flag") else s["note"])
     return out
+
+
+# ------------------------------------------------------------------------------ profiles and their replay
+
+ESTIMATED = "*"
+
+
+def rates_text(rates: Sequence[float | None] | None, estimated: Sequence[int] = ()) -> str:
+    """``0.618 0.365 0.124*``: p_1..p_k, * on each position filled by the profile's fill rule (1-based)."""
+    if not rates:
+        return "—"
+    return " ".join("—" if p is None else f"{p:.3f}" + (ESTIMATED if i in estimated else "") for i, p in enumerate(rates, 1))
+
+
+def _x(value: float | None, ci: Sequence[float] | None = None) -> str:
+    if value is None:
+        return "—"
+    return f"{value:.3f}x" + (f" [{ci[0]:.2f}–{ci[1]:.2f}]" if ci else "")
+
+
+PROFILE_NOTE = (
+    "p_i = P(the first i drafts of a step all accepted), unconditional, from the engine's per-position counters "
+    "(accepted at position i ÷ drafts); conditional = p_i ÷ p_(i−1); mean AL = 1 + Σ p_i. * = estimated by the "
+    "profile's fill_rule (the input gave fewer positions than k), not measured. Speedup = the profile run's own "
+    "speedup_vs_baseline [95% CI].")
+
+
+def profile_markdown(profiles: Sequence[dict[str, Any]]) -> str:
+    header = ["Config", "Dataset", "Load", "k", "p_1…p_k", "Conditional", "Mean AL", "Speedup", "Categories"]
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(["---"] * len(header)) + " |"]
+    for p in profiles:
+        est = p.get("estimated_positions") or []
+        cats = p.get("categories") or {}
+        cat = ", ".join(f"{c} {v['mean_acceptance_length']:.2f}" for c, v in cats.items()
+                        if v.get("mean_acceptance_length") is not None)
+        lines.append("| " + " | ".join([
+            p["config"], p["dataset"], p.get("load") or "—", str(p["num_speculative_tokens"]),
+            rates_text(p["acceptance_per_position"], est), rates_text(p.get("acceptance_conditional"), est),
+            f"{p['mean_acceptance_length']:.3f}", _x(p.get("speedup_vs_baseline"), p.get("speedup_ci95")),
+            (cat + " (stream)") if cat else "—"]) + " |")
+    return "Acceptance profiles\n\n" + "\n".join(lines) + "\n\n- " + PROFILE_NOTE
+
+
+def measured_length_text(p: ReplayPoint) -> str:
+    """The replay's counter acceptance length, ⚠ with the gap when it is more than 3 % off the profile's."""
+    if p.measured_length is None:
+        return "—"
+    gap = p.length_gap
+    return f"{p.measured_length:.2f}" + (f" ⚠ {gap:+.1%}" if p.flagged and gap is not None else "")
+
+
+def replayed_text(p: ReplayPoint) -> str:
+    if p.mode == "rates":
+        return rates_text(p.rates, p.estimated)
+    return f"mean {p.replayed_length:.2f} only ({p.note})" if p.note else f"mean {p.replayed_length:.2f} only"
+
+
+def profile_speedup_text(p: ReplayPoint) -> str:
+    return _x(p.profile_speedup, p.profile_ci) + ("†" if p.profile_speedup is not None and not p.profile_load_known else "")
+
+
+REPLAY_NOTE = (
+    "Predicted = speedup_vs_baseline [95% CI] of the config served at the profile's acceptance (its data set, k = "
+    "the config's num_speculative_tokens): vLLM's synthetic rejection sampler at synthetic_acceptance_rates p_1..p_k "
+    "(the drafter's real compute, acceptance fixed per position), or on SGLang SGLANG_SIMULATE_ACC_LEN at the "
+    "profile's mean length only. Profile speedup = the profile's own measured speedup at that load († = the profile "
+    "does not say at which load it was measured). Measured AL = the replay's counter acceptance length; "
+    f"⚠ = more than {LENGTH_FLAG:.0%} from the profile's. * = a position the profile estimated (its fill_rule), "
+    "not measured. Synthetic acceptance commits draft tokens whether or not they match the target's, so Same output "
+    "and accuracy do not apply to these rows.")
+
+
+def replay_markdown(records: Sequence[ResultRow], meta: dict[str, Any] | None) -> str:
+    points = replay_points(records, meta)
+    if not points:
+        return ""
+    header = ["Dataset", "Config", "k", "Load", "Predicted speedup", "Profile speedup", "Profile AL", "Measured AL",
+              "Acceptance replayed"]
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(["---"] * len(header)) + " |"]
+    for p in points:
+        lines.append("| " + " | ".join([
+            p.dataset, p.config, "—" if p.k is None else str(p.k), p.load.label, _x(p.predicted, p.ci),
+            profile_speedup_text(p), f"{p.profile_length:.2f}", measured_length_text(p), replayed_text(p)]) + " |")
+    profile = ((meta or {}).get("whatif") or {}).get("profile") or {}
+    src = f"Profile {profile.get('path')} (sha256 {str(profile.get('sha256'))[:12]}…)" if profile.get("path") else "Profile"
+    skipped = ((meta or {}).get("whatif") or {}).get("skipped_datasets") or []
+    notes = [REPLAY_NOTE] + ([f"Not replayed (the profile has no entry for them): {', '.join(skipped)}."] if skipped else [])
+    return (f"What-if: predicted speedup at the profile's acceptance\n\n{src}\n\n" + "\n".join(lines)
+            + "".join(f"\n\n- {n}" for n in notes))

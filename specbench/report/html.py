@@ -177,7 +177,9 @@ def render_html(records: list[ResultRow], requests: list[RequestRecord] | None, 
             sections.append(("speedup-load", "Speed-up vs load", lp))
         if has_decomposition(m.rows):
             sections.append(("decomposition", "Why: tokens per step vs step cost", decomposition_plot(m)))
-        for sid, title, content in (("whatif", "Break-even acceptance (what-if)", whatif_section(m)),
+        replay = bool((meta.get("whatif") or {}).get("profile"))
+        whatif_title = "Predicted speed-up at a profile's acceptance (what-if)" if replay else "Break-even acceptance (what-if)"
+        for sid, title, content in (("whatif", whatif_title, whatif_section(m)),
                                     ("tune", "Best K per load", tune_section(m))):
             if content:
                 sections.append((sid, title, content))

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..measure.compare import crossover
+from ..schemas.cell import cell_where, load_label
 from ..schemas.row import ResultRow
 from .colspec import DASH, DECOMPOSITION_NOTE
 from .columns import COLUMNS, has_decomposition, num
@@ -48,8 +49,7 @@ def warnings(records: Sequence[ResultRow]) -> list[str]:
     """Lines that must travel with the table: disagreeing sources, failed or cut cells."""
     out = []
     for r in records:
-        where = f"{r.run} / {r.dataset}" + (f" / c={r.concurrency}" if r.concurrency is not None else "")
-        where += f" / rate {r.request_rate:g}/s" if isinstance(r.request_rate, (int, float)) else ""
+        where = cell_where(r)
         if r.acceptance_sources_agree is False:
             out.append(f"⚠ {where}: accepted tokens seen in the stream differ from the server counters by "
                        f"{r.acceptance_tokens_diff} (other traffic in the window, or steps merged into one chunk)")
@@ -78,7 +78,7 @@ def cell_notes(records: Sequence[ResultRow]) -> list[str]:
         if r.accuracy is None and r.accuracy_error:
             notes.append(f"⚠ Accuracy (graded) not measured: {r.accuracy_error}")
         for note in notes:
-            where = f"{r.run} / {r.dataset}" + (f" / c={r.concurrency}" if r.concurrency is not None else "")
+            where = cell_where(r)
             cells.setdefault(str(note), []).append(where)
     return [("⚠ " if note.startswith("⚠ ") else "") + f"{', '.join(where)}: {note.removeprefix('⚠ ')}"
             for note, where in cells.items()]
@@ -89,7 +89,7 @@ def sweep_table(records: Sequence[ResultRow]) -> str | None:
     loads = sorted({c for r in records if (c := r.concurrency) is not None})
     if len(loads) < 2:
         return None
-    header = ["Dataset", "Run", *[f"c={c}" for c in loads], "Crossover"]
+    header = ["Dataset", "Run", *[load_label("concurrency", c) for c in loads], "Crossover"]
     lines = [md_row(header), md_row(["---"] * len(header))]
     keys = list(dict.fromkeys((r.dataset, r.run) for r in records if r.speedup_vs_baseline is not None))
     for dataset, run in keys:
@@ -99,7 +99,7 @@ def sweep_table(records: Sequence[ResultRow]) -> str | None:
             continue  # the baseline itself
         cross = crossover([(c, by_c.get(c)) for c in loads])
         lines.append(md_row([dataset, run, *[num(by_c.get(c), 3, "x") for c in loads],
-                              f"c={cross:g}" if cross is not None else "none (pays off at every load)"]))
+                              load_label("concurrency", cross) if cross is not None else "none (pays off at every load)"]))
     return "Speedup vs concurrency\n\n" + "\n".join(lines)
 
 

@@ -12,13 +12,10 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import SuiteError
 from ..suite import ServerConfig, Suite, parse_suite
-
-if TYPE_CHECKING:
-    pass
 
 _NAME_OK = re.compile(r"^[A-Za-z0-9_.@+-]+$")
 
@@ -47,11 +44,17 @@ def spec_configs(suite: Suite, only: Sequence[str] | None, command: str) -> list
     return chosen
 
 
-def derived_suite(suite: Suite, suffix: str, configs: list[dict[str, Any]]) -> Suite:
-    """``suite`` renamed ``<name>-<suffix>`` with these raw configs, validated like a suite file."""
+def derived_suite(suite: Suite, suffix: str, configs: list[dict[str, Any]], datasets: Sequence[str] | None = None) -> Suite:
+    """``suite`` renamed ``<name>-<suffix>`` with these raw configs (and only ``datasets``, when given), validated
+    like a suite file."""
     raw = copy.deepcopy(suite.raw)
     raw["name"] = f"{suite.name}-{suffix}"
     raw["configs"] = configs
+    if datasets is not None:
+        raw["datasets"] = [d for d in raw.get("datasets") or [] if (d.get("name") if isinstance(d, dict) else d) in datasets]
+        grade = (raw.get("load") or {}).get("grade")
+        if isinstance(grade, list):
+            raw["load"]["grade"] = [g for g in grade if g in datasets] or False
     for c in configs:
         if not _NAME_OK.match(c["name"]):
             raise SuiteError(f"{suite.path}: derived config name {c['name']!r} is not usable as a file name")

@@ -119,10 +119,11 @@ class SequentialRun:
 
     async def _config(self, phases: Phases, config: ServerConfig, prompts: dict[str, list[Prompt]]) -> None:
         done, load = self.recorder.done(), self.suite.load
-        todo = [(spec.name, point, rep) for spec in self.suite.datasets for point in load_points(self.suite)
-                for rep in range(load.repeats) if (Cell.at(config.name, spec.name, point), rep) not in done]
+        mine = [spec.name for spec in self.suite.datasets if config.runs_on(spec.name)]
+        todo = [(name, point, rep) for name in mine for point in load_points(self.suite)
+                for rep in range(load.repeats) if (Cell.at(config.name, name, point), rep) not in done]
         searched = self.recorder.searched(config.name)
-        searches = [] if load.rate_search is None else [d.name for d in self.suite.datasets if d.name not in searched]
+        searches = [] if load.rate_search is None else [name for name in mine if name not in searched]
         if not todo and not searches:
             return
         self.progress("server", config=config.name, launching=config.launched)

@@ -29,11 +29,25 @@ def default_lengths(k: int) -> list[float]:
     return [1 + i / 2 for i in range(1, 2 * k + 1)]
 
 
-def synthetic_support(engine: Engine, python: str | None = None) -> str | None:
+def package_root(engine: Engine, package: str, python: str | None = None) -> tuple[Path | None, str | None]:
+    """Where the engine's Python finds ``package`` (without importing it), or why that cannot be said."""
+    exe = engine.python(python)
+    probe = (f"import importlib.util as u; s = u.find_spec({package!r}); "
+             "print(s.submodule_search_locations[0] if s and s.submodule_search_locations else '')")
+    try:
+        proc = subprocess.run([exe, "-c", probe], capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return None, f"engine {engine.name}: cannot run {exe} to look for synthetic acceptance ({type(err).__name__}: {err})"
+    if proc.returncode != 0 or not proc.stdout.strip():
+        return None, f"engine {engine.name}: {exe} has no {package} package"
+    return Path(proc.stdout.strip()), None
+
+
+def synthetic_support(engine: Engine, python: str | None = None, option: str = "synthetic_acceptance_length") -> str | None:
     """None when the engine can fix acceptance synthetically; else why not, in one line.
 
     A launcher may declare it (``speculative.synthetic_acceptance``: true, or a reason string);
-    otherwise a vLLM engine's own source is read, without importing vLLM: the option must be in
+    otherwise a vLLM engine's own source is read, without importing vLLM: ``option`` must be in
     ``config/speculative.py``, and a CPU build must not carry the CPU sampler's refusal.
     """
     declared = (engine.data.get("speculative") or {}).get("synthetic_acceptance")
@@ -43,33 +57,26 @@ def synthetic_support(engine: Engine, python: str | None = None) -> str | None:
         return declared
     if declared is False or engine.adapter != "vllm":
         return f"engine {engine.name} has no synthetic acceptance (vLLM's rejection_sample_method: synthetic)"
-    exe = engine.python(python)
-    probe = ("import importlib.util as u; s = u.find_spec('vllm'); "
-             "print(s.submodule_search_locations[0] if s and s.submodule_search_locations else '')")
-    try:
-        proc = subprocess.run([exe, "-c", probe], capture_output=True, text=True, timeout=120)
-    except (OSError, subprocess.TimeoutExpired) as err:
-        return f"engine {engine.name}: cannot run {exe} to look for synthetic acceptance ({type(err).__name__}: {err})"
-    root = Path(proc.stdout.strip()) if proc.returncode == 0 and proc.stdout.strip() else None
+    root, why = package_root(engine, "vllm", python)
     if root is None:
-        return f"engine {engine.name}: {exe} has no vllm package"
-    if "synthetic_acceptance_length" not in _read(root / "config" / "speculative.py"):
-        return (f"engine {engine.name}: the vLLM at {root} has no synthetic_acceptance_length in config/speculative.py "
+        return why
+    if option not in read_text(root / "config" / "speculative.py"):
+        return (f"engine {engine.name}: the vLLM at {root} has no {option} in config/speculative.py "
                 "(vLLM 0.26 and later have it)")
-    if engine.env.get("VLLM_TARGET_DEVICE") == "cpu" and CPU_REFUSAL in _read(root / "utils" / "cpu_triton_utils.py"):
+    if engine.env.get("VLLM_TARGET_DEVICE") == "cpu" and CPU_REFUSAL in read_text(root / "utils" / "cpu_triton_utils.py"):
         return (f"engine {engine.name}: the vLLM at {root} accepts rejection_sample_method: synthetic, but its CPU "
                 f"rejection sampler stops at the first request ('{CPU_REFUSAL}'); run whatif on a GPU engine")
     return None
 
 
-def _read(path: Path) -> str:
+def read_text(path: Path) -> str:
     try:
         return path.read_text(errors="replace")
     except OSError:
         return ""
 
 
-def _k_of(config) -> int | None:
+def k_of(config) -> int | None:
     k = config.num_speculative_tokens or config.speculative.get("num_speculative_tokens")
     return int(k) if isinstance(k, int) and not isinstance(k, bool) else None
 
@@ -96,7 +103,7 @@ def expand_whatif(suite: Suite, lengths: Sequence[float] | None = None, only: Se
         why = check(load_engine(c.engine or suite.engine), suite.server.python)
         if why:
             raise SuiteError(f"{suite.path}: config {c.name!r}: {why}")
-        k = _k_of(c)
+        k = k_of(c)
         if k is None:
             raise SuiteError(f"{suite.path}: config {c.name!r}: whatif needs num_speculative_tokens (synthetic acceptance "
                              "is defined over k draft positions)")

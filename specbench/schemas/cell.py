@@ -139,3 +139,9 @@ def load_of(r: ResultRow) -> Load:
 def load_of_request(r: Any) -> Load:
     """The load point of a request record (``request_rate`` set in open-loop phases)."""
     return Load.of(Cell.of_record(r))
+
+
+def cell_where(r: ResultRow) -> str:
+    """A row's cell as warnings and notes name it: ``run / dataset / C=2`` (no load part when none was recorded)."""
+    load = load_of(r)
+    return f"{r.run} / {r.dataset}" + (f" / {load.label}" if load.value is not None else "")

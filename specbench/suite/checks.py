@@ -22,7 +22,7 @@ TOP_KEYS = {
 CONFIG_KEYS = {
     "name": str, "url": str, "method": str, "num_speculative_tokens": int, "drafter": str,
     "speculative": dict, "baseline": bool, "engine": str, "args": list, "env": dict, "port": int,
-    "gpus": (str, int), "load_format": str,
+    "gpus": (str, int), "load_format": str, "datasets": list,
 }
 LOAD_KEYS = {
     "concurrency": (int, list), "request_rate": (int, float, list), "max_tokens": int,

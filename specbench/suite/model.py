@@ -32,6 +32,7 @@ class ServerConfig:
     port: int | None = None
     gpus: str | None = None
     load_format: str = "auto"  # "dummy": the target's weights at random (checks.LOAD_FORMATS)
+    datasets: tuple[str, ...] | None = None  # None: every data set of the suite
 
     @property
     def launched(self) -> bool:
@@ -41,6 +42,16 @@ class ServerConfig:
     def dummy_weights(self) -> bool:
         """Served with random weights: its speed is the model's, its tokens and acceptance are not."""
         return self.load_format == "dummy"
+
+    @property
+    def synthetic_acceptance(self) -> bool:
+        """Acceptance fixed by the engine (vLLM's synthetic sampler, SGLang's simulated length): drafts are
+        committed whether or not they match the target's, so the output is not the target's."""
+        return self.speculative.get("rejection_sample_method") == "synthetic" or "SGLANG_SIMULATE_ACC_LEN" in self.env
+
+    def runs_on(self, dataset: str) -> bool:
+        """Whether this config measures ``dataset`` (a config's ``datasets:`` restricts it to those)."""
+        return self.datasets is None or dataset in self.datasets
 
     @property
     def label_method(self) -> str:

@@ -54,6 +54,7 @@ def parse_suite(data: Any, path: Path) -> Suite:
     server = _server(top, where, problems)
     configs = _configs(top, where, problems, server.load_format)
     datasets = _datasets(top, where, base, problems)
+    _configs_on_datasets(configs, datasets, where, problems)
     lraw = check_keys(top.get("load", {}), LOAD_KEYS, f"{where}: load", problems)
     load = _load(lraw, datasets, where, problems)
     data_dir = None
@@ -109,7 +110,9 @@ def _configs(top: dict[str, Any], where: str, problems: list[str], load_format: 
             num_speculative_tokens=k, drafter=c.get("drafter"), speculative=dict(c.get("speculative", {})),
             baseline=c.get("baseline", False), engine=c.get("engine"),
             args=tuple(str(a) for a in c.get("args", [])), env={str(k2): str(v) for k2, v in c.get("env", {}).items()},
-            port=c.get("port"), gpus=str(c["gpus"]) if "gpus" in c else None, load_format=c.get("load_format", "auto" if "url" in c else load_format),
+            port=c.get("port"), gpus=str(c["gpus"]) if "gpus" in c else None,
+            load_format=c.get("load_format", "auto" if "url" in c else load_format),
+            datasets=_name_list(c["datasets"], f"{cwhere}.datasets", problems) if "datasets" in c else None,
         ))
     names = [c.name for c in configs]
     for dup in sorted({n for n in names if names.count(n) > 1}):
@@ -120,6 +123,26 @@ def _configs(top: dict[str, Any], where: str, problems: list[str], load_format: 
     if isinstance(top.get("configs"), list) and not top["configs"]:
         problems.append(f"{where}.configs: at least one config is needed")
     return configs
+
+
+def _name_list(value: list[Any], where: str, problems: list[str]) -> tuple[str, ...]:
+    names = tuple(v for v in value if isinstance(v, str))
+    if len(names) != len(value) or not names:
+        problems.append(f"{where}: expected a non-empty list of data set names, got {value!r}")
+    for dup in sorted({n for n in names if names.count(n) > 1}):
+        problems.append(f"{where}: data set {dup!r} named more than once")
+    return names
+
+
+def _configs_on_datasets(configs: list[ServerConfig], datasets: list[DatasetSpec], where: str,
+                         problems: list[str]) -> None:
+    """A config's ``datasets:`` (it measures only those) must name data sets of the suite."""
+    known = [d.name for d in datasets]
+    for i, c in enumerate(configs):
+        for name in c.datasets or ():
+            if known and name not in known:
+                problems.append(f"{where}: configs[{i}].datasets: no data set {name!r} in this suite "
+                                f"(data sets: {', '.join(known)})")
 
 
 def _datasets(top: dict[str, Any], where: str, base: Path, problems: list[str]) -> list[DatasetSpec]:

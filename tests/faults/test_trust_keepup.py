@@ -49,7 +49,7 @@ async def test_tokens_the_client_never_saw_are_flagged(tmp_path, prompts_file, s
     assert row["client_server_token_ratio"] == pytest.approx(MAX_TOKENS / (MAX_TOKENS + 2))
     assert row["client_server_tokens_agree"] is False
     assert "| 91.67% ⚠ |" in md
-    assert "⚠ spec / prompts / c=2: the client counted 91.7% of the 144 tokens the server's generation counter added" in md
+    assert "⚠ spec / prompts / C=2: the client counted 91.7% of the 144 tokens the server's generation counter added" in md
 
 
 async def test_no_counter_is_null_not_zero(tmp_path, prompts_file, scripted):

@@ -121,6 +121,17 @@ def test_gpu_count_per_config(tmp_path, prompts_file, parallel_engine):
     assert [j.config for j in plan(suite, {"baseline": done}, 1)] == ["ngram_k3", "ngram_k2", "remote"]
 
 
+def test_plan_counts_only_the_data_sets_a_config_runs_on(tmp_path, prompts_file, parallel_engine):
+    datasets = [{"name": "a", "path": str(prompts_file)}, {"name": "b", "path": str(prompts_file)}]
+    path = suites.write_suite(tmp_path / "s.yaml", [BASE, {**SPEC3, "datasets": ["b"]}], name="par", engine="fake",
+                              datasets=datasets, load={"concurrency": [1, 2]})
+    suite = load_suite(path)
+    spec = suite.configs[1]
+    assert parallel.planning.cells_left(suite, spec, []) == 2  # b at C=1 and C=2; a is not its to measure
+    done = [{"dataset": "b", "concurrency": c, "request_rate": None, "repeat": 0} for c in (1, 2)]
+    assert [j.config for j in plan(suite, {"ngram_k3": done}, 1)] == ["baseline"]  # --resume: nothing left of it
+
+
 def test_detect_gpus(monkeypatch, tmp_path):
     monkeypatch.setenv("SPECBENCH_GPUS", "0, 1,2,3")
     assert detect_gpus() == ["0", "1", "2", "3"]

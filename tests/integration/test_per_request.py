@@ -148,7 +148,7 @@ async def test_per_request_lengths_from_merged_chunks_are_flagged_beside_the_num
     assert "merged steps" in row["request_acceptance_warning"] and "fewer steps than the server's counters" in row["request_acceptance_warning"]
     md = (out / "results.md").read_text()
     assert "| 1.75/1.75/1.75 ⚠ | 1.75/1.75 ⚠ |" in md
-    assert "⚠ spec / prompts / c=2: Req accept len: from chunk sizes while the engine merged steps into one chunk: the stream" in md
+    assert "⚠ spec / prompts / C=2: Req accept len: from chunk sizes while the engine merged steps into one chunk: the stream" in md
 
 
 def test_a_chunk_beyond_k_plus_one_tokens_is_merging_too():

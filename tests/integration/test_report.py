@@ -155,7 +155,7 @@ def test_extra_columns_for_specbench_runs():
     assert tables["Checks"][0] == ["Dataset", "Run", "Conc", "Failed"] and tables["Checks"][2][-1] == "cell failed"
     lines = md.split("\n")
     assert lines[-4:-1] == ["", "- first note", "- second note"]
-    assert lines[-1].startswith("- ⚠ spec / d / c=4: cell failed (2 failed requests")
+    assert lines[-1].startswith("- ⚠ spec / d / C=4: cell failed (2 failed requests")
 
 
 def test_markdown_and_html_tables_share_one_column_spec():

@@ -53,7 +53,7 @@ def test_a_table_or_column_with_nothing_measured_is_left_out_of_the_markdown_but
     assert list(tables) == ["", "Why: tokens per step vs step cost"]  # no Quality & cost: its one column is all —
     assert tables["Why: tokens per step vs step cost"] == [
         ["Dataset", "Run", "Tok/step", "Step cost"], ["d", "baseline", "1.000", "—"], ["d", "spec", "2.000", "1.250x"]]
-    assert md.endswith("- ⚠ baseline / d / c=1, spec / d / c=1: Accuracy (graded) not measured: no request was "
+    assert md.endswith("- ⚠ baseline / d / C=1, spec / d / C=1: Accuracy (graded) not measured: no request was "
                        "graded (failed requests are not graded)")
     headers = re.findall(r'<th scope="col"[^>]*>(.*?)</th>', table_html(Model(rows, None)))
     assert {"Decomposed speedup", "Residual", "Accuracy (graded)"} <= set(headers)

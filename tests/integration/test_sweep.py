@@ -24,7 +24,7 @@ def test_sweep_table_marks_the_crossover():
     rows = [{"dataset": "d", "run": r, "concurrency": c, "speedup_vs_baseline": s}
             for r, pts in {"baseline": [(1, 1.0), (8, 1.0)], "spec": [(1, 1.5), (8, 0.8)]}.items() for c, s in pts]
     table = sweep_table(rows_from(rows))
-    assert "| d | spec | 1.500x | 0.800x | c=8 |" in table
+    assert "| d | spec | 1.500x | 0.800x | C=8 |" in table
     assert "baseline" not in table.split("\n", 3)[3]
 
 

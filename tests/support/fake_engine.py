@@ -7,7 +7,9 @@ Started through a launcher YAML (adapter vllm) like a real engine: it reads ``--
   on the server's clock: drafting
   work grows with K and with the batch, so more K pays at low load and loses at high load;
 - tokens per step: with ``rejection_sample_method: synthetic`` a cycle whose mean is
-  ``synthetic_acceptance_length``; otherwise the real "drafter" accepts min(K, 2) drafts;
+  ``synthetic_acceptance_length``, or, given ``synthetic_acceptance_rates`` [p_1..p_k], a cycle of n steps
+  (4, 10 or 20) of which round(n·p_i) accept at least i drafts, so the per-position counters read p_i back;
+  otherwise the real "drafter" accepts min(K, 2) drafts;
 - ``num_speculative_tokens_per_batch_size`` is recorded in ``/version`` (``schedule``) so a test
   can see the flag arrived.
 """
@@ -26,6 +28,13 @@ from tests.support.scripted_server import Script, ScriptedServer
 def synthetic_pattern(length: float) -> list[int]:
     """Ten steps whose tokens average ``length`` (to 0.1), spread evenly: 1.5 → 1, 2, 1, 2, …"""
     return [math.floor((i + 1) * length + 1e-9) - math.floor(i * length + 1e-9) for i in range(10)]
+
+
+def rates_pattern(rates: list[float]) -> list[int]:
+    """The fewest of 4, 10 or 20 steps in which round(steps·p_i) steps accept at least i drafts exactly (else 20)."""
+    steps = next((n for n in (4, 10) if all(abs(n * p - round(n * p)) < 1e-9 for p in rates)), 20)
+    reach = [round(steps * p) for p in rates]
+    return [1 + sum(1 for r in reach if s < r) for s in range(steps)]
 
 
 class FakeEngine(ScriptedServer):
@@ -61,6 +70,8 @@ def main() -> None:
     k = spec.get("num_speculative_tokens")
     if not spec:
         pattern = [1]
+    elif spec.get("rejection_sample_method") == "synthetic" and "synthetic_acceptance_rates" in spec:
+        pattern = rates_pattern([float(p) for p in spec["synthetic_acceptance_rates"]])
     elif spec.get("rejection_sample_method") == "synthetic":
         pattern = synthetic_pattern(float(spec["synthetic_acceptance_length"]))
     else:

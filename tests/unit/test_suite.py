@@ -202,6 +202,28 @@ def test_k_must_be_positive(tmp_path, prompts):
     assert "configs[1].num_speculative_tokens: expected a positive integer, got 0" in line
 
 
+def test_config_datasets_restricts_a_config_to_named_data_sets(tmp_path, prompts):
+    data = valid(prompts)
+    data["configs"][1]["datasets"] = ["builtin"]
+    base, spec = load_suite(write(tmp_path, data)).configs
+    assert spec.datasets == ("builtin",) and spec.runs_on("builtin") and not spec.runs_on("p")
+    assert base.datasets is None and base.runs_on("p")  # no datasets: key = every data set
+
+
+@pytest.mark.parametrize("value, expect", [
+    (["nope"], "configs[1].datasets: no data set 'nope' in this suite (data sets: p, builtin)"),
+    ([], "configs[1].datasets: expected a non-empty list of data set names, got []"),
+    (["p", 3], "configs[1].datasets: expected a non-empty list of data set names, got ['p', 3]"),
+    (["p", "p"], "configs[1].datasets: data set 'p' named more than once"),
+    ("p", "configs[1].datasets: expected a list"),
+])
+def test_config_datasets_must_name_suite_data_sets(tmp_path, prompts, value, expect):
+    data = valid(prompts)
+    data["configs"][1]["datasets"] = value
+    (line,) = problems(tmp_path, data)
+    assert expect in line
+
+
 def test_missing_dataset_file(tmp_path, prompts):
     data = valid(prompts)
     data["datasets"][0]["path"] = "nope.jsonl"

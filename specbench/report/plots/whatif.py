@@ -22,9 +22,12 @@ from ..svg import (
     y_axis,
 )
 from .common import LOAD_COLOURS, num_or_none
+from .replay import replay_section
 
 
 def whatif_section(m: Model) -> str | None:
+    if ((m.meta or {}).get("whatif") or {}).get("profile"):
+        return replay_section(m)
     curves = whatif_curves(m.rows, m.meta)
     if not curves:
         return None

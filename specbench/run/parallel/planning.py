@@ -64,8 +64,8 @@ class Job:
 def cells_left(suite, config, done: list[dict[str, Any]]) -> int:
     """How many (cell, repeat) of ``config`` are not among its ``done`` phases."""
     have = {(Cell.of_phase(p).with_config(config.name), p["repeat"]) for p in done}
-    return sum(1 for spec in suite.datasets for point in load_points(suite) for rep in range(suite.load.repeats)
-               if (Cell.at(config.name, spec.name, point), rep) not in have)
+    return sum(1 for spec in suite.datasets if config.runs_on(spec.name) for point in load_points(suite)
+               for rep in range(suite.load.repeats) if (Cell.at(config.name, spec.name, point), rep) not in have)
 
 
 def plan(suite, done_by: dict[str, list[dict[str, Any]]], gpus_per_server: int) -> list[Job]:

@@ -1,0 +1,62 @@
+"""`specbench profile RUN_OR_RESULTS... -o profile.json`: a drafter's acceptance profile per config × data set ×
+load (measure/profile extracts it), for `specbench whatif SUITE --profile profile.json` to replay."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def profile_cli(args: argparse.Namespace) -> int:
+    from .. import __version__
+    from ..errors import ProfileError
+    from ..measure.profile import FILL_RULE, FORMAT, POSITIONS, profiles_from
+    from ..report.explain_tables import profile_markdown
+    from ..report.load import load_run
+    from ..run.preflight import now
+    from ..run.rundir import write_json
+
+    def say(line: str) -> None:
+        print(f"specbench profile: {line}", file=sys.stderr)
+
+    profiles: list[dict[str, Any]] = []
+    refused: list[str] = []
+    sources = []
+    for src in args.results:
+        run = load_run(src)
+        assert run.path is not None
+        got, bad = profiles_from(run.rows, run.meta or None, src, say)
+        profiles += got
+        refused += bad
+        sources.append({"path": src, "results": str(run.path), "results_sha256": hashlib.sha256(run.path.read_bytes()).hexdigest(),
+                        "meta": bool(run.meta), "profiles": len(got), "refused": len(bad)})
+    if not profiles and len(refused) == 1:
+        raise ProfileError(refused[0])
+    for line in refused:
+        say(line)
+    if not profiles:
+        raise ProfileError(f"{', '.join(args.results)}: no profile: no speculative config with acceptance counters"
+                           + (f" ({len(refused)} records refused)" if refused else ""))
+    out = Path(args.output)
+    write_json(out, {"format": FORMAT, "positions": POSITIONS, "fill_rule": FILL_RULE, "created_at": now(),
+                     "specbench_version": __version__, "sources": sources, "profiles": profiles})
+    print(profile_markdown(profiles))
+    print(f"profile: {out} ({len(profiles)} profiles" + (f", {len(refused)} refused)" if refused else ")"), file=sys.stderr)
+    return 1 if refused else 0
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "profile", help="a drafter's per-position acceptance per data set and load, for whatif --profile",
+        description="Read the acceptance counters of runs (run directories or results.json files, also in the "
+                    "reference format with acceptance_pos_1..3) and write each speculative config × data set × load "
+                    "point's per-position acceptance, mean acceptance length, conditional rates, per-category "
+                    "acceptance and provenance as one profile file. Positions a file does not give are filled by a "
+                    "stated rule and listed as estimated. Exit 1 when some record was refused (the file is still "
+                    "written), 2 when no profile could be made.")
+    p.add_argument("results", nargs="+", metavar="RUN_OR_RESULTS", help="run directory or results.json (several: all)")
+    p.add_argument("--output", "-o", required=True, help="the profile file to write (JSON)")
+    p.set_defaults(func=profile_cli)

@@ -1,0 +1,208 @@
+"""A profile replayed: which profile entry each (data set, k) takes, and what the replay measured against it.
+
+`specbench whatif SUITE --profile FILE` serves each speculative config of the suite, once per data set, at the
+acceptance of the profile's entry for that (data set, k = the config's num_speculative_tokens), whatever the
+profile's config was called. Pure: a parsed profile file → checked entries → the choice per (data set, k); the
+rows of the run + the plan in meta.json → one ``ReplayPoint`` per data set, config and load.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ProfileError
+from ..schemas.cell import Load, load_of
+from ..schemas.row import ResultRow
+from .profile import FORMAT, LENGTH_TOLERANCE, rates_problem
+
+#: measured vs the profile's acceptance length: a larger relative gap is flagged ⚠ beside the replay
+LENGTH_FLAG = 0.03
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One checked entry of a profile file."""
+
+    index: int
+    config: str
+    dataset: str
+    k: int
+    rates: tuple[float, ...]
+    length: float
+    estimated: tuple[int, ...]
+    load: Load
+    speedup: float | None
+    ci: tuple[float, float] | None
+    drafts: int | None
+
+
+def _num(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def read_entry(e: Any, i: int, where: str) -> Entry:
+    at = f"{where}: profiles[{i}]"
+    if not isinstance(e, dict):
+        raise ProfileError(f"{at}: expected an object, got {type(e).__name__}")
+    for key in ("dataset", "config"):
+        if not isinstance(e.get(key), str) or not e[key]:
+            raise ProfileError(f"{at}.{key}: expected a name, got {e.get(key)!r}")
+    k = e.get("num_speculative_tokens")
+    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+        raise ProfileError(f"{at}.num_speculative_tokens: expected a positive integer, got {k!r}")
+    rates = e.get("acceptance_per_position")
+    if not isinstance(rates, list):
+        raise ProfileError(f"{at}.acceptance_per_position: expected a list of k = {k} rates, got {rates!r}")
+    why = rates_problem(rates, k)
+    if why:
+        raise ProfileError(f"{at}.acceptance_per_position: {why}")
+    length = e.get("mean_acceptance_length")
+    if length is None:
+        length = 1 + math.fsum(rates)
+    if not _num(length) or abs(1 + math.fsum(rates) - length) > LENGTH_TOLERANCE:
+        raise ProfileError(f"{at}.mean_acceptance_length: expected 1 + Σ acceptance_per_position = "
+                           f"{1 + math.fsum(rates):.4f}, got {length!r}")
+    est = e.get("estimated_positions") or []
+    if not isinstance(est, list) or not all(isinstance(j, int) and not isinstance(j, bool) and 1 <= j <= k for j in est):
+        raise ProfileError(f"{at}.estimated_positions: expected 1-based positions in 1..{k}, got {est!r}")
+    rate, conc = e.get("request_rate"), e.get("concurrency")
+    load = Load("rate", rate) if _num(rate) else Load("concurrency", conc if _num(conc) else None)
+    ci = e.get("speedup_ci95")
+    return Entry(i, e["config"], e["dataset"], k, tuple(float(p) for p in rates), float(length), tuple(est), load,
+                 float(e["speedup_vs_baseline"]) if _num(e.get("speedup_vs_baseline")) else None,
+                 (float(ci[0]), float(ci[1])) if isinstance(ci, list) and len(ci) == 2 and all(map(_num, ci)) else None,
+                 e["spec_drafts"] if isinstance(e.get("spec_drafts"), int) and e["spec_drafts"] > 0 else None)
+
+
+def read_profile(data: Any, where: str) -> list[Entry]:
+    """A parsed profile file's entries, each checked as vLLM checks synthetic_acceptance_rates; ProfileError (one
+    line naming the file and key) otherwise."""
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        got = data.get("format") if isinstance(data, dict) else type(data).__name__
+        raise ProfileError(f"{where}: format: expected {FORMAT!r} (a file written by specbench profile), got {got!r}")
+    entries = data.get("profiles")
+    if not isinstance(entries, list) or not entries:
+        raise ProfileError(f"{where}: profiles: expected a non-empty list, got {entries!r}")
+    return [read_entry(e, i, where) for i, e in enumerate(entries)]
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The acceptance a (data set, k) is replayed at: one entry, or one config's entries at several loads pooled."""
+
+    dataset: str
+    k: int
+    rates: tuple[float, ...]
+    length: float
+    estimated: tuple[int, ...]
+    entries: tuple[Entry, ...]
+    pooled: str | None  # how several loads' rates were combined (None: one entry)
+
+
+def choose(entries: Sequence[Entry], dataset: str, k: int, where: str, config: str) -> Choice | None:
+    """The profile's acceptance for ``dataset`` at ``k``; None when the profile has no such data set at all.
+
+    Entries of one config at several loads are pooled (weighted by their drafts when every one says how many,
+    else equally); entries of two configs for one (data set, k) are ambiguous and refused.
+    """
+    of_set = [e for e in entries if e.dataset == dataset]
+    if not of_set:
+        return None
+    mine = [e for e in of_set if e.k == k]
+    if not mine:
+        have = ", ".join(sorted({f"k={e.k}" for e in of_set}))
+        raise ProfileError(f"{where}: no profile for data set {dataset!r} at k={k} (config {config!r} has "
+                           f"num_speculative_tokens: {k}); for {dataset!r} it has {have}")
+    names = sorted({e.config for e in mine})
+    if len(names) > 1:
+        raise ProfileError(f"{where}: data set {dataset!r} at k={k} has profiles of {len(names)} configs "
+                           f"({', '.join(names)}); keep one in the file (profiles[].config)")
+    if len(mine) == 1:
+        e = mine[0]
+        return Choice(dataset, k, e.rates, e.length, e.estimated, (e,), None)
+    weighted = all(e.drafts for e in mine)
+    w = [float(e.drafts or 0) if weighted else 1.0 for e in mine]
+    rates = tuple(math.fsum(wi * e.rates[j] for wi, e in zip(w, mine)) / sum(w) for j in range(k))
+    how = (f"{len(mine)} load points pooled " + ("by their drafts (the counters' own weights)" if weighted else "equally"))
+    return Choice(dataset, k, rates, 1 + math.fsum(rates), tuple(sorted({j for e in mine for j in e.estimated})),
+                  tuple(mine), how)
+
+
+# ------------------------------------------------------------------------------ reading the replay back
+
+@dataclass(frozen=True)
+class ReplayPoint:
+    dataset: str
+    config: str  # the suite's config the replay is of
+    run: str  # the derived config that ran it
+    k: int | None
+    load: Load
+    mode: str  # "rates": every position replayed (vLLM); "mean_length": the mean only (SGLang)
+    predicted: float | None  # the replay's speedup_vs_baseline
+    ci: tuple[float, float] | None
+    measured_length: float | None  # the replay's counter acceptance length
+    profile_length: float
+    replayed_length: float  # what the engine was asked for (SGLang DSPARK: rounded)
+    profile_speedup: float | None
+    profile_ci: tuple[float, float] | None
+    profile_load_known: bool
+    rates: tuple[float, ...] | None
+    estimated: tuple[int, ...]
+    note: str | None
+
+    @property
+    def length_gap(self) -> float | None:
+        """(measured − profile) ÷ profile acceptance length."""
+        if self.measured_length is None or not self.profile_length:
+            return None
+        return (self.measured_length - self.profile_length) / self.profile_length
+
+    @property
+    def flagged(self) -> bool:
+        gap = self.length_gap
+        return gap is not None and abs(gap) > LENGTH_FLAG
+
+
+def _pair(v: Any) -> tuple[float, float] | None:
+    return (float(v[0]), float(v[1])) if isinstance(v, list) and len(v) == 2 and all(map(_num, v)) else None
+
+
+def _profile_speedup(p: dict[str, Any], load: Load) -> tuple[float | None, tuple[float, float] | None, bool]:
+    speedups = [s for s in p.get("profile_speedups") or [] if isinstance(s, dict)]
+
+    def load_of_entry(s: dict[str, Any]) -> Load:
+        rate, conc = s.get("request_rate"), s.get("concurrency")
+        return Load("rate", rate) if _num(rate) else Load("concurrency", conc if _num(conc) else None)
+
+    for s in speedups:
+        if load_of_entry(s).value is not None and load_of_entry(s) == load.uncapped:
+            return (s.get("speedup_vs_baseline") if _num(s.get("speedup_vs_baseline")) else None), _pair(s.get("ci")), True
+    for s in speedups:
+        if load_of_entry(s).value is None:
+            return (s.get("speedup_vs_baseline") if _num(s.get("speedup_vs_baseline")) else None), _pair(s.get("ci")), False
+    return None, None, True
+
+
+def replay_points(records: Sequence[ResultRow], meta: dict[str, Any] | None) -> list[ReplayPoint]:
+    """One point per replayed config × data set × load, in data set, config, load order."""
+    plan = (meta or {}).get("whatif") or {}
+    if not plan.get("profile"):
+        return []
+    configs = plan.get("configs") or {}
+    out = []
+    for r in records:
+        p = configs.get(r.run)
+        if not isinstance(p, dict) or not _num(p.get("acceptance_length")):
+            continue
+        load = load_of(r)
+        sp, sp_ci, known = _profile_speedup(p, load)
+        rates = p.get("acceptance_per_position")
+        out.append(ReplayPoint(
+            r.dataset, str(p.get("of")), r.run, p.get("k"), load, str(p.get("mode") or "rates"), r.speedup_vs_baseline,
+            _pair((r.ci95 or {}).get("speedup_vs_baseline")), r.mean_acceptance_length, float(p["acceptance_length"]),
+            float(p.get("replayed_length") or p["acceptance_length"]), sp, sp_ci, known,
+            tuple(rates) if isinstance(rates, list) else None, tuple(p.get("estimated_positions") or ()), p.get("note")))
+    return sorted(out, key=lambda x: (x.dataset, x.config, x.load.sort_key()))

@@ -1,0 +1,71 @@
+"""`specbench profile` → `specbench whatif SUITE --profile` end to end on the vLLM-shaped fake engine
+(tests/support/fake_engine.py), which serves synthetic_acceptance_rates as a step cycle whose per-position
+counters read the rates back exactly."""
+
+import asyncio
+import hashlib
+import json
+import re
+import sys
+
+import pytest
+import yaml
+
+from specbench.cli import main
+from specbench.measure.profile import FORMAT
+from tests.support.launchers import write_launcher
+from tests.support.paths import PACKAGE_ENV, SUPPORT
+
+
+@pytest.fixture
+def fake_engine(launchers):
+    write_launcher(launchers, "fake", extends="vllm", python=sys.executable, env=PACKAGE_ENV,
+                   command=["{python}", str(SUPPORT / "fake_engine.py")],
+                   args=["--port", "{port}", "--host", "{host}", "--served-model-name", "{model}"],
+                   speculative={"synthetic_acceptance": True})
+
+
+async def test_whatif_profile_replays_each_data_set_at_its_own_rates(tmp_path, fake_engine, capsys):
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text("".join(json.dumps({"prompt": f"question {i}"}) + "\n" for i in range(3)))
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(yaml.safe_dump({
+        "name": "plan", "model": "smol", "engine": "fake",
+        "configs": [{"name": "baseline"}, {"name": "ngram_k3", "method": "ngram", "num_speculative_tokens": 3}],
+        "datasets": [{"name": "a", "path": str(prompts)}, {"name": "b", "path": str(prompts)},
+                     {"name": "c", "path": str(prompts)}],
+        "load": {"concurrency": [1, 2], "max_tokens": 21, "warmup": 0}, "server": {"startup_timeout_s": 30}}))
+    profile = tmp_path / "profile.json"
+    profile.write_text(json.dumps({"format": FORMAT, "profiles": [
+        {"config": "eagle_k3", "dataset": "a", "num_speculative_tokens": 3, "acceptance_per_position": [0.75, 0.5, 0.25],
+         "concurrency": 1, "speedup_vs_baseline": 1.5},
+        {"config": "eagle_k3", "dataset": "b", "num_speculative_tokens": 3, "acceptance_per_position": [0.5, 0.4, 0.1]}]}))
+    out = tmp_path / "out"
+    code = await asyncio.to_thread(main, ["whatif", str(suite), "--profile", str(profile), "--no-real", "-o", str(out), "-q"])
+    assert code == 0
+    meta = json.loads((out / "meta.json").read_text())
+    rows = json.loads((out / "results.json").read_text())
+    cells = sorted((r["run"], r["dataset"], r["concurrency"]) for r in rows)
+    assert cells == sorted([(cfg, d, c) for cfg, ds in (("baseline", "ab"), ("ngram_k3_profile_a", "a"), ("ngram_k3_profile_b", "b"))
+                            for d in ds for c in (1, 2)])  # c is not in the profile: not measured at all
+    argv = meta["servers"]["ngram_k3_profile_b"]["argv"]
+    sent = json.loads(argv[argv.index("--speculative-config") + 1])
+    assert sent == {"method": "ngram", "num_speculative_tokens": 3, "rejection_sample_method": "synthetic",
+                    "synthetic_acceptance_rates": [0.5, 0.4, 0.1]}
+    plan = meta["whatif"]
+    assert plan["profile"]["sha256"] == hashlib.sha256(profile.read_bytes()).hexdigest()
+    assert plan["profile"]["path"] == str(profile.resolve()) and plan["skipped_datasets"] == ["c"]
+    assert plan["configs"]["ngram_k3_profile_a"]["acceptance_per_position"] == [0.75, 0.5, 0.25]
+    by = {(r["run"], r["concurrency"]): r for r in rows}
+    for c in (1, 2):  # the replay's counters read the profile back
+        assert by[("ngram_k3_profile_a", c)]["acceptance_per_position"] == pytest.approx([0.75, 0.5, 0.25])
+        assert by[("ngram_k3_profile_b", c)]["mean_acceptance_length"] == pytest.approx(2.0)
+    for r in rows:  # synthetic acceptance commits drafts unchecked: the target's output is not what was served
+        if r["run"] != "baseline":
+            assert r["fidelity_identical"] is None and any("Same output and accuracy do not apply" in n for n in r["notes"])
+    md = (out / "results.md").read_text()
+    assert "What-if: predicted speedup at the profile's acceptance" in md and not re.search(r"⚠ [+-]", md)
+    assert "| a | ngram_k3 | 3 | C=1 |" in md and "| 1.500x | 2.50 | 2.50 | 0.750 0.500 0.250 |" in md
+    # the replay is itself a run: `specbench profile` leaves its synthetic configs out
+    assert main(["profile", str(out), "-o", str(tmp_path / "again.json")]) == 2
+    assert "no profile: no speculative config with acceptance counters" in capsys.readouterr().err
