@@ -29,3 +29,10 @@ class ResultsError(SpecbenchError):
 
 class RunDirError(SpecbenchError):
     """A run directory cannot be used as asked: it holds a run (without --resume), or holds none to resume."""
+
+
+class RequestsRefused(SpecbenchError):
+    """Every warm-up request of a config got the same client error (HTTP 4xx): measuring it cannot
+    give another answer, so its remaining cells are skipped (the run goes on with the next config)."""
+
+    exit_code = 1

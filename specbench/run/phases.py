@@ -12,6 +12,7 @@ import aiohttp
 
 from ..cell import LoadPoint
 from ..client import RequestSpec, Transport, close_transport, open_transport, transport_clock
+from ..errors import RequestsRefused
 from ..loadgen import LoadPass, LoadResult, generate_load, generate_load_processes
 from ..measure import PhaseInfo
 from ..records import Prompt, RequestRecord
@@ -21,6 +22,7 @@ from ..slo import PROBE_PHASE, search_server
 from ..suite import Suite
 from ..telemetry import PhaseMeter
 from .recorder import Recorder
+from .refusal import refusal
 from .servers import Server, server_info
 
 
@@ -68,6 +70,10 @@ class Phases:
         meter = PhaseMeter.for_config(self.suite, cfg)
         try:
             warm_records = await self._warm_up(transport, spec, prompts, cfg.name, dataset, point)
+            refused = refusal(warm_records)
+            if refused is not None:
+                raise RequestsRefused(f"config {cfg.name!r}: all {len(warm_records)} warm-up requests got {refused}; "
+                                      "its remaining cells were skipped (every request would get the same answer)")
             self.progress("phase", config=cfg.name, dataset=dataset, point=point.label,
                           total=sum(len(p.turns) for p in prompts), warmup=False)
             before = await scrape(self.session, server.url)

@@ -15,7 +15,7 @@ from typing import Any
 import aiohttp
 
 from ..cell import Cell
-from ..errors import LaunchError, ServerError
+from ..errors import LaunchError, RequestsRefused, ServerError
 from ..launch import reap_all
 from ..records import Prompt
 from ..row import ResultRow
@@ -110,6 +110,9 @@ class SequentialRun:
             try:
                 await self._config(phases, config, prompts)
                 return None
+            except RequestsRefused as err:  # a restart would be refused the same way
+                self.recorder.config_failed(config.name, str(err))
+                return str(err)
             except (LaunchError, ServerError) as err:
                 if self.stop.is_set():
                     return None  # stopped by the user, not a failure of the config

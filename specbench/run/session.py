@@ -80,6 +80,11 @@ def stop_leftovers(run: RunDir, progress: Progress) -> list[dict[str, Any]]:
     return stopped
 
 
+def failed_notes(meta: dict[str, Any]) -> list[str]:
+    """One line under the table per failed config: its error's first line (for a refused warm-up, the server's message)."""
+    return [f"⚠ config {name} failed: {(str(err).splitlines() or ['?'])[0]}" for name, err in meta.get("failed_configs", {}).items()]
+
+
 class RunSession:
     """The run dir of one ``specbench run``: fresh (``out`` must hold no run), ``resume`` (continue
     it) or ``overwrite`` (replace it). ``extra_meta`` is merged into meta.json at ``begin``."""
@@ -195,7 +200,7 @@ class RunSession:
             self.on_finish(rows, requests, self.meta)
         self.meta["updated_at"] = now()
         # `specbench report` prints them too
-        self.meta["notes"] = run_notes(self.suite, self.meta.get("chunk_clock")) + self.meta.get("run_dir_notes", [])
+        self.meta["notes"] = run_notes(self.suite, self.meta.get("chunk_clock")) + self.meta.get("run_dir_notes", []) + failed_notes(self.meta)
         self.save_meta()
         self.dir.write_results(rows, markdown(rows, self.meta))
         return rows
