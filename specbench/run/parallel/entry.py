@@ -9,6 +9,7 @@ from ...errors import SuiteError
 from ...launch import load_engine
 from ...records import Prompt
 from ...suite import Suite
+from ..interrupts import forward_signals
 from ..preflight import load_suite_prompts, preflight
 from ..sequential import RunOutcome
 from ..session import Progress, RunSession
@@ -51,11 +52,12 @@ async def run_parallel(suite: Suite, out: Path, *, mode: Literal["gpus", "ray"],
     session.save_meta()
     collector = Collector(session, mode)
     jobs = plan(suite, session.done_phases() if resume else {}, per_server)
-    try:
-        if mode == "gpus":
-            await run_gpus(collector, suite, jobs, gpu_ids, prompts, restart_on_failure)
-        else:
-            await run_ray(collector, suite, jobs, address, prompts, restart_on_failure)
-    finally:
-        outcome = collector.finish()
+    with forward_signals(lambda: None, collector.signalled):  # before and after the workers: the final write
+        try:
+            if mode == "gpus":
+                await run_gpus(collector, suite, jobs, gpu_ids, prompts, restart_on_failure)
+            else:
+                await run_ray(collector, suite, jobs, address, prompts, restart_on_failure)
+        finally:
+            outcome = collector.finish()
     return outcome

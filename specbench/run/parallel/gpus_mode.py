@@ -51,6 +51,13 @@ async def gpus_worker(collector: Collector, job_file: Path, err_file: Path, name
                           + (f"\n{tail}" if tail and tail != "(no log)" else ""))
 
 
+def _kill_group(pid: int, sig: int = signal.SIGKILL) -> None:
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 async def run_gpus(collector: Collector, suite: Suite, jobs: list[Job], gpu_ids: list[str], prompts: dict[str, list[Prompt]],
                    restart_on_failure: bool) -> None:
     """Each config in a subprocess with its own GPUs, started as soon as enough GPUs are free."""
@@ -70,10 +77,7 @@ async def run_gpus(collector: Collector, suite: Suite, jobs: list[Job], gpu_ids:
 
     def signal_children(sig: int) -> None:
         for proc in list(children.values()):
-            try:
-                os.killpg(proc.pid, sig)
-            except (ProcessLookupError, PermissionError):
-                pass
+            _kill_group(proc.pid, sig)
 
     for job in list(pending):
         if job.launched and job.gpus > len(gpu_ids):
