@@ -31,6 +31,13 @@ class RunDirError(SpecbenchError):
     """A run directory cannot be used as asked: it holds a run (without --resume), or holds none to resume."""
 
 
+class RunDirWriteError(RunDirError):
+    """A file of the run directory cannot be written once the run is under way (disk full, a file
+    system gone read-only): the run stops; what was written before stays whole."""
+
+    exit_code = 1
+
+
 class RequestsRefused(SpecbenchError):
     """Every warm-up request of a config got the same client error (HTTP 4xx): measuring it cannot
     give another answer, so its remaining cells are skipped (the run goes on with the next config)."""

@@ -25,6 +25,7 @@ from typing import Any, cast
 
 import aiohttp
 
+from ..diskio import writing
 from ..errors import LaunchError
 from ..redact import scrub, secret_values
 from ..scrape import PROBE_LIMIT, read_capped
@@ -151,11 +152,33 @@ def stop_leftover(identity: dict[str, Any], grace_s: float = 10.0) -> bool:
 
 
 def _copy_scrubbed(source: Any, log: Any, values: list[str]) -> None:
-    """Engine output → log with secret values masked, line by line (the engine echoes its argv)."""
+    """Engine output → log with secret values masked, line by line (the engine echoes its argv).
+    Once the log cannot be written (disk full) the output is still drained, so the engine never
+    blocks on a full pipe; the run itself stops at its own next write."""
+    writable = True
     with source, log:
         for line in source:
-            log.write(scrub(line, values))
+            if not writable:
+                continue
+            try:
+                log.write(scrub(line, values))
+                log.flush()
+            except OSError:
+                writable = False
+
+
+def open_log(path: Path, first_line: str) -> Any:
+    """A server's log, opened for appending with ``first_line`` written; a disk fault is one line."""
+    with writing(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        log = path.open("ab")
+        try:
+            log.write(first_line.encode())
             log.flush()
+        except OSError:
+            log.close()
+            raise
+    return log
 
 
 class ServerProcess:
@@ -177,10 +200,7 @@ class ServerProcess:
         exe = self.argv[0]
         if os.sep in exe and not os.access(exe, os.X_OK):
             raise LaunchError(f"config {self.name!r}: engine executable not found: {exe} (run `specbench setup cpu` or set server.python)")
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        log = self.log_path.open("ab")
-        log.write(f"$ {' '.join(self.display_argv)}\n".encode())
-        log.flush()
+        log = open_log(self.log_path, f"$ {' '.join(self.display_argv)}\n")
         try:
             self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE if self.secrets else log,
                                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,

@@ -14,7 +14,7 @@ from typing import Any
 import aiohttp
 
 from ..cell import Cell
-from ..errors import LaunchError, RequestsRefused, ServerError
+from ..errors import LaunchError, RequestsRefused, RunDirWriteError, ServerError
 from ..launch import reap_all
 from ..records import Prompt
 from ..row import ResultRow
@@ -62,20 +62,35 @@ class SequentialRun:
 
     async def execute(self) -> RunOutcome:
         t_start = time.monotonic()
-        self.recorder.prepare()
-        prompts = self.prompts if self.prompts is not None else preflight(self.suite)
+        prompts = prepared(self.recorder, self.suite, self.prompts)
         failed: dict[str, str] = {}
+        stopped_by: RunDirWriteError | None = None
         with self.interrupts.forwarded():
-            self.recorder.begin()
+            try:
+                self.recorder.begin()
+            except BaseException:
+                self.recorder.close()
+                raise
             try:
                 self.interrupts.body = asyncio.ensure_future(self._configs(prompts, failed))
                 await self.interrupts.body
             except asyncio.CancelledError:
                 if not self.interrupts.aborted:  # cancelled from outside, not by a second signal
                     raise
+            except RunDirWriteError as err:  # the disk is full: measuring on would record nothing
+                stopped_by = err
             finally:
-                await asyncio.to_thread(reap_all)  # off the loop: a signal meanwhile still kills at once
-                rows = self.recorder.finish(run_timing(self.timing, time.monotonic() - t_start))
+                try:
+                    await asyncio.to_thread(reap_all)  # off the loop: a signal meanwhile still kills at once
+                    rows = self.recorder.finish(run_timing(self.timing, time.monotonic() - t_start))
+                except RunDirWriteError:
+                    if stopped_by is None:
+                        raise
+                    rows = []
+                finally:
+                    self.recorder.close()
+        if stopped_by is not None:
+            raise stopped_by
         return RunOutcome(self.recorder.path, rows, failed, interrupted=self.interrupts.interrupted)
 
     async def _configs(self, prompts: dict[str, list[Prompt]], failed: dict[str, str]) -> None:
@@ -144,6 +159,16 @@ class SequentialRun:
                 if self.stop.is_set():
                     return
                 await phases.search_rate(server, spec, prompts[dataset], dataset, self.recorder)
+
+
+def prepared(recorder: Recorder, suite: Suite, prompts: dict[str, list[Prompt]] | None) -> dict[str, list[Prompt]]:
+    """The run dir checked (and locked) and the prompts loaded; on any failure the run dir is let go."""
+    try:
+        recorder.prepare()
+        return prompts if prompts is not None else preflight(suite)
+    except BaseException:
+        recorder.close()
+        raise
 
 
 @asynccontextmanager

@@ -22,6 +22,7 @@ from ..report.markdown import markdown
 from ..row import ResultRow
 from ..slo import attach_capacity
 from ..suite import Suite
+from .lock import RunLock
 from .preflight import now
 from .results import build_rows, redact_raw, run_notes
 from .rundir import RunDir
@@ -80,6 +81,16 @@ def stop_leftovers(run: RunDir, progress: Progress) -> list[dict[str, Any]]:
     return stopped
 
 
+def take(run: RunDir, lock: RunLock, suite: Suite, *, resume: bool, overwrite: bool) -> None:
+    """Make ``run`` (unless resuming) and lock it, then ``check_usable``; on a refusal let go of both."""
+    try:
+        lock.claim(run.make if not resume else None)
+        check_usable(run, suite, resume=resume, overwrite=overwrite)
+    except BaseException:
+        lock.release(used=False)
+        raise
+
+
 def failed_notes(meta: dict[str, Any]) -> list[str]:
     """One line under the table per failed config: its error's first line (for a refused warm-up, the server's message)."""
     return [f"⚠ config {name} failed: {(str(err).splitlines() or ['?'])[0]}" for name, err in meta.get("failed_configs", {}).items()]
@@ -102,13 +113,19 @@ class RunSession:
         self.stopped_leftovers: list[dict[str, Any]] = []
         self.meta: dict[str, Any] = {}
         self.path, self.logs = self.dir.path, self.dir.logs
+        self.lock = RunLock(self.path)
 
     def prepare(self) -> None:
-        """Before anything is loaded or launched: refuse a run dir that cannot be used as asked (one
-        line, exit 2, nothing touched), then stop servers a killed earlier run left running in it."""
-        check_usable(self.dir, self.suite, resume=self.resume, overwrite=self.overwrite)
+        """Before anything is loaded or launched: take the run dir's lock (until ``close``), refuse a
+        run dir that cannot be used as asked (one line, exit 2, nothing left behind), then stop
+        servers a killed earlier run left running in it."""
+        take(self.dir, self.lock, self.suite, resume=self.resume, overwrite=self.overwrite)
         if self.resume or self.overwrite:
             self.stopped_leftovers = stop_leftovers(self.dir, self.progress)
+
+    def close(self) -> None:
+        """Let go of the run dir (``RunLock.release``)."""
+        self.lock.release(used=bool(self.meta))
 
     def begin(self) -> None:
         """Open the run dir for writing: cleared (--overwrite), or its damaged lines quarantined and
@@ -116,6 +133,7 @@ class RunSession:
         if self.overwrite:
             self.dir.clear()
         self.dir.create()
+        self.lock.mark()
         self.meta = (self.dir.load_meta() if self.resume else {}) or new_meta(self.suite)
         self.meta.setdefault("runs", []).append({"started_at": now(), "resume": self.resume, "overwrite": self.overwrite,
                                                  **({"stopped_leftovers": self.stopped_leftovers} if self.stopped_leftovers else {})})

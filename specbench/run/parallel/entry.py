@@ -37,6 +37,14 @@ async def run_parallel(suite: Suite, out: Path, *, mode: Literal["gpus", "ray"],
     per_server = suite_gpus_per_server(suite, gpus_per_server)
     session = RunSession(suite, Path(out), resume=resume, overwrite=overwrite, progress=progress)
     session.prepare()
+    try:
+        return await _run_jobs(session, suite, mode, address, resume, per_server, restart_on_failure)
+    finally:
+        session.close()
+
+
+async def _run_jobs(session: RunSession, suite: Suite, mode: str, address: str | None, resume: bool, per_server: int,
+                    restart_on_failure: bool) -> RunOutcome:
     where: dict[str, Any]
     if mode == "gpus":
         gpu_ids = detect_gpus()
