@@ -132,7 +132,7 @@ def test_sigterm_while_measuring(tmp_path, prompts_file, fake_engines):
 
 
 def test_sigint_while_a_server_stops(tmp_path, prompts_file, fake_engines):
-    suite = suite_of(tmp_path, prompts_file, baseline={"stop_delay": 3})
+    suite = suite_of(tmp_path, prompts_file, baseline={"stop_delay": 6})  # the signal lands well inside the stop
     out = tmp_path / "run"
     code, err, pids = interrupt(tmp_path, suite, out, [(lambda: (tmp_path / "stop-baseline").exists(), signal.SIGINT)])
     assert_clean_exit(code, err, pids, fake_engines, out)
