@@ -33,3 +33,17 @@ class RunDirError(SpecbenchError):
 
 class ProfileError(SpecbenchError):
     """An acceptance profile cannot be made from a results file, or a profile file cannot be replayed."""
+
+
+class RunDirWriteError(RunDirError):
+    """A file of the run directory cannot be written once the run is under way (disk full, a file
+    system gone read-only): the run stops; what was written before stays whole."""
+
+    exit_code = 1
+
+
+class RequestsRefused(SpecbenchError):
+    """Every warm-up request of a config got the same client error (HTTP 4xx): measuring it cannot
+    give another answer, so its remaining cells are skipped (the run goes on with the next config)."""
+
+    exit_code = 1

@@ -8,6 +8,7 @@ command start without loading the rest of the package.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 
 from ..errors import SpecbenchError
@@ -26,6 +27,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    previous = None
+    try:  # SIGTERM is Ctrl-C: exit 130 with one line (a run forwards both to its own handler meanwhile)
+        previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    except ValueError:  # not the main thread (tests): the caller owns signals
+        pass
     try:
         return args.func(args)
     except SpecbenchError as err:
@@ -34,3 +40,6 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("specbench: interrupted", file=sys.stderr)
         return 130
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)

@@ -25,6 +25,7 @@ from typing import Any, cast
 
 import aiohttp
 
+from ..util.diskio import writing
 from ..errors import LaunchError
 from ..util.bounded import PROBE_LIMIT, read_capped
 from ..util.redact import scrub, secret_values
@@ -151,11 +152,33 @@ def stop_leftover(identity: dict[str, Any], grace_s: float = 10.0) -> bool:
 
 
 def _copy_scrubbed(source: Any, log: Any, values: list[str]) -> None:
-    """Engine output → log with secret values masked, line by line (the engine echoes its argv)."""
+    """Engine output → log with secret values masked, line by line (the engine echoes its argv).
+    Once the log cannot be written (disk full) the output is still drained, so the engine never
+    blocks on a full pipe; the run itself stops at its own next write."""
+    writable = True
     with source, log:
         for line in source:
-            log.write(scrub(line, values))
+            if not writable:
+                continue
+            try:
+                log.write(scrub(line, values))
+                log.flush()
+            except OSError:
+                writable = False
+
+
+def open_log(path: Path, first_line: str) -> Any:
+    """A server's log, opened for appending with ``first_line`` written; a disk fault is one line."""
+    with writing(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        log = path.open("ab")
+        try:
+            log.write(first_line.encode())
             log.flush()
+        except OSError:
+            log.close()
+            raise
+    return log
 
 
 class ServerProcess:
@@ -171,15 +194,13 @@ class ServerProcess:
         self._log_copier: threading.Thread | None = None
         self.started_at: float | None = None
         self.ready_s: float | None = None
+        self._stopping = threading.Lock()
 
     def start(self) -> None:
         exe = self.argv[0]
         if os.sep in exe and not os.access(exe, os.X_OK):
             raise LaunchError(f"config {self.name!r}: engine executable not found: {exe} (run `specbench setup cpu` or set server.python)")
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        log = self.log_path.open("ab")
-        log.write(f"$ {' '.join(self.display_argv)}\n".encode())
-        log.flush()
+        log = open_log(self.log_path, f"$ {' '.join(self.display_argv)}\n")
         try:
             self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE if self.secrets else log,
                                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -219,8 +240,8 @@ class ServerProcess:
         return self._fail(f"server exited with code {code} {when}")
 
     def _fail(self, why: str) -> LaunchError:
+        """The error, with the log tail; whoever started the server stops it (``open_server``)."""
         tail = log_tail(self.log_path)
-        self.stop()
         return LaunchError(f"config {self.name!r}: {why} (log: {self.log_path})\n{tail}")
 
     async def wait_ready(self, session: aiohttp.ClientSession, stop: asyncio.Event | None = None) -> float:
@@ -230,7 +251,6 @@ class ServerProcess:
         last = "no answer yet"
         while True:
             if stop is not None and stop.is_set():
-                self.stop()
                 raise LaunchError(f"config {self.name!r}: stopped while the server was starting")
             if not self.alive:
                 raise self._fail(f"server exited with code {self.proc.returncode} while starting")
@@ -251,8 +271,14 @@ class ServerProcess:
             await asyncio.sleep(0.5)
 
     def stop(self, grace_s: float = 20.0) -> int | None:
-        """SIGTERM to the whole process group, SIGKILL after ``grace_s``; idempotent."""
+        """SIGTERM to the whole process group, SIGKILL after ``grace_s``; idempotent. Live until its group
+        is gone; a second caller (``reap_all``, another thread) waits for a stop under way."""
+        with self._stopping:
+            code = self._stop(grace_s)
         _LIVE.discard(self)
+        return code
+
+    def _stop(self, grace_s: float) -> int | None:
         if self.proc is None:
             return None
         if self.proc.poll() is None:
@@ -349,3 +375,16 @@ def reap_all(grace_s: float = 10.0) -> None:
     """Stop every server still running (Ctrl-C, errors, interpreter exit)."""
     for server in list(_LIVE):
         server.stop(grace_s)
+
+
+async def stop_off_loop(server: ServerProcess, grace_s: float = 20.0) -> int | None:
+    """``server.stop`` in a thread: the loop keeps answering signals meanwhile, and ``kill_all``
+    (a second Ctrl-C) ends the grace at once."""
+    return await asyncio.to_thread(server.stop, grace_s)
+
+
+def kill_all() -> None:
+    """SIGKILL every live server's group now, without waiting (the waiting is ``stop``'s); for the event loop."""
+    for server in list(_LIVE):
+        if server.proc is not None:
+            _signal_group(server.proc.pid, signal.SIGKILL)

@@ -11,6 +11,7 @@ from typing import Any
 import aiohttp
 
 from ..client import RequestSpec, Transport, close_transport, open_transport, transport_clock
+from ..errors import RequestsRefused
 from ..client.metrics import scrape
 from ..load.generate import LoadPass, LoadResult, generate_load, generate_load_processes
 from ..measure.engine_counters import read_acceptance
@@ -24,6 +25,7 @@ from ..suite import Suite
 from ..util.redact import redact_url
 from .rate_search import search_server
 from .recorder import Recorder
+from .refusal import refusal
 from .servers import Server, server_info
 
 
@@ -71,6 +73,10 @@ class Phases:
         meter = PhaseMeter.for_config(self.suite, cfg)
         try:
             warm_records = await self._warm_up(transport, spec, prompts, cfg.name, dataset, point)
+            refused = refusal(warm_records)
+            if refused is not None:
+                raise RequestsRefused(f"config {cfg.name!r}: all {len(warm_records)} warm-up requests got {refused}; "
+                                      "its remaining cells were skipped (every request would get the same answer)")
             self.progress("phase", config=cfg.name, dataset=dataset, point=point.label,
                           total=sum(len(p.turns) for p in prompts), warmup=False)
             before = await scrape(self.session, server.url)

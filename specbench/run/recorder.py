@@ -49,3 +49,6 @@ class Recorder(ServerBook, Protocol):
     def finish(self, timing: dict[str, Any]) -> list[ResultRow]:
         """The timing into meta.json; the rows as finally written."""
         ...
+
+    def close(self) -> None:
+        """Let go of the run dir (its lock), after ``finish`` or when ``prepare`` or ``begin`` failed."""

@@ -6,6 +6,10 @@
 - ``meta.json``       suite, comparability fingerprint, servers (engine, version, argv), timings
 - ``launched.json``   servers started and not yet stopped (pid + start time): what a killed run left
 - ``*.quarantine.jsonl``  lines of the raw files that could not be read, set aside by ``--resume``
+- ``.specbench.lock``  held by the run using the directory (``lock.py``), gone when it ends
+
+Every write goes through ``specbench.util.diskio``: a failed write (disk full) is one line naming the
+file and leaves what was there before whole.
 
 Raw files are the source of truth: results can be rebuilt from them, and ``--resume`` reads them.
 """
@@ -14,12 +18,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import shutil
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from ..util.diskio import append_text, write_atomic, writing
 from ..errors import RunDirError
 from ..measure.slo import PROBES_FILE
 from ..measure.summarize import PhaseInfo
@@ -50,15 +54,6 @@ _SHAPE: dict[str, dict[str, tuple[tuple[type, ...], bool]]] = {
 _META_SHAPE: dict[str, type] = {"comparability": dict, "configs": dict, "datasets": dict, "servers": dict,
                                 "failed_configs": dict, "slo_search": dict, "chunk_clock": dict, "restarts": dict,
                                 "runs": list, "run_dir_notes": list, "superseded_phases": list}
-
-
-def write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with tmp.open("w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def write_json(path: Path, data: Any) -> None:
@@ -167,10 +162,7 @@ def read_meta(path: Path) -> dict[str, Any]:
 
 
 def _append_lines(path: Path, lines: list[str]) -> None:
-    with path.open("a") as f:
-        f.writelines(lines)
-        f.flush()
-        os.fsync(f.fileno())
+    append_text(path, "".join(lines))
 
 
 class LaunchedServers:
@@ -200,7 +192,8 @@ class LaunchedServers:
             self.forget_all_servers()
 
     def forget_all_servers(self) -> None:
-        self.file.unlink(missing_ok=True)
+        with writing(self.file):
+            self.file.unlink(missing_ok=True)
 
 
 class RunDir(LaunchedServers):
@@ -230,16 +223,34 @@ class RunDir(LaunchedServers):
         if not any((self.path / name).exists() for name in (META, REQUESTS, PHASES)):
             raise RunDirError(f"--resume {self.path}: no {META}, {REQUESTS} or {PHASES} there, nothing to resume")
 
+    def make(self) -> bool:
+        """Create the directory (for the lock, before anything else is checked); whether it was new.
+        One line, exit 2, when it cannot be: a file on the way, a read-only file system."""
+        if self.path.is_dir():
+            return False
+        if self.path.exists():
+            raise RunDirError(f"{self.path} exists and is not a directory: give another -o")
+        try:
+            self.path.mkdir(parents=True)
+        except FileExistsError:  # made meanwhile by another run, which the lock then tells apart
+            return False
+        except OSError as err:
+            raise RunDirError(f"{self.path}: cannot create the run directory: {err.strerror} "
+                              f"({err.filename or self.path}): give another -o") from None
+        return True
+
     def create(self) -> None:
-        self.path.mkdir(parents=True, exist_ok=True)
-        self.logs.mkdir(exist_ok=True)
+        self.make()
+        with writing(self.logs):
+            self.logs.mkdir(exist_ok=True)
 
     def clear(self) -> None:
         """``--overwrite``: remove the previous run's files (and only those) before measuring afresh."""
-        for name in RUN_FILES:
-            (self.path / name).unlink(missing_ok=True)
-        for tmp in self.path.glob(".*.tmp"):
-            tmp.unlink(missing_ok=True)
+        with writing(self.path):
+            for name in RUN_FILES:
+                (self.path / name).unlink(missing_ok=True)
+            for tmp in self.path.glob(".*.tmp"):
+                tmp.unlink(missing_ok=True)
         shutil.rmtree(self.logs, ignore_errors=True)
 
     # ---- raw data ----
@@ -251,8 +262,7 @@ class RunDir(LaunchedServers):
 
     def append_probes(self, records: list[RequestRecord], rate: float) -> None:
         """One SLO search probe's requests, each with the rate it was sent at."""
-        with (self.path / PROBES_FILE).open("a") as f:
-            f.writelines(json.dumps({**r.to_dict(), "probe_rate": rate}) + "\n" for r in records)
+        _append_lines(self.path / PROBES_FILE, [json.dumps({**r.to_dict(), "probe_rate": rate}) + "\n" for r in records])
 
     def load_phases(self) -> list[PhaseInfo]:
         return [PhaseInfo.from_dict(d) for _, d in scan_lines(self.path / PHASES, PHASES)[0]]

@@ -4,7 +4,6 @@ set and load point, measure a phase → a cell; results are rewritten after ever
 from __future__ import annotations
 
 import asyncio
-import signal
 import time
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -14,12 +13,13 @@ from typing import Any
 
 import aiohttp
 
-from ..errors import LaunchError, ServerError
+from ..errors import LaunchError, RequestsRefused, RunDirWriteError, ServerError
 from ..launch import reap_all
 from ..schemas.cell import Cell
 from ..schemas.request import Prompt
 from ..schemas.row import ResultRow
 from ..suite import ServerConfig, Suite
+from .interrupts import Interrupts
 from .phases import Phases
 from .preflight import config_order, load_points, preflight
 from .recorder import Recorder
@@ -52,53 +52,63 @@ class SequentialRun:
         self.progress = progress or (lambda *a, **k: None)
         self.restart_on_failure, self.only_configs = restart_on_failure, only_configs
         self.grace_s, self.prompts = grace_s, prompts
-        self.stop = asyncio.Event()
+        self.interrupts = Interrupts(self.progress)
+        self.stop = self.interrupts.stop
         self.timing = {"servers_s": 0.0, "warmup_s": 0.0, "measured_s": 0.0}
 
     def interrupt(self) -> None:
-        """What SIGINT/SIGTERM do: the first stops new requests (those in flight get ``grace_s``),
-        a second stops the servers at once."""
-        if self.stop.is_set():
-            reap_all(grace_s=2)
-            raise KeyboardInterrupt
-        self.stop.set()
-        self.progress("interrupt")
+        """What SIGINT/SIGTERM do (``Interrupts.interrupt``)."""
+        self.interrupts.interrupt()
 
     async def execute(self) -> RunOutcome:
         t_start = time.monotonic()
-        self.recorder.prepare()
-        prompts = self.prompts if self.prompts is not None else preflight(self.suite)
-        self.recorder.begin()
-        loop = asyncio.get_running_loop()
-        handled = []
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            try:
-                loop.add_signal_handler(sig, self.interrupt)
-                handled.append(sig)
-            except (RuntimeError, ValueError):  # not the main thread: the caller owns signals
-                pass
+        prompts = prepared(self.recorder, self.suite, self.prompts)
         failed: dict[str, str] = {}
+        stopped_by: RunDirWriteError | None = None
+        with self.interrupts.forwarded():
+            try:
+                self.recorder.begin()
+            except BaseException:
+                self.recorder.close()
+                raise
+            try:
+                self.interrupts.body = asyncio.ensure_future(self._configs(prompts, failed))
+                await self.interrupts.body
+            except asyncio.CancelledError:
+                if not self.interrupts.aborted:  # cancelled from outside, not by a second signal
+                    raise
+            except RunDirWriteError as err:  # the disk is full: measuring on would record nothing
+                stopped_by = err
+            finally:
+                try:
+                    await asyncio.to_thread(reap_all)  # off the loop: a signal meanwhile still kills at once
+                    rows = self.recorder.finish(run_timing(self.timing, time.monotonic() - t_start))
+                except RunDirWriteError:
+                    if stopped_by is None:
+                        raise
+                    rows = []
+                finally:
+                    self.recorder.close()
+        if stopped_by is not None:
+            raise stopped_by
+        return RunOutcome(self.recorder.path, rows, failed, interrupted=self.interrupts.interrupted)
+
+    async def _configs(self, prompts: dict[str, list[Prompt]], failed: dict[str, str]) -> None:
+        """Every config of the run, baseline first; ``failed`` gets each one's error."""
         connector = aiohttp.TCPConnector(limit=0, force_close=False)
-        try:
-            async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=None),
-                                             headers=auth_headers(self.suite)) as session:
-                phases = Phases(self.suite, session, self.stop, self.progress, self.grace_s, self.timing)
-                for config in config_order(self.suite):
-                    if self.only_configs is not None and config.name not in self.only_configs:
-                        continue
-                    if self.stop.is_set():
-                        break
-                    error = await self._config_with_restart(phases, config, prompts)
-                    if error is None:
-                        self.recorder.config_succeeded(config.name)
-                    else:
-                        failed[config.name] = error
-        finally:
-            for sig in handled:
-                loop.remove_signal_handler(sig)
-            reap_all()
-            rows = self.recorder.finish(run_timing(self.timing, time.monotonic() - t_start))
-        return RunOutcome(self.recorder.path, rows, failed, interrupted=self.stop.is_set())
+        async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=None),
+                                         headers=auth_headers(self.suite)) as session:
+            phases = Phases(self.suite, session, self.stop, self.progress, self.grace_s, self.timing)
+            for config in config_order(self.suite):
+                if self.only_configs is not None and config.name not in self.only_configs:
+                    continue
+                if self.stop.is_set():
+                    break
+                error = await self._config_with_restart(phases, config, prompts)
+                if error is None:
+                    self.recorder.config_succeeded(config.name)
+                else:
+                    failed[config.name] = error
 
     async def _config_with_restart(self, phases: Phases, config: ServerConfig,
                                    prompts: dict[str, list[Prompt]]) -> str | None:
@@ -110,6 +120,9 @@ class SequentialRun:
             try:
                 await self._config(phases, config, prompts)
                 return None
+            except RequestsRefused as err:  # a restart would be refused the same way
+                self.recorder.config_failed(config.name, str(err))
+                return str(err)
             except (LaunchError, ServerError) as err:
                 if self.stop.is_set():
                     return None  # stopped by the user, not a failure of the config
@@ -147,6 +160,16 @@ class SequentialRun:
                 if self.stop.is_set():
                     return
                 await phases.search_rate(server, spec, prompts[dataset], dataset, self.recorder)
+
+
+def prepared(recorder: Recorder, suite: Suite, prompts: dict[str, list[Prompt]] | None) -> dict[str, list[Prompt]]:
+    """The run dir checked (and locked) and the prompts loaded; on any failure the run dir is let go."""
+    try:
+        recorder.prepare()
+        return prompts if prompts is not None else preflight(suite)
+    except BaseException:
+        recorder.close()
+        raise
 
 
 @asynccontextmanager

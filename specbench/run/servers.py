@@ -18,7 +18,7 @@ import aiohttp
 from ..client import RequestSpec
 from ..errors import ServerError
 from ..launch import Engine, ServerProcess, load_engine
-from ..launch.process import free_port, served_models
+from ..launch.process import free_port, served_models, stop_off_loop
 from ..suite import ServerConfig, Suite
 from ..util.bounded import PROBE_LIMIT, read_capped
 from ..util.redact import redact_env, redact_url
@@ -123,8 +123,10 @@ async def open_server(suite: Suite, config: ServerConfig, book: ServerBook, sess
             "ready_s": round(ready_s, 1), "log": str(proc.log_path), "pid": proc.proc.pid,
         })
     finally:
-        proc.stop()
-        book.forget_server(config.name)
+        try:
+            await stop_off_loop(proc)  # a second Ctrl-C meanwhile kills the group at once
+        finally:
+            book.forget_server(config.name)
 
 
 def auth_headers(suite: Suite) -> dict[str, str]:

@@ -20,6 +20,7 @@ from ..schemas.cell import Cell
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
 from ..suite import Suite
+from .lock import RunLock
 from .preflight import now
 from .provenance import suite_file_provenance
 from .results import build_rows, redact_raw, run_notes, weights_meta
@@ -82,6 +83,21 @@ def stop_leftovers(run: RunDir, progress: Progress) -> list[dict[str, Any]]:
     return stopped
 
 
+def take(run: RunDir, lock: RunLock, suite: Suite, *, resume: bool, overwrite: bool) -> None:
+    """Make ``run`` (unless resuming) and lock it, then ``check_usable``; on a refusal let go of both."""
+    try:
+        lock.claim(run.make if not resume else None)
+        check_usable(run, suite, resume=resume, overwrite=overwrite)
+    except BaseException:
+        lock.release(used=False)
+        raise
+
+
+def failed_notes(meta: dict[str, Any]) -> list[str]:
+    """One line under the table per failed config: its error's first line (for a refused warm-up, the server's message)."""
+    return [f"⚠ config {name} failed: {(str(err).splitlines() or ['?'])[0]}" for name, err in meta.get("failed_configs", {}).items()]
+
+
 class RunSession:
     """The run dir of one ``specbench run``: fresh (``out`` must hold no run), ``resume`` (continue
     it) or ``overwrite`` (replace it). ``extra_meta`` is merged into meta.json at ``begin``; ``render``
@@ -100,13 +116,19 @@ class RunSession:
         self.stopped_leftovers: list[dict[str, Any]] = []
         self.meta: dict[str, Any] = {}
         self.path, self.logs = self.dir.path, self.dir.logs
+        self.lock = RunLock(self.path)
 
     def prepare(self) -> None:
-        """Before anything is loaded or launched: refuse a run dir that cannot be used as asked (one
-        line, exit 2, nothing touched), then stop servers a killed earlier run left running in it."""
-        check_usable(self.dir, self.suite, resume=self.resume, overwrite=self.overwrite)
+        """Before anything is loaded or launched: take the run dir's lock (until ``close``), refuse a
+        run dir that cannot be used as asked (one line, exit 2, nothing left behind), then stop
+        servers a killed earlier run left running in it."""
+        take(self.dir, self.lock, self.suite, resume=self.resume, overwrite=self.overwrite)
         if self.resume or self.overwrite:
             self.stopped_leftovers = stop_leftovers(self.dir, self.progress)
+
+    def close(self) -> None:
+        """Let go of the run dir (``RunLock.release``)."""
+        self.lock.release(used=bool(self.meta))
 
     def begin(self) -> None:
         """Open the run dir for writing: cleared (--overwrite), or its damaged lines quarantined and
@@ -114,6 +136,7 @@ class RunSession:
         if self.overwrite:
             self.dir.clear()
         self.dir.create()
+        self.lock.mark()
         self.meta = (self.dir.load_meta() if self.resume else {}) or new_meta(self.suite)
         self.meta.setdefault("runs", []).append({"started_at": now(), "resume": self.resume, "overwrite": self.overwrite,
                                                  **({"stopped_leftovers": self.stopped_leftovers} if self.stopped_leftovers else {})})
@@ -198,7 +221,7 @@ class RunSession:
             self.on_finish(rows, requests, self.meta)
         self.meta["updated_at"] = now()
         # `specbench report` prints them too
-        self.meta["notes"] = run_notes(self.suite, self.meta.get("chunk_clock")) + self.meta.get("run_dir_notes", [])
+        self.meta["notes"] = run_notes(self.suite, self.meta.get("chunk_clock")) + self.meta.get("run_dir_notes", []) + failed_notes(self.meta)
         self.save_meta()
         self.dir.write_results(rows, self.render(rows, self.meta))
         return rows

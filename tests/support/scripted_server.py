@@ -5,20 +5,23 @@ token counts cycle through ``pattern`` (one chunk = one engine step), ``gap_s`` 
 ``max_tokens``. It keeps vLLM-format spec-decode counters consistent with what it streamed
 (a chunk of n tokens = one draft of k with n−1 accepted), so every metric has a known answer.
 
-Faults for reliability tests: ``fault`` = http500 | http429 | http401echo | malformed | stall | drop, applied to
-requests whose number (1-based) is in ``fault_on``; ``die_after`` exits the process after that
-many requests. Hostile-server knobs (tests/faults/test_trust_server.py): ``final_usage`` / ``final_extra``
+Faults for reliability tests: ``fault`` = http500 | http429 | http400 (vLLM's missing chat template) |
+http401echo | malformed | stall | drop, applied to requests whose number (1-based) is in ``fault_on``
+(``--fault-on all``: every one); ``die_after`` exits the process after that many requests.
+Hostile-server knobs (tests/faults/test_trust_server.py): ``final_usage`` / ``final_extra``
 merged into the final usage chunk, ``merge_every`` two engine steps in one chunk, ``phantom_tokens``
-tokens counted in ``vllm:generation_tokens_total`` but never streamed, ``chunk_usage`` overriding the
-cumulative count of chosen content chunks, ``counters`` replacing counter values in ``/metrics`` by
-raw text (``NaN``), ``models_body`` / ``version_body`` raw probe answers,
-``empty_data`` an empty ``data:`` line before the first chunk, ``gzip`` a gzip-encoded stream whatever
-the client asked, ``api_key`` required on every path (a 401 echoes the request's headers),
-``metrics_format: sglang`` SGLang's counters instead of vLLM's.
+tokens counted in ``vllm:generation_tokens_total`` but never streamed, ``chunk_usage`` overriding the cumulative count of chosen content
+chunks, ``counters`` replacing counter values in ``/metrics`` by raw text (``NaN``), ``models_body``
+/ ``version_body`` raw probe answers, ``empty_data`` an empty ``data:`` line before the first chunk,
+``gzip`` a gzip-encoded stream whatever the client asked, ``api_key`` required on every path (a
+401 echoes the request's headers), ``metrics_format: sglang`` SGLang's counters instead of vLLM's.
 ``capacity``: at most that many requests are served at once, the rest queue before their prefill
 (a server with that many batch slots: C ÷ service time requests per second, tests/integration/test_slo.py).
 
-Run standalone: ``python tests/support/scripted_server.py --port 8123 --pattern 1,2,4 --k 3``.
+Run standalone: ``python tests/support/scripted_server.py --port 8123 --pattern 1,2,4 --k 3``. As a fake engine
+for signal tests: ``--start-delay S`` before it listens, ``--stop-delay S`` between SIGTERM and its exit (a big
+engine freeing its GPU), ``--stop-flag FILE`` written the moment SIGTERM arrives, ``--started-flag FILE``
+once it is ready to take it.
 """
 
 from __future__ import annotations
@@ -27,10 +30,14 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import time
 from dataclasses import dataclass, field
 
 from aiohttp import web
+
+CHAT_TEMPLATE_ERROR = ("As of transformers v4.44, default chat template is no longer allowed, so you must provide a "
+                       "chat template if the tokenizer does not define one.")
 
 
 @dataclass
@@ -206,6 +213,9 @@ class ScriptedServer:
             return web.json_response({"error": {"message": "scripted failure"}}, status=500)
         if fault == "http429":
             return web.json_response({"error": {"message": "slow down"}}, status=429, headers={"Retry-After": "1"})
+        if fault == "http400":  # vLLM on a model folder without a chat template
+            return web.json_response({"object": "error", "message": CHAT_TEMPLATE_ERROR, "type": "BadRequestError",
+                                      "param": None, "code": 400}, status=400)
         if fault == "http401echo":
             return web.json_response({"error": {"message": "bad key", "got": request.headers.get("Authorization"),
                                                 "headers": dict(request.headers)}}, status=401)
@@ -343,11 +353,29 @@ def main() -> None:
     p.add_argument("--fault-on", default="")
     p.add_argument("--api-key")
     p.add_argument("--load-format")  # accepted like vLLM's; a scripted server has no weights either way
+    p.add_argument("--start-delay", type=float, default=0.0)
+    p.add_argument("--stop-delay", type=float)
+    p.add_argument("--stop-flag")
+    p.add_argument("--started-flag")
     a = p.parse_args()
+    fault_on = tuple(range(1, 100_000)) if a.fault_on == "all" else tuple(int(x) for x in a.fault_on.split(",") if x)
     script = Script(pattern=[int(x) for x in a.pattern.split(",")], k=a.k, ttft_s=a.ttft, gap_s=a.gap, model=a.model,
-                    die_after=a.die_after, fault=a.fault, fault_on=tuple(int(x) for x in a.fault_on.split(",") if x),
-                    api_key=a.api_key)
-    web.run_app(ScriptedServer(script).app, host="127.0.0.1", port=a.port, access_log=None, print=None)
+                    die_after=a.die_after, fault=a.fault, fault_on=fault_on, api_key=a.api_key)
+    slow_stop = a.stop_delay is not None or a.stop_flag is not None
+    if slow_stop:
+        def on_term(signum, frame) -> None:
+            if a.stop_flag:
+                with open(a.stop_flag, "a") as f:
+                    f.write(f"{os.getpid()}\n")
+            time.sleep(a.stop_delay or 0.0)
+            os._exit(0)
+
+        signal.signal(signal.SIGTERM, on_term)
+    if a.started_flag:
+        open(a.started_flag, "w").close()
+    time.sleep(a.start_delay)
+    web.run_app(ScriptedServer(script).app, host="127.0.0.1", port=a.port, access_log=None, print=None,
+                handle_signals=not slow_stop)
 
 
 if __name__ == "__main__":

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -12,6 +10,7 @@ from typing import Any
 
 from ...measure.summarize import PhaseInfo
 from ...schemas.request import RequestRecord
+from ..interrupts import forward_signals
 from ..sequential import RunOutcome
 from ..session import RunSession
 from .planning import MAX_LOG_BYTES
@@ -36,6 +35,10 @@ class Collector:
     @property
     def logs(self) -> Path:
         return self.session.logs
+
+    def signalled(self) -> None:
+        """A signal arrived: start no more configs; the run ends as interrupted."""
+        self.stopping = self.interrupted = True
 
     def placement(self, name: str) -> dict[str, Any]:
         """Where config ``name`` runs (meta.json ``parallel.configs``)."""
@@ -106,35 +109,28 @@ class Collector:
 
 class StopSignals:
     """First Ctrl-C/SIGTERM: stop starting configs and let running ones finish their phase
-    (marked interrupted, as in a sequential run); second: abort them."""
+    (marked interrupted, as in a sequential run); second: abort them (each worker then kills its
+    server). Nothing is raised into the loop (``forward_signals``)."""
 
     def __init__(self, collector: Collector, on_first: Callable[[], None], on_second: Callable[[], None]) -> None:
         self.collector, self.on_first, self.on_second = collector, on_first, on_second
-        self.handled: list[int] = []
         self.count = 0
+        self.forwarding = forward_signals(self.on_signal, collector.signalled)
 
     def __enter__(self) -> StopSignals:
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            try:
-                loop.add_signal_handler(sig, self.on_signal)
-                self.handled.append(sig)
-            except (RuntimeError, ValueError):  # not the main thread: the caller owns signals
-                pass
+        self.forwarding.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        loop = asyncio.get_running_loop()
-        for sig in self.handled:
-            loop.remove_signal_handler(sig)
+        self.forwarding.__exit__(None, None, None)
 
     def on_signal(self) -> None:
         self.count += 1
-        self.collector.stopping = True
-        self.collector.interrupted = True
+        self.collector.signalled()
         if self.count == 1:
             self.collector.progress("interrupt")
             self.on_first()
         else:
+            if self.count == 2:
+                self.collector.progress("notice", message="stopping now: workers told to kill their servers")
             self.on_second()
-            raise KeyboardInterrupt

@@ -10,6 +10,7 @@ from ...launch import load_engine
 from ...launch.gpus import suite_gpus_per_server
 from ...schemas.request import Prompt
 from ...suite import Suite
+from ..interrupts import forward_signals
 from ..preflight import load_suite_prompts, preflight
 from ..sequential import RunOutcome
 from ..session import Progress, Render, RunSession
@@ -37,6 +38,14 @@ async def run_parallel(suite: Suite, out: Path, *, mode: Literal["gpus", "ray"],
     per_server = suite_gpus_per_server(suite, gpus_per_server)
     session = RunSession(suite, Path(out), render=render, resume=resume, overwrite=overwrite, progress=progress)
     session.prepare()
+    try:
+        return await _run_jobs(session, suite, mode, address, resume, per_server, restart_on_failure)
+    finally:
+        session.close()
+
+
+async def _run_jobs(session: RunSession, suite: Suite, mode: str, address: str | None, resume: bool, per_server: int,
+                    restart_on_failure: bool) -> RunOutcome:
     where: dict[str, Any]
     if mode == "gpus":
         gpu_ids = detect_gpus()
@@ -52,11 +61,12 @@ async def run_parallel(suite: Suite, out: Path, *, mode: Literal["gpus", "ray"],
     session.save_meta()
     collector = Collector(session, mode)
     jobs = plan(suite, session.done_phases() if resume else {}, per_server)
-    try:
-        if mode == "gpus":
-            await run_gpus(collector, suite, jobs, gpu_ids, prompts, restart_on_failure)
-        else:
-            await run_ray(collector, suite, jobs, address, prompts, restart_on_failure)
-    finally:
-        outcome = collector.finish()
+    with forward_signals(lambda: None, collector.signalled):  # before and after the workers: the final write
+        try:
+            if mode == "gpus":
+                await run_gpus(collector, suite, jobs, gpu_ids, prompts, restart_on_failure)
+            else:
+                await run_ray(collector, suite, jobs, address, prompts, restart_on_failure)
+        finally:
+            outcome = collector.finish()
     return outcome

@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ...errors import SuiteError
+from ...errors import RunDirWriteError, SuiteError
 from ...launch import load_engine
 from ...launch.process import log_tail
 from ...schemas.request import Prompt
@@ -39,7 +39,12 @@ async def gpus_worker(collector: Collector, job_file: Path, err_file: Path, name
                 msg = json.loads(line)
             except json.JSONDecodeError:
                 continue
-            collector.handle(msg)
+            try:
+                collector.handle(msg)
+            except RunDirWriteError:  # nothing more can be recorded: the worker goes (its watchdog stops the server)
+                _kill_group(proc.pid)
+                await proc.wait()
+                raise
             finished = finished or msg.get("type") == "done"
         code = await proc.wait()
     finally:
@@ -49,6 +54,13 @@ async def gpus_worker(collector: Collector, job_file: Path, err_file: Path, name
         tail = log_tail(err_file, 10)
         collector.fail(name, f"config {name!r}: worker process died ({why}) before finishing its cells"
                           + (f"\n{tail}" if tail and tail != "(no log)" else ""))
+
+
+def _kill_group(pid: int, sig: int = signal.SIGKILL) -> None:
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 async def run_gpus(collector: Collector, suite: Suite, jobs: list[Job], gpu_ids: list[str], prompts: dict[str, list[Prompt]],
@@ -70,10 +82,7 @@ async def run_gpus(collector: Collector, suite: Suite, jobs: list[Job], gpu_ids:
 
     def signal_children(sig: int) -> None:
         for proc in list(children.values()):
-            try:
-                os.killpg(proc.pid, sig)
-            except (ProcessLookupError, PermissionError):
-                pass
+            _kill_group(proc.pid, sig)
 
     for job in list(pending):
         if job.launched and job.gpus > len(gpu_ids):
@@ -112,6 +121,8 @@ async def run_gpus(collector: Collector, suite: Suite, jobs: list[Job], gpu_ids:
                     busy -= job.exclusive
                     if task.exception() is not None:
                         err = task.exception()
+                        if isinstance(err, RunDirWriteError):
+                            raise err
                         collector.fail(job.config, f"config {job.config!r}: worker could not run: {type(err).__name__}: {err}")
     finally:
         if children:  # aborted: their watchdogs stop the servers

@@ -91,6 +91,9 @@ class WorkerChannel:
     def finish(self, timing: dict[str, Any]) -> list[ResultRow]:
         return []  # rows are the collector's
 
+    def close(self) -> None:
+        """The collector holds the run dir's lock."""
+
 
 class WorkerControl:
     """Lets the thread that owns a worker ask its run to stop (Ray cancellation)."""
