@@ -25,9 +25,9 @@ from typing import Any, cast
 
 import aiohttp
 
-from ..util.diskio import writing
 from ..errors import LaunchError
 from ..util.bounded import PROBE_LIMIT, read_capped
+from ..util.diskio import writing
 from ..util.redact import scrub, secret_values
 
 _LIVE: set[ServerProcess] = set()

@@ -11,8 +11,8 @@ from typing import Any
 import aiohttp
 
 from ..client import RequestSpec, Transport, close_transport, open_transport, transport_clock
-from ..errors import RequestsRefused
 from ..client.metrics import scrape
+from ..errors import RequestsRefused
 from ..load.generate import LoadPass, LoadResult, generate_load, generate_load_processes
 from ..measure.engine_counters import read_acceptance
 from ..measure.keepup import generation_window

@@ -166,6 +166,7 @@ def expand_replay(suite: Suite, entries: Sequence[Entry], profile: dict[str, Any
                 raw["env"] = {**raw.get("env", {}), **s.env}
             derived.append(raw)
             plan["configs"][raw["name"]] = _planned(c.name, dataset, k, engine, choice, s)
+    derived.sort(key=lambda raw: used.index(raw["datasets"][0]))  # data set by data set: a run cut short holds whole data sets
     return derived_suite(suite, "whatif", configs + derived, used), plan
 
 

@@ -23,13 +23,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ..util.diskio import append_text, write_atomic, writing
 from ..errors import RunDirError
 from ..measure.slo import PROBES_FILE
 from ..measure.summarize import PhaseInfo
 from ..schemas.cell import Cell
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
+from ..util.diskio import append_text, write_atomic, writing
 from ..util.jsonio import dumps
 
 REQUESTS, PHASES, META, LAUNCHED = "requests.jsonl", "phases.jsonl", "meta.json", "launched.json"

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from specbench.cli import main
-from specbench.schemas.request import RequestRecord
 from specbench.run.refusal import refusal
+from specbench.schemas.request import RequestRecord
 from tests.support.rundirs import check_run_dir
 from tests.support.scripted_server import CHAT_TEMPLATE_ERROR
 from tests.support.suites import write_fault_suite

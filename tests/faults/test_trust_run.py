@@ -22,10 +22,10 @@ import pytest
 from aiohttp import web
 
 from specbench.cli import main
-from specbench.util.diskio import append_text, write_atomic
 from specbench.errors import RunDirWriteError
 from specbench.run import RunSession
 from specbench.run.rundir import write_json
+from specbench.util.diskio import append_text, write_atomic
 from tests.support.paths import ROOT
 from tests.support.rundirs import cell, check_run_dir
 from tests.support.scripted_server import Script, ScriptedServer

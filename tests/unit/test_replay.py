@@ -56,8 +56,8 @@ def test_one_derived_config_per_config_and_data_set_at_the_profiles_rates(tmp_pa
     suite = suite_of(tmp_path, [{"name": "baseline"}, DSPARK3, DSPARK7])
     derived, plan = expand_replay(suite, read_profile(profile_doc(*ENTRIES), "p.json"), PROFILE, check=OK)
     assert [c.name for c in derived.configs] == [
-        "baseline", "dspark_k3", "dspark_k7", "dspark_k3_profile_gsm8k", "dspark_k3_profile_mbpp",
-        "dspark_k7_profile_gsm8k", "dspark_k7_profile_mbpp"]
+        "baseline", "dspark_k3", "dspark_k7", "dspark_k3_profile_gsm8k", "dspark_k7_profile_gsm8k",
+        "dspark_k3_profile_mbpp", "dspark_k7_profile_mbpp"]  # data set by data set
     assert [d.name for d in derived.datasets] == ["gsm8k", "mbpp"] and plan["skipped_datasets"] == ["extra"]
     by = {c.name: c for c in derived.configs}
     c = by["dspark_k7_profile_mbpp"]
