@@ -13,7 +13,7 @@ import orjson
 
 from ..records import RequestRecord
 from ..redact import mask_values
-from ..wire import EncodedResponse, Wire, WireError
+from ..wire import ERROR_BODY_LIMIT, EncodedResponse, TooMuch, Wire, WireError
 from .checks import BadValue, ServerSaid, stats_fit_the_stream
 from .request import RequestSpec
 from .sse import SseLines
@@ -70,7 +70,7 @@ async def stream_request(
         record.error = f"server error in stream: {err}"
     except BadValue as err:
         record.error = f"bad server value: {err}"
-    except EncodedResponse as err:
+    except (EncodedResponse, TooMuch) as err:
         record.error = str(err)
     except json.JSONDecodeError as err:
         record.error = f"malformed SSE data: {err.msg}"
@@ -115,7 +115,7 @@ async def _over_aiohttp(session: aiohttp.ClientSession, spec: RequestSpec, body:
     record.send_time = perf()
     async with session.post(spec.url, data=body, headers=spec.headers()) as resp:
         if resp.status != 200:
-            record.error = _http_error(resp.status, (await resp.read()).decode(errors="replace"),
+            record.error = _http_error(resp.status, (await _error_body(resp)).decode(errors="replace"),
                                        resp.headers.get("Retry-After"), spec.secrets)
             return
         encoding = resp.headers.get("Content-Encoding")
@@ -128,3 +128,14 @@ async def _over_aiohttp(session: aiohttp.ClientSession, spec: RequestSpec, body:
             if not sse.feed(data, perf()):
                 return
         sse.end(perf())
+
+
+async def _error_body(resp: aiohttp.ClientResponse) -> bytes:
+    """The first ``ERROR_BODY_LIMIT`` bytes of a non-200 body, as the socket client keeps; the rest is not read."""
+    body = b""
+    while len(body) < ERROR_BODY_LIMIT:
+        piece = await resp.content.read(ERROR_BODY_LIMIT - len(body))
+        if not piece:
+            break
+        body += piece
+    return body

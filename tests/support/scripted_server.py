@@ -13,6 +13,10 @@ chunks, ``counters`` replacing counter values in ``/metrics`` by raw text (``NaN
 / ``version_body`` raw probe answers, ``empty_data`` an empty ``data:`` line before the first chunk,
 ``gzip`` a gzip-encoded stream whatever the client asked, ``api_key`` required on every path (a
 401 echoes the request's headers), ``metrics_format: sglang`` SGLang's counters instead of vLLM's.
+Bounds (tests/faults/test_trust_server.py): ``long_line`` pads the first content chunk's text with
+that many characters (one ``data:`` line longer than that), ``bulk`` streams that many bytes of 64 KiB
+content lines before the usual end, fault ``http500long`` answers 500 with a 64 MiB body
+(``hung_up`` counts the bodies a client left before their end, ``sent_whole`` those it read to the end).
 ``capacity``: at most that many requests are served at once, the rest queue before their prefill
 (a server with that many batch slots: C ÷ service time requests per second, tests/integration/test_slo.py).
 
@@ -59,6 +63,8 @@ class Script:
     metrics_format: str = "vllm"  # or "sglang", or "none" (no spec-decode counters)
     capacity: int | None = None  # requests served at once; the rest wait in a queue
     paced: bool = False  # each decode chunk leaves one step after the previous one was due (no drift): exact mean step time
+    long_line: int = 0  # characters added to the first content chunk's text (one data: line longer than that)
+    bulk: int = 0  # bytes of 64 KiB content lines streamed after the last chunk, before usage and [DONE]
 
 
 class ScriptedServer:
@@ -69,6 +75,7 @@ class ScriptedServer:
         self.per_pos: list[int] = [0] * (script.k or 0)
         self.finished = self.generated = self.verify_calls = 0  # SGLang-style, added as each request ends
         self.probe_headers: list[tuple[str, dict]] = []
+        self.hung_up = self.sent_whole = 0  # bulk / http500long bodies the client left before their end, or read whole
         self.bodies: list[dict] = []
         self.headers: list[dict] = []
         self.slots = asyncio.Semaphore(script.capacity) if script.capacity else None
@@ -176,6 +183,20 @@ class ScriptedServer:
                       f'sglang:{name}_total{{model_name="{self.s.model}",tp_rank="0"}} {self.s.counters.get(name, float(value))}']
         return "\n".join(lines) + "\n"
 
+    async def long_error(self, request: web.Request) -> web.StreamResponse:
+        """A 500 with a 64 MiB body, in 64 KiB pieces; a client that leaves before its end is counted."""
+        resp = web.StreamResponse(status=500, headers={"Content-Type": "text/plain"})
+        await resp.prepare(request)
+        piece = b"scripted failure " + b"x" * ((64 << 10) - 17)
+        try:
+            for _ in range(1024):
+                await resp.write(piece)
+            await resp.write_eof()
+            self.sent_whole += 1
+        except ConnectionError:
+            self.hung_up += 1
+        return resp
+
     def _count_step(self, n: int) -> None:
         if self.s.k is None:
             return
@@ -198,6 +219,8 @@ class ScriptedServer:
             return web.json_response({"error": {"message": "scripted failure"}}, status=500)
         if fault == "http429":
             return web.json_response({"error": {"message": "slow down"}}, status=429, headers={"Retry-After": "1"})
+        if fault == "http500long":
+            return await self.long_error(request)
         if fault == "http401echo":
             return web.json_response({"error": {"message": "bad key", "got": request.headers.get("Authorization"),
                                                 "headers": dict(request.headers)}}, status=401)
@@ -257,7 +280,23 @@ class ScriptedServer:
             toks = [self.token(seed, done + j) for j in range(n)]
             done += n
             finish = "length" if i == len(sched) - 1 else None
-            await send(chunk("".join(t for _, t in toks), [t for t, _ in toks], done, finish, i))
+            msg = chunk("".join(t for _, t in toks), [t for t, _ in toks], done, finish, i)
+            if i == 0 and self.s.long_line:  # its text padded: the one data: line is longer than long_line bytes
+                choice = msg["choices"][0]
+                if chat:
+                    choice["delta"]["content"] += "x" * self.s.long_line
+                else:
+                    choice["text"] += "x" * self.s.long_line
+            await send(msg)
+        if self.s.bulk:
+            line = f"data: {json.dumps({'choices': [{'index': 0, 'delta': {'content': 'x' * (64 << 10)}}]})}\n\n".encode()
+            try:
+                for _ in range(-(-self.s.bulk // len(line))):
+                    await resp.write(line)
+            except ConnectionError:  # the client left: what this knob is for
+                self.hung_up += 1
+                return resp
+            self.sent_whole += 1
         if (body.get("stream_options") or {}).get("include_usage"):
             final: dict = {"id": f"req-{number}", "choices": [], "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": done,
                                                                    "total_tokens": prompt_tokens + done}}
