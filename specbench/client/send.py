@@ -78,6 +78,8 @@ async def stream_request(
         record.error = f"{type(err).__name__}: {err}"
     except ConnectionError as err:
         record.error = f"{type(err).__name__}: {err}"
+    if record.end_time is None:  # the stream's end had no read stamp ([DONE] or the body's end): it failed
+        record.end_time = time.perf_counter()
     stream.finish()
     stats_fit_the_stream(record)
     if spec.secrets:  # a server may echo the request's headers back, into any field: the key goes in no file
@@ -96,8 +98,12 @@ async def _over_wire(wire: Wire, spec: RequestSpec, body: bytes, stream: Respons
     def sent(t: float) -> None:
         stream.record.send_time = t
 
+    def ended(t: float) -> None:  # the body ended without [DONE]
+        sse.end(t)
+        stream.end(t)
+
     sse = SseLines(stream.feed)
-    resp = await wire.post_stream(spec.target, body, spec.headers(), sse.feed, sse.end, sent)
+    resp = await wire.post_stream(spec.target, body, spec.headers(), sse.feed, ended, sent)
     if resp.status != 200:
         body = resp.error_body
         if resp.headers.get("content-encoding", "").lower() == "gzip":
@@ -127,7 +133,9 @@ async def _over_aiohttp(session: aiohttp.ClientSession, spec: RequestSpec, body:
         async for data in resp.content.iter_any():
             if not sse.feed(data, perf()):
                 return
-        sse.end(perf())
+        now = perf()
+        sse.end(now)
+        stream.end(now)
 
 
 async def _error_body(resp: aiohttp.ClientResponse) -> bytes:
