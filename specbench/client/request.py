@@ -79,7 +79,7 @@ class RequestSpec:
         if self.endpoint == "chat":
             body["messages"] = messages
         else:
-            body["prompt"] = "\n\n".join(m["content"] for m in messages if m["role"] != "assistant")
+            body["prompt"] = completion_prompt(messages)
         if self.top_p is not None:
             body["top_p"] = self.top_p
         if self.ignore_eos:
@@ -87,3 +87,15 @@ class RequestSpec:
         if self.extra_body:
             body.update(self.extra_body)
         return body
+
+
+def completion_prompt(messages: list[dict[str, str]]) -> str:
+    """The messages as one completions prompt: each turn after a blank line, each of the model's
+    answers right after the prompt it continued, as it wrote it (the text the model saw and wrote)."""
+    prompt = ""
+    for m in messages:
+        if m["role"] == "assistant":
+            prompt += m["content"]
+        else:
+            prompt = f"{prompt}\n\n{m['content']}" if prompt else m["content"]
+    return prompt

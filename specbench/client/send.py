@@ -17,7 +17,7 @@ from .checks import BadValue, ServerSaid, stats_fit_the_stream
 from .request import RequestSpec
 from .sse import SseLines
 from .stream import ResponseStream
-from .wire import EncodedResponse, Wire, WireError
+from .wire import ERROR_BODY_LIMIT, EncodedResponse, TooMuch, Wire, WireError
 
 #: what ``stream_request`` sends over: the socket client or an aiohttp session (TLS)
 Transport = Wire | aiohttp.ClientSession
@@ -70,7 +70,7 @@ async def stream_request(
         record.error = f"server error in stream: {err}"
     except BadValue as err:
         record.error = f"bad server value: {err}"
-    except EncodedResponse as err:
+    except (EncodedResponse, TooMuch) as err:
         record.error = str(err)
     except json.JSONDecodeError as err:
         record.error = f"malformed SSE data: {err.msg}"
@@ -78,6 +78,8 @@ async def stream_request(
         record.error = f"{type(err).__name__}: {err}"
     except ConnectionError as err:
         record.error = f"{type(err).__name__}: {err}"
+    if record.end_time is None:  # the stream's end had no read stamp ([DONE] or the body's end): it failed
+        record.end_time = time.perf_counter()
     stream.finish()
     stats_fit_the_stream(record)
     if spec.secrets:  # a server may echo the request's headers back, into any field: the key goes in no file
@@ -96,8 +98,12 @@ async def _over_wire(wire: Wire, spec: RequestSpec, body: bytes, stream: Respons
     def sent(t: float) -> None:
         stream.record.send_time = t
 
+    def ended(t: float) -> None:  # the body ended without [DONE]
+        sse.end(t)
+        stream.end(t)
+
     sse = SseLines(stream.feed)
-    resp = await wire.post_stream(spec.target, body, spec.headers(), sse.feed, sse.end, sent)
+    resp = await wire.post_stream(spec.target, body, spec.headers(), sse.feed, ended, sent)
     if resp.status != 200:
         body = resp.error_body
         if resp.headers.get("content-encoding", "").lower() == "gzip":
@@ -115,7 +121,7 @@ async def _over_aiohttp(session: aiohttp.ClientSession, spec: RequestSpec, body:
     record.send_time = perf()
     async with session.post(spec.url, data=body, headers=spec.headers()) as resp:
         if resp.status != 200:
-            record.error = _http_error(resp.status, (await resp.read()).decode(errors="replace"),
+            record.error = _http_error(resp.status, (await _error_body(resp)).decode(errors="replace"),
                                        resp.headers.get("Retry-After"), spec.secrets)
             return
         encoding = resp.headers.get("Content-Encoding")
@@ -127,4 +133,17 @@ async def _over_aiohttp(session: aiohttp.ClientSession, spec: RequestSpec, body:
         async for data in resp.content.iter_any():
             if not sse.feed(data, perf()):
                 return
-        sse.end(perf())
+        now = perf()
+        sse.end(now)
+        stream.end(now)
+
+
+async def _error_body(resp: aiohttp.ClientResponse) -> bytes:
+    """The first ``ERROR_BODY_LIMIT`` bytes of a non-200 body, as the socket client keeps; the rest is not read."""
+    body = b""
+    while len(body) < ERROR_BODY_LIMIT:
+        piece = await resp.content.read(ERROR_BODY_LIMIT - len(body))
+        if not piece:
+            break
+        body += piece
+    return body

@@ -32,6 +32,7 @@ class ResponseStream:
     def feed(self, data: bytes, now: float) -> bool:
         """Handle one SSE ``data:`` payload; return False at ``[DONE]``."""
         if data == b"[DONE]":
+            self.record.end_time = now
             return False
         try:
             msg = orjson.loads(data)  # orjson.JSONDecodeError subclasses json.JSONDecodeError
@@ -103,6 +104,11 @@ class ResponseStream:
                 self.pending_unknown += 1
             self.parts.append(text)
         return True
+
+    def end(self, now: float) -> None:
+        """The body ended (without [DONE]) at ``now``: the request's end, unless [DONE] came first."""
+        if self.record.end_time is None:
+            self.record.end_time = now
 
     def finish(self) -> RequestRecord:
         """The record with its token counts settled (``tokens.settle``)."""

@@ -34,6 +34,10 @@ _TIMESPEC = struct.Struct("@qq")
 _AFTER_DONE_S = 2.0
 _STALE_S = 0.05
 _READ = 1 << 16  # below malloc's mmap threshold (128 KiB): a bigger buffer costs an mmap + munmap per read
+#: the most of a non-200 body kept (both transports): enough for the server's message, the rest is not read
+ERROR_BODY_LIMIT = 4096
+#: a response's status line and headers must end within its first this many bytes (llhttp has no bound of its own)
+HEAD_LIMIT = 64 << 10
 
 CLOCK_KERNEL = "kernel receive time (SO_TIMESTAMPNS)"
 CLOCK_LOOP = "event-loop read time (perf_counter)"
@@ -48,6 +52,15 @@ def kernel_stamp(anc: list[tuple[int, int, bytes]]) -> float:
 
 class WireError(Exception):
     """The connection failed before the response ended (names host:port and what happened)."""
+
+
+class TooMuch(Exception):
+    """A server sent more than a response may hold (an SSE line, a body, a head): fails that request,
+    the same way on both transports, before the harness buffers it."""
+
+    def __init__(self, what: str, limit: int) -> None:
+        size = f"{limit >> 20} MiB" if limit >= 1 << 20 else f"{limit >> 10} KiB"
+        super().__init__(f"server sent too much: {what} over {size}")
 
 
 class EncodedResponse(WireError):
@@ -113,8 +126,10 @@ class _Exchange:
 
     def on_body(self, body: bytes) -> None:
         if self.response.status != 200:
-            if len(self.response.error_body) < 4096:
-                self.response.error_body += body
+            room = ERROR_BODY_LIMIT - len(self.response.error_body)
+            self.response.error_body += body[:room]
+            if len(body) >= room:  # enough to say what went wrong: the rest is not read (see readable)
+                self.feeding = False
             return
         if not self.feeding or self.error is not None:
             return
@@ -164,6 +179,9 @@ class _Exchange:
             self.stamp = time.perf_counter()
             self.wire.loop_stamped_reads += 1
         self.received += len(data)
+        if not self.response.status and self.received > HEAD_LIMIT:
+            self._fail(TooMuch("response headers", HEAD_LIMIT))
+            return
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserUpgrade:
@@ -179,6 +197,9 @@ class _Exchange:
         elif self.ended:
             self._resolve()
             self._release(reuse=self.keep_alive)
+        elif not self.feeding and self.response.status != 200:  # an error body at its limit: stop reading it
+            self._resolve()
+            self._release(reuse=False)
 
     def _resolve(self) -> None:
         if not self.done.done():
@@ -315,7 +336,6 @@ class Wire:
                 raise
             return response  # after [DONE] the reader reads on to the message end, then pools
         raise AssertionError("unreachable")
-
 
 
 def _why(err: OSError) -> str:

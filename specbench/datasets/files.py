@@ -18,25 +18,31 @@ Row = tuple[str, dict[str, Any]]
 
 
 def read_rows(path: Path) -> list[Row]:
-    """All rows of ``path`` in file order; blank JSONL lines are skipped."""
+    """All rows of ``path`` in file order; blank JSONL lines are skipped; a file without rows is an error."""
     suffix = path.suffix.lower()
     if suffix not in SUFFIXES:
         raise DatasetError(f"{path}: unsupported file type '{suffix}' (use .jsonl, .json or .parquet)")
     try:
         if suffix == ".parquet":
-            return _parquet_rows(path)
-        text = path.read_text(encoding="utf-8")
+            rows = _parquet_rows(path)
+        else:
+            text = path.read_text(encoding="utf-8")
+            rows = _json_rows(path, text) if suffix == ".json" else _jsonl_rows(path, text)
     except DatasetError:
         raise
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise DatasetError(f"{path}: cannot read file ({one_line(exc)})") from exc
-    return _json_rows(path, text) if suffix == ".json" else _jsonl_rows(path, text)
+    if not rows:
+        raise DatasetError(f"{path}: the file holds no rows")
+    return rows
 
 
 def _jsonl_rows(path: Path, text: str) -> list[Row]:
+    """JSON Lines: a line ends at ``\n`` only (``str.splitlines`` would also cut at U+2028, U+2029,
+    U+0085 and others, which a JSON string may hold as they are); blank means JSON whitespace only."""
     rows: list[Row] = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
+    for lineno, line in enumerate(text.split("\n"), start=1):
+        if not line.strip(" \t\r"):
             continue
         where = f"{path}:{lineno}"
         try:

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from ..client import RequestSpec, Transport, close_transport, open_transport, stream_request
+from ..measure.latency import phase_window
 from ..schemas.request import Prompt, RequestRecord
 
 
@@ -36,10 +37,18 @@ class LoadPass:
 
 @dataclass
 class LoadResult:
+    """A pass's records and its window: first dispatch to last completion (``latency.phase_window``)."""
+
     records: list[RequestRecord]
     wall_s: float
     started: float
     ended: float
+
+    @classmethod
+    def over(cls, records: list[RequestRecord], started: float, ended: float) -> LoadResult:
+        """The records' own window, or (when none was sent) the loop's ``started``…``ended``."""
+        started, ended = phase_window(records) or (started, ended)
+        return cls(records=records, wall_s=ended - started, started=started, ended=ended)
 
 
 def _messages(prompt: Prompt, answers: list[str], turn: int) -> list[dict[str, str]]:
@@ -71,6 +80,7 @@ async def _conversation(
             await stream_request(session, spec, _messages(prompt, answers, turn), rec)
         except asyncio.CancelledError:
             rec.error = "cancelled: run stopped before the request finished"
+            rec.end_time = time.perf_counter()
             sink.append(rec)
             raise
         sink.append(rec)
@@ -90,7 +100,8 @@ async def generate_load(
     stop: asyncio.Event | None = None,
     grace_s: float = 10.0,
 ) -> LoadResult:
-    """Run every prompt once; the wall time spans first dispatch to last completion.
+    """Run every prompt once; the wall time spans the first request's send to the last one's end
+    (``latency.phase_window``: not the set-up before the first send, not the wind-down after the last end).
 
     When ``stop`` is set no new request starts; requests in flight get ``grace_s`` to finish and
     are then cancelled (recorded with an error, never dropped).
@@ -184,8 +195,7 @@ async def _generate(session: Transport, spec: RequestSpec, prompts: Sequence[Pro
         if not main.done():  # generate_load itself was cancelled: take its requests down with it
             main.cancel()
             await asyncio.gather(main, return_exceptions=True)
-    ended = time.perf_counter()
-    return LoadResult(records=records, wall_s=ended - started, started=started, ended=ended)
+    return LoadResult.over(records, started, time.perf_counter())
 
 
 def run_loop(coro):
@@ -243,11 +253,12 @@ async def generate_load_processes(spec: RequestSpec, prompts: Sequence[Prompt], 
     """Closed-loop load from several processes, for concurrency one event loop cannot keep up with.
 
     Prompts and streams are dealt round-robin; ``time.perf_counter`` is CLOCK_MONOTONIC, shared by
-    every process on the machine, so records merge with consistent clocks and the phase's wall time
-    runs from the earliest start to the latest end. Records arrive as they end (``on_record`` runs
-    live). ``stop`` reaches every worker (each then behaves like ``generate_load``: no new requests,
-    ``grace_s`` for those in flight, cut ones recorded). A worker that dies keeps what it sent;
-    its prompts without any record become failed records naming the worker's exit.
+    every process on the machine, so records merge with consistent clocks and the phase's window is
+    theirs, as in one process: the first send of any worker to the last end of any. Records arrive
+    as they end (``on_record`` runs live). ``stop`` reaches every worker (each then behaves like
+    ``generate_load``: no new requests, ``grace_s`` for those in flight, cut ones recorded). A worker
+    that dies keeps what it sent; its prompts without any record become failed records naming the
+    worker's exit.
     """
     processes = max(1, min(processes, phase.concurrency, len(prompts)))
     shares = [list(prompts[i::processes]) for i in range(processes)]
@@ -308,9 +319,8 @@ async def generate_load_processes(spec: RequestSpec, prompts: Sequence[Prompt], 
                 records.append(rec)
                 if on_record:
                     on_record(rec)
-    started = min((a for a, _ in spans), default=t0)
-    finished = max((b for _, b in spans), default=time.perf_counter())
-    return LoadResult(records=records, wall_s=finished - started, started=started, ended=finished)
+    return LoadResult.over(records, min((a for a, _ in spans), default=t0),
+                           max((b for _, b in spans), default=time.perf_counter()))
 
 
 def _unsent(share: list[Prompt], seen: set[str], phase: LoadPass, why: str) -> list[RequestRecord]:

@@ -51,6 +51,7 @@ class RequestRecord:
     repeat: int = 0
     request_rate: float | None = None  # open loop: the phase's arrival rate (part of the cell's identity)
     grade: dict[str, Any] | None = None  # the grader's verdict on the answer (load.grade), else None
+    end_time: float | None = None  # when it ended: the read that ended its stream, else when the client gave up on it
 
     @property
     def ok(self) -> bool:

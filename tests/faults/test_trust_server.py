@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import tracemalloc
 from pathlib import Path
 
 import aiohttp
@@ -18,6 +19,7 @@ import yaml
 from specbench.cli import main
 from specbench.client import RequestSpec, close_transport, open_transport, stream_request
 from specbench.client.metrics import parse_metrics
+from specbench.client.sse import SseLines
 from specbench.errors import LaunchError
 from specbench.launch import load_engine
 from specbench.launch.process import ServerProcess
@@ -361,8 +363,80 @@ async def test_gzip_stream_is_refused_with_one_line_on_both_transports(serve, cl
                          "chunk times would include the compressor's buffering")
 
 
-async def _via(url: str, client: str) -> RequestRecord:
-    spec = RequestSpec(base_url=url, model="smol", max_tokens=MAX_TOKENS)
+# ---- 7. bounds on what a server sends, the same on both transports --------------------------------------
+
+LONG = (4 << 20) + 1  # one character past the longest SSE line accepted
+
+
+async def test_an_overlong_sse_line_fails_that_request_not_the_run(tmp_path, prompts_file, serve):
+    _, bad = await serve(pattern=PATTERN, k=K, long_line=LONG)
+    _, good = await serve(pattern=PATTERN, k=K)
+    outcome, rows, records, md, out = await run(tmp_path, prompts_file, two(bad, good))
+    assert rows["spec"]["requests"] == 4 and rows["spec"]["status"] == "ok"
+    assert rows["baseline"]["failed_requests"] == 4 and list(rows["baseline"]["errors"]) == ["server sent too much"]
+    bad_records = [r for r in records if r["config"] == "baseline"]
+    assert [r["error"] for r in bad_records] == ["server sent too much: an SSE line over 4 MiB"] * 4
+    assert all(not r["chunk_times"] for r in bad_records), "the long line is not stored as a chunk"
+    assert outcome.exit_code == 1
+
+
+@pytest.mark.parametrize("client", ["socket", "aiohttp"])
+@pytest.mark.parametrize(("script", "error"), [
+    ({"long_line": LONG}, "server sent too much: an SSE line over 4 MiB"),
+    ({"bulk": 160 << 20}, "server sent too much: a response body over 128 MiB"),
+])
+async def test_stream_bounds_fail_the_request_with_one_line(serve, client, script, error):
+    server, url = await serve(pattern=PATTERN, **script)
+    rec = await _via(url, client, timeout_s=20)
+    assert rec.error == error and not rec.ok
+    if "bulk" in script:
+        assert await body_outcome(server) == "client left", "the client stops reading at the bound"
+
+
+@pytest.mark.parametrize("client", ["socket", "aiohttp"])
+async def test_a_long_error_body_is_cut_at_its_limit(serve, client):
+    """Only the first 4 KiB of a non-200 body are read (its first 200 characters are shown): the
+    client leaves a 64 MiB body long before its end."""
+    server, url = await serve(pattern=PATTERN, fault="http500long", fault_on=(1,))
+    rec = await _via(url, client, timeout_s=20)
+    assert rec.error == "HTTP 500: scripted failure " + "x" * 183
+    assert await body_outcome(server) == "client left"
+
+
+async def body_outcome(server) -> str:
+    """How the server's long body ended, once its handler knows (it may still be writing into buffers)."""
+    for _ in range(3000):
+        if server.hung_up or server.sent_whole:
+            return "client left" if server.hung_up else "read whole"
+        await asyncio.sleep(0.01)
+    return "server still writing"
+
+
+def test_a_line_split_over_many_reads_costs_linear_work():
+    """A line spanning reads is joined once, at its end, not re-joined on every read: what the
+    parser allocates while fed a 3 MiB line in 4 KiB reads stays within a few bytes per byte
+    received (re-joining on each read allocated ~n² / 2·read: 1,100 bytes per byte here)."""
+    got: list[int] = []
+    sse = SseLines(lambda data, stamp: got.append(len(data)) or True)
+    text = b"x" * (3 << 20)
+    body = b'data: {"t": "' + text + b'"}\n\ndata: [DONE]\n\n'
+    pieces = [body[i:i + 4096] for i in range(0, len(body), 4096)]
+    allocated = 0
+    tracemalloc.start()
+    try:
+        for piece in pieces:
+            current = tracemalloc.get_traced_memory()[0]
+            tracemalloc.reset_peak()
+            sse.feed(piece, 0.0)
+            allocated += tracemalloc.get_traced_memory()[1] - current
+    finally:
+        tracemalloc.stop()
+    assert got == [len(text) + 9, len(b"[DONE]")]
+    assert allocated < 4 * len(body)
+
+
+async def _via(url: str, client: str, **spec_kw) -> RequestRecord:
+    spec = RequestSpec(base_url=url, model="smol", max_tokens=MAX_TOKENS, **spec_kw)
     transport = open_transport(url, client)
     try:
         return await stream_request(transport, spec, [{"role": "user", "content": "q"}], RequestRecord("p", "d", "c"))

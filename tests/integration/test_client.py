@@ -22,7 +22,8 @@ from specbench.client import (
     stream_request,
 )
 from specbench.client.wire import Wire
-from specbench.schemas.request import RequestRecord
+from specbench.load.generate import LoadPass, generate_load
+from specbench.schemas.request import Prompt, RequestRecord
 from tests.support.scripted_server import serve_app
 
 MSGS = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hello there"}]
@@ -284,6 +285,23 @@ async def test_completions_endpoint_sends_prompt(session, scripted):
     assert "messages" not in body
     assert body["prompt"] == "be brief\n\nhello there"
     assert len(rec.text.split()) == MAX  # text comes from choice.text
+
+
+@pytest.mark.parametrize("endpoint", ["chat", "completions"])
+async def test_second_turn_feeds_the_first_answer_back_on_both_endpoints(session, scripted, endpoint):
+    server, url = await scripted(pattern=[1, 2, 4])
+    spec = RequestSpec(base_url=url, model="smol", max_tokens=MAX, endpoint=endpoint)
+    prompt = Prompt(id="mt", dataset="d", turns=("hello there", "and then?"), system="be brief")
+    res = await generate_load(session, spec, [prompt], LoadPass("c"))
+    first, second = res.records
+    assert first.ok and second.ok and first.text and second.turn == 1
+    if endpoint == "chat":
+        assert server.bodies[1]["messages"] == [
+            {"role": "system", "content": "be brief"}, {"role": "user", "content": "hello there"},
+            {"role": "assistant", "content": first.text}, {"role": "user", "content": "and then?"}]
+    else:  # the text the model saw and wrote, then the next turn
+        assert server.bodies[0]["prompt"] == "be brief\n\nhello there"
+        assert server.bodies[1]["prompt"] == "be brief\n\nhello there" + first.text + "\n\nand then?"
 
 
 async def test_bearer_header_only_with_api_key(session, scripted):

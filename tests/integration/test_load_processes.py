@@ -1,11 +1,14 @@
 """Stopping load generation: records from every worker merge on one clock; a stop reaches every
-worker and every arrival, and what it cuts is recorded before generate_load returns."""
+worker and every arrival, and what it cuts is recorded before generate_load returns. The
+throughput window is the records' own, first send to last end, for one process and several."""
 
 import asyncio
 import os
 import signal
 import time
 from pathlib import Path
+
+import pytest
 
 from specbench.client import RequestSpec, close_transport, open_transport
 from specbench.load.generate import LoadPass, generate_load, generate_load_processes
@@ -27,6 +30,35 @@ async def test_two_processes_cover_every_prompt_on_the_parents_clock(scripted):
     # CLOCK_MONOTONIC is one clock for all processes: the workers' stamps fall inside the parent's window
     assert all(t0 < r.send_time < r.chunk_times[0] <= r.chunk_times[-1] < t1 for r in res.records)
     assert t0 < res.started < res.ended < t1 and server.requests == 12
+
+
+def assert_window_is_first_send_to_last_end(res) -> None:
+    """Exact: not the set-up before the first send (connections, tasks), not the wind-down after the last end."""
+    assert res.started == min(r.send_time for r in res.records)
+    assert res.ended == max(r.end_time for r in res.records)
+    assert res.wall_s == res.ended - res.started
+    assert all(r.send_time < r.chunk_times[-1] <= r.end_time for r in res.records)
+
+
+@pytest.mark.parametrize("client", ["socket", "aiohttp"])
+async def test_one_process_window_is_first_send_to_last_end(scripted, client):
+    _, url = await scripted(pattern=[1, 2], ttft_s=0.01, gap_s=0.005)
+    spec = RequestSpec(base_url=url, model="smol", max_tokens=16)
+    transport = open_transport(url, client)
+    try:  # new connections: the first sends wait for their handshakes, which the window must not hold
+        res = await generate_load(transport, spec, prompts(12), LoadPass("c", concurrency=8))
+    finally:
+        await close_transport(transport)
+    assert len(res.records) == 12 and all(r.ok for r in res.records)
+    assert_window_is_first_send_to_last_end(res)
+
+
+async def test_multi_process_window_is_first_send_to_last_end(scripted):
+    _, url = await scripted(pattern=[1, 2], ttft_s=0.01, gap_s=0.005)
+    spec = RequestSpec(base_url=url, model="smol", max_tokens=16)
+    res = await generate_load_processes(spec, prompts(12), LoadPass("c", concurrency=8), 2)
+    assert len(res.records) == 12 and all(r.ok for r in res.records)
+    assert_window_is_first_send_to_last_end(res)
 
 
 async def test_stop_reaches_the_workers_and_keeps_what_was_cut(scripted):

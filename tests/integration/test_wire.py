@@ -220,6 +220,19 @@ async def test_garbage_instead_of_http_is_one_line_error(server):
     assert rec.error.startswith("WireError: 127.0.0.1:") and "malformed HTTP response" in rec.error
 
 
+async def test_headers_that_do_not_end_within_64_kib_fail_the_request(server):
+    """llhttp bounds no header; the socket client does (aiohttp: 8 KiB a line, 128 headers)."""
+
+    def reply(conn, _):
+        conn.sendall(HEAD.replace(b"\r\n\r\n", b"\r\n" + b"X-Pad: " + b"x" * (70 << 10) + b"\r\n\r\n")
+                     + _event(1) + b"0\r\n\r\n")
+
+    srv = server(reply)
+    async with Wire() as wire:
+        rec = await one(wire, srv.url)
+    assert rec.error == "server sent too much: response headers over 64 KiB"
+
+
 async def test_server_that_worked_on_the_request_is_not_sent_it_again(server):
     """Only a connection that fails at once may be a stale keep-alive one; later, no retry."""
 

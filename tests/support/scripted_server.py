@@ -15,6 +15,10 @@ chunks, ``counters`` replacing counter values in ``/metrics`` by raw text (``NaN
 / ``version_body`` raw probe answers, ``empty_data`` an empty ``data:`` line before the first chunk,
 ``gzip`` a gzip-encoded stream whatever the client asked, ``api_key`` required on every path (a
 401 echoes the request's headers), ``metrics_format: sglang`` SGLang's counters instead of vLLM's.
+Bounds (tests/faults/test_trust_server.py): ``long_line`` pads the first content chunk's text with
+that many characters (one ``data:`` line longer than that), ``bulk`` streams that many bytes of 64 KiB
+content lines before the usual end, fault ``http500long`` answers 500 with a 64 MiB body
+(``hung_up`` counts the bodies a client left before their end, ``sent_whole`` those it read to the end).
 ``capacity``: at most that many requests are served at once, the rest queue before their prefill
 (a server with that many batch slots: C ÷ service time requests per second, tests/integration/test_slo.py).
 
@@ -70,6 +74,8 @@ class Script:
     paced: bool = False  # each decode chunk leaves one step after the previous one was due (no drift): exact mean step time
     merge_every: int = 0  # every Nth decode step goes out in one chunk with the step after it (an engine that merges steps)
     phantom_tokens: int = 0  # per request, tokens vllm:generation_tokens_total adds beyond those streamed (other traffic)
+    long_line: int = 0  # characters added to the first content chunk's text (one data: line longer than that)
+    bulk: int = 0  # bytes of 64 KiB content lines streamed after the last chunk, before usage and [DONE]
 
 
 class ScriptedServer:
@@ -81,6 +87,7 @@ class ScriptedServer:
         self.finished = self.generated = self.verify_calls = 0  # SGLang-style, added as each request ends
         self.stepped = 0  # vLLM-style vllm:generation_tokens_total, added as each step is made
         self.probe_headers: list[tuple[str, dict]] = []
+        self.hung_up = self.sent_whole = 0  # bulk / http500long bodies the client left before their end, or read whole
         self.bodies: list[dict] = []
         self.headers: list[dict] = []
         self.slots = asyncio.Semaphore(script.capacity) if script.capacity else None
@@ -191,6 +198,20 @@ class ScriptedServer:
                       f'sglang:{name}_total{{model_name="{self.s.model}",tp_rank="0"}} {self.s.counters.get(name, float(value))}']
         return "\n".join(lines) + "\n"
 
+    async def long_error(self, request: web.Request) -> web.StreamResponse:
+        """A 500 with a 64 MiB body, in 64 KiB pieces; a client that leaves before its end is counted."""
+        resp = web.StreamResponse(status=500, headers={"Content-Type": "text/plain"})
+        await resp.prepare(request)
+        piece = b"scripted failure " + b"x" * ((64 << 10) - 17)
+        try:
+            for _ in range(1024):
+                await resp.write(piece)
+            await resp.write_eof()
+            self.sent_whole += 1
+        except ConnectionError:
+            self.hung_up += 1
+        return resp
+
     def _count_step(self, n: int) -> None:
         if self.s.k is None:
             return
@@ -216,6 +237,8 @@ class ScriptedServer:
         if fault == "http400":  # vLLM on a model folder without a chat template
             return web.json_response({"object": "error", "message": CHAT_TEMPLATE_ERROR, "type": "BadRequestError",
                                       "param": None, "code": 400}, status=400)
+        if fault == "http500long":
+            return await self.long_error(request)
         if fault == "http401echo":
             return web.json_response({"error": {"message": "bad key", "got": request.headers.get("Authorization"),
                                                 "headers": dict(request.headers)}}, status=401)
@@ -281,7 +304,23 @@ class ScriptedServer:
                 held = toks  # counted as a step above; written with the next one
                 continue
             held = []
-            await send(chunk("".join(t for _, t in toks), [t for t, _ in toks], done, finish, i))
+            msg = chunk("".join(t for _, t in toks), [t for t, _ in toks], done, finish, i)
+            if i == 0 and self.s.long_line:  # its text padded: the one data: line is longer than long_line bytes
+                choice = msg["choices"][0]
+                if chat:
+                    choice["delta"]["content"] += "x" * self.s.long_line
+                else:
+                    choice["text"] += "x" * self.s.long_line
+            await send(msg)
+        if self.s.bulk:
+            line = f"data: {json.dumps({'choices': [{'index': 0, 'delta': {'content': 'x' * (64 << 10)}}]})}\n\n".encode()
+            try:
+                for _ in range(-(-self.s.bulk // len(line))):
+                    await resp.write(line)
+            except ConnectionError:  # the client left: what this knob is for
+                self.hung_up += 1
+                return resp
+            self.sent_whole += 1
         if (body.get("stream_options") or {}).get("include_usage"):
             final: dict = {"id": f"req-{number}", "choices": [], "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": done,
                                                                    "total_tokens": prompt_tokens + done}}

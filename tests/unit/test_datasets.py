@@ -380,6 +380,37 @@ def test_malformed_rows_name_file_and_line(tmp_path, content, suffix):
     assert str(err.value).startswith(f"{path}{suffix}") and "\n" not in str(err.value)
 
 
+def test_jsonl_lines_end_at_newline_only(tmp_path):
+    """U+2028, U+2029 and U+0085 are valid unescaped inside a JSON string; a JSONL line ends at \\n only
+    (CRLF files too), so such rows load whole, each with its own line number."""
+    texts = ["one\u2028two", "three\u2029four", "five\u0085six"]
+    rows = "".join(json.dumps({"id": f"r{i}", "prompt": t}, ensure_ascii=False) + ("\r\n" if i else "\n")
+                   for i, t in enumerate(texts))
+    (tmp_path / "p.jsonl").write_text(rows + "\n  \n", encoding="utf-8", newline="")
+    prompts = load_prompts(spec({"name": "p", "path": "p.jsonl"}, tmp_path))
+    assert [(p.id, p.turns) for p in prompts] == [(f"r{i}", (t,)) for i, t in enumerate(texts)]
+    (tmp_path / "bad.jsonl").write_text(rows + '{"prompt": \u2028}\n', encoding="utf-8", newline="")
+    with pytest.raises(DatasetError, match=r"bad.jsonl:4: not valid JSON"):
+        load_prompts(spec({"name": "bad", "path": "bad.jsonl"}, tmp_path))
+
+
+@pytest.mark.parametrize(("name", "content"), [("p.jsonl", ""), ("p.jsonl", "\n \n\t\r\n"), ("p.json", "[]")])
+def test_a_prompt_file_without_rows_is_an_error_naming_the_file(tmp_path, name, content):
+    (tmp_path / name).write_text(content)
+    with pytest.raises(DatasetError) as err:
+        load_prompts(spec({"name": "p", "path": name}, tmp_path))
+    assert str(err.value) == f"{tmp_path / name}: the file holds no rows"
+
+
+def test_an_empty_parquet_file_is_an_error_naming_the_file(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"prompt": pa.array([], pa.string())}), tmp_path / "p.parquet")
+    with pytest.raises(DatasetError, match=r"p.parquet: the file holds no rows$"):
+        load_prompts(spec({"name": "p", "path": "p.parquet"}, tmp_path))
+
+
 @needs_shared
 def test_malformed_row_in_named_set(tmp_path):
     (tmp_path / "math500.jsonl").write_text('{"problem": "1+1", "subject": "Algebra", "unique_id": "a"}\n{"problem": "2+2"}\n')
