@@ -14,10 +14,11 @@ import orjson
 from ..schemas.request import RequestRecord
 from ..util.redact import mask_values
 from .checks import BadValue, ServerSaid, stats_fit_the_stream
+from .failures import ERROR_BODY_LIMIT, EncodedResponse, TooMuch, WireError
 from .request import RequestSpec
 from .sse import SseLines
 from .stream import ResponseStream
-from .wire import ERROR_BODY_LIMIT, EncodedResponse, TooMuch, Wire, WireError
+from .wire import Wire
 
 #: what ``stream_request`` sends over: the socket client or an aiohttp session (TLS)
 Transport = Wire | aiohttp.ClientSession

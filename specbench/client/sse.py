@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..wire import TooMuch
+from .failures import TooMuch
 
 #: the longest SSE line accepted: a chunk is a few hundred bytes; its token ids or logprobs a few KiB
 LINE_LIMIT = 4 << 20

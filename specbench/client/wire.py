@@ -26,6 +26,8 @@ from urllib.parse import urlsplit
 
 import httptools
 
+from .failures import ERROR_BODY_LIMIT, HEAD_LIMIT, EncodedResponse, TooMuch, WireError
+
 #: Linux's SO_TIMESTAMPNS (= SCM_TIMESTAMPNS); Python's socket module does not export it
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35 if sys.platform.startswith("linux") else None)
 #: ancillary buffer for one SCM_TIMESTAMPNS (a struct timespec) per recvmsg
@@ -34,10 +36,6 @@ _TIMESPEC = struct.Struct("@qq")
 _AFTER_DONE_S = 2.0
 _STALE_S = 0.05
 _READ = 1 << 16  # below malloc's mmap threshold (128 KiB): a bigger buffer costs an mmap + munmap per read
-#: the most of a non-200 body kept (both transports): enough for the server's message, the rest is not read
-ERROR_BODY_LIMIT = 4096
-#: a response's status line and headers must end within its first this many bytes (llhttp has no bound of its own)
-HEAD_LIMIT = 64 << 10
 
 CLOCK_KERNEL = "kernel receive time (SO_TIMESTAMPNS)"
 CLOCK_LOOP = "event-loop read time (perf_counter)"
@@ -48,28 +46,6 @@ def kernel_stamp(anc: list[tuple[int, int, bytes]]) -> float:
     ``perf_counter`` clock: offset by both clocks read now, so NTP steps cannot skew it."""
     sec, ns = _TIMESPEC.unpack_from(anc[0][2])
     return time.perf_counter() - (time.time_ns() - sec * 1_000_000_000 - ns) * 1e-9
-
-
-class WireError(Exception):
-    """The connection failed before the response ended (names host:port and what happened)."""
-
-
-class TooMuch(Exception):
-    """A server sent more than a response may hold (an SSE line, a body, a head): fails that request,
-    the same way on both transports, before the harness buffers it."""
-
-    def __init__(self, what: str, limit: int) -> None:
-        size = f"{limit >> 20} MiB" if limit >= 1 << 20 else f"{limit >> 10} KiB"
-        super().__init__(f"server sent too much: {what} over {size}")
-
-
-class EncodedResponse(WireError):
-    """A 200 stream in a content encoding although identity was asked: refused by both transports
-    (decoding would stamp chunks when the compressor let them out, not when the server sent them)."""
-
-    def __init__(self, encoding: str) -> None:
-        super().__init__(f"response is {encoding}-encoded although identity was asked (Accept-Encoding: identity): "
-                         "refused, chunk times would include the compressor's buffering")
 
 
 @dataclass
@@ -91,6 +67,16 @@ class Target:
         if parts.scheme != "http" or not parts.hostname:
             raise ValueError(f"{url}: the socket client speaks plain http:// only")
         return cls(parts.hostname, parts.port or 80, (parts.path or "/") + (f"?{parts.query}" if parts.query else ""))
+
+
+def parser_failure(err: Exception, key: tuple[str, int]) -> BaseException:
+    """What a parser error means: the consumer's own exception raised from a callback, else one line naming the server."""
+    if isinstance(err, httptools.HttpParserUpgrade):
+        return WireError(f"{key[0]}:{key[1]}: unexpected protocol upgrade")
+    cause = err.__cause__ or err.__context__
+    if cause is not None and not isinstance(cause, httptools.HttpParserError):
+        return cause
+    return WireError(f"{key[0]}:{key[1]}: malformed HTTP response: {err}")
 
 
 class _Exchange:
@@ -164,11 +150,7 @@ class _Exchange:
             if self.response.status and not self.ended and close_delimited(self.response.headers):
                 self.on_message_complete()  # such a body ends where the connection does
                 self.keep_alive = False
-                if self.error is not None:
-                    self._fail(self.error)
-                else:
-                    self._resolve()
-                    self._release(reuse=False)
+                self._fail(self.error) if self.error is not None else self._end(reuse=False)
                 return
             self._fail(WireError(f"{self.key[0]}:{self.key[1]}: server closed the connection "
                                  + ("before answering" if not self.received else "mid-response")))
@@ -184,26 +166,23 @@ class _Exchange:
             return
         try:
             self.parser.feed_data(data)
-        except httptools.HttpParserUpgrade:
-            self._fail(WireError(f"{self.key[0]}:{self.key[1]}: unexpected protocol upgrade"))
-            return
-        except httptools.HttpParserError as err:
-            cause = err.__cause__ or err.__context__
-            self._fail(cause if cause is not None and not isinstance(cause, httptools.HttpParserError)
-                       else WireError(f"{self.key[0]}:{self.key[1]}: malformed HTTP response: {err}"))
+        except (httptools.HttpParserUpgrade, httptools.HttpParserError) as err:
+            self._fail(parser_failure(err, self.key))
             return
         if self.error is not None:
             self._fail(self.error)
         elif self.ended:
-            self._resolve()
-            self._release(reuse=self.keep_alive)
+            self._end(reuse=self.keep_alive)
         elif not self.feeding and self.response.status != 200:  # an error body at its limit: stop reading it
-            self._resolve()
-            self._release(reuse=False)
+            self._end(reuse=False)
 
     def _resolve(self) -> None:
         if not self.done.done():
             self.done.set_result(self.response)
+
+    def _end(self, reuse: bool) -> None:
+        self._resolve()
+        self._release(reuse)
 
     def _fail(self, err: BaseException) -> None:
         if not self.done.done():

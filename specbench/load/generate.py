@@ -19,8 +19,18 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from ..client import RequestSpec, Transport, close_transport, open_transport, stream_request
-from ..measure.latency import phase_window
 from ..schemas.request import Prompt, RequestRecord
+
+
+def phase_window(records: Sequence[RequestRecord]) -> tuple[float, float] | None:
+    """The throughput window: the first request's send stamp (taken once its connection is set up) to
+    the last request's end (``end_time``); None when no request was sent. Every process stamps on
+    ``perf_counter`` (CLOCK_MONOTONIC), so records of several load processes give one exact window."""
+    sent = [r for r in records if r.send_time > 0]
+    if not sent:
+        return None
+    start = min(r.send_time for r in sent)
+    return start, max((r.end_time for r in sent if r.end_time is not None), default=start)
 
 
 @dataclass(frozen=True)
@@ -37,7 +47,7 @@ class LoadPass:
 
 @dataclass
 class LoadResult:
-    """A pass's records and its window: first dispatch to last completion (``latency.phase_window``)."""
+    """A pass's records and its window: first dispatch to last completion (``phase_window``)."""
 
     records: list[RequestRecord]
     wall_s: float
@@ -101,7 +111,7 @@ async def generate_load(
     grace_s: float = 10.0,
 ) -> LoadResult:
     """Run every prompt once; the wall time spans the first request's send to the last one's end
-    (``latency.phase_window``: not the set-up before the first send, not the wind-down after the last end).
+    (``phase_window``: not the set-up before the first send, not the wind-down after the last end).
 
     When ``stop`` is set no new request starts; requests in flight get ``grace_s`` to finish and
     are then cancelled (recorded with an error, never dropped).

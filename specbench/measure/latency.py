@@ -109,17 +109,6 @@ def throughput(records: Sequence[RequestRecord], wall_s: float) -> dict[str, flo
     }
 
 
-def phase_window(records: Sequence[RequestRecord]) -> tuple[float, float] | None:
-    """The throughput window: the first request's send stamp (taken once its connection is set up) to
-    the last request's end (``end_time``); None when no request was sent. Every process stamps on
-    ``perf_counter`` (CLOCK_MONOTONIC), so records of several load processes give one exact window."""
-    sent = [r for r in records if r.send_time > 0]
-    if not sent:
-        return None
-    start = min(r.send_time for r in sent)
-    return start, max((r.end_time for r in sent if r.end_time is not None), default=start)
-
-
 def token_sources(records: Sequence[RequestRecord]) -> dict[str, int]:
     out: dict[str, int] = {}
     for r in records:
