@@ -10,6 +10,7 @@ stderr, one line naming the file, record and key. The renderers only ever see cl
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import sys
@@ -201,24 +202,28 @@ def request_problem(data: Any) -> str | None:
 
 
 def read_requests(run_dir: Path, *, quiet: bool = False) -> list[RequestRecord] | None:
-    """``requests.jsonl`` of a run directory (None when there is none). A line cut by a crash ends
-    the file (as the run's own reader does); a line that is JSON but not a request is skipped and said."""
+    """``requests.jsonl`` of a run directory, or the ``requests.jsonl.gz`` of one archived compressed
+    (None when there is neither). A line cut by a crash ends the file (as the run's own reader does);
+    a line that is JSON but not a request is skipped and said. Lines end at ``\n`` only, as JSONL's do."""
     path = run_dir / "requests.jsonl"
+    if not path.exists() and (run_dir / "requests.jsonl.gz").exists():
+        path = run_dir / "requests.jsonl.gz"
     if not path.exists():
         return None
     out: list[RequestRecord] = []
     problems: list[str] = []
     try:
-        text = path.read_bytes().decode("utf-8", errors="replace")
-    except OSError as err:
-        raise ResultsError(f"{path}: cannot read: {err.strerror}") from None
-    for n, line in enumerate(text.splitlines(), 1):
+        raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+    except (OSError, EOFError) as err:
+        raise ResultsError(f"{path}: cannot read: {getattr(err, 'strerror', None) or err}") from None
+    lines = raw.decode("utf-8", errors="replace").split("\n")
+    for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
             data = json.loads(line)
         except (json.JSONDecodeError, RecursionError):
-            problems.append(f"{path}:{n}: not valid JSON; this line and the {len(text.splitlines()) - n} after it are not read")
+            problems.append(f"{path}:{n}: not valid JSON; this line and the {len([x for x in lines[n:] if x.strip()])} after it are not read")
             break
         why = request_problem(data)
         if why:

@@ -236,3 +236,23 @@ def test_format_choices_are_the_registry(capsys, tmp_path):
     assert len(lines) == 1 and "--format parquet" in lines[0]
     assert main(["report", str(RESULTS), "--format", "parquet"]) == 2  # needs --output
     assert "--output" in capsys.readouterr().err
+
+
+def test_requests_of_a_run_archived_compressed_are_read_and_lines_end_at_newline_only(tmp_path):
+    """An archived run may keep requests.jsonl gzipped (the committed H200 plan run does); either way a
+    line ends at \\n only, so a text holding U+2028 stays one request."""
+    import gzip
+
+    from specbench.report.load import read_requests
+
+    rec = {"prompt_id": "p1", "dataset": "d", "config": "c", "send_time": 1.0, "chunk_times": [1.1, 1.2],
+           "chunk_tokens": [1, 2], "text": "a\u2028b\u0085c"}
+    line = json.dumps(rec, ensure_ascii=False) + "\n"
+    plain, packed = tmp_path / "plain", tmp_path / "packed"
+    plain.mkdir()
+    packed.mkdir()
+    (plain / "requests.jsonl").write_text(line * 2, encoding="utf-8")
+    (packed / "requests.jsonl.gz").write_bytes(gzip.compress((line * 2).encode()))
+    for run in (plain, packed):
+        got = read_requests(run, quiet=True)
+        assert got is not None and [r.text for r in got] == ["a\u2028b\u0085c"] * 2
