@@ -267,7 +267,7 @@ async def test_graded_run_pairs_accuracy_with_the_baseline(tmp_path, scripted, m
     _, base = await scripted(pattern=[1], ttft_s=0.002, gap_s=0.001)
     _, spec = await scripted(pattern=[1, 2, 4], k=3, ttft_s=0.002, gap_s=0.001)
     calls: list = []
-    import specbench.grade as grade_mod
+    import specbench.grade.grading as grade_mod
 
     real = grade_mod.grade_answer
 
@@ -293,7 +293,7 @@ async def test_graded_run_pairs_accuracy_with_the_baseline(tmp_path, scripted, m
 
 @needs_shared
 async def test_grader_never_runs_unless_asked(tmp_path, scripted, monkeypatch):
-    import specbench.grade as grade_mod
+    import specbench.grade.grading as grade_mod
     from specbench.suite import load_suite
     from tests.support.runs import run_suite
 
