@@ -32,7 +32,7 @@ LOAD_KEYS = {
     "grade": (bool, list),
 }
 WORKLOADS = ("fixed", "profilings")
-CLIENTS = ("auto", "socket", "aiohttp")
+CLIENTS = ("auto", "socket", "aiohttp", "openai")
 SERVER_KEYS = {
     "model_path": str, "python": str, "args": list, "env": dict, "startup_timeout_s": (int, float),
     "host": str, "gpus_per_server": int, "load_format": str,
