@@ -81,6 +81,7 @@ class LoadSpec:
     slo: Any = None  # slo.Slo: latency bounds → slo_attainment, goodput_rps
     rate_search: Any = None  # slo.RateSearch: --max-rate-at-slo
     grade: tuple[str, ...] = ()  # data sets whose answers are graded (grade/)
+    tiktoken_file: str | None = None  # o200k_base.tiktoken for the tokenizer-independent lengths (measure/o200k.py)
 
     def processes_at(self, concurrency: int) -> int:
         if self.client_processes == "auto":
