@@ -80,7 +80,8 @@ def child_specbench(argv: list[str]) -> None:
     from specbench.schemas.request import Prompt
 
     # The package as `specbench run` uses it: socket client with kernel stamps, orjson, uvloop,
-    # quiet GC in generate_load(). Variants: "+aiohttp" (the TLS path), "+asyncio" (no uvloop). Older
+    # quiet GC in generate_load(). Variants: "+aiohttp" (the TLS path), "+openai" (load.client: openai,
+    # the official SDK, chunks stamped when it yields them), "+asyncio" (no uvloop). Older
     # names (+orjson, +fast, +uvloop, +gc) are what the package now does and change nothing.
 
     rng = random.Random(0)
@@ -96,8 +97,9 @@ def child_specbench(argv: list[str]) -> None:
     print("specbench child: warming up", flush=True)
 
     async def run() -> None:
-        # as specbench/run/phases.py: the kernel-stamped socket client, or "+aiohttp" for the TLS path
-        s = sclient.open_transport(a.url, "aiohttp" if "aiohttp" in variant else "auto")
+        # as specbench/run/phases.py: the kernel-stamped socket client, "+aiohttp" for the TLS path, "+openai" the SDK
+        kind = "openai" if "openai" in variant else "aiohttp" if "aiohttp" in variant else "auto"
+        s = sclient.open_transport(a.url, kind)
         out["clock"] = sclient.transport_clock(s)
         try:
             # warm-up: one request per stream, so every connection is open before measuring
@@ -632,7 +634,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--loads", default="16,64,256,1024", help="concurrent streams, rising")
     ap.add_argument("--clients", default="specbench,vllm",
-                    help="specbench[+aiohttp][+asyncio] and/or vllm, comma separated")
+                    help="specbench[+aiohttp|+openai][+asyncio] and/or vllm, comma separated")
     ap.add_argument("--variants", default="specbench+aiohttp",
                     help="extra specbench variants, run only at --variant-loads")
     ap.add_argument("--variant-loads", default="256,1024")

@@ -2,9 +2,26 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.o200k import write_encoding
 from tests.support.paths import SHARED
 from tests.support.scripted_server import ScriptedServers
 from tests.support.suites import write_prompts
+
+
+@pytest.fixture(autouse=True)
+def no_o200k_file_but_the_tests_own(tmp_path_factory, monkeypatch):
+    """An empty tiktoken cache and no SPECBENCH_TIKTOKEN_FILE: a machine that has o200k_base cached runs
+    the same tests (rows without o200k counts, o200k_error set) as one that has not."""
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "empty-tiktoken-cache"))
+    monkeypatch.delenv("SPECBENCH_TIKTOKEN_FILE", raising=False)
+
+
+@pytest.fixture
+def o200k_file(tmp_path: Path, monkeypatch) -> Path:
+    """A small real tiktoken encoding (tests/support/o200k.py), accepted as o200k_base: its sha256 patched in."""
+    path = tmp_path / "o200k_fixture.tiktoken"
+    monkeypatch.setattr("specbench.measure.o200k.O200K_SHA256", write_encoding(path))
+    return path
 
 
 @pytest.fixture

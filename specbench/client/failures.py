@@ -3,6 +3,8 @@ may send: one exception type per cause, each a line naming what happened."""
 
 from __future__ import annotations
 
+from ..util.redact import mask_values
+
 #: the most of a non-200 body kept (both transports): enough for the server's message, the rest is not read
 ERROR_BODY_LIMIT = 4096
 #: a response's status line and headers must end within its first this many bytes (llhttp has no bound of its own)
@@ -29,3 +31,10 @@ class EncodedResponse(WireError):
     def __init__(self, encoding: str) -> None:
         super().__init__(f"response is {encoding}-encoded although identity was asked (Accept-Encoding: identity): "
                          "refused, chunk times would include the compressor's buffering")
+
+
+def http_error(status: int, detail: str, retry: str | None, secrets: tuple[str, ...]) -> str:
+    """A non-200 answer as one line, the same on every transport: ``HTTP 400 (retry-after 1): <server message>``."""
+    detail = mask_values(detail, secrets)  # before the cut, which could leave a secret's head
+    detail = detail[:200].replace("\n", " ")
+    return f"HTTP {status}" + (f" (retry-after {retry})" if retry else "") + (f": {detail}" if detail else "")

@@ -1,5 +1,5 @@
-"""The transports (the kernel-stamped socket client, or aiohttp for TLS) and ``stream_request``:
-one streamed request over either, never raising for what a request can fail on."""
+"""The transports (the kernel-stamped socket client, aiohttp for TLS, or the openai SDK: ``sdk``) and
+``stream_request``: one streamed request over any of them, never raising for what a request can fail on."""
 
 from __future__ import annotations
 
@@ -9,24 +9,29 @@ import json
 import time
 
 import aiohttp
+import openai
 import orjson
 
 from ..schemas.request import RequestRecord
 from ..util.redact import mask_values
 from .checks import BadValue, ServerSaid, stats_fit_the_stream
-from .failures import ERROR_BODY_LIMIT, EncodedResponse, TooMuch, WireError
+from .failures import ERROR_BODY_LIMIT, EncodedResponse, TooMuch, WireError, http_error
 from .request import RequestSpec
+from .sdk import Sdk, over_sdk, sdk_error
 from .sse import SseLines
 from .stream import ResponseStream
 from .wire import Wire
 
-#: what ``stream_request`` sends over: the socket client or an aiohttp session (TLS)
-Transport = Wire | aiohttp.ClientSession
+#: what ``stream_request`` sends over: the socket client, an aiohttp session (TLS) or the openai SDK
+Transport = Wire | aiohttp.ClientSession | Sdk
 
 
 def open_transport(base_url: str, kind: str = "auto") -> Transport:
     """The client for a server: the kernel-stamped socket client for http://, aiohttp for https://
-    (or when ``kind`` is "aiohttp"). Close it with ``await close_transport(t)``."""
+    (or when ``kind`` is "aiohttp"), the openai SDK when ``kind`` is "openai" (one ``AsyncOpenAI`` per
+    server URL, made on first use). Close it with ``await close_transport(t)``."""
+    if kind == "openai":
+        return Sdk()
     if kind == "socket" or (kind == "auto" and base_url.startswith("http://")):
         return Wire()
     return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0), timeout=aiohttp.ClientTimeout(total=None))
@@ -41,6 +46,8 @@ async def close_transport(transport: Transport) -> None:
 
 def transport_clock(transport: Transport) -> str:
     """How chunk times were taken, for meta.json and the report's notes."""
+    if isinstance(transport, Sdk):
+        return transport.clock
     if not isinstance(transport, Wire):
         return "event-loop read time (perf_counter, aiohttp)"
     if transport.loop_stamped_reads:
@@ -56,13 +63,14 @@ async def stream_request(
 ) -> RequestRecord:
     """Send one streamed request; never raises for request-level failures (they go in ``record.error``)."""
     stream = ResponseStream(record, spec.endpoint, spec.token_limit)
-    body = orjson.dumps(spec.payload(messages))
     try:
         async with asyncio.timeout(spec.timeout_s):
             if isinstance(transport, Wire):
-                await _over_wire(transport, spec, body, stream)
+                await _over_wire(transport, spec, orjson.dumps(spec.payload(messages)), stream)
+            elif isinstance(transport, Sdk):
+                await over_sdk(transport, spec, messages, stream)
             else:
-                await _over_aiohttp(transport, spec, body, stream)
+                await _over_aiohttp(transport, spec, orjson.dumps(spec.payload(messages)), stream)
         if not record.chunk_times and record.error is None:
             record.error = "no content chunk received"
     except TimeoutError:
@@ -79,6 +87,8 @@ async def stream_request(
         record.error = f"{type(err).__name__}: {err}"
     except ConnectionError as err:
         record.error = f"{type(err).__name__}: {err}"
+    except openai.OpenAIError as err:
+        record.error = sdk_error(err, spec)
     if record.end_time is None:  # the stream's end had no read stamp ([DONE] or the body's end): it failed
         record.end_time = time.perf_counter()
     stream.finish()
@@ -87,12 +97,6 @@ async def stream_request(
         for name in ("error", "text", "finish_reason", "token_warning", "spec_stats"):
             setattr(record, name, mask_values(getattr(record, name), spec.secrets))
     return record
-
-
-def _http_error(status: int, detail: str, retry: str | None, secrets: tuple[str, ...]) -> str:
-    detail = mask_values(detail, secrets)  # before the cut, which could leave a secret's head
-    detail = detail[:200].replace("\n", " ")
-    return f"HTTP {status}" + (f" (retry-after {retry})" if retry else "") + (f": {detail}" if detail else "")
 
 
 async def _over_wire(wire: Wire, spec: RequestSpec, body: bytes, stream: ResponseStream) -> None:
@@ -112,7 +116,7 @@ async def _over_wire(wire: Wire, spec: RequestSpec, body: bytes, stream: Respons
                 body = gzip.decompress(body)
             except (OSError, EOFError):
                 body = b"(gzip-encoded body)"
-        stream.record.error = _http_error(resp.status, body.decode(errors="replace"),
+        stream.record.error = http_error(resp.status, body.decode(errors="replace"),
                                           resp.headers.get("retry-after"), spec.secrets)
 
 
@@ -122,7 +126,7 @@ async def _over_aiohttp(session: aiohttp.ClientSession, spec: RequestSpec, body:
     record.send_time = perf()
     async with session.post(spec.url, data=body, headers=spec.headers()) as resp:
         if resp.status != 200:
-            record.error = _http_error(resp.status, (await _error_body(resp)).decode(errors="replace"),
+            record.error = http_error(resp.status, (await _error_body(resp)).decode(errors="replace"),
                                        resp.headers.get("Retry-After"), spec.secrets)
             return
         encoding = resp.headers.get("Content-Encoding")

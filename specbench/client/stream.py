@@ -42,11 +42,14 @@ class ResponseStream:
             raise
         if not isinstance(msg, dict):
             raise json.JSONDecodeError("not a JSON object", data.decode(errors="replace"), 0)
+        return self.feed_object(msg, now)
+
+    def feed_object(self, msg: dict[str, Any], now: float) -> bool:
+        """Handle one chunk already parsed (the SDK transport's ``chunk.to_dict()``): the same checks."""
         try:
             return self._chunk(msg, now)
         except (AttributeError, TypeError, KeyError, IndexError, ValueError) as err:  # right JSON, wrong shape
-            raise json.JSONDecodeError(f"unexpected shape ({type(err).__name__}: {err})",
-                                       data.decode(errors="replace"), 0) from None
+            raise json.JSONDecodeError(f"unexpected shape ({type(err).__name__}: {err})", repr(msg)[:200], 0) from None
 
     def _chunk(self, msg: dict[str, Any], now: float) -> bool:
         if "error" in msg and not msg.get("choices"):

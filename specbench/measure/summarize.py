@@ -22,8 +22,10 @@ from . import acceptance as acc
 from .compare import decomposition, fidelity, mean_ci95, paired_requests, paired_speedup, ratio
 from .keepup import client_tokens, token_agreement
 from .latency import latency_stats, shared_reads, throughput, token_sources
+from .o200k import O200k, o200k_summary
 
-__all__ = ["REFERENCE_KEYS", "PhaseInfo", "ResultRow", "add_comparisons", "combine_acceptance", "summarize_cell"]
+__all__ = ["REFERENCE_KEYS", "PhaseInfo", "ResultRow", "add_comparisons", "add_o200k", "combine_acceptance",
+           "summarize_cell"]
 
 
 ACCEPTANCE_WINDOW = "from a /metrics snapshot after warm-up to one after the phase's last request"
@@ -321,3 +323,19 @@ def _speedup_ci(row: ResultRow, base: ResultRow) -> dict[str, Any] | None:
     if row.speedup_decomposed_ci_low is not None:
         ci["speedup_decomposed"] = [row.speedup_decomposed_ci_low, row.speedup_decomposed_ci_high]
     return ci or None
+
+
+def add_o200k(rows: list[ResultRow], phases: Sequence[PhaseInfo], records: Sequence[RequestRecord], o200k: O200k) -> None:
+    """Each row's o200k_base lengths (``o200k.o200k_summary``), set last: the keys end the row."""
+    by_cell: dict[Cell, list[RequestRecord]] = defaultdict(list)
+    for r in records:
+        if r.phase == "measure":
+            by_cell[Cell.of_record(r)].append(r)
+    walls: dict[Cell, list[PhaseInfo]] = defaultdict(list)
+    for p in phases:
+        walls[p.cell].append(p)
+    for row in rows:
+        cell = Cell.of_row(row)
+        measured = by_cell[cell]
+        repeats = [([r for r in measured if r.repeat == p.repeat], p.wall_s) for p in walls[cell]]
+        row.update(o200k_summary(measured, repeats, o200k))

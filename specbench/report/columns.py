@@ -13,6 +13,7 @@ from __future__ import annotations
 from ..schemas.cell import load_label
 from ..schemas.row import ResultRow
 from .colspec import CHECKS, DASH, GROUPS, WHY, Column, Group, Rows, num, pct
+from .o200k_columns import O200K_COLUMNS
 from .quality_columns import QUALITY_COLUMNS
 
 __all__ = ["COLUMNS", "DASH", "Column", "all_columns", "grouped", "has_decomposition", "num", "reference_markdown",
@@ -176,7 +177,7 @@ CHECK_COLUMNS: list[Column] = [
 def all_columns() -> list[Column]:
     """Every column entry, in print order: identity, the comparison table, then one table after another."""
     main = COLUMNS[:2] + LOAD_AND_CI[:3] + COLUMNS[2:5] + LOAD_AND_CI[3:] + COLUMNS[5:]
-    return main + WHY_COLUMNS + QUALITY_COLUMNS + CHECK_COLUMNS
+    return main + WHY_COLUMNS + QUALITY_COLUMNS + O200K_COLUMNS + CHECK_COLUMNS
 
 
 def table_columns(records: Rows) -> list[Column]:

@@ -16,6 +16,7 @@ from ..errors import RequestsRefused
 from ..load.generate import LoadPass, LoadResult, generate_load, generate_load_processes
 from ..measure.engine_counters import read_acceptance
 from ..measure.keepup import generation_window
+from ..measure.o200k import find_o200k, prompt_lengths
 from ..measure.slo import PROBE_PHASE
 from ..measure.summarize import PhaseInfo
 from ..measure.telemetry import PhaseMeter
@@ -103,6 +104,7 @@ class Phases:
         for r in warm_records + result.records:
             if r.error:
                 r.error = redact_url(r.error)
+        prompt_lengths(find_o200k(self.suite.load.tiktoken_file), prompts, result.records)  # off the timed window
         phase = PhaseInfo(config=cfg.name, dataset=dataset, concurrency=point.concurrency,
                           request_rate=point.request_rate, repeat=repeat, wall_s=result.wall_s,
                           acceptance=acceptance, server={k: server.info.get(k) for k in ("engine", "version", "url")},

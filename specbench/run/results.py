@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..measure.o200k import find_o200k
 from ..measure.quality import add_quality, mark_dummy_weights, suite_notes, weights_notes
-from ..measure.summarize import PhaseInfo, add_comparisons, summarize_cell
+from ..measure.summarize import PhaseInfo, add_comparisons, add_o200k, summarize_cell
 from ..schemas.cell import Cell
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
@@ -36,6 +37,7 @@ def build_rows(suite: Suite, phases: list[PhaseInfo], records: list[RequestRecor
     add_comparisons(rows, [r for r in records], suite.baseline.name if suite.baseline else None)
     add_quality(rows, phases, records, suite)
     mark_dummy_weights(rows, suite)
+    add_o200k(rows, phases, records, find_o200k(suite.load.tiktoken_file))
     return rows
 
 

@@ -52,6 +52,7 @@ class RequestRecord:
     request_rate: float | None = None  # open loop: the phase's arrival rate (part of the cell's identity)
     grade: dict[str, Any] | None = None  # the grader's verdict on the answer (load.grade), else None
     end_time: float | None = None  # when it ended: the read that ended its stream, else when the client gave up on it
+    prompt_tokens_o200k: int | None = None  # o200k_base tokens of the texts it sent (measure/o200k.py), set after its pass
 
     @property
     def ok(self) -> bool:

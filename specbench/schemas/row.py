@@ -208,7 +208,21 @@ class QualityAndCost:
 
 
 @dataclass(eq=False)
-class ResultRow(QualityAndCost, AgainstBaseline, Provenance, Acceptance, LatencyAndLoad, ReferenceKeys):
+class O200kLengths:
+    """Output and prompt lengths in tiktoken's o200k_base tokens, one tokenizer for every model (o200k.py):
+    written only where counted, or null with ``o200k_error`` where the encoding file was not there."""
+
+    output_tokens_o200k: int | None = None
+    output_throughput_o200k_tps: float | None = None
+    o200k_per_output_token: float | None = None
+    prompt_tokens_o200k_mean: float | None = None
+    prompt_tokens_o200k_p50: float | None = None
+    prompt_tokens_o200k_max: int | None = None
+    o200k_error: str | None = None
+
+
+@dataclass(eq=False)
+class ResultRow(O200kLengths, QualityAndCost, AgainstBaseline, Provenance, Acceptance, LatencyAndLoad, ReferenceKeys):
     """One cell's results (``measure.summarize_cell``): the fields of its bases, grouped by where they are
     measured, in results.json's order.
 

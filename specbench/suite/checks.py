@@ -29,10 +29,10 @@ LOAD_KEYS = {
     "temperature": (int, float), "top_p": (int, float), "ignore_eos": bool, "warmup": (int, str),
     "repeats": int, "timeout_s": (int, float), "seed": int, "extra_body": dict, "workload": str,
     "client_processes": (int, str), "client": str, "slo": dict, "max_rate_at_slo": (str, int, float, dict),
-    "grade": (bool, list),
+    "grade": (bool, list), "tiktoken_file": str,
 }
 WORKLOADS = ("fixed", "profilings")
-CLIENTS = ("auto", "socket", "aiohttp")
+CLIENTS = ("auto", "socket", "aiohttp", "openai")
 SERVER_KEYS = {
     "model_path": str, "python": str, "args": list, "env": dict, "startup_timeout_s": (int, float),
     "host": str, "gpus_per_server": int, "load_format": str,

@@ -75,10 +75,13 @@ class LoadSpec:
     extra_body: dict[str, Any] = field(default_factory=dict)
     workload: str = "fixed"
     client_processes: int | str = 1  # load-generator processes; "auto": one per 256 streams, up to the cores
-    client: str = "auto"  # "socket": kernel-stamped reads (http:// only); "aiohttp"; "auto": socket unless https
+    #: "socket": kernel receive stamps (http:// only); "aiohttp": the loop's read time; "openai": the official
+    #: SDK, each chunk stamped when the SDK yields it (what an SDK user sees); "auto": socket unless https
+    client: str = "auto"
     slo: Any = None  # slo.Slo: latency bounds → slo_attainment, goodput_rps
     rate_search: Any = None  # slo.RateSearch: --max-rate-at-slo
     grade: tuple[str, ...] = ()  # data sets whose answers are graded (grade/)
+    tiktoken_file: str | None = None  # o200k_base.tiktoken for the tokenizer-independent lengths (measure/o200k.py)
 
     def processes_at(self, concurrency: int) -> int:
         if self.client_processes == "auto":

@@ -57,6 +57,10 @@ def parse_suite(data: Any, path: Path) -> Suite:
     _configs_on_datasets(configs, datasets, where, problems)
     lraw = check_keys(top.get("load", {}), LOAD_KEYS, f"{where}: load", problems)
     load = _load(lraw, datasets, where, problems)
+    if "tiktoken_file" in lraw:
+        load["tiktoken_file"] = str((base / os.path.expanduser(lraw["tiktoken_file"])).resolve())
+        if not os.path.isfile(load["tiktoken_file"]):
+            problems.append(f"{where}: load.tiktoken_file: file not found: {load['tiktoken_file']}")
     data_dir = None
     if "data_dir" in top:
         data_dir = (base / os.path.expanduser(top["data_dir"])).resolve()

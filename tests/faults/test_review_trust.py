@@ -8,6 +8,7 @@ import base64
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 from aiohttp import web
 
@@ -65,18 +66,19 @@ def _suite(tmp_path: Path, prompts_file: Path, configs: list[dict], **extra) -> 
 # ---- a wrong-typed completion text fails the request, it does not escape stream_request ----
 
 async def test_non_string_completion_text_fails_the_request():
-    for kind in ("socket", "aiohttp"):
+    for kind in ("socket", "aiohttp", "openai"):
         rec = await _one([{"choices": [{"text": ["a"]}]}, {"choices": [{"text": 5}]}], kind=kind, endpoint="completions")
         assert rec.error is not None and "text" in rec.error and not rec.ok
 
 
 # ---- an echoed API key reaches no field of the record, whichever field the server echoes it into ----
 
-async def test_echoed_api_key_is_scrubbed_from_every_field():
+@pytest.mark.parametrize("kind", ["socket", "aiohttp", "openai"])
+async def test_echoed_api_key_is_scrubbed_from_every_field(kind):
     rec = await _one([{"choices": [{"delta": {"content": "a"}, "finish_reason": "AUTH"}],
                        "usage": {"completion_tokens": 1, "prompt_tokens": 2},
                        "metrics": {"speculative_decoding": {"num_spec_steps": 1, "echo": "AUTH"}}}],
-                     echo_auth=True, api_key=SECRET)
+                     kind=kind, echo_auth=True, api_key=SECRET)
     assert rec.ok and rec.output_tokens == 1
     assert SECRET not in json.dumps(rec.to_dict())
 
@@ -197,7 +199,7 @@ async def test_per_request_stats_claiming_more_tokens_than_streamed_are_set_asid
         {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 4},
          "metrics": {"speculative_decoding": {"num_spec_steps": 3, "num_accepted_draft_tokens": 6, "num_draft_tokens": 9}}},
     ]
-    for kind in ("socket", "aiohttp"):
+    for kind in ("socket", "aiohttp", "openai"):
         rec = await _one(chunks, kind=kind, endpoint="chat")
         assert rec.error is None and rec.output_tokens == 4, (kind, rec.error)
         assert rec.spec_stats is None and "contradict the stream" in (rec.token_warning or ""), kind

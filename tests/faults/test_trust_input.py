@@ -698,7 +698,7 @@ def _files_containing(root: Path, needle: str) -> list[str]:
     return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and needle.encode() in p.read_bytes())
 
 
-@pytest.mark.parametrize("client", ["socket", "aiohttp"])
+@pytest.mark.parametrize("client", ["socket", "aiohttp", "openai"])
 async def test_url_password_is_redacted_everywhere_but_sent(tmp_path, prompts, servers, capsys, client):
     server = ScriptedServer(Script())
     url = await servers(server)

@@ -21,6 +21,7 @@ from specbench.client import (
     open_transport,
     stream_request,
 )
+from specbench.client.sdk import Sdk
 from specbench.client.wire import Wire
 from specbench.load.generate import LoadPass, generate_load
 from specbench.schemas.request import Prompt, RequestRecord
@@ -34,9 +35,9 @@ def new_record() -> RequestRecord:
     return RequestRecord(prompt_id="p0", dataset="d", config="c")
 
 
-@pytest.fixture(params=["socket", "aiohttp"])
+@pytest.fixture(params=["socket", "aiohttp", "openai"])
 async def session(request):
-    """Every client test runs over both transports: kernel-stamped sockets and aiohttp (TLS)."""
+    """Every client test runs over every transport: kernel-stamped sockets, aiohttp (TLS) and the openai SDK."""
     transport = open_transport("http://127.0.0.1", request.param)
     yield transport
     await close_transport(transport)
@@ -183,8 +184,9 @@ async def test_stall_times_out(session, raw_sse):
 async def test_connection_dropped_mid_stream(session, scripted):
     _, url = await scripted(pattern=[1], fault="drop", fault_on=(1,))
     rec = await run(session, url)
-    expected = "WireError: 127.0.0.1:" if isinstance(session, Wire) else "ClientPayloadError"
-    assert rec.error is not None and rec.error.startswith(expected), rec.error
+    port = url.rpartition(":")[2]
+    expected = {Wire: f"WireError: 127.0.0.1:{port}", Sdk: f"APIConnectionError: 127.0.0.1:{port}: RemoteProtocolError"}
+    assert rec.error is not None and rec.error.startswith(expected.get(type(session), "ClientPayloadError")), rec.error
     if isinstance(session, Wire):
         assert rec.error.endswith("server closed the connection mid-response")
     assert not rec.ok
@@ -197,6 +199,8 @@ async def test_connection_refused(session):
     rec = await run(session, f"http://127.0.0.1:{port}")
     if isinstance(session, Wire):
         assert rec.error == f"WireError: 127.0.0.1:{port}: cannot connect: Connection refused"
+    elif isinstance(session, Sdk):
+        assert rec.error.startswith(f"APIConnectionError: 127.0.0.1:{port}: ConnectError"), rec.error
     else:
         assert rec.error.startswith("ClientConnectorError")
     assert not rec.ok

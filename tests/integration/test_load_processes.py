@@ -40,7 +40,7 @@ def assert_window_is_first_send_to_last_end(res) -> None:
     assert all(r.send_time < r.chunk_times[-1] <= r.end_time for r in res.records)
 
 
-@pytest.mark.parametrize("client", ["socket", "aiohttp"])
+@pytest.mark.parametrize("client", ["socket", "aiohttp", "openai"])
 async def test_one_process_window_is_first_send_to_last_end(scripted, client):
     _, url = await scripted(pattern=[1, 2], ttft_s=0.01, gap_s=0.005)
     spec = RequestSpec(base_url=url, model="smol", max_tokens=16)

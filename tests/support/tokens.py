@@ -1,8 +1,9 @@
-"""Prompt token counts for servers whose responses do not report them (test support: no product path uses it yet).
+"""Prompt token counts for servers whose responses do not report them (test support; the product's o200k
+counts are specbench/measure/o200k.py, which this builds on).
 
 First choice is tiktoken ``o200k_base`` (the tokenizer SPEED-Bench and Artificial-Analysis-style
-normalised throughput use), but only when its encoding file is already on disk: tiktoken would
-otherwise download it, which hangs or fails on offline machines. Second choice is the server's own
+normalised throughput use), but only when its encoding file is already on disk (``find_o200k``: never
+downloaded). Second choice is the server's own
 ``POST /tokenize`` (vLLM). Every count carries its source so reports can say which was used.
 """
 
@@ -10,50 +11,35 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 from collections.abc import Mapping
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from specbench.measure.o200k import O200K_SHA256, O200K_URL, cache_file, find_o200k
+
+__all__ = ["O200K_SHA256", "O200K_URL", "PromptTokenCounter", "local_encoding", "o200k_cache_file"]
 
 if TYPE_CHECKING:
     import aiohttp
     import tiktoken
 
-O200K_URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
-O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
 TIKTOKEN_SOURCE = "tiktoken:o200k_base"
 SERVER_SOURCE = "server:/tokenize"
 
 
 def o200k_cache_file(env: Mapping[str, str] = os.environ, sha256: str = O200K_SHA256) -> Path | None:
-    """tiktoken's cached o200k file when present and intact (tiktoken's own cache-path rule), else None."""
-    if "TIKTOKEN_CACHE_DIR" in env:
-        cache_dir = env["TIKTOKEN_CACHE_DIR"]
-    elif "DATA_GYM_CACHE_DIR" in env:
-        cache_dir = env["DATA_GYM_CACHE_DIR"]
-    else:
-        cache_dir = os.path.join(tempfile.gettempdir(), "data-gym-cache")
-    if not cache_dir:
-        return None
-    path = Path(cache_dir) / hashlib.sha1(O200K_URL.encode()).hexdigest()
+    """tiktoken's cached o200k file when present and intact (the product's rule: measure/o200k.py), else None."""
+    path = cache_file(env)
     try:
-        intact = path.is_file() and hashlib.sha256(path.read_bytes()).hexdigest() == sha256
+        intact = path is not None and path.is_file() and hashlib.sha256(path.read_bytes()).hexdigest() == sha256
     except OSError:
         return None
     return path if intact else None
 
 
-@lru_cache(maxsize=1)
-def _o200k() -> tiktoken.Encoding:
-    import tiktoken
-
-    return tiktoken.get_encoding("o200k_base")
-
-
 def local_encoding() -> tiktoken.Encoding | None:
-    """The o200k encoding if it can be built without the network."""
-    return _o200k() if o200k_cache_file() is not None else None
+    """The o200k encoding if it can be built without the network (``specbench.measure.o200k.find_o200k``)."""
+    return find_o200k().encoding
 
 
 def server_root(base_url: str) -> str:

@@ -1,0 +1,155 @@
+"""The official ``openai`` SDK as a transport (``load.client: openai``): what an SDK user's code sees.
+
+Each chunk is stamped with ``time.perf_counter()`` when the SDK yields it, after its own SSE decoding
+and model construction, so chunk times carry the SDK's per-chunk cost and any event-loop delay (the
+socket client's kernel stamps carry neither). Every yielded chunk goes, as ``chunk.to_dict()``, through
+the same ``ResponseStream`` checks and token settling as the other transports; the request body is
+``RequestSpec.payload`` byte for byte (model, messages/prompt and stream as the SDK's own arguments,
+the rest as ``extra_body``), with the same headers (identity encoding, the key or none).
+
+The bounds of ``sse``/``failures`` hold here too: the response's byte stream is wrapped (an httpx
+response hook) so an SSE line over ``LINE_LIMIT`` or a body over ``BODY_LIMIT`` fails the request
+before the SDK buffers it, and a non-200 body is read to ``ERROR_BODY_LIMIT`` only. What the SDK path
+cannot check: values the SDK coerces while building its models before specbench sees them (a
+numeric string or a whole float in ``usage``, when the rest of ``usage`` is well-typed, arrives as an
+int), and an empty ``data:`` line, which the SDK fails to parse instead of skipping (``malformed SSE
+data: Expecting value``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import openai
+
+from .failures import ERROR_BODY_LIMIT, EncodedResponse, TooMuch, http_error
+from .request import RequestSpec
+from .sse import BODY_LIMIT, LINE_LIMIT
+from .stream import ResponseStream
+
+#: the HTTP library this openai version is built on (httpx, or httpx2 from openai 3 on)
+_http: Any = importlib.import_module(type(openai.DEFAULT_CONNECTION_LIMITS).__module__.partition(".")[0])
+
+CLOCK = f"SDK yield time (perf_counter, openai {openai.__version__})"
+
+
+class BoundedBody(_http.AsyncByteStream):  # type: ignore[misc]  # the library is found at run time
+    """A response's raw bytes with the other transports' bounds: a 200 stream fails (``TooMuch``) at
+    an over-long line or body; any other status is cut at ``ERROR_BODY_LIMIT`` (its message is in front)."""
+
+    def __init__(self, inner: Any, ok: bool) -> None:
+        self.inner, self.ok = inner, ok
+        self.size = 0
+        self.held = 0  # bytes of the line not ended yet
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for piece in self.inner:
+            self.size += len(piece)
+            if not self.ok:
+                if self.size >= ERROR_BODY_LIMIT:
+                    yield piece[: len(piece) - (self.size - ERROR_BODY_LIMIT)]
+                    return
+                yield piece
+                continue
+            if self.size > BODY_LIMIT:
+                raise TooMuch("a response body", BODY_LIMIT)
+            last = piece.rfind(b"\n")
+            if last < 0:
+                self.held += len(piece)
+            elif self.held + piece.find(b"\n") > LINE_LIMIT or (
+                    len(piece) > LINE_LIMIT and max(map(len, piece.split(b"\n"))) > LINE_LIMIT):
+                raise TooMuch("an SSE line", LINE_LIMIT)
+            else:
+                self.held = len(piece) - last - 1
+            if self.held > LINE_LIMIT:
+                raise TooMuch("an SSE line", LINE_LIMIT)
+            yield piece
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def _bound(response: Any) -> None:
+    response.stream = BoundedBody(response.stream, response.status_code == 200)
+
+
+class Sdk:
+    """One ``openai.AsyncOpenAI`` per server URL (and key) for one load pass, made on first use: its
+    pool unbounded (the SDK's default keeps 100 idle connections, so more streams would reconnect and
+    count the connect in TTFT), no retries, the request's timeout."""
+
+    clock = CLOCK
+
+    def __init__(self) -> None:
+        self.clients: dict[tuple[str, str | None, float], openai.AsyncOpenAI] = {}
+
+    def client(self, spec: RequestSpec) -> openai.AsyncOpenAI:
+        key = (spec.url.rpartition("/v1/")[0], spec.api_key, spec.timeout_s)
+        if key not in self.clients:
+            limits = type(openai.DEFAULT_CONNECTION_LIMITS)(max_connections=None, max_keepalive_connections=None)
+            http = openai.DefaultAsyncHttpxClient(limits=limits, event_hooks={"response": [_bound]})
+            # the key is never read from OPENAI_API_KEY: a placeholder when the suite has none, and no
+            # Authorization header then (``headers``)
+            self.clients[key] = openai.AsyncOpenAI(base_url=key[0] + "/v1", api_key=spec.api_key or "unused",
+                                                   max_retries=0, timeout=spec.timeout_s, http_client=http)
+        return self.clients[key]
+
+    async def close(self) -> None:
+        for client in self.clients.values():
+            await client.close()
+        self.clients.clear()
+
+
+def headers(spec: RequestSpec) -> dict[str, Any]:
+    """The other transports' headers; no Authorization, OpenAI-Organization or OpenAI-Project the SDK
+    would otherwise take from the environment."""
+    sent: dict[str, Any] = {"Authorization": openai.Omit(), "OpenAI-Organization": openai.Omit(),
+                            "OpenAI-Project": openai.Omit()}
+    sent.update((k, v) for k, v in spec.headers().items() if k != "Content-Type")
+    return sent
+
+
+async def over_sdk(sdk: Sdk, spec: RequestSpec, messages: list[dict[str, str]], stream: ResponseStream) -> None:
+    """One streamed request through the SDK; SDK exceptions propagate (``sdk_error`` names them)."""
+    client = sdk.client(spec)
+    body = spec.payload(messages)
+    model, _ = body.pop("model"), body.pop("stream")
+    perf = time.perf_counter
+    record = stream.record
+    record.send_time = perf()
+    chunks: Any
+    if spec.endpoint == "chat":
+        chunks = await client.chat.completions.create(model=model, messages=body.pop("messages"), stream=True,
+                                                      extra_body=body, extra_headers=headers(spec))
+    else:
+        chunks = await client.completions.create(model=model, prompt=body.pop("prompt"), stream=True,
+                                                 extra_body=body, extra_headers=headers(spec))
+    async with chunks:
+        encoding = chunks.response.headers.get("content-encoding")
+        if encoding and encoding.lower() != "identity":
+            raise EncodedResponse(encoding)
+        async for chunk in chunks:
+            now = perf()
+            if not isinstance(chunk, openai.BaseModel):  # JSON null, a list, a string: the SDK passes it on as it is
+                raise json.JSONDecodeError("not a JSON object", repr(chunk)[:200], 0)
+            stream.feed_object(chunk.to_dict(warnings=False), now)
+    stream.end(perf())
+
+
+def sdk_error(err: openai.OpenAIError, spec: RequestSpec) -> str:
+    """An SDK exception as the one line the other transports write for the same failure."""
+    if isinstance(err, openai.APIStatusError):
+        response = err.response
+        return http_error(response.status_code, response.text, response.headers.get("retry-after"), spec.secrets)
+    if isinstance(err, openai.APITimeoutError):
+        return f"timeout after {spec.timeout_s:g} s"
+    if isinstance(err, openai.APIConnectionError):  # names host:port and the HTTP library's own error
+        url, cause = err.request.url, err.__cause__
+        return f"APIConnectionError: {url.host}:{url.port}: " + (f"{type(cause).__name__}: {cause}" if cause else str(err))
+    if isinstance(err, openai.APIError):  # an error object in the stream
+        return f"server error in stream: {err.message}"
+    return f"{type(err).__name__}: {err}"
