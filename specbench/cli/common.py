@@ -14,13 +14,14 @@ from ..report.markdown import markdown
 from ..run import RunSession, SequentialRun
 from ..run.progress import RunProgress
 from ..run.sequential import RunOutcome
+from ..schemas.meta import RunMeta
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
 from ..suite import Suite
 
 
 def run_with_plan(suite: Suite, out: Path, key: str, plan: dict[str, Any], *, resume: bool, quiet: bool,
-                  on_finish: Callable[[list[ResultRow], list[RequestRecord], dict[str, Any]], None] | None = None):
+                  on_finish: Callable[[list[ResultRow], list[RequestRecord], RunMeta], None] | None = None):
     """Run ``suite`` with the normal runner (live progress, Ctrl-C, resume); ``meta.json[key]`` = plan.
 
     ``on_finish`` sees the final rows, the requests they were built from and meta before the one final write. Returns the runner's outcome;

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +33,7 @@ def load_run(path: Path) -> Run:
     run = read_run(results, quiet=True, strict=True)
     for problem in run.problems:
         warn(problem)
-    meta = run.meta if (results.parent / "meta.json").is_file() else None
-    return Run(results, index_cells(run.rows, str(results)), meta)
+    return Run(results, index_cells(run.rows, str(results)), run.meta)
 
 
 def load_suite_gate(path: Path) -> tuple[GateSpec, str]:
@@ -103,7 +102,7 @@ def judge_runs(args: argparse.Namespace) -> tuple[list[Verdict], Run, Run | None
             warn(f"no meta.json beside {missing}; cannot verify the runs are comparable")
         else:
             for path, meta in ((cand.path, cand.meta), (ref.path, ref.meta)):
-                if not isinstance(meta.get("comparability"), Mapping):
+                if meta.comparability is None:
                     warn(f"{path.parent / 'meta.json'} has no readable comparability; "
                          "cannot verify the runs are comparable")
             problems = comparability_problems(cand.meta, ref.meta)

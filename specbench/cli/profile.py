@@ -17,7 +17,7 @@ def profile_cli(args: argparse.Namespace) -> int:
     from ..report.explain_tables import profile_markdown
     from ..report.load import load_run
     from ..run.preflight import now
-    from ..run.rundir import write_json
+    from ..util.jsonio import write_json
 
     def say(line: str) -> None:
         print(f"specbench profile: {line}", file=sys.stderr)
@@ -28,11 +28,11 @@ def profile_cli(args: argparse.Namespace) -> int:
     for src in args.results:
         run = load_run(src)
         assert run.path is not None
-        got, bad = profiles_from(run.rows, run.meta or None, src, say)
+        got, bad = profiles_from(run.rows, run.meta, src, say)
         profiles += got
         refused += bad
         sources.append({"path": src, "results": str(run.path), "results_sha256": hashlib.sha256(run.path.read_bytes()).hexdigest(),
-                        "meta": bool(run.meta), "profiles": len(got), "refused": len(bad)})
+                        "meta": run.meta is not None, "profiles": len(got), "refused": len(bad)})
     if not profiles and len(refused) == 1:
         raise ProfileError(refused[0])
     for line in refused:

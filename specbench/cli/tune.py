@@ -10,20 +10,21 @@ from typing import Any
 
 from ..errors import SuiteError
 from ..measure.best_k import K_KEYS, tune_analysis
+from ..measure.tune_result import Schedule, TuneResult
 from ..run.explain import derived_suite, raw_config
 from ..run.tune import expand_tune, families
+from ..schemas.meta import RunMeta
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
 from ..suite import Suite
+from ..util.jsonio import write_json
 from .common import parse_numbers, run_with_plan
 
 
-def _write_schedule(out: Path, suite: Suite, result: dict[str, Any]) -> Path:
-    from ..run.rundir import write_json
-
+def _write_schedule(out: Path, suite: Suite, result: TuneResult) -> Path:
     path = out / "schedule.json"
-    write_json(path, {"suite": str(suite.path), "run": str(out), "method": result["method"],
-                      "schedules": result["schedules"], "verify": f"specbench tune --verify {path}"})
+    write_json(path, {"suite": str(suite.path), "run": str(out), "method": result.method,
+                      "schedules": [s.to_dict() for s in result.schedules], "verify": f"specbench tune --verify {path}"})
     return path
 
 
@@ -33,20 +34,21 @@ def verify_suite(schedule: dict[str, Any], where: str) -> Suite:
 
     if not isinstance(schedule, dict) or not isinstance(schedule.get("schedules"), list) or "suite" not in schedule:
         raise SuiteError(f"{where}: not a schedule written by specbench tune (needs 'suite' and 'schedules')")
+    schedules = [Schedule.from_dict(s, f"{where}: schedules[{i}]") for i, s in enumerate(schedule["schedules"])]
     suite = load_suite(schedule["suite"])
     configs = [raw_config(suite, suite.baseline)] if suite.baseline else []
     if not configs:
         raise SuiteError(f"{schedule['suite']}: no baseline config to verify the schedule against")
     by_family = families([c for c in suite.configs if c is not suite.baseline and c.method and c.launched])
-    for s in schedule["schedules"]:
-        spec = s.get("speculative_config")
+    for s in schedules:
+        spec = s.speculative_config
         if not spec:
             continue
-        members = by_family.get(s.get("family"))
+        members = by_family.get(s.family)
         if not members:
-            raise SuiteError(f"{where}: family {s.get('family')!r} no longer matches a config of {schedule['suite']}")
+            raise SuiteError(f"{where}: family {s.family!r} no longer matches a config of {schedule['suite']}")
         raw = raw_config(suite, members[0])
-        raw["name"] = f"{s['family']}_schedule"
+        raw["name"] = f"{s.family}_schedule"
         raw["num_speculative_tokens"] = spec["num_speculative_tokens"]
         raw.pop("port", None)
         raw["speculative"] = {**{k: v for k, v in (raw.get("speculative") or {}).items() if k not in K_KEYS},
@@ -81,13 +83,18 @@ def tune_cli(args: argparse.Namespace) -> int:
     plan["suite"] = str(suite.path)
     out = Path(args.resume or args.output or default_output(derived))
 
-    def choose_k(rows: list[ResultRow], requests: list[RequestRecord], meta: dict[str, Any]) -> None:
-        meta["tune"]["result"] = tune_analysis(rows, requests, meta)
+    chosen: list[TuneResult] = []
 
-    outcome, meta = run_with_plan(derived, out, "tune", plan, resume=bool(args.resume), quiet=args.quiet,
-                                  on_finish=choose_k)
-    path = _write_schedule(out, suite, meta["tune"]["result"])
-    print(f"schedule: {path} (re-measure it with: specbench tune --verify {path})")
+    def choose_k(rows: list[ResultRow], requests: list[RequestRecord], meta: RunMeta) -> None:
+        chosen.append(tune_analysis(rows, requests, meta))
+        assert meta.tune is not None  # the plan, set when the run began
+        meta.tune["result"] = chosen[-1].to_dict()
+
+    outcome, _ = run_with_plan(derived, out, "tune", plan, resume=bool(args.resume), quiet=args.quiet,
+                               on_finish=choose_k)
+    if chosen:  # the analysis runs at the final write, which an interrupted run still makes
+        path = _write_schedule(out, suite, chosen[-1])
+        print(f"schedule: {path} (re-measure it with: specbench tune --verify {path})")
     return outcome.exit_code
 
 

@@ -5,7 +5,8 @@
 See docs/gate.md for the threshold syntax and the noise rule.
 """
 
-from ..suite.gate import Check, GateError, GateSpec, Selector, cli_spec, is_number, lower_is_better, parse_cli_threshold
+from ..suite.gate import Check, GateError, GateSpec, Selector, cli_spec, lower_is_better, parse_cli_threshold
+from ..util.numbers import is_number
 from .judge import CellKey, Measure, Run, Verdict, evaluate, index_cells, judge_drop, judge_floor, read_ci
 from .render import render_markdown
 

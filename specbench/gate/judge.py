@@ -14,8 +14,10 @@ from typing import Any
 
 from ..errors import ResultsError
 from ..schemas.cell import Cell
+from ..schemas.meta import RunMeta
 from ..schemas.row import ResultRow
-from ..suite.gate import Check, GateError, Outcome, is_number
+from ..suite.gate import Check, GateError, Outcome
+from ..util.numbers import is_number
 
 
 @dataclass(frozen=True)
@@ -85,7 +87,7 @@ class Run:
 
     path: Path
     cells: Cells
-    meta: Mapping[str, Any] | None
+    meta: RunMeta | None
 
 
 def index_cells(rows: Sequence[ResultRow], where: str) -> dict[CellKey, ResultRow]:
@@ -114,10 +116,9 @@ def read_measure(cell: ResultRow, metric: str, side: str, key: CellKey) -> Measu
     value = cell.get(metric)
     if value is None or (isinstance(value, float) and math.isnan(value)):
         raise GateError(f"{metric} is null in {side} cell {key}")
-    if not is_number(value):
-        raise GateError(f"{metric} in {side} cell {key} is not a number: {value!r}")
-    if not math.isfinite(value):  # an infinite speedup or latency is damage, never a measurement
-        raise GateError(f"{metric} in {side} cell {key} is not a finite number: {value!r}")
+    if not is_number(value):  # an infinite speedup or latency is damage, never a measurement
+        finite = "finite " if isinstance(value, float) else ""
+        raise GateError(f"{metric} in {side} cell {key} is not a {finite}number: {value!r}")
     return Measure(float(value), read_ci(cell, metric, side, key))
 
 
@@ -133,7 +134,7 @@ def read_ci(cell: ResultRow, metric: str, side: str, key: CellKey) -> tuple[floa
     ok = (
         isinstance(bounds, list)
         and len(bounds) == 2
-        and all(is_number(b) and math.isfinite(b) for b in bounds)
+        and all(is_number(b) for b in bounds)
         and bounds[0] <= bounds[1]
     )
     if not ok:
@@ -253,15 +254,14 @@ def evaluate(check: Check, cand_cells: Cells, ref_cells: Cells | None) -> list[V
     return verdicts
 
 
-def comparability_problems(cand_meta: Mapping[str, Any], ref_meta: Mapping[str, Any]) -> list[str]:
+def comparability_problems(cand_meta: RunMeta, ref_meta: RunMeta) -> list[str]:
     """What makes two runs incomparable: a different suite name or differing comparability keys."""
     problems: list[str] = []
     cand_name, ref_name = suite_name(cand_meta), suite_name(ref_meta)
     if cand_name is not None and ref_name is not None and cand_name != ref_name:
         problems.append(f"suite name {cand_name!r} vs {ref_name!r}")
-    cand_comp, ref_comp = cand_meta.get("comparability"), ref_meta.get("comparability")
-    if isinstance(cand_comp, Mapping) and isinstance(ref_comp, Mapping):
-        cand_comp, ref_comp = flatten(cand_comp), flatten(ref_comp)
+    if cand_meta.comparability is not None and ref_meta.comparability is not None:
+        cand_comp, ref_comp = flatten(cand_meta.comparability.to_dict()), flatten(ref_meta.comparability.to_dict())
         if problems:
             cand_comp.pop("suite", None)
             ref_comp.pop("suite", None)
@@ -290,13 +290,9 @@ def show_value(mapping: Mapping[str, Any], key: str) -> str:
     return repr(mapping[key]) if key in mapping else "missing"
 
 
-def suite_name(meta: Mapping[str, Any] | None) -> str | None:
-    suite = meta.get("suite") if meta else None
-    name = suite.get("name") if isinstance(suite, Mapping) else None
-    return name if isinstance(name, str) else None
+def suite_name(meta: RunMeta | None) -> str | None:
+    return meta.suite_name if meta else None
 
 
-def suite_gate(meta: Mapping[str, Any] | None) -> Any:
-    suite = meta.get("suite") if meta else None
-    raw = suite.get("raw") if isinstance(suite, Mapping) else None
-    return raw.get("gate") if isinstance(raw, Mapping) else None
+def suite_gate(meta: RunMeta | None) -> Any:
+    return meta.raw.gate if meta else None

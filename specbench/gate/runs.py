@@ -3,14 +3,14 @@ gate's own noise rule (``judge.judge_drop``) applied both ways."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..errors import ResultsError
 from ..schemas.cell import Cell, Load
 from ..schemas.row import ResultRow
-from ..suite.gate import GateError, is_number, lower_is_better
+from ..suite.gate import GateError, lower_is_better
+from ..util.numbers import is_number
 from .judge import CellKey, Measure, judge_drop, read_ci
 
 #: (results.json key, label) of the metrics compared between two runs of a suite
@@ -112,7 +112,7 @@ def change_verdict(old: Measure, new: Measure, metric: str, tolerance: float = 0
 
 def _measure(record: ResultRow, metric: str, cell: RunCell, where: str) -> Measure | None:
     value = record.get(metric)
-    if not is_number(value) or not math.isfinite(value):
+    if not is_number(value):
         return None
     try:
         ci = read_ci(record, metric, where, CellKey(cell.config, cell.dataset, 0))

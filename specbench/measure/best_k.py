@@ -15,13 +15,15 @@ import math
 import shlex
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import replace
 from typing import Any
 
 from ..schemas.cell import baseline_name, load_of
+from ..schemas.meta import RunMeta
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
 from .compare import paired_requests, paired_speedup
+from .tune_result import Candidate, KCell, Schedule, TuneResult
 
 K_KEYS = ("num_speculative_tokens", "num_speculative_tokens_per_batch_size")
 PAIRED_METHOD = ("paired bootstrap of each K's speed ratio to the best K (Σ tokens ÷ Σ latency over the prompts both "
@@ -33,13 +35,6 @@ OVERLAP_METHOD = ("overlapping 95% speedup CIs (requests.jsonl not read): indist
 
 
 # ------------------------------------------------------------------------------ choosing K
-
-@dataclass(frozen=True)
-class Candidate:
-    k: int  # 0 = no speculation (the baseline)
-    speedup: float | None
-    ci: tuple[float, float] | None = None  # 95% CI of the speedup vs the baseline
-
 
 def best_candidate(cands: Sequence[Candidate]) -> Candidate | None:
     """The highest measured speedup; a tie goes to the smaller K (less drafting work)."""
@@ -137,9 +132,9 @@ def _conc_key(r: ResultRow) -> int:
 
 
 def tune_analysis(records: Sequence[ResultRow], requests: Sequence[RequestRecord] | None,
-                  meta: dict[str, Any]) -> dict[str, Any]:
+                  meta: RunMeta | None) -> TuneResult:
     """Per data set × family × load: every K's speedup, the best K, the Ks not told apart; the schedules."""
-    plan = meta.get("tune") or {}
+    plan = (meta.tune if meta else None) or {}
     cfgs: dict[str, dict[str, Any]] = plan.get("configs") or {}
     base = baseline_name(records, meta)
     by_cell = _records_by_cell(requests) if requests is not None else None
@@ -165,37 +160,33 @@ def tune_analysis(records: Sequence[ResultRow], requests: Sequence[RequestRecord
                 ps = paired_speedup(paired_requests(by_cell.get((r.run, dataset, _conc_key(r)), []), best_recs))
                 vs_best[k] = ((ps["paired_speedup_ci_low"], ps["paired_speedup_ci_high"])
                               if ps["paired_speedup_ci_low"] is not None and ps["paired_speedup_ci_high"] is not None else None)
-        cells.append({
-            "dataset": dataset, "family": fam, "kind": load.kind, "load": load.value,
-            "candidates": [{"k": c.k, "speedup": c.speedup, "ci": list(c.ci) if c.ci else None,
-                            "vs_best_ci": list(vb) if vs_best and (vb := vs_best.get(c.k)) else None} for c in cands],
-            "best": None if best is None else best.k,
-            "best_speedup": None if best is None else best.speedup,
-            "best_ci": None if best is None or best.ci is None else list(best.ci),
-            "indistinguishable": [] if best is None else indistinguishable(best, cands, vs_best),
-        })
-    return {"method": PAIRED_METHOD if by_cell is not None else OVERLAP_METHOD, "cells": cells,
-            "schedules": schedules(cells, plan)}
+        cells.append(KCell(
+            dataset, fam, load.kind, load.value,
+            [replace(c, vs_best_ci=vs_best.get(c.k) if vs_best else None) for c in cands],
+            best=None if best is None else best.k, best_speedup=None if best is None else best.speedup,
+            best_ci=None if best is None else best.ci,
+            indistinguishable=[] if best is None else indistinguishable(best, cands, vs_best)))
+    return TuneResult(PAIRED_METHOD if by_cell is not None else OVERLAP_METHOD, cells, schedules(cells, plan))
 
 
-def schedules(cells: Sequence[dict[str, Any]], plan: dict[str, Any]) -> list[dict[str, Any]]:
+def schedules(cells: Sequence[KCell], plan: dict[str, Any]) -> list[Schedule]:
     """Per family: concurrency → K. One data set: its best K. Several: the K with the highest geometric
     mean speedup over the data sets (K=0 counts 1.0), among Ks measured on all of them."""
     out = []
     for fam, info in (plan.get("families") or {}).items():
-        conc_cells = [c for c in cells if c["family"] == fam and c["kind"] == "concurrency" and c["load"] is not None]
+        conc_cells = [c for c in cells if c.family == fam and c.kind == "concurrency" and c.load is not None]
         by_conc: dict[int, int] = {}
-        for conc in sorted({int(c["load"]) for c in conc_cells}):
-            here = [c for c in conc_cells if int(c["load"]) == conc]
+        for conc in sorted({int(c.load) for c in conc_cells if c.load is not None}):
+            here = [c for c in conc_cells if c.load is not None and int(c.load) == conc]
             if len(here) == 1:
-                if here[0]["best"] is not None:
-                    by_conc[conc] = here[0]["best"]
+                if here[0].best is not None:
+                    by_conc[conc] = here[0].best
                 continue
             per_k: dict[int, list[float]] = defaultdict(list)
             for c in here:
-                for cand in c["candidates"]:
-                    if cand["speedup"] is not None and cand["speedup"] > 0:
-                        per_k[cand["k"]].append(cand["speedup"])
+                for cand in c.candidates:
+                    if cand.speedup is not None and cand.speedup > 0:
+                        per_k[cand.k].append(cand.speedup)
             full = {k: v for k, v in per_k.items() if len(v) == len(here)}
             if full:
                 by_conc[conc] = max(full, key=lambda k: (math.exp(sum(map(math.log, full[k])) / len(full[k])), -k))
@@ -203,18 +194,16 @@ def schedules(cells: Sequence[dict[str, Any]], plan: dict[str, Any]) -> list[dic
             continue
         ranges = schedule_ranges(by_conc)
         spec, flag, note = engine_flag(info, ranges)
-        out.append({"family": fam, "engine": info.get("engine"), "datasets": sorted({c["dataset"] for c in conc_cells}),
-                    "by_concurrency": {str(c): k for c, k in by_conc.items()}, "ranges": ranges,
-                    "speculative_config": spec, "flag": flag, "note": note})
+        out.append(Schedule(fam, info.get("engine"), sorted({c.dataset for c in conc_cells}),
+                            {str(c): k for c, k in by_conc.items()}, ranges, spec, flag, note))
     return out
 
 
-
-def analysis_of(records: Sequence[ResultRow], meta: dict[str, Any] | None) -> dict[str, Any] | None:
+def analysis_of(records: Sequence[ResultRow], meta: RunMeta | None) -> TuneResult | None:
     """The stored analysis (paired, written at the end of ``specbench tune``), else one from the rows alone."""
-    plan = (meta or {}).get("tune")
+    plan = meta.tune if meta else None
     if not plan:
         return None
-    return plan.get("result") or tune_analysis(records, None, meta or {})
-
-
+    if plan.get("result"):
+        return TuneResult.from_dict(plan["result"], "meta.json: tune.result")
+    return tune_analysis(records, None, meta)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..schemas.cell import Load, load_of
+from ..schemas.meta import RunMeta
 from ..schemas.row import ResultRow
 
 
@@ -106,10 +107,20 @@ def _ci(r: ResultRow, key: str) -> tuple[float, float] | None:
     return (float(ci[0]), float(ci[1])) if isinstance(ci, list) and len(ci) == 2 and None not in ci else None
 
 
-def whatif_curves(records: Sequence[ResultRow], meta: dict[str, Any] | None) -> list[Curve]:
-    if ((meta or {}).get("whatif") or {}).get("profile"):
+def whatif_plan(meta: RunMeta | None) -> dict[str, Any]:
+    """meta.json's ``whatif`` (the plan ``run.whatif`` wrote), {} for a run of another command."""
+    return (meta.whatif if meta else None) or {}
+
+
+def is_replay(meta: RunMeta | None) -> bool:
+    """A what-if run that replayed a profile's acceptance (``measure.replay``), not a grid of lengths."""
+    return bool(whatif_plan(meta).get("profile"))
+
+
+def whatif_curves(records: Sequence[ResultRow], meta: RunMeta | None) -> list[Curve]:
+    if is_replay(meta):
         return []  # a profile's replay (measure.replay), not a grid of lengths
-    plan = ((meta or {}).get("whatif") or {}).get("configs") or {}
+    plan = whatif_plan(meta).get("configs") or {}
     curves: dict[tuple, Curve] = {}
     for r in records:
         p = plan.get(r.run)

@@ -4,12 +4,12 @@ measure stage knows what its counters mean."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
 from ..launch.engines import Engine
 from ..schemas.metrics import MetricsSnapshot
+from ..util.numbers import is_number
 from .acceptance import CounterNames, counter_acceptance, counter_deltas, empty_acceptance, verify_step_acceptance
 
 
@@ -80,7 +80,7 @@ def _server_info_length(info: Any, key: str) -> tuple[float | None, str | None]:
     value = states[0].get(key)
     if value is None or value == 0:  # 0: a server that does not speculate
         return None, None
-    if type(value) not in (int, float) or not math.isfinite(value) or value < 1:
+    if not is_number(value) or value < 1:
         return None, f"{key} = {value!r:.40} is not a number ≥ 1"
     return float(value), None
 

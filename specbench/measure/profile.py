@@ -19,6 +19,7 @@ import numpy as np
 
 from ..datasets import REGISTRY
 from ..schemas.cell import baseline_name, load_of
+from ..schemas.meta import RunMeta, Server
 from ..schemas.row import ResultRow
 
 FORMAT = "specbench-profile/1"
@@ -99,45 +100,46 @@ def _ratio(last: float, n: int, rest: float) -> float:
 
 # ------------------------------------------------------------------------------ rows → profile entries
 
-def synthetic_configs(meta: dict[str, Any]) -> set[str]:
+def synthetic_configs(meta: RunMeta | None) -> set[str]:
     """Configs of a run whose acceptance was fixed by the engine (whatif's replays): not a drafter's profile."""
-    raw = ((meta.get("suite") or {}).get("raw") or {}).get("configs") or []
-    out = set((meta.get("whatif") or {}).get("configs") or {})
-    for c in raw:
-        if isinstance(c, dict) and ((c.get("speculative") or {}).get("rejection_sample_method") == "synthetic"
-                                    or SYNTHETIC_ENV in (c.get("env") or {})):
+    if meta is None:
+        return set()
+    out = set((meta.whatif or {}).get("configs") or {})
+    for c in meta.raw.configs or []:
+        if ((c.get("speculative") or {}).get("rejection_sample_method") == "synthetic"
+                or SYNTHETIC_ENV in (c.get("env") or {})):
             out.add(str(c.get("name")))
     return out
 
 
-def provenance(meta: dict[str, Any] | None, row: ResultRow, source: str) -> dict[str, Any]:
+def provenance(meta: RunMeta | None, row: ResultRow, source: str) -> dict[str, Any]:
     """Where a profile comes from: engine, model, drafter, method, k, temperature, recipe, suite; ``missing`` lists
     what the input could not say (a results.json without its meta.json says only what its rows carry)."""
-    meta = meta or {}
-    raw = (meta.get("suite") or {}).get("raw") or {}
-    config = next((c for c in raw.get("configs") or [] if isinstance(c, dict) and c.get("name") == row.run), {})
-    server = (meta.get("servers") or {}).get(row.run) or {}
+    have = meta or RunMeta()
+    raw = have.raw
+    config = raw.config(row.run)
+    server = (have.servers or {}).get(row.run) or Server()
     spec: dict[str, Any] = config["speculative"] if isinstance(config.get("speculative"), dict) else {}
-    entries = [d if isinstance(d, dict) else {"name": d} for d in raw.get("datasets") or []]
+    entries = [d if isinstance(d, dict) else {"name": d} for d in raw.datasets or []]
     entry = next((d for d in entries if d.get("name") == row.dataset), None)
     out = {
         "source": source,
-        "engine": server.get("engine") or row.engine,
-        "engine_version": server.get("version") or row.server_version,
-        "target_model": (raw.get("server") or {}).get("model_path") or raw.get("model"),
-        "served_model": raw.get("model"),
+        "engine": server.engine or row.engine,
+        "engine_version": server.version or row.server_version,
+        "target_model": (raw.server or {}).get("model_path") or raw.model,
+        "served_model": raw.model,
         "drafter": config.get("drafter") or spec.get("model"),
         "method": config.get("method") or row.method,
         "num_speculative_tokens": config.get("num_speculative_tokens") or row.num_speculative_tokens,
-        "temperature": (meta.get("comparability") or {}).get("temperature"),
+        "temperature": have.comparability.temperature if have.comparability else None,
         "recipe": _recipe(entry),
-        "suite": (meta.get("suite") or {}).get("path"),
-        "suite_sha256": (meta.get("suite_file") or {}).get("sha256"),
-        "specbench_version": meta.get("specbench_version"),
+        "suite": have.suite.path if have.suite else None,
+        "suite_sha256": have.suite_file.sha256 if have.suite_file else None,
+        "specbench_version": have.specbench_version,
     }
     needs_drafter = str(out["method"] or "").lower() not in ("ngram", "")
     out["missing"] = [k for k, v in out.items() if v is None and (k != "drafter" or needs_drafter)]
-    if not meta:
+    if meta is None:
         out["missing_why"] = "no meta.json beside the results file: only what its rows carry is known"
     return out
 
@@ -179,7 +181,7 @@ def _categories(row: ResultRow, k: int) -> dict[str, Any] | None:
     return out or None
 
 
-def profile_entry(row: ResultRow, k: int, meta: dict[str, Any] | None, source: str) -> dict[str, Any]:
+def profile_entry(row: ResultRow, k: int, meta: RunMeta | None, source: str) -> dict[str, Any]:
     """One profile from one results row; ValueError (the reason) when its numbers cannot be one."""
     given = _given(row, k)
     length = row.mean_acceptance_length
@@ -213,7 +215,7 @@ def profile_entry(row: ResultRow, k: int, meta: dict[str, Any] | None, source: s
     }
 
 
-def profiles_from(rows: Sequence[ResultRow], meta: dict[str, Any] | None, source: str,
+def profiles_from(rows: Sequence[ResultRow], meta: RunMeta | None, source: str,
                   note: Callable[[str], None]) -> tuple[list[dict[str, Any]], list[str]]:
     """Every speculative config × data set × load point of a results file → (profiles, refusals, one line each).
 
@@ -222,7 +224,7 @@ def profiles_from(rows: Sequence[ResultRow], meta: dict[str, Any] | None, source
     (``fill_positions``) is a refusal naming the record.
     """
     base = baseline_name(rows, meta)
-    synthetic = synthetic_configs(meta or {})
+    synthetic = synthetic_configs(meta)
     out, refused = [], []
     left: dict[tuple[str, str], int] = {}
     for i, row in enumerate(rows):

@@ -15,7 +15,10 @@ from typing import Any
 
 from ..errors import ProfileError
 from ..schemas.cell import Load, load_of
+from ..schemas.meta import RunMeta
 from ..schemas.row import ResultRow
+from ..util.numbers import is_number
+from .break_even import whatif_plan
 from .profile import FORMAT, LENGTH_TOLERANCE, rates_problem
 
 #: measured vs the profile's acceptance length: a larger relative gap is flagged ⚠ beside the replay
@@ -39,10 +42,6 @@ class Entry:
     drafts: int | None
 
 
-def _num(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
-
-
 def read_entry(e: Any, i: int, where: str) -> Entry:
     at = f"{where}: profiles[{i}]"
     if not isinstance(e, dict):
@@ -62,18 +61,18 @@ def read_entry(e: Any, i: int, where: str) -> Entry:
     length = e.get("mean_acceptance_length")
     if length is None:
         length = 1 + math.fsum(rates)
-    if not _num(length) or abs(1 + math.fsum(rates) - length) > LENGTH_TOLERANCE:
+    if not is_number(length) or abs(1 + math.fsum(rates) - length) > LENGTH_TOLERANCE:
         raise ProfileError(f"{at}.mean_acceptance_length: expected 1 + Σ acceptance_per_position = "
                            f"{1 + math.fsum(rates):.4f}, got {length!r}")
     est = e.get("estimated_positions") or []
     if not isinstance(est, list) or not all(isinstance(j, int) and not isinstance(j, bool) and 1 <= j <= k for j in est):
         raise ProfileError(f"{at}.estimated_positions: expected 1-based positions in 1..{k}, got {est!r}")
     rate, conc = e.get("request_rate"), e.get("concurrency")
-    load = Load("rate", rate) if _num(rate) else Load("concurrency", conc if _num(conc) else None)
+    load = Load("rate", rate) if is_number(rate) else Load("concurrency", conc if is_number(conc) else None)
     ci = e.get("speedup_ci95")
     return Entry(i, e["config"], e["dataset"], k, tuple(float(p) for p in rates), float(length), tuple(est), load,
-                 float(e["speedup_vs_baseline"]) if _num(e.get("speedup_vs_baseline")) else None,
-                 (float(ci[0]), float(ci[1])) if isinstance(ci, list) and len(ci) == 2 and all(map(_num, ci)) else None,
+                 float(e["speedup_vs_baseline"]) if is_number(e.get("speedup_vs_baseline")) else None,
+                 (float(ci[0]), float(ci[1])) if isinstance(ci, list) and len(ci) == 2 and all(map(is_number, ci)) else None,
                  e["spec_drafts"] if isinstance(e.get("spec_drafts"), int) and e["spec_drafts"] > 0 else None)
 
 
@@ -167,7 +166,7 @@ class ReplayPoint:
 
 
 def _pair(v: Any) -> tuple[float, float] | None:
-    return (float(v[0]), float(v[1])) if isinstance(v, list) and len(v) == 2 and all(map(_num, v)) else None
+    return (float(v[0]), float(v[1])) if isinstance(v, list) and len(v) == 2 and all(map(is_number, v)) else None
 
 
 def _profile_speedup(p: dict[str, Any], load: Load) -> tuple[float | None, tuple[float, float] | None, bool]:
@@ -175,27 +174,27 @@ def _profile_speedup(p: dict[str, Any], load: Load) -> tuple[float | None, tuple
 
     def load_of_entry(s: dict[str, Any]) -> Load:
         rate, conc = s.get("request_rate"), s.get("concurrency")
-        return Load("rate", rate) if _num(rate) else Load("concurrency", conc if _num(conc) else None)
+        return Load("rate", rate) if is_number(rate) else Load("concurrency", conc if is_number(conc) else None)
 
     for s in speedups:
         if load_of_entry(s).value is not None and load_of_entry(s) == load.uncapped:
-            return (s.get("speedup_vs_baseline") if _num(s.get("speedup_vs_baseline")) else None), _pair(s.get("ci")), True
+            return (s.get("speedup_vs_baseline") if is_number(s.get("speedup_vs_baseline")) else None), _pair(s.get("ci")), True
     for s in speedups:
         if load_of_entry(s).value is None:
-            return (s.get("speedup_vs_baseline") if _num(s.get("speedup_vs_baseline")) else None), _pair(s.get("ci")), False
+            return (s.get("speedup_vs_baseline") if is_number(s.get("speedup_vs_baseline")) else None), _pair(s.get("ci")), False
     return None, None, True
 
 
-def replay_points(records: Sequence[ResultRow], meta: dict[str, Any] | None) -> list[ReplayPoint]:
+def replay_points(records: Sequence[ResultRow], meta: RunMeta | None) -> list[ReplayPoint]:
     """One point per replayed config × data set × load, in data set, config, load order."""
-    plan = (meta or {}).get("whatif") or {}
+    plan = whatif_plan(meta)
     if not plan.get("profile"):
         return []
     configs = plan.get("configs") or {}
     out = []
     for r in records:
         p = configs.get(r.run)
-        if not isinstance(p, dict) or not _num(p.get("acceptance_length")):
+        if not isinstance(p, dict) or not is_number(p.get("acceptance_length")):
             continue
         load = load_of(r)
         sp, sp_ci, known = _profile_speedup(p, load)

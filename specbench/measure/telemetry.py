@@ -19,7 +19,6 @@ Cost: ``cost: {gpu_hour_usd: P}`` → ``usd_per_million_output_tokens`` = P × G
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from collections.abc import Sequence
@@ -29,6 +28,7 @@ import numpy as np
 
 from ..launch.gpus import server_gpus
 from ..suite.objectives import Cost
+from ..util.numbers import is_number
 
 SAMPLE_INTERVAL_S = 0.25
 # NVML's utilisation is the busy share of its last sample period (up to 1 s on current drivers): a sample
@@ -105,7 +105,7 @@ class PhaseMeter:
         except Exception as err:
             self.energy_error = f"NVML energy counter: {_err(err)}"
             return None
-        return float(value) if isinstance(value, (int, float)) and math.isfinite(value) and value >= 0 else None
+        return float(value) if is_number(value) and value >= 0 else None
 
     def _read(self, fn, handle):
         try:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..schemas.row import ResultRow
-from ..schemas.row_read import is_number
+from ..util.numbers import is_number
 
 DASH = "—"
 

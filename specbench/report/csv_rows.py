@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..schemas.meta import RunMeta
 from ..schemas.row import ResultRow
 from ..util.jsonio import dumps
-
-
-def _non_finite(value: Any) -> bool:
-    return isinstance(value, float) and not math.isfinite(value)
+from ..util.numbers import is_number
 
 
 def to_csv(records: Sequence[Mapping[str, Any]]) -> str:
@@ -25,10 +22,10 @@ def to_csv(records: Sequence[Mapping[str, Any]]) -> str:
     writer = csv.DictWriter(buf, fieldnames=keys, lineterminator="\n")
     writer.writeheader()
     for r in records:
-        writer.writerow({k: dumps(v) if isinstance(v, (dict, list)) else ("" if v is None or _non_finite(v) else v)
+        writer.writerow({k: dumps(v) if isinstance(v, (dict, list)) else ("" if v is None or (isinstance(v, float) and not is_number(v)) else v)
                          for k, v in r.items()})
     return buf.getvalue().rstrip("\n")
 
 
-def render(rows: Sequence[ResultRow], meta: dict[str, Any] | None = None) -> str:
+def render(rows: Sequence[ResultRow], meta: RunMeta | None = None) -> str:
     return to_csv([r.to_dict(reference_first=False) for r in rows])

@@ -8,9 +8,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..measure.best_k import analysis_of
-from ..measure.break_even import Point, verdict, whatif_curves
+from ..measure.break_even import Point, is_replay, verdict, whatif_curves, whatif_plan
 from ..measure.replay import LENGTH_FLAG, ReplayPoint, replay_points
-from ..schemas.cell import Load
+from ..measure.tune_result import Candidate
+from ..schemas.meta import RunMeta
 from ..schemas.row import ResultRow
 
 
@@ -32,8 +33,8 @@ WHATIF_NOTE = (
     "those rows.")
 
 
-def whatif_markdown(records: Sequence[ResultRow], meta: dict[str, Any] | None) -> str:
-    if ((meta or {}).get("whatif") or {}).get("profile"):
+def whatif_markdown(records: Sequence[ResultRow], meta: RunMeta | None) -> str:
+    if is_replay(meta):
         return replay_markdown(records, meta)
     curves = whatif_curves(records, meta)
     if not curves:
@@ -53,40 +54,36 @@ def whatif_markdown(records: Sequence[ResultRow], meta: dict[str, Any] | None) -
     return "What-if: speedup vs acceptance length\n\n" + "\n".join(lines) + "\n\n- " + WHATIF_NOTE
 
 
-def _fmt(cand: dict[str, Any] | None) -> str:
-    if cand is None or cand["speedup"] is None:
+def _fmt(cand: Candidate | None) -> str:
+    if cand is None or cand.speedup is None:
         return "—"
-    text = f"{cand['speedup']:.3f}x"
-    if cand.get("ci") and cand["k"] != 0:
-        text += f" [{cand['ci'][0]:.2f}–{cand['ci'][1]:.2f}]"
+    text = f"{cand.speedup:.3f}x"
+    if cand.ci and cand.k != 0:
+        text += f" [{cand.ci[0]:.2f}–{cand.ci[1]:.2f}]"
     return text
 
 
-def _label(cell: dict[str, Any]) -> str:
-    return Load(cell["kind"], cell["load"]).label
-
-
-def tune_markdown(records: Sequence[ResultRow], meta: dict[str, Any] | None) -> str:
+def tune_markdown(records: Sequence[ResultRow], meta: RunMeta | None) -> str:
     result = analysis_of(records, meta)
-    if not result or not result["cells"]:
+    if not result or not result.cells:
         return ""
-    ks = sorted({c["k"] for cell in result["cells"] for c in cell["candidates"]})
+    ks = result.ks()
     header = ["Dataset", "Family", "Load", *[("K=0 (off)" if k == 0 else f"K={k}") for k in ks], "Best K",
               "Not told apart from the best"]
     lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(["---"] * len(header)) + " |"]
-    for cell in result["cells"]:
-        by_k = {c["k"]: c for c in cell["candidates"]}
+    for cell in result.cells:
+        by_k = cell.by_k()
         cols = []
         for k in ks:
             text = _fmt(by_k.get(k))
-            cols.append(f"**{text}**" if k == cell["best"] and text != "—" else text)
-        best = "—" if cell["best"] is None else ("0 (off)" if cell["best"] == 0 else str(cell["best"]))
-        alike = ", ".join("0 (off)" if k == 0 else str(k) for k in cell["indistinguishable"]) or "none"
-        lines.append("| " + " | ".join([cell["dataset"], cell["family"], _label(cell), *cols, best, alike]) + " |")
-    out = "Best K per load\n\n" + "\n".join(lines) + f"\n\n- Told apart by: {result['method']}."
-    for s in result.get("schedules") or []:
-        sched = ", ".join(f"C={c} → K={k}" for c, k in s["by_concurrency"].items())
-        out += f"\n- Schedule {s['family']}: {sched}. " + (f"Serve it with: `{s['flag']}`" if s.get("flag") else s["note"])
+            cols.append(f"**{text}**" if k == cell.best and text != "—" else text)
+        best = "—" if cell.best is None else ("0 (off)" if cell.best == 0 else str(cell.best))
+        alike = ", ".join("0 (off)" if k == 0 else str(k) for k in cell.indistinguishable) or "none"
+        lines.append("| " + " | ".join([cell.dataset, cell.family, cell.load_point.label, *cols, best, alike]) + " |")
+    out = "Best K per load\n\n" + "\n".join(lines) + f"\n\n- Told apart by: {result.method}."
+    for s in result.schedules:
+        sched = ", ".join(f"C={c} → K={k}" for c, k in s.by_concurrency.items())
+        out += f"\n- Schedule {s.family}: {sched}. " + (f"Serve it with: `{s.flag}`" if s.flag else s.note)
     return out
 
 
@@ -160,7 +157,7 @@ REPLAY_NOTE = (
     "and accuracy do not apply to these rows.")
 
 
-def replay_markdown(records: Sequence[ResultRow], meta: dict[str, Any] | None) -> str:
+def replay_markdown(records: Sequence[ResultRow], meta: RunMeta | None) -> str:
     points = replay_points(records, meta)
     if not points:
         return ""
@@ -171,9 +168,9 @@ def replay_markdown(records: Sequence[ResultRow], meta: dict[str, Any] | None) -
         lines.append("| " + " | ".join([
             p.dataset, p.config, "—" if p.k is None else str(p.k), p.load.label, _x(p.predicted, p.ci),
             profile_speedup_text(p), f"{p.profile_length:.2f}", measured_length_text(p), replayed_text(p)]) + " |")
-    profile = ((meta or {}).get("whatif") or {}).get("profile") or {}
+    profile = whatif_plan(meta).get("profile") or {}
     src = f"Profile {profile.get('path')} (sha256 {str(profile.get('sha256'))[:12]}…)" if profile.get("path") else "Profile"
-    skipped = ((meta or {}).get("whatif") or {}).get("skipped_datasets") or []
+    skipped = whatif_plan(meta).get("skipped_datasets") or []
     notes = [REPLAY_NOTE] + ([f"Not replayed (the profile has no entry for them): {', '.join(skipped)}."] if skipped else [])
     return (f"What-if: predicted speedup at the profile's acceptance\n\n{src}\n\n" + "\n".join(lines)
             + "".join(f"\n\n- {n}" for n in notes))

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
 from ..errors import ResultsError
 from ..schemas.cell import Cell
+from ..schemas.meta import RunMeta
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
 from .load import RunResults, load_run, read_requests
@@ -27,17 +27,15 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "none"
 
 
-def _drafter(row: ResultRow, meta: dict[str, Any]) -> str:
-    configs = ((meta.get("suite") or {}).get("raw") or {}).get("configs") or []
-    raw = next((c for c in configs if isinstance(c, dict) and c.get("name") == row.run), {})
-    name = raw.get("drafter") or row.method or "none"
+def _drafter(row: ResultRow, meta: RunMeta) -> str:
+    name = meta.raw.config(row.run).get("drafter") or row.method or "none"
     return _slug(str(name).split("/")[-1]) if row.method not in (None, "baseline") else "none"
 
 
 def tables(results: RunResults, requests: list[RequestRecord], gpu: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The ``runs`` (one row per cell) and ``requests`` (one row per measured request) frames."""
-    meta = results.meta
-    target = ((meta.get("suite") or {}).get("raw") or {}).get("model") or "unknown"
+    meta = results.meta or RunMeta()
+    target = meta.raw.model or "unknown"
     runs, key_of = [], {}
     for row in results.rows:
         k = row.num_speculative_tokens or 0
@@ -49,7 +47,7 @@ def tables(results: RunResults, requests: list[RequestRecord], gpu: str) -> tupl
                      "steps": row.stream_steps, "guessed_tokens": row.spec_draft_tokens,
                      "accepted_tokens": row.spec_accepted_tokens, "committed_tokens": row.output_tokens,
                      "elapsed_s": row.duration_s, "engine": row.engine,
-                     "engine_version": row.server_version, "specbench_version": meta.get("specbench_version")})
+                     "engine_version": row.server_version, "specbench_version": meta.specbench_version})
     reqs = []
     for r in requests:
         cell_ident = key_of.get(Cell.of_record(r))

@@ -14,8 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Literal
+from typing import Literal
 
+from ..schemas.meta import RunMeta
 from ..schemas.row import ResultRow
 
 
@@ -41,7 +42,7 @@ FORMATS: dict[str, Format] = {f.name: f for f in (
 TEXT_FORMATS = tuple(name for name, f in FORMATS.items() if f.kind == "text")
 
 
-def render(rows: Sequence[ResultRow], fmt: str, meta: dict[str, Any] | None = None) -> str:
+def render(rows: Sequence[ResultRow], fmt: str, meta: RunMeta | None = None) -> str:
     """The rows in a text format."""
     found = FORMATS.get(fmt)
     if found is None or found.kind != "text":

@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ from typing import Any
 from ..errors import ResultsError, SpecbenchError
 from ..gate import GateError
 from ..schemas.cell import Cell, Load, LoadPoint, load_of
+from ..schemas.meta import Comparability, GitState, RunMeta, SuiteFile
 from ..schemas.row import ResultRow
 from .load import load_run, read_meta, refusal
 
@@ -35,7 +36,7 @@ class RunEntry:
     """One run directory found under a root, read and classified."""
 
     path: Path
-    meta: dict[str, Any]
+    meta: RunMeta | None  # None: no meta.json
     records: list[ResultRow] | None
     status: str  # complete | interrupted | failed | unfinished | unreadable
     reason: str = ""
@@ -47,9 +48,7 @@ class RunEntry:
 
     @property
     def suite(self) -> str | None:
-        suite = self.meta.get("suite")
-        name = suite.get("name") if isinstance(suite, dict) else None
-        return name if isinstance(name, str) else None
+        return self.meta.suite_name if self.meta else None
 
     @property
     def group(self) -> str:
@@ -58,35 +57,30 @@ class RunEntry:
 
     def provenance(self) -> dict[str, Any]:
         """Which run this is: suite, times, engine versions, suite-file hash and git state."""
-        meta = self.meta
-        source = _dict(meta.get("suite_file"))
-        git = _dict(source.get("git"))
+        meta = self.meta or RunMeta()
+        source = meta.suite_file or SuiteFile()
+        git = source.git or GitState()
         return {
             "path": str(self.path),
             "suite": self.suite,
             "status": self.status,
             "reason": self.reason or None,
-            "started_at": _str(meta.get("started_at")),
-            "finished_at": _str(meta.get("finished_at")),
+            "started_at": meta.started_at,
+            "finished_at": meta.finished_at,
             "engine": engines(self.records or [], meta),
-            "specbench_version": _str(meta.get("specbench_version")),
-            "suite_sha256": _str(source.get("sha256")),
-            "git_commit": _str(git.get("commit")),
-            "git_dirty": git.get("dirty") if isinstance(git.get("dirty"), bool) else None,
+            "specbench_version": meta.specbench_version,
+            "suite_sha256": source.sha256,
+            "git_commit": git.commit,
+            "git_dirty": git.dirty,
         }
 
 
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def engines(records: Sequence[ResultRow], meta: dict[str, Any]) -> list[str]:
+def engines(records: Sequence[ResultRow], meta: RunMeta) -> list[str]:
     """``engine version`` of every server of the run, from its rows, else from meta.json's servers."""
     found = [f"{r.engine} {r.server_version or ''}".strip() for r in records
              if isinstance(r.engine, str)]
-    if not found and isinstance(meta.get("servers"), dict):
-        found = [f"{s.get('engine')} {s.get('version') or ''}".strip() for s in meta["servers"].values()
-                 if isinstance(s, dict) and isinstance(s.get("engine"), str)]
+    if not found:
+        found = [f"{s.engine} {s.version or ''}".strip() for s in (meta.servers or {}).values() if s.engine]
     return list(dict.fromkeys(found))
 
 
@@ -123,7 +117,7 @@ def find_run_dirs(root: Path) -> list[Path]:
     return found
 
 
-def _read_meta(path: Path) -> dict[str, Any]:
+def _read_meta(path: Path) -> RunMeta:
     """meta.json of a run without results: through the report's reader; a repaired value refuses it."""
     meta, problems = read_meta(path)
     if problems:
@@ -139,8 +133,6 @@ def read_entry(path: Path) -> RunEntry:
             if run.problems:  # a repaired value would make a damaged run look complete
                 raise ResultsError(refusal(run.problems))
             meta, records = run.meta, run.rows
-            if not isinstance(meta, dict):
-                raise ResultsError(f"{path / 'meta.json'}: expected a JSON object")
             for i, r in enumerate(records):
                 if not (isinstance(r.run, str) and isinstance(r.dataset, str)):
                     raise ResultsError(f"{path / 'results.json'}: record {i} has no string 'run' and 'dataset'")
@@ -148,29 +140,22 @@ def read_entry(path: Path) -> RunEntry:
             meta, records = _read_meta(path / "meta.json"), None
         status, reason = classify(meta, records)
     except SpecbenchError as err:
-        return RunEntry(path, {}, None, "unreadable", str(err))
+        return RunEntry(path, None, None, "unreadable", str(err))
     except (OSError, ValueError, TypeError, KeyError, AttributeError) as err:
-        return RunEntry(path, {}, None, "unreadable", f"{path}: {type(err).__name__}: {err}".splitlines()[0])
-    return RunEntry(path, meta, records, status, reason, parse_time(meta.get("started_at")))
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    """``value`` when meta.json holds an object there, else empty: its content is not trusted."""
-    return value if isinstance(value, dict) else {}
+        return RunEntry(path, None, None, "unreadable", f"{path}: {type(err).__name__}: {err}".splitlines()[0])
+    return RunEntry(path, meta, records, status, reason, parse_time(meta.started_at if meta else None))
 
 
 def _as_list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, (list, tuple)) else [value]
 
 
-def expected_cells(meta: dict[str, Any]) -> set[tuple[str, str, Load]] | None:
+def expected_cells(meta: RunMeta) -> set[tuple[str, str, Load]] | None:
     """Every cell the suite asked for, from the suite copy in meta.json; None when it cannot be told."""
-    suite = _dict(meta.get("suite"))
-    raw = _dict(suite.get("raw"))
-    comp = _dict(meta.get("comparability"))
-    configs, datasets = comp.get("configs"), comp.get("datasets")
-    load = _dict(raw.get("load"))
-    if not isinstance(configs, dict) or not isinstance(datasets, dict) or not configs or not datasets:
+    comp = meta.comparability or Comparability()
+    configs, datasets = comp.configs, comp.datasets
+    load = meta.raw.load or {}
+    if not configs or not datasets:
         return None
     try:
         if load.get("request_rate") is not None:  # one cap for every rate of a run: not part of the comparison
@@ -193,15 +178,16 @@ def _cell_name(r: ResultRow) -> str:
     return f"{r.run} / {r.dataset} / {load_of(r).label}"
 
 
-def classify(meta: dict[str, Any], records: list[ResultRow] | None) -> tuple[str, str]:
-    """(status, one-line reason) of a run; the reason is empty for a complete run."""
+def classify(meta: RunMeta | None, records: list[ResultRow] | None) -> tuple[str, str]:
+    """(status, one-line reason) of a run; the reason is empty for a complete run (None: no meta.json)."""
     if records is None:
-        if not meta.get("finished_at"):
+        if not (meta and meta.finished_at):
             return "unfinished", "no cell measured and no finished_at in meta.json: still running, or killed"
         return "failed", "no cell measured (no results.json)"
-    if meta and not meta.get("finished_at"):
+    if meta and not meta.finished_at:
         return "unfinished", f"{len(records)} cell(s) written but no finished_at in meta.json: still running, or killed"
-    failed_configs = _dict(meta.get("failed_configs"))
+    meta = meta or RunMeta()
+    failed_configs = meta.failed_configs or {}
     failed = [_cell_name(r) for r in records if r.status == "failed"]
     if failed_configs or failed:
         parts = [f"config {name} failed: {str(err).splitlines()[0] if str(err) else '?'}"
@@ -212,8 +198,7 @@ def classify(meta: dict[str, Any], records: list[ResultRow] | None) -> tuple[str
     expected = expected_cells(meta)
     present = {(r.run, r.dataset, load_of(r).uncapped) for r in records}
     missing = len(expected - present) if expected is not None else 0
-    raw = (meta.get("suite") or {}).get("raw") if isinstance(meta.get("suite"), dict) else None
-    repeats = ((raw or {}).get("load") or {}).get("repeats", 1) if isinstance(raw, dict) else 1
+    repeats = (meta.raw.load or {}).get("repeats", 1)
     short = [_cell_name(r) for r in records if isinstance(repeats, int) and isinstance(r.repeats, int)
              and r.repeats < repeats]
     if cut or missing or short:
@@ -298,15 +283,14 @@ def history(roots: Sequence[Path], *, suite: str | None = None, since: dt.dateti
     return out
 
 
-def reference_for(reference: Path, candidate_dir: Path, candidate_meta: Mapping[str, Any] | None) -> Path:
+def reference_for(reference: Path, candidate_dir: Path, candidate_meta: RunMeta | None) -> Path:
     """``gate --reference DIR``: a run directory or results.json is itself; a directory of runs means
     the latest complete run of the candidate's suite started before the candidate."""
     reference = Path(reference)
     if not reference.is_dir() or is_run_dir(reference):
         return reference
-    meta = candidate_meta or {}
-    name = (meta.get("suite") or {}).get("name") if isinstance(meta.get("suite"), dict) else None
-    started = parse_time(meta.get("started_at"))
+    name = candidate_meta.suite_name if candidate_meta else None
+    started = parse_time(candidate_meta.started_at if candidate_meta else None)
     if not isinstance(name, str) or started is None:
         raise GateError(f"--reference {reference}: the candidate's meta.json records no suite name and start time, "
                         "so no run of the same suite can be picked; give a run directory")

@@ -13,6 +13,7 @@ from ..errors import ResultsError
 from ..gate.judge import comparability_problems
 from ..gate.render import fmt_measure
 from ..gate.runs import RUN_METRICS, compare_runs
+from ..schemas.meta import RunMeta
 from ..suite.gate import parse_percent
 from .csv_rows import to_csv
 from .history import (
@@ -49,7 +50,7 @@ def rule_text(tolerance: float) -> str:
             f"overlap; {slack}without a CI, point values decide (marked “no CI”; `--tolerance PCT%` adds slack).")
 
 
-def comparability(old_meta: dict[str, Any], new_meta: dict[str, Any]) -> list[str]:
+def comparability(old_meta: RunMeta | None, new_meta: RunMeta | None) -> list[str]:
     if not old_meta or not new_meta:
         return ["a run has no meta.json: cannot verify the runs are comparable"]
     return comparability_problems(new_meta, old_meta)
@@ -161,7 +162,6 @@ def compare_report(histories: Sequence[SuiteHistory], fmt: str, tolerance: float
 def read_named_run(path: Path) -> RunEntry:
     """A run named on the command line: read it strictly (a damaged run is an error here)."""
     run = load_run(path)
-    meta = run.meta if isinstance(run.meta, dict) else {}
-    status, reason = classify(meta, run.rows)
-    return RunEntry(run.path.parent if run.path else path, meta, run.rows, status, reason,
-                    parse_time(meta.get("started_at")))
+    status, reason = classify(run.meta, run.rows)
+    return RunEntry(run.path.parent if run.path else path, run.meta, run.rows, status, reason,
+                    parse_time(run.meta.started_at if run.meta else None))

@@ -36,7 +36,7 @@ def _md_inline(text: str) -> str:
 def _run_body(run: RunEntry, prefix: str) -> str:
     m = Model(run.records or [], run.meta)
     parts = [table_html(m)]
-    notes = run.meta.get("notes") if isinstance(run.meta.get("notes"), list) else []
+    notes = (run.meta.notes if run.meta else None) or []
     if notes:
         parts.append('<ul class="notes">' + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>")
     if m.rows:

@@ -60,13 +60,13 @@ def as_csv(histories: Sequence[SuiteHistory]) -> str:
     rows: list[dict[str, Any]] = []
     for h in histories:
         for run in h.shown:
-            head = {"suite": h.name, "run_dir": str(run.path), "run_started_at": run.meta.get("started_at"),
+            head = {"suite": h.name, "run_dir": str(run.path), "run_started_at": run.meta.started_at if run.meta else None,
                     "run_status": run.status, "run_note": None}
             rows += [{**head, **r.to_dict(reference_first=False)} for r in run.records or []]
     for h in histories:
         for run in h.runs:
             if not run.complete:
-                rows.append({"suite": h.name, "run_dir": str(run.path), "run_started_at": run.meta.get("started_at"),
+                rows.append({"suite": h.name, "run_dir": str(run.path), "run_started_at": run.meta.started_at if run.meta else None,
                              "run_status": run.status, "run_note": run.reason})
     return to_csv(rows)
 

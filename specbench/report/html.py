@@ -18,9 +18,10 @@ Plots:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
+from ..measure.break_even import is_replay
 from ..schemas.cell import baseline_name, load_of, unique
+from ..schemas.meta import Comparability, Host, RunMeta
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
 from .colspec import DASH, DECOMPOSITION_NOTE, Column, Group, is_missing
@@ -131,37 +132,35 @@ footer{margin-top:28px;color:#666;font-size:13px}
 """
 
 
-def _meta_html(m: Model, meta: dict[str, Any]) -> tuple[str, str]:
-    raw = ((meta.get("suite") or {}).get("raw") or {})
-    name = (meta.get("suite") or {}).get("name") or raw.get("name") or "specbench results"
+def _meta_html(m: Model, meta: RunMeta) -> tuple[str, str]:
+    raw, comp, host = meta.raw, meta.comparability or Comparability(), meta.host or Host()
+    name = meta.suite_name or raw.name or "specbench results"
     spans = []
-    model = raw.get("model") or (meta.get("comparability") or {}).get("model")
+    model = raw.model or comp.model
     if model:
         spans.append(f"model <b>{esc(model)}</b>")
     engines = unique(f"{r.engine} {r.server_version or ''}".strip() for r in m.rows if r.engine)
     if engines:
         spans.append("engine " + ", ".join(f"<b>{esc(e)}</b>" for e in engines))
-    host = meta.get("host") or {}
-    if host.get("cpus"):
-        spans.append(f"host {esc(host.get('platform', ''))} · {esc(host['cpus'])} CPUs")
-    if meta.get("started_at"):
-        spans.append(f"started {esc(meta['started_at'])}")
-    if meta.get("finished_at"):
-        spans.append(f"finished {esc(meta['finished_at'])}")
-    comp = meta.get("comparability") or {}
-    if comp.get("max_tokens") is not None:
-        spans.append(f"max_tokens {esc(comp['max_tokens'])}, temperature {esc(comp.get('temperature'))}")
-    if meta.get("merged_from"):
-        spans.append("merged from " + ", ".join(f"<code>{esc(p)}</code>" for p in meta["merged_from"]))
-    desc = raw.get("description")
+    if host.cpus:
+        spans.append(f"host {esc(host.platform or '')} · {esc(host.cpus)} CPUs")
+    if meta.started_at:
+        spans.append(f"started {esc(meta.started_at)}")
+    if meta.finished_at:
+        spans.append(f"finished {esc(meta.finished_at)}")
+    if comp.max_tokens is not None:
+        spans.append(f"max_tokens {esc(comp.max_tokens)}, temperature {esc(comp.temperature)}")
+    if meta.merged_from:
+        spans.append("merged from " + ", ".join(f"<code>{esc(p)}</code>" for p in meta.merged_from))
+    desc = raw.description
     head = (f"<h1>{esc(name)}</h1>" + (f'<p class="meta">{esc(desc)}</p>' if desc else "")
             + f'<p class="meta">{" ".join(f"<span>{s}</span>" for s in spans)}</p>')
     return str(name), head
 
 
-def render_html(records: list[ResultRow], requests: list[RequestRecord] | None, meta: dict | None) -> str:
+def render_html(records: list[ResultRow], requests: list[RequestRecord] | None, meta: RunMeta | None) -> str:
     """The whole report as one HTML document (inline CSS and SVG only)."""
-    meta = meta or {}
+    meta = meta or RunMeta()
     m = Model(records, meta)
     name, head = _meta_html(m, meta)
     sections: list[tuple[str, str, str]] = []
@@ -177,7 +176,7 @@ def render_html(records: list[ResultRow], requests: list[RequestRecord] | None, 
             sections.append(("speedup-load", "Speed-up vs load", lp))
         if has_decomposition(m.rows):
             sections.append(("decomposition", "Why: tokens per step vs step cost", decomposition_plot(m)))
-        replay = bool((meta.get("whatif") or {}).get("profile"))
+        replay = is_replay(meta)
         whatif_title = "Predicted speed-up at a profile's acceptance (what-if)" if replay else "Break-even acceptance (what-if)"
         for sid, title, content in (("whatif", whatif_title, whatif_section(m)),
                                     ("tune", "Best K per load", tune_section(m))):
@@ -189,12 +188,12 @@ def render_html(records: list[ResultRow], requests: list[RequestRecord] | None, 
         if any(r.request_acceptance_p50 is not None for r in m.rows):
             sections.append(("request-acceptance", "Acceptance vs TPOT per request", request_scatter(m, requests)))
     nav = "<nav>" + "".join(f'<a href="#sec-{sid}">{esc(t)}</a>' for sid, t, _ in sections) + "</nav>"
-    notes = meta.get("notes") or []
+    notes = meta.notes or []
     notes_html = ("<h2>Notes</h2><ul class=\"notes\">" + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>") if notes else ""
     body = "".join(f'<section id="sec-{sid}"><h2>{esc(t)}</h2>{content}</section>' for sid, t, content in sections)
     if not m.rows:
         body += f"<p>{nm_html('no result records')}</p>"
-    version = meta.get("specbench_version", "")
+    version = meta.specbench_version or ""
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
@@ -217,12 +216,10 @@ def write_html(run_paths: list[Path], out: Path) -> Path:
         reqs = read_requests(run.path.parent) if run.path else None
         if reqs is not None:
             requests = (requests or []) + reqs
-    if len(runs) == 1:
-        meta = dict(runs[0].meta)
-    else:
-        meta = dict(runs[0].meta)
-        meta.pop("notes", None)
-        meta["merged_from"] = [str(run.path) for run in runs]
+    meta = (runs[0].meta or RunMeta()).copy()
+    if len(runs) > 1:
+        meta.notes = None
+        meta.merged_from = [str(run.path) for run in runs]
     out = Path(out)
     if out.is_dir():
         out = out / "report.html"

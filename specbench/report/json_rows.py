@@ -4,11 +4,11 @@ value, is written as ``null``)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
+from ..schemas.meta import RunMeta
 from ..schemas.row import ResultRow
 from ..util.jsonio import dumps
 
 
-def render(rows: Sequence[ResultRow], meta: dict[str, Any] | None = None) -> str:
+def render(rows: Sequence[ResultRow], meta: RunMeta | None = None) -> str:
     return dumps([r.to_dict(reference_first=False) for r in rows], indent=2)

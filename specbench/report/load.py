@@ -12,16 +12,18 @@ from __future__ import annotations
 
 import gzip
 import json
-import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import ResultsError
+from ..schemas.meta import RunMeta
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
-from ..schemas.row_read import finite, is_number, read_row, refusal, show
+from ..schemas.row_read import read_row, refusal, show
+from ..util.jsonio import read_json
+from ..util.numbers import is_number
 
 __all__ = ["RunResults", "is_number", "load_results", "load_run", "read_meta", "read_requests", "refusal", "warn"]
 
@@ -29,7 +31,7 @@ __all__ = ["RunResults", "is_number", "load_results", "load_run", "read_meta", "
 @dataclass
 class RunResults:
     rows: list[ResultRow]
-    meta: dict[str, Any] = field(default_factory=dict)
+    meta: RunMeta | None = None  # None: no meta.json beside the results
     path: Path | None = None
     problems: list[str] = field(default_factory=list)
 
@@ -46,78 +48,6 @@ def clean_records(data: Any, where: Path | str) -> tuple[list[ResultRow], list[s
     return [read_row(r, where, i, problems) for i, r in enumerate(data)], problems
 
 
-#: meta.json keys the report reads, and their types (a nested dict is checked key by key)
-META_SCHEMA: dict[str, Any] = {
-    "specbench_version": str, "started_at": str, "finished_at": str, "updated_at": str,
-    "notes": [str], "merged_from": [str],
-    "suite": {"name": str, "path": str, "raw": {"name": str, "model": str, "description": str, "configs": [dict]}},
-    "host": {"platform": str, "python": str, "cpus": int},
-    "comparability": {"model": str, "max_tokens": int, "temperature": (int, float)},
-    "servers": dict, "failed_configs": dict, "timing": dict,
-}
-
-
-def _meta_type_ok(value: Any, expected: Any) -> bool:
-    if isinstance(expected, list):
-        return isinstance(value, list) and all(_meta_type_ok(v, expected[0]) for v in value)
-    if isinstance(expected, dict):
-        return isinstance(value, dict)
-    types = expected if isinstance(expected, tuple) else (expected,)
-    if isinstance(value, bool) and bool not in types:
-        return False
-    if isinstance(value, float) and not math.isfinite(value):
-        return False
-    return isinstance(value, types)
-
-
-def _name(expected: Any) -> str:
-    if isinstance(expected, list):
-        return f"a list of {_name(expected[0])}s".replace("a list of an ", "a list of ")
-    if isinstance(expected, dict) or expected is dict:
-        return "an object"
-    return {str: "text", int: "an integer"}.get(expected, "a number")
-
-
-def clean_meta(data: Any, where: Path | str) -> tuple[dict[str, Any], list[str]]:
-    """meta.json as the report reads it: an object, else a ResultsError; a known key of the wrong
-    type is dropped (the report then shows what it shows without it) and said."""
-    if not isinstance(data, dict):
-        raise ResultsError(f"{where}: expected a JSON object, got {type(data).__name__}")
-    problems: list[str] = []
-
-    def walk(obj: dict[str, Any], schema: dict[str, Any], prefix: str) -> dict[str, Any]:
-        out = {}
-        for key, value in obj.items():
-            expected = schema.get(key)
-            if expected is None or value is None:
-                out[key] = finite(value)
-                continue
-            if not _meta_type_ok(value, expected):
-                problems.append(f"{where}: {prefix}{key}: expected {_name(expected)}, got {show(value)}; ignored")
-                continue
-            out[key] = walk(value, expected, f"{prefix}{key}.") if isinstance(expected, dict) else finite(value)
-        return out
-
-    return walk(data, META_SCHEMA, ""), problems
-
-
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_bytes().decode("utf-8"))
-    except FileNotFoundError:
-        raise ResultsError(f"{path}: not found") from None
-    except IsADirectoryError:
-        raise ResultsError(f"{path}: is a directory, not a JSON file") from None
-    except OSError as err:
-        raise ResultsError(f"{path}: cannot read: {err.strerror}") from None
-    except UnicodeDecodeError as err:
-        raise ResultsError(f"{path}: not UTF-8 text (byte at offset {err.start}): not a results file") from None
-    except json.JSONDecodeError as err:
-        raise ResultsError(f"{path}:{err.lineno}: not valid JSON: {err.msg}") from None
-    except RecursionError:
-        raise ResultsError(f"{path}: nested too deeply to be a results file") from None
-
-
 def warn(problems: list[str], prefix: str = "specbench report") -> None:
     """The repairs of one file on stderr: the first few in full, then how many more."""
     for line in problems[:MAX_SHOWN]:
@@ -127,9 +57,11 @@ def warn(problems: list[str], prefix: str = "specbench report") -> None:
               f"({problems[0].split(':')[0]})", file=sys.stderr)
 
 
-def read_meta(path: Path) -> tuple[dict[str, Any], list[str]]:
-    """A meta.json as the report reads it (``clean_meta``), and the repairs made."""
-    return clean_meta(_read_json(path), path)
+def read_meta(path: Path) -> tuple[RunMeta, list[str]]:
+    """A meta.json as the report reads it, and the repairs made: not an object is a ResultsError; a
+    known key of the wrong type is dropped (the report shows what it shows without it) and said."""
+    problems: list[str] = []
+    return RunMeta.load(path, problems), problems
 
 
 def load_run(path: str | Path, *, quiet: bool = False, strict: bool = False) -> RunResults:
@@ -145,11 +77,11 @@ def load_run(path: str | Path, *, quiet: bool = False, strict: bool = False) -> 
             raise ResultsError(f"{path}: no results.json in this directory")
     else:
         results = path
-    rows, problems = clean_records(_read_json(results), results)
+    rows, problems = clean_records(read_json(results), results)
     if strict and problems:
         raise ResultsError(refusal(problems))
     meta_path = results.parent / "meta.json"
-    meta: dict[str, Any] = {}
+    meta = None
     if meta_path.exists():
         meta, meta_problems = read_meta(meta_path)
         problems += meta_problems
@@ -164,7 +96,7 @@ def load_results(paths: list[str | Path]) -> RunResults:
     if len(runs) == 1:
         return runs[0]
     merged = [r for run in runs for r in run.rows]
-    return RunResults(rows=merged, meta={"merged_from": [str(r.path) for r in runs]},
+    return RunResults(rows=merged, meta=RunMeta(merged_from=[str(r.path) for r in runs]),
                       problems=[p for run in runs for p in run.problems])
 
 
@@ -192,7 +124,7 @@ def request_problem(data: Any) -> str | None:
         value = data[key]
         if isinstance(value, bool) or not isinstance(value, types):
             return f"{key}: expected {'/'.join(t.__name__ for t in types)}, got {show(value)}"
-        if isinstance(value, float) and not math.isfinite(value):
+        if isinstance(value, float) and not is_number(value):
             return f"{key}: expected a finite number, got {show(value)}"
     if not all(is_number(t) for t in data.get("chunk_times", [])):
         return "chunk_times: expected finite numbers"

@@ -8,10 +8,10 @@ Missing values print as ``—`` (or ``-`` inside the per-position cell), never a
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from ..measure.compare import crossover
 from ..schemas.cell import cell_where, load_label
+from ..schemas.meta import RunMeta
 from ..schemas.row import ResultRow
 from .colspec import DASH, DECOMPOSITION_NOTE
 from .columns import COLUMNS, has_decomposition, num
@@ -21,7 +21,7 @@ from .tables import md_row, tables_markdown
 __all__ = ["COLUMNS", "DASH", "DECOMPOSITION_NOTE", "has_decomposition", "markdown", "render"]
 
 
-def markdown(records: Sequence[ResultRow], meta: dict[str, Any] | None = None) -> str:
+def markdown(records: Sequence[ResultRow], meta: RunMeta | None = None) -> str:
     """The comparison table and the small tables (``tables.py``), the sweep table, the what-if and
     tune tables, and last the notes and warnings."""
     parts = tables_markdown(records)
@@ -29,18 +29,18 @@ def markdown(records: Sequence[ResultRow], meta: dict[str, Any] | None = None) -
     if sweep:
         parts.append(sweep)
     parts += explain_sections(records, meta)
-    notes = list((meta or {}).get("notes") or []) + warnings(records)
+    notes = list((meta.notes if meta else None) or []) + warnings(records)
     if notes:
         parts.append("\n".join(f"- {n}" for n in notes))
     return "\n\n".join(parts)
 
 
-def explain_sections(records: Sequence[ResultRow], meta: dict[str, Any] | None) -> list[str]:
+def explain_sections(records: Sequence[ResultRow], meta: RunMeta | None) -> list[str]:
     """The what-if map and the best-K table of runs made by ``specbench whatif`` / ``tune``."""
     out = []
-    if (meta or {}).get("whatif"):
+    if meta and meta.whatif:
         out.append(whatif_markdown(records, meta))
-    if (meta or {}).get("tune"):
+    if meta and meta.tune:
         out.append(tune_markdown(records, meta))
     return [part for part in out if part]
 
@@ -103,6 +103,6 @@ def sweep_table(records: Sequence[ResultRow]) -> str | None:
     return "Speedup vs concurrency\n\n" + "\n".join(lines)
 
 
-def render(rows: Sequence[ResultRow], meta: dict[str, Any] | None = None) -> str:
+def render(rows: Sequence[ResultRow], meta: RunMeta | None = None) -> str:
     """The ``markdown`` report format."""
     return markdown(rows, meta)

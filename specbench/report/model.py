@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from ..schemas.cell import Load, baseline_name, load_of, unique
+from ..schemas.meta import RunMeta
 from ..schemas.row import ResultRow
 
 #: baseline first (black), then the Okabe–Ito colours, which stay distinct under colour-vision deficiency
@@ -17,9 +17,9 @@ DASHES = ["", "7 4", "2 3", "9 3 2 3"]
 class Model:
     """Records grouped the way every plot needs them."""
 
-    def __init__(self, records: Sequence[ResultRow], meta: dict[str, Any] | None) -> None:
+    def __init__(self, records: Sequence[ResultRow], meta: RunMeta | None) -> None:
         self.rows = list(records)
-        self.meta = meta or {}
+        self.meta = meta
         self.baseline = baseline_name(self.rows, self.meta)
         self.configs = unique(r.run for r in self.rows)
         if self.baseline in self.configs:  # baseline first, then the suite's order

@@ -17,20 +17,21 @@ Raw files are the source of truth: results can be rebuilt from them, and ``--res
 from __future__ import annotations
 
 import json
-import math
 import shutil
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ..errors import RunDirError
+from ..errors import ResultsError, RunDirError
 from ..measure.slo import PROBES_FILE
 from ..measure.summarize import PhaseInfo
 from ..schemas.cell import Cell
+from ..schemas.meta import RunMeta
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
 from ..util.diskio import append_text, write_atomic, writing
-from ..util.jsonio import dumps
+from ..util.jsonio import dumps, write_json
+from ..util.numbers import is_number
 
 REQUESTS, PHASES, META, LAUNCHED = "requests.jsonl", "phases.jsonl", "meta.json", "launched.json"
 QUARANTINE = {REQUESTS: "requests.quarantine.jsonl", PHASES: "phases.quarantine.jsonl"}
@@ -50,16 +51,6 @@ _SHAPE: dict[str, dict[str, tuple[tuple[type, ...], bool]]] = {
              "acceptance": ((dict,), False), "server": ((dict,), False), "requests": ((int, type(None)), False)},
 }
 
-#: meta.json keys a resumed run reads or extends, and the JSON type each must have
-_META_SHAPE: dict[str, type] = {"comparability": dict, "configs": dict, "datasets": dict, "servers": dict,
-                                "failed_configs": dict, "slo_search": dict, "chunk_clock": dict, "restarts": dict,
-                                "runs": list, "run_dir_notes": list, "superseded_phases": list}
-
-
-def write_json(path: Path, data: Any) -> None:
-    write_atomic(path, dumps(data, indent=2, default=str) + "\n")
-
-
 def line_problem(name: str, raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
     """A raw line → (its object, None) or (None, why it cannot be used)."""
     try:
@@ -76,8 +67,7 @@ def line_problem(name: str, raw: bytes) -> tuple[dict[str, Any] | None, str | No
                 return None, f"no {key!r}"
             continue
         value = obj[key]
-        if isinstance(value, bool) or not isinstance(value, types) or (
-                isinstance(value, float) and not math.isfinite(value)):
+        if isinstance(value, bool) or not isinstance(value, types) or (isinstance(value, float) and not is_number(value)):
             return None, f"{key!r} has the wrong type: {value!r:.40}"
     return obj, None
 
@@ -137,27 +127,25 @@ def split_incomplete(phases: list[PhaseInfo], records: list[RequestRecord]) -> t
     return complete, cut, notes
 
 
-def read_meta(path: Path) -> dict[str, Any]:
-    """meta.json as a resumed run needs it ({} when there is none); one-line error when it is unusable."""
+def done_phases(phases: list[PhaseInfo]) -> dict[str, list[dict[str, Any]]]:
+    """The complete phases as written, per config."""
+    by: dict[str, list[dict[str, Any]]] = {}
+    for p in phases:
+        if p.complete:
+            by.setdefault(p.config, []).append(p.to_dict())
+    return by
+
+
+def read_meta(path: Path) -> RunMeta | None:
+    """meta.json as a resumed run needs it (None when there is none); one line when it is unusable."""
     if not path.exists():
-        return {}
+        return None
     try:
-        meta = json.loads(path.read_text())
-    except (ValueError, UnicodeDecodeError) as err:
-        raise RunDirError(f"{path}: not valid JSON ({err}); cannot continue this run") from None
-    if not isinstance(meta, dict):
-        raise RunDirError(f"{path}: expected a JSON object, got a {type(meta).__name__}; cannot continue this run")
-    comparability = meta.get("comparability")
-    shaped = {**{k: meta[k] for k in _META_SHAPE if k in meta},
-              **{f"comparability.{k}": comparability[k] for k in ("configs", "datasets")
-                 if isinstance(comparability, dict) and k in comparability}}
-    for key, value in shaped.items():
-        if not isinstance(value, _META_SHAPE[key.partition(".")[2] or key]):
-            raise RunDirError(f"{path}: {key!r} is a {type(value).__name__}, not a JSON "
-                              f"{'array' if _META_SHAPE[key.partition('.')[2] or key] is list else 'object'}; "
-                              "cannot continue this run")
-    for key in ("servers", "failed_configs"):
-        meta.setdefault(key, {})
+        meta = RunMeta.load(path)
+    except ResultsError as err:
+        raise RunDirError(f"{err}; cannot continue this run") from None
+    meta.grown("servers", {})
+    meta.grown("failed_configs", {})
     return meta
 
 
@@ -301,11 +289,11 @@ class RunDir(LaunchedServers):
         return cut, notes + more
 
     # ---- derived files ----
-    def load_meta(self) -> dict[str, Any]:
+    def load_meta(self) -> RunMeta | None:
         return read_meta(self.path / META)
 
-    def write_meta(self, meta: dict[str, Any]) -> None:
-        write_json(self.path / META, meta)
+    def write_meta(self, meta: RunMeta) -> None:
+        meta.save(self.path / META)
 
     def write_results(self, rows: list[ResultRow], markdown: str) -> None:
         write_json(self.path / "results.json", [r.to_dict() for r in rows])

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -21,6 +20,7 @@ from ..launch import Engine, ServerProcess, load_engine
 from ..launch.process import free_port, served_models, stop_off_loop
 from ..suite import ServerConfig, Suite
 from ..util.bounded import PROBE_LIMIT, read_capped
+from ..util.numbers import is_number
 from ..util.redact import redact_env, redact_url
 
 
@@ -59,7 +59,7 @@ async def server_info(session: aiohttp.ClientSession, url: str, engine: Engine) 
         return {"version": None, "version_error": f"{where}: {type(err).__name__}: {str(err)[:100]}", "raw": None}
     info: dict[str, Any] = {"version": None, "raw": data if engine.acceptance_reads_server_info else None}
     version = data.get(key) if isinstance(data, dict) else None
-    if isinstance(version, (int, float)) and not isinstance(version, bool) and math.isfinite(version):
+    if is_number(version):
         version = str(version)
     if isinstance(version, str) and 0 < len(version) <= 100:
         info["version"] = version

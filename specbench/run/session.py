@@ -17,6 +17,7 @@ from ..launch.process import stop_leftover
 from ..measure.slo import attach_capacity
 from ..measure.summarize import PhaseInfo
 from ..schemas.cell import Cell
+from ..schemas.meta import RunMeta, Timing
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
 from ..suite import Suite
@@ -28,13 +29,13 @@ from .rundir import RunDir
 
 Progress = Callable[..., None]
 #: results.md from the rows and meta.json: the report stage's table, handed in by the command (run never imports report)
-Render = Callable[[list[ResultRow], dict[str, Any]], str]
+Render = Callable[[list[ResultRow], RunMeta], str]
 
 
-def changed_comparability(suite: Suite, previous: dict[str, Any], phases: list[PhaseInfo]) -> list[str]:
+def changed_comparability(suite: Suite, previous: RunMeta, phases: list[PhaseInfo]) -> list[str]:
     """The comparability keys a resumed suite changed; of configs and data sets only those with
     measured cells must stay the same (a config that never ran may be fixed)."""
-    old, new = previous.get("comparability", {}), suite.comparability()
+    old, new = previous.comparability.to_dict() if previous.comparability else {}, suite.comparability()
     changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k) and k not in ("configs", "datasets"))
     measured = {"configs": {p.config for p in phases}, "datasets": {p.dataset for p in phases}}
     for group in ("configs", "datasets"):
@@ -56,9 +57,9 @@ def check_usable(run: RunDir, suite: Suite, *, resume: bool, overwrite: bool) ->
         run.check_fresh()
 
 
-def new_meta(suite: Suite) -> dict[str, Any]:
+def new_meta(suite: Suite) -> RunMeta:
     """meta.json of a run that starts afresh."""
-    return {
+    return RunMeta.from_dict({
         "specbench_version": __version__,
         "suite": {"name": suite.name, "path": str(suite.path), "raw": redact_raw(suite.raw)},
         "suite_file": suite_file_provenance(suite.path),
@@ -68,7 +69,7 @@ def new_meta(suite: Suite) -> dict[str, Any]:
         "host": {"platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count()},
         "servers": {},
         "failed_configs": {},
-    }
+    }, f"{suite.path}: meta.json")
 
 
 def stop_leftovers(run: RunDir, progress: Progress) -> list[dict[str, Any]]:
@@ -93,11 +94,6 @@ def take(run: RunDir, lock: RunLock, suite: Suite, *, resume: bool, overwrite: b
         raise
 
 
-def failed_notes(meta: dict[str, Any]) -> list[str]:
-    """One line under the table per failed config: its error's first line (for a refused warm-up, the server's message)."""
-    return [f"⚠ config {name} failed: {(str(err).splitlines() or ['?'])[0]}" for name, err in meta.get("failed_configs", {}).items()]
-
-
 class RunSession:
     """The run dir of one ``specbench run``: fresh (``out`` must hold no run), ``resume`` (continue
     it) or ``overwrite`` (replace it). ``extra_meta`` is merged into meta.json at ``begin``; ``render``
@@ -105,7 +101,7 @@ class RunSession:
 
     def __init__(self, suite: Suite, out: Path, *, render: Render, resume: bool = False, overwrite: bool = False,
                  progress: Progress | None = None, extra_meta: dict[str, Any] | None = None,
-                 on_finish: Callable[[list[ResultRow], list[RequestRecord], dict[str, Any]], None] | None = None) -> None:
+                 on_finish: Callable[[list[ResultRow], list[RequestRecord], RunMeta], None] | None = None) -> None:
         if resume and overwrite:
             raise SuiteError("--resume and --overwrite exclude each other")
         self.suite, self.dir, self.render = suite, RunDir(out), render
@@ -114,7 +110,7 @@ class RunSession:
         self.extra_meta = extra_meta or {}
         self.on_finish = on_finish  # an analysis of the final rows that belongs in meta.json (tune's choice of K)
         self.stopped_leftovers: list[dict[str, Any]] = []
-        self.meta: dict[str, Any] = {}
+        self.meta = RunMeta()  # until ``begin``: the new run's, or the resumed run's from disk
         self.path, self.logs = self.dir.path, self.dir.logs
         self.lock = RunLock(self.path)
 
@@ -128,7 +124,7 @@ class RunSession:
 
     def close(self) -> None:
         """Let go of the run dir (``RunLock.release``)."""
-        self.lock.release(used=bool(self.meta))
+        self.lock.release(used=bool(self.meta.keys()))
 
     def begin(self) -> None:
         """Open the run dir for writing: cleared (--overwrite), or its damaged lines quarantined and
@@ -137,9 +133,8 @@ class RunSession:
             self.dir.clear()
         self.dir.create()
         self.lock.mark()
-        self.meta = (self.dir.load_meta() if self.resume else {}) or new_meta(self.suite)
-        self.meta.setdefault("runs", []).append({"started_at": now(), "resume": self.resume, "overwrite": self.overwrite,
-                                                 **({"stopped_leftovers": self.stopped_leftovers} if self.stopped_leftovers else {})})
+        self.meta = (self.dir.load_meta() if self.resume else None) or new_meta(self.suite)
+        self.meta.start_run(now(), resume=self.resume, overwrite=self.overwrite, stopped_leftovers=self.stopped_leftovers)
         self.meta.update(self.extra_meta)
         if self.resume:
             self.supersede_incomplete()
@@ -149,25 +144,15 @@ class RunSession:
         """Set aside what must be measured again (the cut phases are listed in meta.json), after
         quarantining unreadable lines; see ``RunDir.supersede_incomplete``."""
         cut, notes = self.dir.supersede_incomplete()
-        if cut:
-            self.meta.setdefault("superseded_phases", []).extend(cut)
         for note in notes:  # said now and kept under the table: it bears on the numbers
             self.progress("notice", message=note)
-            self.meta.setdefault("run_dir_notes", []).append(note)
+        self.meta.set_aside(cut, notes)
 
     def done(self) -> set[tuple[Cell, int]]:
         return {(p.cell, p.repeat) for p in self.dir.load_phases() if p.complete}
 
-    def done_phases(self) -> dict[str, list[dict[str, Any]]]:
-        """The complete phases as written, per config."""
-        by: dict[str, list[dict[str, Any]]] = {}
-        for p in self.dir.load_phases():
-            if p.complete:
-                by.setdefault(p.config, []).append(p.to_dict())
-        return by
-
     def searched(self, config: str) -> set[str]:
-        return set((self.meta.get("slo_search") or {}).get(config, {}))
+        return self.meta.searched(config)
 
     def save_meta(self) -> None:
         self.dir.write_meta(self.meta)
@@ -180,11 +165,11 @@ class RunSession:
         self.dir.forget_server(name)
 
     def server_ready(self, name: str, info: dict[str, Any]) -> None:
-        self.meta["servers"][name] = info
+        self.meta.server_ready(name, info)
         self.save_meta()
 
     def chunk_clock(self, name: str, clock: str) -> None:
-        self.meta.setdefault("chunk_clock", {})[name] = clock
+        self.meta.set_chunk_clock(name, clock)
 
     def store_phase(self, info: PhaseInfo, records: list[RequestRecord]) -> None:
         grade_phase(self.suite, info.dataset, records)
@@ -197,36 +182,35 @@ class RunSession:
         self.progress("cell_done", row=None)
 
     def store_search(self, name: str, dataset: str, result: dict[str, Any]) -> None:
-        self.meta.setdefault("slo_search", {}).setdefault(name, {})[dataset] = result
+        self.meta.store_search(name, dataset, result)
         self.write()
 
     def config_failed(self, name: str, error: str) -> None:
-        self.meta["failed_configs"][name] = error
+        self.meta.config_failed(name, error)
         self.progress("config_failed", config=name, error=error)
 
     def config_restarting(self, name: str, attempt: int) -> None:
-        self.meta.setdefault("restarts", {})[name] = attempt
+        self.meta.config_restarting(name, attempt)
         self.supersede_incomplete()
 
     def config_succeeded(self, name: str) -> None:
-        """A config that completed every cell this time is no longer failed (from an earlier run)."""
-        self.meta["failed_configs"].pop(name, None)
+        self.meta.config_succeeded(name)
 
     def write(self, *, final: bool = False) -> list[ResultRow]:
-        """Rebuild the rows from the raw files; rewrite meta.json and the results."""
+        """Rebuild the rows from the raw files; rewrite meta.json (its notes, which `specbench report` prints
+        too) and the results."""
         requests = self.dir.load_requests()
         rows = build_rows(self.suite, self.dir.load_phases(), requests)
-        attach_capacity(rows, self.meta.get("slo_search"), self.suite.baseline.name if self.suite.baseline else None)
+        attach_capacity(rows, self.meta.slo_search, self.suite.baseline.name if self.suite.baseline else None)
         if final and self.on_finish is not None:
             self.on_finish(rows, requests, self.meta)
-        self.meta["updated_at"] = now()
-        # `specbench report` prints them too
-        self.meta["notes"] = run_notes(self.suite, self.meta.get("chunk_clock")) + self.meta.get("run_dir_notes", []) + failed_notes(self.meta)
+        self.meta.updated_at = now()
+        self.meta.notes = run_notes(self.suite, self.meta.chunk_clock) + (self.meta.run_dir_notes or []) + self.meta.failed_notes()
         self.save_meta()
         self.dir.write_results(rows, self.render(rows, self.meta))
         return rows
 
     def finish(self, timing: dict[str, Any]) -> list[ResultRow]:
-        self.meta["finished_at"] = now()
-        self.meta["timing"] = timing
+        self.meta.finished_at = now()
+        self.meta.timing = Timing.from_dict(timing, "timing")
         return self.write(final=True)

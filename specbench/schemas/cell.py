@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .meta import RunMeta
     from .row import ResultRow
 
 
@@ -94,10 +95,9 @@ def unique(values: Iterable[Any]) -> list[Any]:
     return out
 
 
-def baseline_name(records: Sequence[ResultRow], meta: dict[str, Any] | None) -> str | None:
+def baseline_name(records: Sequence[ResultRow], meta: RunMeta | None) -> str | None:
     """The suite's baseline: the config marked ``baseline: true``, else the one named "baseline"."""
-    raw = (((meta or {}).get("suite") or {}).get("raw") or {})
-    marked = [c["name"] for c in raw.get("configs") or [] if isinstance(c, dict) and c.get("baseline")
+    marked = [c["name"] for c in (meta.raw.configs if meta else None) or [] if c.get("baseline")
               and isinstance(c.get("name"), str)]
     found = find_baseline(unique(r.run for r in records), marked)
     return found or next((r.run for r in records if r.method == "baseline"), None)

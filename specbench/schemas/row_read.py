@@ -7,18 +7,13 @@ each known key holds, and a key this version does not know is checked by its nam
 from __future__ import annotations
 
 import json
-import math
 import re
 import typing
-from typing import Any, TypeGuard
+from typing import Any
 
 from ..errors import ResultsError
+from ..util.numbers import finite, is_number
 from .row import FIELD_NAMES, ResultRow
-
-
-def is_number(value: Any) -> TypeGuard[int | float]:
-    """A finite int or float (bool is not a number here)."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _kind_of(annotation: Any) -> str | None:
@@ -59,17 +54,6 @@ def show(value: Any) -> str:
     """A value as an error line quotes it: JSON, cut at 40 characters."""
     text = json.dumps(value, allow_nan=True, default=str) if not isinstance(value, str) else repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
-
-
-def finite(value: Any) -> Any:
-    """``value`` with NaN/±Infinity anywhere inside it replaced by None."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: finite(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [finite(v) for v in value]
-    return value
 
 
 def refusal(problems: list[str]) -> str:
@@ -115,7 +99,7 @@ class Checker:
                 self.note(at, name, value, "an object")
                 return None
             return self.mapping(at, key, value) if label is None else finite(value)
-        if isinstance(value, float) and not math.isfinite(value):
+        if isinstance(value, float) and not is_number(value):
             self.note(at, name, value, "a finite number")
             return None
         return finite(value)

@@ -5,13 +5,13 @@ See docs/gate.md for the threshold syntax.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeGuard
+from typing import Any, Literal
 
 from ..errors import SpecbenchError, SuiteError
+from ..util.numbers import is_number
 
 Kind = Literal["min", "max", "max_drop"]
 Outcome = Literal["pass", "within noise", "fail"]
@@ -115,12 +115,8 @@ def parse_percent(value: Any) -> float:
     return float(match["num"]) / 100
 
 
-def is_number(value: Any) -> TypeGuard[int | float]:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
 def parse_number(value: Any) -> float:
-    if not is_number(value) or not math.isfinite(value):
+    if not is_number(value):
         raise ValueError(f"expected a number, got {value!r}")
     return float(value)
 

@@ -4,12 +4,12 @@ price of a GPU hour (``cost``). What they measure lives in measure/ (slo, grade,
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import SuiteError
+from ..util.numbers import is_number
 
 SLO_KEYS = ("ttft_ms", "tpot_ms", "latency_ms")
 
@@ -45,7 +45,7 @@ class RateSearch:
 
 
 def _positive(value: Any) -> bool:
-    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value) and value > 0
+    return is_number(value) and value > 0
 
 
 def parse_slo(value: Any, where: str, problems: list[str]) -> Slo | None:
@@ -151,7 +151,7 @@ def parse_cost(value: Any, where: str, problems: list[str]) -> Cost | None:
         problems.append(f"{where}: expected a mapping with gpu_hour_usd (the price of one GPU for one hour), got {value!r}")
         return None
     price = value["gpu_hour_usd"]
-    if isinstance(price, bool) or not isinstance(price, (int, float)) or not math.isfinite(price) or price <= 0:
+    if not _positive(price):
         problems.append(f"{where}.gpu_hour_usd: expected a positive number, got {price!r}")
         return None
     return Cost(float(price))

@@ -221,6 +221,7 @@ def test_gate_suite_file_is_read_with_the_same_bounds(tmp_path, capsys):
 from specbench.measure.summarize import PhaseInfo  # noqa: E402
 from specbench.report import render  # noqa: E402
 from specbench.run.rundir import RunDir, write_json  # noqa: E402
+from specbench.schemas.meta import RunMeta  # noqa: E402
 from specbench.schemas.request import RequestRecord  # noqa: E402
 from specbench.schemas.row import ResultRow  # noqa: E402
 
@@ -235,7 +236,7 @@ def test_run_dir_writers_never_emit_nan_or_infinity(tmp_path):
     rec = RequestRecord(prompt_id="p", dataset="d", config="b", send_time=1.0, chunk_times=[1.5, INF],
                         chunk_tokens=[1, 2], spec_stats={"mean": -INF})
     run.append_phase(info, [rec])
-    run.write_meta({"x": NAN, "nested": {"y": [INF, 1.0]}})
+    run.write_meta(RunMeta(unknown={"x": NAN, "nested": {"y": [INF, 1.0]}}))
     row = ResultRow.start("d", "b")
     row.output_throughput_tps = NAN
     run.write_results([row], "table")

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from specbench.measure.break_even import verdict, whatif_curves
+from specbench.schemas.meta import RunMeta
 from specbench.schemas.row_read import rows_from
 from tests.support.gpu import gpu_run_dir
 from tests.support.paths import ROOT
@@ -38,7 +39,7 @@ def whatif_problems(rows: list[dict], meta: dict) -> list[str]:
             problems.append(f"{cell}: counter acceptance length {length}, set to {target}")
         if r.get("run") == "dspark_k3" and (length is None or length > RANDOM_DRAFTER_CEILING):
             problems.append(f"{cell}: the random drafter accepts {length} per step, expected ≤ {RANDOM_DRAFTER_CEILING}")
-    curves = whatif_curves(rows_from(rows), meta)
+    curves = whatif_curves(rows_from(rows), RunMeta.from_dict(meta))
     loads = sorted(c.load.value or 0 for c in curves)
     if loads != [1, 16, 64]:
         problems.append(f"what-if curves at loads {loads}, expected [1, 16, 64]")
@@ -71,7 +72,7 @@ def test_the_committed_h200_map_meets_its_known_answers_and_a_drift_is_named() -
 def test_the_committed_h200_map_places_the_random_drafter() -> None:
     """The random drafter loses at every load; C=64 is bracketed by the grid, C=1 and C=16 only through its own point."""
     rows, meta = _committed()
-    said = {c.load.value: verdict(c) for c in whatif_curves(rows_from(rows), meta)}
+    said = {c.load.value: verdict(c) for c in whatif_curves(rows_from(rows), RunMeta.from_dict(meta))}
     assert said[64].startswith("needs 1.76 at C=64, has 1.02 → loses")
     assert said[1].startswith("needs ≈1.18 at C=1 (interpolated between its own 1.02 at 0.909x")
     assert said[16].startswith("needs ≈1.49 at C=16") and said[16].endswith("→ loses")

@@ -22,6 +22,7 @@ from specbench.gate import Measure
 from specbench.gate.runs import change_verdict, compare_runs
 from specbench.report.history import classify
 from specbench.run.provenance import suite_file_provenance
+from specbench.schemas.meta import RunMeta
 from specbench.schemas.row_read import rows_from
 
 SHA = "5" * 64
@@ -167,8 +168,8 @@ def test_interrupted_failed_unfinished_runs_are_listed_never_mixed_in(results, c
 
 
 def test_classify_counts_missing_cells_and_short_repeats():
-    meta = {"finished_at": "x", "suite": {"raw": {"load": {"concurrency": [1, 4], "repeats": 3}}},
-            "comparability": {"configs": {"b": "", "s": ""}, "datasets": {"d": ""}}}
+    meta = RunMeta.from_dict({"finished_at": "x", "suite": {"raw": {"load": {"concurrency": [1, 4], "repeats": 3}}},
+                              "comparability": {"configs": {"b": "", "s": ""}, "datasets": {"d": ""}}})
     full = rows_from([rec(c, "d", conc=n, repeats=3) for c in "bs" for n in (1, 4)])
     assert classify(meta, full) == ("complete", "")
     status, why = classify(meta, full[:3])

@@ -13,6 +13,7 @@ import pytest
 from specbench.cli import main
 from specbench.report import load_results, render
 from specbench.report.markdown import markdown
+from specbench.schemas.meta import RunMeta
 from specbench.schemas.row_read import rows_from
 from tests.support import paths
 from tests.support.md_tables import tables_of
@@ -143,7 +144,7 @@ def test_extra_columns_for_specbench_runs():
         {"dataset": "d", "run": "spec", "requests": 2, "concurrency": 4, "status": "failed", "failed_requests": 2,
          "fidelity_identical": 0.5, "ci95": {"speedup_vs_baseline": [1.1, 1.3]}, "speedup_vs_baseline": 1.2},
     ]
-    md = markdown(rows_from(rows), {"notes": ["first note", "second note"]})
+    md = markdown(rows_from(rows), RunMeta(notes=["first note", "second note"]))
     tables = tables_of(md)
     header, _, spec = tables[""]
     assert header[:3] == ["Dataset", "Run", "Conc"] and header[-1] == "Accept len"
@@ -217,7 +218,7 @@ def test_load_results_reads_meta(tmp_path):
     shutil.copy(RESULTS, run / "results.json")
     (run / "meta.json").write_text('{"suite": {"name": "x"}}')
     res = load_results([run])
-    assert res.meta == {"suite": {"name": "x"}} and len(res.rows) == 18
+    assert res.meta is not None and res.meta.to_dict() == {"suite": {"name": "x"}} and len(res.rows) == 18
 
 
 # ---------------------------------------------------------------- the format registry

@@ -17,6 +17,7 @@ from specbench.measure.replay import read_profile, replay_points
 from specbench.report.explain_tables import replay_markdown, whatif_markdown
 from specbench.report.html import render_html
 from specbench.run.replay import expand_replay, load_profile, replay_support
+from specbench.schemas.meta import RunMeta
 from specbench.schemas.row_read import rows_from
 from specbench.suite import parse_suite
 
@@ -157,7 +158,7 @@ def test_whatif_cli_refuses_a_bad_profile_before_anything_starts(tmp_path, capsy
 
 # ------------------------------------------------------------------------------ reading the replay back
 
-def replay_run(measured: dict[str, float], mode: str = "rates") -> tuple[list, dict]:
+def replay_run(measured: dict[str, float], mode: str = "rates") -> tuple[list, RunMeta]:
     """A replay of one config on gsm8k at C=1 and C=16: the profile says 2.50 (p = 0.7, 0.5, 0.3)."""
     plan = {"dspark_k3_profile_gsm8k": {
         "of": "dspark_k3", "dataset": "gsm8k", "k": 3, "mode": mode, "acceptance_per_position": [0.7, 0.5, 0.3],
@@ -172,7 +173,7 @@ def replay_run(measured: dict[str, float], mode: str = "rates") -> tuple[list, d
                  {"dataset": "gsm8k", "run": "dspark_k3_profile_gsm8k", "concurrency": int(c), "num_speculative_tokens": 3,
                   "speedup_vs_baseline": 1.4 if c == "1" else 0.9, "mean_acceptance_length": length,
                   "ci95": {"speedup_vs_baseline": [1.3, 1.5] if c == "1" else [0.85, 0.95]}}]
-    return rows_from(rows), {"whatif": {"configs": plan, "profile": PROFILE, "skipped_datasets": ["extra"]}}
+    return rows_from(rows), RunMeta.from_dict({"whatif": {"configs": plan, "profile": PROFILE, "skipped_datasets": ["extra"]}})
 
 
 def test_replay_table_flags_a_measured_length_more_than_3_percent_off():

@@ -7,6 +7,7 @@ import yaml
 
 from specbench.errors import SuiteError
 from specbench.gate.judge import comparability_problems
+from specbench.schemas.meta import RunMeta
 from specbench.suite import LoadSpec, Suite, load_suite, parse_suite
 from tests.support.paths import ROOT
 
@@ -389,5 +390,5 @@ def test_dummy_and_real_runs_are_not_comparable(tmp_path, prompts):
     real = load_suite(write(tmp_path, data)).comparability()
     data["server"]["load_format"] = "dummy"
     dummy = load_suite(write(tmp_path, data)).comparability()
-    assert comparability_problems({"comparability": dummy}, {"comparability": real}) == [
+    assert comparability_problems(RunMeta.from_dict({"comparability": dummy}), RunMeta.from_dict({"comparability": real})) == [
         "comparability differs in load_format ('dummy' vs missing)"]

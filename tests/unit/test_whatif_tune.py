@@ -19,6 +19,7 @@ from specbench.report.explain_tables import whatif_markdown
 from specbench.report.html import render_html
 from specbench.run.tune import expand_tune, families, family_name
 from specbench.run.whatif import default_lengths, expand_whatif, synthetic_support
+from specbench.schemas.meta import RunMeta
 from specbench.schemas.row import ResultRow
 from specbench.schemas.row_read import rows_from
 from specbench.suite import parse_suite
@@ -127,7 +128,7 @@ def test_whatif_cli_refuses_in_one_line_with_exit_2(tmp_path, capsys):
     assert not (tmp_path / "out").exists()  # refused before anything started
 
 
-def _rows(curve: dict[float, float], real: tuple[float, float] | None, c: int = 16) -> tuple[list[ResultRow], dict]:
+def _rows(curve: dict[float, float], real: tuple[float, float] | None, c: int = 16) -> tuple[list[ResultRow], RunMeta]:
     rows = [{"dataset": "d", "run": "baseline", "concurrency": c, "speedup_vs_baseline": 1.0}]
     plan = {}
     for length, speedup in curve.items():
@@ -138,7 +139,7 @@ def _rows(curve: dict[float, float], real: tuple[float, float] | None, c: int = 
     if real:
         rows.append({"dataset": "d", "run": "spec", "concurrency": c, "mean_acceptance_length": real[0],
                      "speedup_vs_baseline": real[1]})
-    return rows_from(rows), {"whatif": {"configs": plan}}
+    return rows_from(rows), RunMeta.from_dict({"whatif": {"configs": plan}})
 
 
 @pytest.mark.parametrize("curve, real, expected", [
@@ -251,7 +252,7 @@ async def test_whatif_end_to_end_finds_the_break_even_per_load(tmp_path, fake_en
     assert {r["run"] for r in rows} == {"baseline", "ngram_k3", "ngram_k3_al1.5", "ngram_k3_al2", "ngram_k3_al3", "ngram_k3_al4"}
     argv = meta["servers"]["ngram_k3_al3"]["argv"]
     assert json.loads(argv[argv.index("--speculative-config") + 1])["synthetic_acceptance_length"] == 3.0
-    curves = {c.load.value: c for c in whatif_curves(rows_from(rows), meta)}
+    curves = {c.load.value: c for c in whatif_curves(rows_from(rows), RunMeta.from_dict(meta))}
     for c in curves.values():  # 12 decode tokens: every synthetic length divides them, so counters see it exactly
         assert [p.measured for p in c.points] == pytest.approx([1.5, 2.0, 3.0, 4.0])
     # a step costs 1 + 0.45·k·C baseline steps (k=3): break-even ≈ 2.35 at C=1 and ≈ 3.7 at C=2 (TTFT aside)
@@ -303,19 +304,19 @@ def test_tune_report_without_requests_falls_back_to_overlapping_cis():
              "ci95": {"speedup_vs_baseline": [1.1, 1.3]}},
             {"dataset": "d", "run": "f_k2", "concurrency": 1, "speedup_vs_baseline": 1.25, "status": "ok",
              "ci95": {"speedup_vs_baseline": [1.15, 1.35]}}]
-    meta = {"tune": {"configs": {"f_k1": {"family": "f", "k": 1}, "f_k2": {"family": "f", "k": 2}},
-                     "families": {"f": {"adapter": "vllm", "method": "ngram"}}}}
+    meta = RunMeta.from_dict({"tune": {"configs": {"f_k1": {"family": "f", "k": 1}, "f_k2": {"family": "f", "k": 2}},
+                                       "families": {"f": {"adapter": "vllm", "method": "ngram"}}}})
     rows = rows_from(rows)
     result = tune_analysis(rows, None, meta)
-    [cell] = result["cells"]
-    assert cell["best"] == 2 and cell["indistinguishable"] == [1] and result["method"].startswith("overlapping")
-    assert math.isclose(cell["best_speedup"], 1.25)
+    [cell] = result.cells
+    assert cell.best == 2 and cell.indistinguishable == [1] and result.method.startswith("overlapping")
+    assert math.isclose(cell.best_speedup, 1.25)
     page = render_html(rows, None, meta)
     fig = page[page.index('id="fig-tune"'):]
     fig = fig[:fig.index("</figure>")]
     assert fig.count('class="best-k"') == 1 and "<b>1.250× [1.15–1.35]</b>" in fig
     assert "Serve it with <code>--speculative-config" in fig and "[[1,1,2]]" in fig
-    assert 'id="fig-tune"' not in render_html(rows, None, {})
+    assert 'id="fig-tune"' not in render_html(rows, None, RunMeta())
 
 
 def test_tune_verify_refuses_unusable_schedules_in_one_line(tmp_path, capsys):

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from ...schemas.cell import Load
 from ...schemas.row import ResultRow
+from ...util.numbers import is_number
 from ..model import PALETTE, Model
 from ..svg import (
     NOT_MEASURED,
@@ -41,7 +41,7 @@ LOAD_COLOURS = PALETTE + ["#000000", "#999999"]
 
 
 def num_or_none(v: Any) -> float | None:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
+    return float(v) if is_number(v) else None
 
 
 def panel_loads(m: Model, dataset: str) -> list[Load]:

@@ -9,9 +9,9 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from ...schemas.cell import Load, load_of
+from ...schemas.meta import RunMeta
 from ...schemas.row import ResultRow
 from ..model import Model
 from ..svg import (
@@ -101,7 +101,7 @@ def _panel(title: str, metric: str, axis: str, runs: Sequence[TrendRun], m: Mode
     return svg.render()
 
 
-def trend_plot(suite: str, runs: Sequence[TrendRun], meta: dict[str, Any] | None = None) -> str:
+def trend_plot(suite: str, runs: Sequence[TrendRun], meta: RunMeta | None = None) -> str:
     """The trend figure of one suite over its complete runs (chronological)."""
     title = f"Trend across runs: {suite}"
     caption = (

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ...measure.break_even import verdict, whatif_curves
+from ...measure.break_even import is_replay, verdict, whatif_curves
 from ...schemas.cell import Load
 from ..explain_tables import WHATIF_NOTE
 from ..model import Model
@@ -26,7 +26,7 @@ from .replay import replay_section
 
 
 def whatif_section(m: Model) -> str | None:
-    if ((m.meta or {}).get("whatif") or {}).get("profile"):
+    if is_replay(m.meta):
         return replay_section(m)
     curves = whatif_curves(m.rows, m.meta)
     if not curves:

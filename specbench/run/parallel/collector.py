@@ -29,8 +29,9 @@ class Collector:
         self.t_start = time.monotonic()
 
     @property
-    def meta(self) -> dict[str, Any]:
-        return self.session.meta
+    def parallel(self) -> dict[str, Any]:
+        """meta.json's ``parallel`` (set when the session began)."""
+        return self.session.meta.grown("parallel", {})
 
     @property
     def logs(self) -> Path:
@@ -42,7 +43,7 @@ class Collector:
 
     def placement(self, name: str) -> dict[str, Any]:
         """Where config ``name`` runs (meta.json ``parallel.configs``)."""
-        return self.meta["parallel"]["configs"].setdefault(name, {})
+        return self.parallel.setdefault("configs", {}).setdefault(name, {})
 
     def handle(self, msg: dict[str, Any]) -> None:
         kind, name = msg.get("type"), msg.get("config", "")

@@ -12,6 +12,7 @@ from ...schemas.request import Prompt
 from ...suite import Suite
 from ..interrupts import forward_signals
 from ..preflight import load_suite_prompts, preflight
+from ..rundir import done_phases
 from ..sequential import RunOutcome
 from ..session import Progress, Render, RunSession
 from .collector import Collector
@@ -57,10 +58,11 @@ async def _run_jobs(session: RunSession, suite: Suite, mode: str, address: str |
         where = {"address": address}
     session.extra_meta["parallel"] = {"mode": mode, **where, "gpus_per_server": per_server, "configs": {}}
     session.begin()  # on resume: damaged lines quarantined, phases cut short set aside to be measured again
-    session.meta["runs"][-1]["parallel"] = mode
+    assert session.meta.runs  # begin added this run's entry
+    session.meta.runs[-1].parallel = mode
     session.save_meta()
     collector = Collector(session, mode)
-    jobs = plan(suite, session.done_phases() if resume else {}, per_server)
+    jobs = plan(suite, done_phases(session.dir.load_phases()) if resume else {}, per_server)
     with forward_signals(lambda: None, collector.signalled):  # before and after the workers: the final write
         try:
             if mode == "gpus":

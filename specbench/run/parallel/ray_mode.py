@@ -65,7 +65,7 @@ async def run_ray(collector: Collector, suite: Suite, jobs: list[Job], address: 
 
         nodes = [n for n in ray.nodes() if n.get("Alive")]
         largest = max((int(n.get("Resources", {}).get("GPU", 0)) for n in nodes), default=0)
-        collector.meta["parallel"].update(ray_version=ray.__version__, nodes=len(nodes),
+        collector.parallel.update(ray_version=ray.__version__, nodes=len(nodes),
                                           cluster_resources={k: v for k, v in ray.cluster_resources().items()
                                                              if not k.startswith("node:")})
         here = ray.get_runtime_context().get_node_id()
@@ -73,7 +73,7 @@ async def run_ray(collector: Collector, suite: Suite, jobs: list[Job], address: 
         remote = ray.remote(ray_config_task)
         cpus = float(os.environ.get("SPECBENCH_RAY_CPUS", "1"))
         env = worker_env(suite)
-        run_id = f"{collector.session.path.name}-{collector.meta.get('started_at', '')}"
+        run_id = f"{collector.session.path.name}-{collector.session.meta.started_at or ''}"
         gens: dict[str, Any] = {}
 
         def cancel(force: bool) -> None:
@@ -111,7 +111,7 @@ async def run_ray(collector: Collector, suite: Suite, jobs: list[Job], address: 
                 return
             except ray.exceptions.RayError as err:
                 if not finished:
-                    collector.fail(job.config, lost_worker(job.config, collector.meta["parallel"]["configs"], err))
+                    collector.fail(job.config, lost_worker(job.config, collector.parallel["configs"], err))
                     return
             finally:
                 gens.pop(job.config, None)

@@ -1,0 +1,228 @@
+"""meta.json as a typed, versioned record: ``RunMeta`` (one field per top-level key) and the small
+records whose shape is fixed and read (the suite block, the suite file's provenance, the
+comparability fingerprint, the host, a server, a run entry, the timing).
+
+The plans other modules own stay plain ``dict[str, Any]``: ``whatif``/``tune``/``schedule`` (the
+command's plan, written by ``run.whatif``/``run.tune``/``cli.tune`` and read by ``measure``),
+``parallel`` (``run.parallel``'s placement), ``slo_search`` (``measure.slo``'s result per config
+and data set), ``superseded_phases`` (``PhaseInfo`` dicts). Typing them here would copy their
+owners' shapes into a second place that must change with each.
+
+Versions. ``SCHEMA_VERSION`` 1 is every meta.json written so far; the record adds no key of its
+own, so a file's bytes stay what the run wrote, and the version is implied by
+``specbench_version`` (0.1.0 for all of them). Every field is optional: a file from before a key
+existed (``suite_file``, ``weights``, ``restarts`` …) reads as that key absent, and a key a newer
+version adds is kept in ``unknown`` and written back unchanged. A version that changes a key's
+meaning must bump ``SCHEMA_VERSION`` and tell the files apart by ``specbench_version``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from ..util.jsonio import read_json, write_json
+from .record import Record
+
+
+@dataclass
+class SuiteRaw(Record):
+    """The suite file as written, secrets masked (its shape is ``suite.parse``'s): typed are only the
+    keys the report, the gate and the profile read; every other key is kept as it is."""
+
+    name: str | None = None
+    model: str | None = None
+    description: str | None = None
+    configs: list[dict[str, Any]] | None = None
+    datasets: list[Any] | None = None
+    load: dict[str, Any] | None = None
+    server: dict[str, Any] | None = None
+    gate: Any = None
+
+    def config(self, name: str | None) -> dict[str, Any]:
+        """The raw config named ``name`` ({} when there is none)."""
+        return next((c for c in self.configs or [] if c.get("name") == name), {})
+
+
+@dataclass
+class SuiteInfo(Record):
+    name: str | None = None
+    path: str | None = None
+    raw: SuiteRaw | None = None
+
+
+@dataclass
+class GitState(Record):
+    commit: str | None = None
+    dirty: bool | None = None
+    tracked: bool | None = None
+
+
+@dataclass
+class SuiteFile(Record):
+    """``run.provenance``: the suite file's sha256 and the git commit it was run at (null outside git)."""
+
+    sha256: str | None = None
+    git: GitState | None = None
+
+
+@dataclass
+class Comparability(Record):
+    """``Suite.comparability()``: what must match between two runs; compared as a whole
+    (``to_dict``), so a key added there needs no change here."""
+
+    suite: str | None = None
+    model: str | None = None
+    endpoint: str | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    ignore_eos: bool | None = None
+    warmup: int | str | None = None
+    extra_body: dict[str, Any] | None = None
+    engine: str | None = None
+    model_path: str | None = None
+    load_format: str | None = None
+    datasets: dict[str, str] | None = None
+    configs: dict[str, str] | None = None
+
+
+@dataclass
+class Host(Record):
+    platform: str | None = None
+    python: str | None = None
+    cpus: int | None = None
+
+
+@dataclass
+class Server(Record):
+    """One config's server as the run saw it ready (``run.servers``): a URL, or a launched process."""
+
+    engine: str | None = None
+    url: str | None = None
+    launched: bool | None = None
+    argv: list[str] | None = None
+    env: dict[str, str] | None = None
+    ready_s: float | None = None
+    log: str | None = None
+    pid: int | None = None
+    version: str | None = None
+    version_error: str | None = None
+
+
+@dataclass
+class RunEntry(Record):
+    """One ``specbench run`` into the directory (a fresh start, then each ``--resume``)."""
+
+    started_at: str | None = None
+    resume: bool | None = None
+    overwrite: bool | None = None
+    stopped_leftovers: list[dict[str, Any]] | None = None
+    parallel: str | None = None
+
+
+@dataclass
+class Timing(Record):
+    """Where the run's time went (``run.sequential.run_timing``; a parallel run's configs overlap)."""
+
+    servers_s: float | None = None
+    warmup_s: float | None = None
+    measured_s: float | None = None
+    total_s: float | None = None
+    harness_s: float | None = None
+    harness_share: float | None = None
+    parallel: bool | None = None
+
+
+@dataclass
+class RunMeta(Record):
+    """meta.json: one field per top-level key (see the module's docstring for versions)."""
+
+    SCHEMA_VERSION: ClassVar[int] = 1
+
+    specbench_version: str | None = None
+    suite: SuiteInfo | None = None
+    suite_file: SuiteFile | None = None
+    comparability: Comparability | None = None
+    weights: str | None = None
+    dummy_weight_configs: list[str] | None = None
+    started_at: str | None = None
+    host: Host | None = None
+    servers: dict[str, Server] | None = None
+    failed_configs: dict[str, str] | None = None
+    runs: list[RunEntry] | None = None
+    superseded_phases: list[dict[str, Any]] | None = None
+    run_dir_notes: list[str] | None = None
+    restarts: dict[str, int] | None = None
+    chunk_clock: dict[str, str] | None = None
+    slo_search: dict[str, dict[str, Any]] | None = None
+    parallel: dict[str, Any] | None = None
+    whatif: dict[str, Any] | None = None
+    tune: dict[str, Any] | None = None
+    schedule: dict[str, Any] | None = None
+    updated_at: str | None = None
+    notes: list[str] | None = None
+    finished_at: str | None = None
+    timing: Timing | None = None
+    merged_from: list[str] | None = None
+
+    @classmethod
+    def load(cls, path: Path, problems: list[str] | None = None) -> RunMeta:
+        """A meta.json file; strict unless ``problems`` collects the values dropped (see ``Record``)."""
+        return cls.from_dict(read_json(Path(path)), path, problems)
+
+    def save(self, path: Path) -> None:
+        write_json(Path(path), self.to_dict())
+
+    # ---- what the report reads ----
+    @property
+    def raw(self) -> SuiteRaw:
+        """The suite as written (empty when meta.json has none)."""
+        return (self.suite.raw if self.suite else None) or SuiteRaw()
+
+    @property
+    def suite_name(self) -> str | None:
+        return self.suite.name if self.suite else None
+
+    # ---- what a run records, in the order it happens (``run.session``) ----
+    def start_run(self, started_at: str, *, resume: bool, overwrite: bool, stopped_leftovers: list[dict[str, Any]]) -> None:
+        """One more entry in ``runs`` (the servers it stopped, where an earlier, killed run left them)."""
+        self.grown("runs", []).append(RunEntry.from_dict({
+            "started_at": started_at, "resume": resume, "overwrite": overwrite,
+            **({"stopped_leftovers": stopped_leftovers} if stopped_leftovers else {})}, "runs"))
+
+    def set_aside(self, cut: list[dict[str, Any]], notes: list[str]) -> None:
+        """Phases to measure again (``superseded_phases``) and what the run dir's repair said."""
+        if cut:
+            self.grown("superseded_phases", []).extend(cut)
+        for note in notes:
+            self.grown("run_dir_notes", []).append(note)
+
+    def server_ready(self, name: str, info: dict[str, Any]) -> None:
+        self.grown("servers", {})[name] = Server.from_dict(info, f"server of config {name}")
+
+    def set_chunk_clock(self, name: str, clock: str) -> None:
+        self.grown("chunk_clock", {})[name] = clock
+
+    def store_search(self, name: str, dataset: str, result: dict[str, Any]) -> None:
+        self.grown("slo_search", {}).setdefault(name, {})[dataset] = result
+
+    def searched(self, config: str) -> set[str]:
+        """The data sets of ``config`` whose SLO search is done."""
+        return set((self.slo_search or {}).get(config, {}))
+
+    def config_failed(self, name: str, error: str) -> None:
+        self.grown("failed_configs", {})[name] = error
+
+    def config_restarting(self, name: str, attempt: int) -> None:
+        self.grown("restarts", {})[name] = attempt
+
+    def config_succeeded(self, name: str) -> None:
+        """A config that completed every cell this time is no longer failed (from an earlier run)."""
+        self.grown("failed_configs", {}).pop(name, None)
+
+    def failed_notes(self) -> list[str]:
+        """One line under the table per failed config: its error's first line."""
+        return [f"⚠ config {name} failed: {(str(err).splitlines() or ['?'])[0]}"
+                for name, err in (self.failed_configs or {}).items()]
