@@ -1,0 +1,6 @@
+"""Load generation: a pass of prompts sent to a server under a load shape (closed-loop streams or
+open-loop Poisson arrivals, from one process or several) → its request records and its window."""
+
+from .generate import LoadPass, LoadResult, generate_load, generate_load_processes, phase_window, run_loop
+
+__all__ = ["LoadPass", "LoadResult", "generate_load", "generate_load_processes", "phase_window", "run_loop"]

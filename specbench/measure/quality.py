@@ -14,12 +14,12 @@ from collections.abc import Sequence
 from ..grade import DIFF_METHOD, accuracy_pairs, accuracy_summary, paired_accuracy
 from ..launch.gpus import gpu_count
 from ..schemas.cell import Cell
+from ..schemas.phase import PhaseInfo
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
 from .compare import paired_requests, ratio
 from .per_request import acceptance_summary, merged_steps_warning, slower_share
 from .slo import slo_summary
-from .summarize import PhaseInfo
 from .telemetry import cost_summary, telemetry_summary
 
 #: what does not apply to a row whose acceptance the engine fixed (``ServerConfig.synthetic_acceptance``)

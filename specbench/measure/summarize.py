@@ -9,61 +9,22 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
 from typing import Any, TypeGuard
 
 import numpy as np
 
 from ..client import SOURCE_USAGE_TOTAL
 from ..schemas.cell import Cell
+from ..schemas.phase import PhaseInfo
 from ..schemas.request import RequestRecord
-from ..schemas.row import REFERENCE_KEYS, ResultRow
+from ..schemas.row import ResultRow
 from . import acceptance as acc
 from .compare import decomposition, fidelity, mean_ci95, paired_requests, paired_speedup, ratio
 from .keepup import client_tokens, token_agreement
 from .latency import latency_stats, shared_reads, throughput, token_sources
 from .o200k import O200k, o200k_summary
 
-__all__ = ["REFERENCE_KEYS", "PhaseInfo", "ResultRow", "add_comparisons", "add_o200k", "combine_acceptance",
-           "summarize_cell"]
-
-
 ACCEPTANCE_WINDOW = "from a /metrics snapshot after warm-up to one after the phase's last request"
-
-
-@dataclass
-class PhaseInfo:
-    """What one measured phase left behind besides its request records (stored in phases.jsonl)."""
-
-    config: str
-    dataset: str
-    concurrency: int
-    request_rate: float | None
-    repeat: int
-    wall_s: float
-    acceptance: dict[str, Any] = field(default_factory=dict)
-    server: dict[str, Any] = field(default_factory=dict)
-    interrupted: bool = False
-    server_died: bool = False
-    requests: int | None = None  # measured records stored with it: --resume re-measures a phase that lost one
-    telemetry: dict[str, Any] = field(default_factory=dict)  # GPU energy and samples (telemetry.py)
-    generation: dict[str, Any] = field(default_factory=dict)  # the server's generated-token counter over the window (keepup.py)
-
-    @property
-    def complete(self) -> bool:
-        """Counts as done for --resume and restarts: not cut by a stop or by the server's death."""
-        return not (self.interrupted or self.server_died)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> PhaseInfo:
-        return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
-
-    @property
-    def cell(self) -> Cell:
-        return Cell.of_phase(self)
 
 
 def _complete(values: Sequence[Any]) -> TypeGuard[Sequence[float]]:

@@ -18,9 +18,9 @@ from ..measure.engine_counters import read_acceptance
 from ..measure.keepup import generation_window
 from ..measure.o200k import find_o200k, prompt_lengths
 from ..measure.slo import PROBE_PHASE
-from ..measure.summarize import PhaseInfo
 from ..measure.telemetry import PhaseMeter
 from ..schemas.cell import LoadPoint
+from ..schemas.phase import PhaseInfo
 from ..schemas.request import Prompt, RequestRecord
 from ..suite import Suite
 from ..util.redact import redact_url

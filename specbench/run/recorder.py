@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..measure.summarize import PhaseInfo
 from ..schemas.cell import Cell
+from ..schemas.phase import PhaseInfo
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
 from .servers import ServerBook

@@ -6,8 +6,9 @@ from typing import Any
 
 from ..measure.o200k import find_o200k
 from ..measure.quality import add_quality, mark_dummy_weights, suite_notes, weights_notes
-from ..measure.summarize import PhaseInfo, add_comparisons, add_o200k, summarize_cell
+from ..measure.summarize import add_comparisons, add_o200k, summarize_cell
 from ..schemas.cell import Cell
+from ..schemas.phase import PhaseInfo
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
 from ..suite import Suite

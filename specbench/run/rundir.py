@@ -24,9 +24,9 @@ from typing import Any
 
 from ..errors import ResultsError, RunDirError
 from ..measure.slo import PROBES_FILE
-from ..measure.summarize import PhaseInfo
 from ..schemas.cell import Cell
 from ..schemas.meta import RunMeta
+from ..schemas.phase import PhaseInfo
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
 from ..util.diskio import append_text, write_atomic, writing

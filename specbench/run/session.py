@@ -15,9 +15,9 @@ from ..errors import SuiteError
 from ..grade import grade_phase
 from ..launch.process import stop_leftover
 from ..measure.slo import attach_capacity
-from ..measure.summarize import PhaseInfo
 from ..schemas.cell import Cell
 from ..schemas.meta import RunMeta, Timing
+from ..schemas.phase import PhaseInfo
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
 from ..suite import Suite

@@ -218,10 +218,10 @@ def test_gate_suite_file_is_read_with_the_same_bounds(tmp_path, capsys):
 
 # ===================================================================== 2. standard JSON everywhere
 
-from specbench.measure.summarize import PhaseInfo  # noqa: E402
 from specbench.report import render  # noqa: E402
 from specbench.run.rundir import RunDir, write_json  # noqa: E402
 from specbench.schemas.meta import RunMeta  # noqa: E402
+from specbench.schemas.phase import PhaseInfo  # noqa: E402
 from specbench.schemas.request import RequestRecord  # noqa: E402
 from specbench.schemas.row import ResultRow  # noqa: E402
 

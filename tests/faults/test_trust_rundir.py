@@ -427,8 +427,8 @@ def test_gate_keeps_rate_cells_apart():
 
 
 def test_cell_keys_agree_across_phase_record_and_row():
-    from specbench.measure.summarize import PhaseInfo
     from specbench.schemas.cell import Cell, LoadPoint
+    from specbench.schemas.phase import PhaseInfo
     from specbench.schemas.request import RequestRecord
     from specbench.schemas.row_read import read_row
 

@@ -26,7 +26,8 @@ from specbench.launch.process import ServerProcess
 from specbench.measure.acceptance import ratio_acceptance
 from specbench.measure.engine_counters import read_acceptance
 from specbench.measure.latency import latency_stats
-from specbench.measure.summarize import PhaseInfo, summarize_cell
+from specbench.measure.summarize import summarize_cell
+from specbench.schemas.phase import PhaseInfo
 from specbench.schemas.request import RequestRecord
 from specbench.suite import load_suite
 from tests.support import paths, suites

@@ -11,7 +11,8 @@ import tiktoken.load
 from tiktoken_ext import openai_public
 
 from specbench.measure import o200k as mo
-from specbench.measure.summarize import PhaseInfo, add_o200k, summarize_cell
+from specbench.measure.summarize import add_o200k, summarize_cell
+from specbench.schemas.phase import PhaseInfo
 from specbench.schemas.request import Prompt, RequestRecord
 from tests.support.o200k import write_encoding
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ...measure.summarize import PhaseInfo
+from ...schemas.phase import PhaseInfo
 from ...schemas.request import RequestRecord
 from ..interrupts import forward_signals
 from ..sequential import RunOutcome

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from ...launch import reap_all
-from ...measure.summarize import PhaseInfo
 from ...schemas.cell import Cell
+from ...schemas.phase import PhaseInfo
 from ...schemas.request import Prompt, RequestRecord
 from ...schemas.row import ResultRow
 from ..preflight import now

@@ -20,9 +20,11 @@ from pathlib import Path
 
 import numpy as np
 
-from specbench.measure.summarize import PhaseInfo, ResultRow, add_comparisons, summarize_cell
+from specbench.measure.summarize import add_comparisons, summarize_cell
 from specbench.schemas.cell import Cell
+from specbench.schemas.phase import PhaseInfo
 from specbench.schemas.request import RequestRecord
+from specbench.schemas.row import ResultRow
 
 OUT = Path(__file__).resolve().parent / "run"
 CONFIGS = [("baseline", "baseline", None), ("ngram_k3", "ngram", 3), ("draft_k5", "draft_model", 5)]

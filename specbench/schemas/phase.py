@@ -1,0 +1,44 @@
+"""One measured phase as phases.jsonl holds it: the cell, the repeat, its window's wall time and
+what the server's counters, GPU meters and probes said over it (the requests are in requests.jsonl)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .cell import Cell
+
+
+@dataclass
+class PhaseInfo:
+    """What one measured phase left behind besides its request records (stored in phases.jsonl)."""
+
+    config: str
+    dataset: str
+    concurrency: int
+    request_rate: float | None
+    repeat: int
+    wall_s: float
+    acceptance: dict[str, Any] = field(default_factory=dict)
+    server: dict[str, Any] = field(default_factory=dict)
+    interrupted: bool = False
+    server_died: bool = False
+    requests: int | None = None  # measured records stored with it: --resume re-measures a phase that lost one
+    telemetry: dict[str, Any] = field(default_factory=dict)  # GPU energy and samples (telemetry.py)
+    generation: dict[str, Any] = field(default_factory=dict)  # the server's generated-token counter over the window (keepup.py)
+
+    @property
+    def complete(self) -> bool:
+        """Counts as done for --resume and restarts: not cut by a stop or by the server's death."""
+        return not (self.interrupted or self.server_died)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> PhaseInfo:
+        return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
+
+    @property
+    def cell(self) -> Cell:
+        return Cell.of_phase(self)
