@@ -5,7 +5,7 @@ n = 100,000) plus whatever the statistic gathers through it (×2–×8 more). Dr
 at a time from the same generator it is the same matrix: numpy's ``Generator.integers`` keeps no
 buffer between calls for 32- and 64-bit draws, so each block continues the stream exactly where
 one large draw would have; the statistic of each row, and so every CI, is unchanged
-(tests/unit/test_bootstrap.py checks them equal to the unblocked draw).
+(tests/unit/measure/test_bootstrap.py checks them equal to the unblocked draw).
 """
 
 from __future__ import annotations

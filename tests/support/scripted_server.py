@@ -20,7 +20,7 @@ that many characters (one ``data:`` line longer than that), ``bulk`` streams tha
 content lines before the usual end, fault ``http500long`` answers 500 with a 64 MiB body
 (``hung_up`` counts the bodies a client left before their end, ``sent_whole`` those it read to the end).
 ``capacity``: at most that many requests are served at once, the rest queue before their prefill
-(a server with that many batch slots: C ÷ service time requests per second, tests/integration/test_slo.py).
+(a server with that many batch slots: C ÷ service time requests per second, tests/integration/measure/test_slo.py).
 
 Run standalone: ``python tests/support/scripted_server.py --port 8123 --pattern 1,2,4 --k 3``. As a fake engine
 for signal tests: ``--start-delay S`` before it listens, ``--stop-delay S`` between SIGTERM and its exit (a big

@@ -1,4 +1,4 @@
-"""Regenerate the run directory under ``tests/data/html/run`` (used by tests/integration/test_html.py).
+"""Regenerate the run directory under ``tests/data/html/run`` (used by tests/integration/report/test_html.py).
 
 A simulated but realistic sweep: 2 data sets × 3 configs (baseline, ngram k=3, draft model k=5)
 × 2 concurrency levels × 3 repeats of 8 prompts (closed loop: a lane sends its next

@@ -2,7 +2,7 @@
 send, stamp each chunk when the SDK yields it, and put every chunk through the same checks, so a
 server's bad value fails the request with the same line whichever client measured it.
 
-(Every test of tests/integration/test_client.py also runs over it: its ``session`` fixture.)
+(Every test of tests/integration/client/test_send.py also runs over it: its ``session`` fixture.)
 """
 
 import json

@@ -1,7 +1,7 @@
 """docs/metrics.md's column reference is generated from the column entries (report/columns.py,
 report/quality_columns.py): header, unit, definition and table in one place.
 
-Regenerate it: ``SPECBENCH_WRITE_DOCS=1 pytest tests/unit/test_column_docs.py``.
+Regenerate it: ``SPECBENCH_WRITE_DOCS=1 pytest tests/unit/report/test_columns.py``.
 """
 
 import os
@@ -27,7 +27,7 @@ def test_docs_metrics_is_the_column_reference():
         DOC.write_text(spliced(DOC.read_text()))
     text = DOC.read_text()
     assert text == spliced(text), ("docs/metrics.md disagrees with report/columns.py; regenerate it: "
-                                   "SPECBENCH_WRITE_DOCS=1 pytest tests/unit/test_column_docs.py")
+                                   "SPECBENCH_WRITE_DOCS=1 pytest tests/unit/report/test_columns.py")
 
 
 def test_every_column_says_what_it_is_and_which_table_it_is_in():

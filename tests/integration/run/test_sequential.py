@@ -1,5 +1,5 @@
 """A config's ``datasets:`` list: the runner measures that config on those data sets only, and --resume
-finds nothing left to do once they are measured (the parallel planner's count: tests/integration/test_parallel.py)."""
+finds nothing left to do once they are measured (the parallel planner's count: tests/integration/run/test_parallel.py)."""
 
 import json
 

