@@ -8,13 +8,12 @@ Keys appear only for what the suite asked for (slo, grade, cost) or what a phase
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Sequence
 
 from ..grade import DIFF_METHOD, accuracy_pairs, accuracy_summary, paired_accuracy
 from ..launch.gpus import gpu_count
 from ..schemas.cell import Cell
-from ..schemas.phase import PhaseInfo
+from ..schemas.phase import PhaseInfo, by_cell
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
 from .compare import paired_requests, ratio
@@ -44,13 +43,7 @@ def add_quality(rows: list[ResultRow], phases: Sequence[PhaseInfo], records: Seq
 def _add_quality(rows: list[ResultRow], phases: Sequence[PhaseInfo], records: Sequence[RequestRecord], suite) -> None:
     configs = {c.name: c for c in suite.configs}
     baseline = suite.baseline.name if suite.baseline else None
-    recs: dict[Cell, list[RequestRecord]] = defaultdict(list)
-    for r in records:
-        if r.phase == "measure":
-            recs[Cell.of_record(r)].append(r)
-    by_phase: dict[Cell, list[PhaseInfo]] = defaultdict(list)
-    for p in phases:
-        by_phase[p.cell].append(p)
+    recs, by_phase = by_cell(phases, records)
     for row in rows:
         measured, cell_phases = recs[Cell.of_row(row)], by_phase[Cell.of_row(row)]
         row.update(slo_summary(measured, sum(p.wall_s for p in cell_phases), suite.load.slo))

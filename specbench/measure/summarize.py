@@ -15,7 +15,7 @@ import numpy as np
 
 from ..client import SOURCE_USAGE_TOTAL
 from ..schemas.cell import Cell
-from ..schemas.phase import PhaseInfo
+from ..schemas.phase import PhaseInfo, by_cell
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
 from . import acceptance as acc
@@ -288,15 +288,9 @@ def _speedup_ci(row: ResultRow, base: ResultRow) -> dict[str, Any] | None:
 
 def add_o200k(rows: list[ResultRow], phases: Sequence[PhaseInfo], records: Sequence[RequestRecord], o200k: O200k) -> None:
     """Each row's o200k_base lengths (``o200k.o200k_summary``), set last: the keys end the row."""
-    by_cell: dict[Cell, list[RequestRecord]] = defaultdict(list)
-    for r in records:
-        if r.phase == "measure":
-            by_cell[Cell.of_record(r)].append(r)
-    walls: dict[Cell, list[PhaseInfo]] = defaultdict(list)
-    for p in phases:
-        walls[p.cell].append(p)
+    measured_by, walls = by_cell(phases, records)
     for row in rows:
         cell = Cell.of_row(row)
-        measured = by_cell[cell]
+        measured = measured_by[cell]
         repeats = [([r for r in measured if r.repeat == p.repeat], p.wall_s) for p in walls[cell]]
         row.update(o200k_summary(measured, repeats, o200k))

@@ -24,12 +24,12 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ProfileError, SuiteError
-from ..launch import Engine, load_engine
+from ..launch import Engine
 from ..measure.profile import SYNTHETIC_ENV, rates_problem
 from ..measure.replay import LENGTH_FLAG, Choice, Entry, choose, read_profile
 from ..suite import ServerConfig, Suite
 from .explain import derived_suite, raw_config, spec_configs
-from .whatif import SYNTHETIC_KEYS, k_of, package_root, read_text, synthetic_support
+from .whatif import SYNTHETIC_KEYS, package_root, read_text, synthetic_config, synthetic_support
 
 SGLANG_METHODS = ("EAGLE", "EAGLE3", "STANDALONE", "NGRAM", "DSPARK")
 SGLANG_ENV = ("SGLANG_SIMULATE_ACC_LEN", "SGLANG_SIMULATE_ACC_METHOD", "SGLANG_SIMULATE_ACC_TOKEN_MODE")
@@ -139,14 +139,8 @@ def expand_replay(suite: Suite, entries: Sequence[Entry], profile: dict[str, Any
     plan: dict[str, Any] = {"configs": {}, "real": include_real, "profile": profile,
                             "skipped_datasets": [d for d in names if d not in used]}
     for c in chosen:
-        engine = load_engine(c.engine or suite.engine)
-        why = check(engine, suite.server.python)
-        if why:
-            raise SuiteError(f"{suite.path}: config {c.name!r}: {why}")
-        k = k_of(c)
-        if k is None:
-            raise SuiteError(f"{suite.path}: config {c.name!r}: whatif --profile needs num_speculative_tokens (a profile "
-                             "is chosen per data set and k)")
+        engine, k = synthetic_config(suite, c, check, "whatif --profile needs num_speculative_tokens (a profile is "
+                                     "chosen per data set and k)")
         _refuse_set(suite, c)
         if include_real:
             configs.append(raw_config(suite, c))

@@ -81,6 +81,19 @@ def k_of(config) -> int | None:
     return int(k) if isinstance(k, int) and not isinstance(k, bool) else None
 
 
+def synthetic_config(suite: Suite, c, check: Callable[[Engine, str | None], str | None], needs_k: str) -> tuple[Engine, int]:
+    """The engine of a config to be served at a set acceptance and its k, or one line saying why it
+    cannot be (the engine has no synthetic acceptance, or the config no num_speculative_tokens)."""
+    engine = load_engine(c.engine or suite.engine)
+    why = check(engine, suite.server.python)
+    if why:
+        raise SuiteError(f"{suite.path}: config {c.name!r}: {why}")
+    k = k_of(c)
+    if k is None:
+        raise SuiteError(f"{suite.path}: config {c.name!r}: {needs_k}")
+    return engine, k
+
+
 def derived_name(config: str, length: float) -> str:
     return f"{config}_al{length:g}"
 
@@ -100,13 +113,8 @@ def expand_whatif(suite: Suite, lengths: Sequence[float] | None = None, only: Se
     plan: dict[str, Any] = {"configs": {}, "real": include_real}
     derived = []
     for c in chosen:
-        why = check(load_engine(c.engine or suite.engine), suite.server.python)
-        if why:
-            raise SuiteError(f"{suite.path}: config {c.name!r}: {why}")
-        k = k_of(c)
-        if k is None:
-            raise SuiteError(f"{suite.path}: config {c.name!r}: whatif needs num_speculative_tokens (synthetic acceptance "
-                             "is defined over k draft positions)")
+        _, k = synthetic_config(suite, c, check, "whatif needs num_speculative_tokens (synthetic acceptance is defined "
+                                "over k draft positions)")
         if any(key in c.speculative for key in SYNTHETIC_KEYS):
             raise SuiteError(f"{suite.path}: config {c.name!r} already sets speculative.rejection_sample_method/"
                              "synthetic_*; whatif varies them itself")

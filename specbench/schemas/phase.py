@@ -3,10 +3,13 @@ what the server's counters, GPU meters and probes said over it (the requests are
 
 from __future__ import annotations
 
+from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .cell import Cell
+from .request import RequestRecord
 
 
 @dataclass
@@ -42,3 +45,16 @@ class PhaseInfo:
     @property
     def cell(self) -> Cell:
         return Cell.of_phase(self)
+
+
+def by_cell(phases: Sequence[PhaseInfo], records: Sequence[RequestRecord]) -> tuple[dict[Cell, list[RequestRecord]],
+                                                                                  dict[Cell, list[PhaseInfo]]]:
+    """The measured records and the phases of each cell (warm-up records are never counted)."""
+    measured: dict[Cell, list[RequestRecord]] = defaultdict(list)
+    for r in records:
+        if r.phase == "measure":
+            measured[Cell.of_record(r)].append(r)
+    cell_phases: dict[Cell, list[PhaseInfo]] = defaultdict(list)
+    for p in phases:
+        cell_phases[p.cell].append(p)
+    return measured, cell_phases
