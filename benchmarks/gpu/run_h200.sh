@@ -6,7 +6,9 @@
 #   is `run_h200.sh prep sequential parallel` on an otherwise idle host;
 #   round3 (one GPU) = prep, whatif on GPU 0 while the SGLang bundle arrives and unpacks, then sglang;
 #   round2 = prep, then whatif (GPU 1) ∥ [wait for $SGBUNDLE/COMPLETE, prep_sglang, sglang (GPU 0)], then abab;
-#   plan (one GPU, issue 26) = prep_plan, then the reference profile replayed on a Qwen3-8B-shaped dummy target)
+#   plan (one GPU, issue 26) = prep_plan, then the reference profile replayed on a Qwen3-8B-shaped dummy target;
+#   plan_repeat (one GPU) = prep_plan, math500 replayed again with 5x the prompts, then sequential8b twice;
+#   abab8b (two GPUs, issue 25) = prep_plan, then parallel / sequential alternated twice on the 8B-shaped target)
 # Expects: the bundle parts + manifest.json + unpack.py in $BUNDLE (default /root/bundle), this
 # checkout at $ROOT, gsm8k.jsonl in $SPECBENCH_DATA_DIR. Writes under $OUTROOT (default /root/out).
 set -u
@@ -61,6 +63,14 @@ plan() {
     --profile benchmarks/results/h200/plan_qwen3_8b/reference_profile.json -o "$OUTROOT/plan_qwen3_8b" --quiet \
     > "$OUTROOT/plan.log" 2>&1
   say "plan: exit $?"
+}
+
+plan_repeat() {
+  say "plan_repeat: start (GPU 0)"
+  CUDA_VISIBLE_DEVICES=0 SPECBENCH_DATA_DIR="$ROOT/.gpu/data" sb whatif suites/gpu_plan_math500_repeat.yaml --no-real \
+    --profile benchmarks/results/h200/plan_qwen3_8b/reference_profile.json -o "$OUTROOT/plan_math500_repeat" --quiet \
+    > "$OUTROOT/plan_repeat.log" 2>&1
+  say "plan_repeat: exit $?"
 }
 
 known() {
@@ -134,9 +144,26 @@ abab() {
   done
 }
 
+abab8b() {
+  for i in 1 2; do
+    SPECBENCH_DATA_DIR="$ROOT/.gpu/data" parallel suites/gpu_parallel_repeats_8b.yaml "abab8b_parallel$i"
+    SPECBENCH_DATA_DIR="$ROOT/.gpu/data" sequential suites/gpu_parallel_repeats_8b.yaml "abab8b_sequential$i"
+  done
+}
+
+sequential8b() {
+  for i in 1 2; do
+    SPECBENCH_DATA_DIR="$ROOT/.gpu/data" sequential suites/gpu_parallel_repeats_8b.yaml "seq8b_sequential$i"
+  done
+}
+
 phases=${*:-all}
 if [ "$phases" = plan ]; then
   prep_plan && plan
+elif [ "$phases" = plan_repeat ]; then
+  prep_plan && plan_repeat && sequential8b
+elif [ "$phases" = abab8b ]; then
+  prep_plan && abab8b
 elif [ "$phases" = round2 ]; then
   # the SGLang parts may still be arriving while vLLM is prepared and the what-if map runs on GPU 1
   prep || { touch "$OUTROOT/DONE"; exit 1; }
