@@ -24,6 +24,7 @@ from tests.support.paths import ROOT
 SUITE = ROOT / "suites" / "gpu_plan_qwen3_8b.yaml"
 COMMITTED = ROOT / "benchmarks" / "results" / "h200" / "plan_qwen3_8b"
 PROFILE = COMMITTED / "reference_profile.json"
+REPEAT = ROOT / "benchmarks" / "results" / "h200" / "plan_math500_repeat"
 DATASETS = ("math500", "humaneval", "gsm8k", "mbpp", "mt_bench")
 LOADS = [1, 4, 16, 64]
 SIGMAS = 4.0
@@ -106,3 +107,24 @@ def test_the_committed_plan_run_keeps_every_request() -> None:
     with gzip.open(COMMITTED / "requests.jsonl.gz", "rt") as f:
         measured = sum(1 for line in f if json.loads(line).get("phase") == "measure")
     assert measured == sum(r["requests"] for r in rows)
+
+
+def test_the_flagged_cell_measured_again_on_5x_the_prompts_is_within_3_percent() -> None:
+    """suites/gpu_plan_math500_repeat.yaml on a fresh H200 (110 prompts per cell, C=1 and 4): every math500 cell
+    within 3 % and four standard errors of the profile, none flagged, the weights said to be random."""
+    rows, meta, md = _read(REPEAT)
+    plan = meta["whatif"]["configs"]
+    assert set(plan) == {"dspark_k3_profile_math500", "dspark_k7_profile_math500"}
+    assert sorted((r["run"], r["concurrency"]) for r in rows if r["run"] in plan) == sorted(
+        (n, c) for n in plan for c in (1, 4))
+    for r in rows:
+        assert r["status"] == "ok" and not r["failed_requests"] and r["requests"] == 110
+        p = plan.get(r["run"])
+        if p is None:
+            continue
+        length, target = r["mean_acceptance_length"], p["acceptance_length"]
+        assert abs(length / target - 1) <= 0.03, (r["run"], r["concurrency"], length, target)
+        assert abs(length - target) <= SIGMAS * sampler_se(p["acceptance_per_position"], r["spec_drafts"])
+    table = md[md.index("| Dataset | Config | k | Load | Predicted speedup"):].split("\n\n")[0]
+    assert table.count("| math500 |") == 4 and "⚠" not in table
+    assert meta.get("weights") == "dummy" and "dummy weights" in md
