@@ -42,36 +42,16 @@ prep() {
   say "prep: done"
 }
 
-prep_plan() {
-  # vLLM only (no model wheel: the target is a shape with random weights); the tokenizer and the
-  # prompt files travel in the checkout's ignored .gpu/tokenizer and .gpu/data
-  say "prep_plan: unpack"
-  python3 "$BUNDLE/unpack.py" --parts "$BUNDLE" --site "$SITE" --import vllm --import specbench.cli \
-    > "$OUTROOT/unpack.log" 2>&1 || { say "prep_plan: unpack FAILED"; tail -20 "$OUTROOT/unpack.log"; return 1; }
-  (nvidia-smi; nvidia-smi -L; python3 -V; ldd --version | head -1) > "$OUTROOT/host.txt" 2>&1
-  python3 -c "import vllm, torch; print('vllm', vllm.__version__, 'torch', torch.__version__, torch.cuda.device_count(), 'GPUs')" >> "$OUTROOT/host.txt" 2>&1
-  say "prep_plan: shape and drafter"
-  { sb setup shape --config suites/models/qwen3-8b.config.json --tokenizer "$ROOT/.gpu/tokenizer" -o "$MODELS/qwen3-8b-shape" --force \
-    && sb setup drafter --method dspark --target "$MODELS/qwen3-8b-shape" -o "$MODELS/dspark-qwen3-8b-shape" --force
-  } > "$OUTROOT/shape.log" 2>&1 || { say "prep_plan: shape FAILED"; tail -20 "$OUTROOT/shape.log"; return 1; }
-  say "prep_plan: done"
+prep_replay() {  # SUITE NAME: the reference profile replayed on GPU 0 (whatif --profile), into $OUTROOT/NAME
+  say "$2: start (GPU 0)"
+  CUDA_VISIBLE_DEVICES=0 SPECBENCH_DATA_DIR="$ROOT/.gpu/data" sb whatif "$1" --no-real \
+    --profile benchmarks/results/h200/plan_qwen3_8b/reference_profile.json -o "$OUTROOT/$2" --quiet \
+    > "$OUTROOT/$2.log" 2>&1
+  say "$2: exit $?"
 }
 
-plan() {
-  say "plan: start (GPU 0)"
-  CUDA_VISIBLE_DEVICES=0 SPECBENCH_DATA_DIR="$ROOT/.gpu/data" sb whatif suites/gpu_plan_qwen3_8b.yaml --no-real \
-    --profile benchmarks/results/h200/plan_qwen3_8b/reference_profile.json -o "$OUTROOT/plan_qwen3_8b" --quiet \
-    > "$OUTROOT/plan.log" 2>&1
-  say "plan: exit $?"
-}
-
-plan_repeat() {
-  say "plan_repeat: start (GPU 0)"
-  CUDA_VISIBLE_DEVICES=0 SPECBENCH_DATA_DIR="$ROOT/.gpu/data" sb whatif suites/gpu_plan_math500_repeat.yaml --no-real \
-    --profile benchmarks/results/h200/plan_qwen3_8b/reference_profile.json -o "$OUTROOT/plan_math500_repeat" --quiet \
-    > "$OUTROOT/plan_repeat.log" 2>&1
-  say "plan_repeat: exit $?"
-}
+plan() { replay suites/gpu_plan_qwen3_8b.yaml plan_qwen3_8b; }
+plan_repeat() { replay suites/gpu_plan_math500_repeat.yaml plan_math500_repeat; }
 
 known() {
   say "known: start (GPU 0)"
