@@ -16,6 +16,7 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..schemas.metrics import MetricsSnapshot
 from ..schemas.request import RequestRecord
@@ -33,9 +34,9 @@ class CounterNames:
     accepted_per_pos: str | None = None
 
 
-def empty_acceptance(k: int | None = None) -> dict:
+def empty_acceptance(k: int | None = None) -> dict[str, Any]:
     positions = max(REPORTED_POSITIONS, k or 0)
-    out: dict = {"acceptance_rate": None}
+    out: dict[str, Any] = {"acceptance_rate": None}
     out.update({f"acceptance_pos_{i}": None for i in range(1, positions + 1)})
     out["mean_acceptance_length"] = None
     out["acceptance_per_position"] = None
@@ -64,7 +65,7 @@ def counter_deltas(before: MetricsSnapshot, after: MetricsSnapshot,
     return out, None
 
 
-def counter_acceptance(before: MetricsSnapshot, after: MetricsSnapshot, names: CounterNames, k: int | None) -> dict:
+def counter_acceptance(before: MetricsSnapshot, after: MetricsSnapshot, names: CounterNames, k: int | None) -> dict[str, Any]:
     """Acceptance over one window from two snapshots; null (never 0) when nothing was drafted."""
     out = empty_acceptance(k)
     out.update(spec_drafts=None, spec_draft_tokens=None, spec_accepted_tokens=None, acceptance_error=None)
@@ -103,7 +104,7 @@ def _position(label: str) -> tuple[int, str]:
     return (int(label), "") if label.isdigit() else (1 << 30, label)
 
 
-def verify_step_acceptance(tokens: float, steps: float, requests: float, k: int | None) -> dict:
+def verify_step_acceptance(tokens: float, steps: float, requests: float, k: int | None) -> dict[str, float | None]:
     """SGLang: tokens per verify step = (Δgeneration tokens − one prefill token per finished request)
     ÷ Δverify calls; each request's first token comes from prefill, not from a verify step."""
     length = (tokens - requests) / steps
@@ -173,7 +174,7 @@ def stream_acceptance(records: Iterable[RequestRecord], k: int | None) -> Stream
     return StreamAcceptance(steps=steps, tokens=sum(n * c for n, c in hist.items()), histogram=dict(sorted(hist.items())), k=k)
 
 
-def request_stats_acceptance(records: Sequence[RequestRecord]) -> dict | None:
+def request_stats_acceptance(records: Sequence[RequestRecord]) -> dict[str, Any] | None:
     """Sum vLLM's per-request ``speculative_decoding_stats`` (when the server was asked for them)."""
     stats = [r.spec_stats for r in records if r.ok and isinstance(r.spec_stats, dict)]
     keys = ("num_spec_steps", "num_accepted_draft_tokens", "num_draft_tokens")
@@ -192,7 +193,7 @@ def request_stats_acceptance(records: Sequence[RequestRecord]) -> dict | None:
     }
 
 
-def stream_summary(records: Sequence[RequestRecord], k: int | None) -> dict:
+def stream_summary(records: Sequence[RequestRecord], k: int | None) -> dict[str, Any]:
     """The stream-derived keys of a results record (prefixed ``stream_``)."""
     sa = stream_acceptance(records, k)
     return {
@@ -207,7 +208,7 @@ def stream_summary(records: Sequence[RequestRecord], k: int | None) -> dict:
     }
 
 
-def agreement(counter_accepted: int | None, stream_accepted: int | None, requests: int) -> dict:
+def agreement(counter_accepted: int | None, stream_accepted: int | None, requests: int) -> dict[str, int | bool | None]:
     """Compare accepted draft tokens seen by the server's counters and in the stream's chunk sizes.
 
     Accepted tokens (not acceptance length) are compared because engines such as n-gram skip the

@@ -121,7 +121,7 @@ def whatif_curves(records: Sequence[ResultRow], meta: RunMeta | None) -> list[Cu
     if is_replay(meta):
         return []  # a profile's replay (measure.replay), not a grid of lengths
     plan = whatif_plan(meta).get("configs") or {}
-    curves: dict[tuple, Curve] = {}
+    curves: dict[tuple[str, str, Load], Curve] = {}
     for r in records:
         p = plan.get(r.run)
         if not isinstance(p, dict) or "of" not in p:

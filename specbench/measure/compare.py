@@ -8,6 +8,7 @@ import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
@@ -87,7 +88,8 @@ def paired_speedup(pairs: Sequence[tuple[RequestRecord, RequestRecord]], resampl
     lat = np.array([[c.latency, b.latency] for c, b in pairs], dtype=float)
 
     def stat(idx: np.ndarray) -> np.ndarray:
-        t, l = tok[idx].sum(axis=-2), lat[idx].sum(axis=-2)
+        t: npt.NDArray[np.float64] = tok[idx].sum(axis=-2)
+        l: npt.NDArray[np.float64] = lat[idx].sum(axis=-2)
         return (t[..., 0] / l[..., 0]) / (t[..., 1] / l[..., 1])
 
     point, lo, hi = paired_bootstrap(tok, stat, resamples, seed)
@@ -113,9 +115,9 @@ def paired_decomposition(pairs: Sequence[tuple[RequestRecord, RequestRecord]], r
     cols = np.array([[*_decode_columns(c), *_decode_columns(b)] for c, b in pairs], dtype=float).reshape(-1, 8)
 
     def stat(idx: np.ndarray) -> np.ndarray:
-        s = cols[idx].sum(axis=-2)
+        s: npt.NDArray[np.float64] = cols[idx].sum(axis=-2)
         with np.errstate(divide="ignore", invalid="ignore"):
-            rate = lambda o: (s[..., o] / s[..., o + 1]) / (s[..., o + 2] / s[..., o + 3])  # noqa: E731
+            rate: Callable[[int], npt.NDArray[np.float64]] = lambda o: (s[..., o] / s[..., o + 1]) / (s[..., o + 2] / s[..., o + 3])  # noqa: E731
             return rate(0) / rate(4)
 
     point, lo, hi = paired_bootstrap(cols, stat, resamples, seed)
@@ -159,7 +161,7 @@ def decomposition(row: ResultRow, base: ResultRow, pairs: Sequence[tuple[Request
     return out
 
 
-def first_divergence(a: Sequence, b: Sequence) -> int | None:
+def first_divergence(a: Sequence[object], b: Sequence[object]) -> int | None:
     """Index of the first differing element, or None when one is a prefix of the other and equal length."""
     for i, (x, y) in enumerate(zip(a, b)):
         if x != y:

@@ -118,7 +118,7 @@ def encoding_from(data: bytes, path: str) -> tiktoken.Encoding:
     def read(blobpath: str, expected_hash: str | None = None) -> bytes:
         return data
 
-    ranks = offline(tiktoken.load.load_tiktoken_bpe, read_file_cached=read)(path)
+    ranks: dict[bytes, int] = offline(tiktoken.load.load_tiktoken_bpe, read_file_cached=read)(path)
 
     def loaded(blobpath: str, expected_hash: str | None = None) -> dict[bytes, int]:
         if blobpath != O200K_URL:

@@ -16,6 +16,7 @@ from ..schemas.cell import Cell
 from ..schemas.phase import PhaseInfo, by_cell
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
+from ..suite.model import Suite
 from .compare import paired_requests, ratio
 from .per_request import acceptance_summary, merged_steps_warning, slower_share
 from .slo import slo_summary
@@ -29,7 +30,7 @@ SYNTHETIC_NOTE = ("synthetic acceptance: drafts are committed whether or not the
                   "output and accuracy do not apply (—)")
 
 
-def add_quality(rows: list[ResultRow], phases: Sequence[PhaseInfo], records: Sequence[RequestRecord], suite) -> None:
+def add_quality(rows: list[ResultRow], phases: Sequence[PhaseInfo], records: Sequence[RequestRecord], suite: Suite) -> None:
     _add_quality(rows, phases, records, suite)
     synthetic = {c.name for c in suite.configs if getattr(c, "synthetic_acceptance", False)}
     for row in rows:
@@ -40,7 +41,7 @@ def add_quality(rows: list[ResultRow], phases: Sequence[PhaseInfo], records: Seq
             _note(row, SYNTHETIC_NOTE)
 
 
-def _add_quality(rows: list[ResultRow], phases: Sequence[PhaseInfo], records: Sequence[RequestRecord], suite) -> None:
+def _add_quality(rows: list[ResultRow], phases: Sequence[PhaseInfo], records: Sequence[RequestRecord], suite: Suite) -> None:
     configs = {c.name: c for c in suite.configs}
     baseline = suite.baseline.name if suite.baseline else None
     recs, by_phase = by_cell(phases, records)
@@ -84,7 +85,7 @@ _CHANCE_ONLY = ("fidelity_identical", "fidelity_first_divergence_median", "accur
                 "accuracy_diff_ci_low", "accuracy_diff_ci_high", "accuracy_mcnemar_p")
 
 
-def mark_dummy_weights(rows: list[ResultRow], suite) -> None:
+def mark_dummy_weights(rows: list[ResultRow], suite: Suite) -> None:
     """Rows of configs served with random weights (``load_format: dummy``) say so (``weights: "dummy"``)
     and carry no same-output share or accuracy (null, never a number); against a dummy baseline no
     row's same-output share or accuracy difference means anything either."""
@@ -105,7 +106,7 @@ def mark_dummy_weights(rows: list[ResultRow], suite) -> None:
                     row.set(key, None)
 
 
-def weights_notes(suite) -> list[str]:
+def weights_notes(suite: Suite) -> list[str]:
     """The line under the table of a run on random weights (first: it bears on every other number)."""
     dummy = suite.dummy_configs
     if not dummy:
@@ -124,7 +125,7 @@ def _note(row: ResultRow, text: str) -> None:
     row.notes = [*(row.notes or []), text]
 
 
-def suite_notes(suite) -> list[str]:
+def suite_notes(suite: Suite) -> list[str]:
     """Lines under the table saying how the quality columns were computed (only for what was asked)."""
     out = []
     slo = suite.load.slo

@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from ..launch.gpus import server_gpus
+from ..suite.model import ServerConfig, Suite
 from ..suite.objectives import Cost
 from ..util.numbers import is_number
 
@@ -36,7 +37,7 @@ SAMPLE_INTERVAL_S = 0.25
 UTIL_SETTLE_S = 1.0
 
 
-def load_nvml():
+def load_nvml() -> Any:  # pynvml has no type stubs: the module is Any to mypy
     """The ``pynvml`` module of nvidia-ml-py, initialised; raises ImportError or its NVMLError."""
     import pynvml
 
@@ -57,7 +58,7 @@ class PhaseMeter:
         self.nvml: Any = None  # the pynvml module once started; it has no type stubs
         self.handles: list[Any] = []
         self.energy0: list[float | None] = []
-        self.samples: dict[str, list] = {"t_s": [], "gpu_util_pct": [], "mem_used_mib": [], "sm_clock_mhz": []}
+        self.samples: dict[str, list[Any]] = {"t_s": [], "gpu_util_pct": [], "mem_used_mib": [], "sm_clock_mhz": []}
         self._result: dict[str, Any] | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -65,7 +66,7 @@ class PhaseMeter:
         self.energy_error: str | None = None
 
     @classmethod
-    def for_config(cls, suite, config) -> PhaseMeter:
+    def for_config(cls, suite: Suite, config: ServerConfig) -> PhaseMeter:
         try:
             gpus, reason = server_gpus(suite, config)
         except Exception as err:  # a suite the launcher cannot read fails elsewhere, with its own message
@@ -94,12 +95,12 @@ class PhaseMeter:
         self._thread = threading.Thread(target=self._sample_loop, name="specbench-telemetry", daemon=True)
         self._thread.start()
 
-    def _handle(self, gpu: str):
+    def _handle(self, gpu: str) -> Any:  # an NVML device handle (pynvml has no type stubs)
         if gpu.isdigit():
             return self.nvml.nvmlDeviceGetHandleByIndex(int(gpu))
         return self.nvml.nvmlDeviceGetHandleByUUID(gpu)
 
-    def _energy(self, handle) -> float | None:
+    def _energy(self, handle: Any) -> float | None:
         try:
             value = self.nvml.nvmlDeviceGetTotalEnergyConsumption(handle)
         except Exception as err:
@@ -107,7 +108,7 @@ class PhaseMeter:
             return None
         return float(value) if is_number(value) and value >= 0 else None
 
-    def _read(self, fn, handle):
+    def _read(self, fn: Callable[[Any], float], handle: Any) -> float | None:
         try:
             return fn(handle)
         except Exception:
@@ -163,7 +164,7 @@ class PhaseMeter:
 
 # ---- per cell ------------------------------------------------------------------------------------
 
-def _flat(samples: Sequence[dict], key: str, settle_s: float = 0.0) -> list[float]:
+def _flat(samples: Sequence[dict[str, Any]], key: str, settle_s: float = 0.0) -> list[float]:
     """Every numeric sample of ``key``, leaving out those stamped less than ``settle_s`` into their phase."""
     out: list[float] = []
     for s in samples:

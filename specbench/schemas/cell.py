@@ -123,7 +123,7 @@ class Load:
     def label(self) -> str:
         return load_label(self.kind, self.value)
 
-    def sort_key(self) -> tuple:
+    def sort_key(self) -> tuple[str, float, int]:
         return (self.kind, -1 if self.value is None else self.value, self.cap or 0)
 
     @property

@@ -21,6 +21,7 @@ from __future__ import annotations
 import copy
 import types
 import typing
+from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar, Union
@@ -105,8 +106,10 @@ def read_value(value: Any, hint: Any, path: str, reader: Reader) -> Any:
             return {k: read_value(v, args[1], f"{path}.{k}", reader) for k, v in value.items()}
         except _Wrong as err:
             raise _Wrong(f"an object of {err.expected.removeprefix('an ').removeprefix('a ')} values") from None
-    ok = {bool: lambda v: isinstance(v, bool), int: lambda v: isinstance(v, int) and not isinstance(v, bool),
-          float: is_number, str: lambda v: isinstance(v, str)}[hint](value)
+    checks: dict[type, Callable[[Any], bool]] = {
+        bool: lambda v: isinstance(v, bool), int: lambda v: isinstance(v, int) and not isinstance(v, bool),
+        float: is_number, str: lambda v: isinstance(v, str)}
+    ok = checks[hint](value)
     if not ok:
         raise _Wrong(type_name(hint))
     return value

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 import typing
-from typing import Any
+from typing import Any, cast
 
 from ..errors import ResultsError
 from ..util.numbers import finite, is_number
@@ -130,7 +130,7 @@ class Checker:
                     continue
                 out[cat] = {k: self.value(at, k, v, f"categories.{cat}.{k}") for k, v in stats.items()}
             return out
-        return finite(value)
+        return cast(dict[str, Any], finite(value))  # finite() of a dict is a dict of the same keys
 
     def row(self, i: int, record: Any) -> ResultRow:
         if not isinstance(record, dict):
