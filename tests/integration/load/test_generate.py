@@ -86,7 +86,15 @@ async def test_open_loop_stop_records_the_request_in_flight_before_returning(scr
     server, url = await scripted(pattern=[1], ttft_s=0.01, gap_s=0.1)
     spec = RequestSpec(base_url=url, model="smol", max_tokens=20)
     stop = asyncio.Event()
-    asyncio.get_running_loop().call_later(0.3, stop.set)
+
+    async def stop_once_the_first_request_is_in_flight() -> None:
+        # not a fixed delay: generate_load's start-up gc.collect() alone can take 0.3 s after a long test session
+        while server.requests < 1:
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.2)
+        stop.set()
+
+    stopper = asyncio.ensure_future(stop_once_the_first_request_is_in_flight())
     transport = open_transport(url)
     try:
         res = await generate_load(transport, spec, prompts(3), LoadPass("c", concurrency=0, request_rate=0.2, seed=1),
@@ -95,6 +103,7 @@ async def test_open_loop_stop_records_the_request_in_flight_before_returning(scr
         assert [r.error for r in res.records] == ["cancelled: run stopped before the request finished"]
         assert server.requests == 1
     finally:
+        stopper.cancel()
         await close_transport(transport)
 
 
