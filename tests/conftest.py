@@ -1,6 +1,8 @@
 from pathlib import Path
 
 import pytest
+import requests
+import tiktoken.load
 
 from tests.support.o200k import write_encoding
 from tests.support.paths import SHARED
@@ -22,6 +24,17 @@ def o200k_file(tmp_path: Path, monkeypatch) -> Path:
     path = tmp_path / "o200k_fixture.tiktoken"
     monkeypatch.setattr("specbench.measure.o200k.O200K_SHA256", write_encoding(path))
     return path
+
+
+@pytest.fixture
+def no_network(monkeypatch):
+    """Any attempt of tiktoken's to fetch a file fails the test."""
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"a download was attempted: {args[:2]}")
+
+    monkeypatch.setattr(requests, "get", refuse)
+    monkeypatch.setattr(requests.Session, "request", refuse)
+    monkeypatch.setattr(tiktoken.load, "read_file", refuse)
 
 
 @pytest.fixture

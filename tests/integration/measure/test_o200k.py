@@ -5,8 +5,6 @@ the rows say why, and nothing is fetched."""
 import json
 
 import pytest
-import requests
-import tiktoken.load
 
 from specbench.measure.o200k import find_o200k
 from specbench.suite import load_suite
@@ -25,16 +23,6 @@ async def urls():
     yield {"baseline": base_url, "spec": spec_url}
     await base_runner.cleanup()
     await spec_runner.cleanup()
-
-
-@pytest.fixture
-def no_network(monkeypatch):
-    def refuse(*args, **kwargs):
-        raise AssertionError(f"a download was attempted: {args[:2]}")
-
-    monkeypatch.setattr(requests, "get", refuse)
-    monkeypatch.setattr(requests.Session, "request", refuse)
-    monkeypatch.setattr(tiktoken.load, "read_file", refuse)
 
 
 def _read(out):

@@ -5,7 +5,6 @@ import hashlib
 import tempfile
 
 import pytest
-import requests
 import tiktoken
 import tiktoken.load
 from tiktoken_ext import openai_public
@@ -15,17 +14,6 @@ from specbench.measure.summarize import add_o200k, summarize_cell
 from specbench.schemas.phase import PhaseInfo
 from specbench.schemas.request import Prompt, RequestRecord
 from tests.support.o200k import write_encoding
-
-
-@pytest.fixture
-def no_network(monkeypatch):
-    """Any attempt of tiktoken's to fetch a file fails the test."""
-    def refuse(*args, **kwargs):
-        raise AssertionError(f"a download was attempted: {args[:2]}")
-
-    monkeypatch.setattr(requests, "get", refuse)
-    monkeypatch.setattr(requests.Session, "request", refuse)
-    monkeypatch.setattr(tiktoken.load, "read_file", refuse)
 
 
 def test_counts_run_through_real_tiktoken_with_o200k_bases_pattern(o200k_file, no_network):
