@@ -20,6 +20,7 @@ PKG = ROOT / "specbench"
 
 STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("foundation", ("specbench", "specbench.errors")),
+    ("hooks", ("specbench.hooks",)),  # runs inside the engine's processes: standard library only
     ("util", ("specbench.util",)),
     ("schemas", ("specbench.schemas",)),
     ("config", ("specbench.suite", "specbench.datasets")),
