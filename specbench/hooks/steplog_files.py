@@ -22,6 +22,30 @@ def level() -> str:
     return value if value in LEVELS else "off"
 
 
+class _Active:
+    """The level the hooks act at now: the launch's level, or lower while ``SPECBENCH_STEPLOG_CONTROL`` names a
+    file that says so (re-read by the flusher every 0.25 s). It lets a benchmark compare off / steps / timing
+    passes on one server, where a server-to-server spread would otherwise hide a 1 % cost."""
+
+    def __init__(self) -> None:
+        self.rank = LEVELS.index(level())
+        self.control = os.environ.get("SPECBENCH_STEPLOG_CONTROL")
+
+    def refresh(self) -> None:
+        if not self.control:
+            return
+        try:
+            with open(self.control) as f:
+                wanted = f.read().strip().lower()
+        except OSError:
+            return
+        if wanted in LEVELS:
+            self.rank = min(LEVELS.index(wanted), LEVELS.index(level()))
+
+
+ACTIVE = _Active()
+
+
 class _Log:
     """This process's step-log files, opened on first write (a forked child gets its own pid's files)."""
 
@@ -77,10 +101,13 @@ class _Log:
 LOG = _Log()
 
 
-def guarded(name: str, body: Callable[..., Any]) -> Callable[..., Any]:
-    """``body`` that turns itself off (and says so) at its first exception instead of raising into vLLM."""
+def guarded(name: str, body: Callable[..., Any], need: str = "steps") -> Callable[..., Any]:
+    """``body`` that runs only at level ``need`` or above, and turns itself off (and says so) at its first
+    exception instead of raising into vLLM."""
+    rank = LEVELS.index(need)
+
     def run(*args: Any) -> Any:
-        if LOG.hooks.get(name) != "installed":
+        if ACTIVE.rank < rank or LOG.hooks.get(name) != "installed":
             return None
         try:
             return body(*args)
@@ -105,6 +132,7 @@ def start_flusher() -> None:
         while True:
             time.sleep(0.25)
             try:
+                ACTIVE.refresh()
                 for resolve in resolvers:
                     resolve()
                 LOG.flush()

@@ -118,8 +118,8 @@ def _wrap_method(owner: Any, name: str, hook: str, before: Callable[..., Any] | 
         return False
     if getattr(fn, MARK, False):
         return True
-    b = guarded(hook, before) if before else None
-    a = guarded(hook, after) if after else None
+    b = guarded(hook, before, "timing") if before else None
+    a = guarded(hook, after, "timing") if after else None
 
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         if b:
