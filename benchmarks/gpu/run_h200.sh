@@ -8,7 +8,8 @@
 #   round2 = prep, then whatif (GPU 1) ∥ [wait for $SGBUNDLE/COMPLETE, prep_sglang, sglang (GPU 0)], then abab;
 #   plan (one GPU, issue 26) = prep_plan, then the reference profile replayed on a Qwen3-8B-shaped dummy target;
 #   plan_repeat (one GPU) = prep_plan, math500 replayed again with 5x the prompts, then sequential8b twice;
-#   abab8b (two GPUs, issue 25) = prep_plan, then parallel / sequential alternated twice on the 8B-shaped target)
+#   abab8b (two GPUs, issue 25) = prep_plan, then parallel / sequential alternated twice on the 8B-shaped target;
+#   steplog (one GPU, issues 33/34) = prep, shape8b, the recorder's overhead (SmolLM2), the swing suite, overhead (8B))
 # Expects: the bundle parts + manifest.json + unpack.py in $BUNDLE (default /root/bundle), this
 # checkout at $ROOT, gsm8k.jsonl in $SPECBENCH_DATA_DIR. Writes under $OUTROOT (default /root/out).
 set -u
@@ -42,7 +43,27 @@ prep() {
   say "prep: done"
 }
 
-prep_replay() {  # SUITE NAME: the reference profile replayed on GPU 0 (whatif --profile), into $OUTROOT/NAME
+prep_plan() {
+  # vLLM only (no model wheel: the target is a shape with random weights); the tokenizer and the
+  # prompt files travel in the checkout's ignored .gpu/tokenizer and .gpu/data
+  say "prep_plan: unpack"
+  python3 "$BUNDLE/unpack.py" --parts "$BUNDLE" --site "$SITE" --import vllm --import specbench.cli \
+    > "$OUTROOT/unpack.log" 2>&1 || { say "prep_plan: unpack FAILED"; tail -20 "$OUTROOT/unpack.log"; return 1; }
+  (nvidia-smi; nvidia-smi -L; python3 -V; ldd --version | head -1) > "$OUTROOT/host.txt" 2>&1
+  python3 -c "import vllm, torch; print('vllm', vllm.__version__, 'torch', torch.__version__, torch.cuda.device_count(), 'GPUs')" >> "$OUTROOT/host.txt" 2>&1
+  TOKENIZER="$ROOT/.gpu/tokenizer" shape8b
+}
+
+shape8b() {  # the Qwen3-8B-shaped target and its random DSpark drafter ($TOKENIZER: default the converted SmolLM2)
+  say "shape8b: shape and drafter"
+  { sb setup shape --config suites/models/qwen3-8b.config.json --tokenizer "${TOKENIZER:-$MODELS/SmolLM2-135M-Instruct}" \
+      -o "$MODELS/qwen3-8b-shape" --force \
+    && sb setup drafter --method dspark --target "$MODELS/qwen3-8b-shape" -o "$MODELS/dspark-qwen3-8b-shape" --force
+  } > "$OUTROOT/shape.log" 2>&1 || { say "shape8b: FAILED"; tail -20 "$OUTROOT/shape.log"; return 1; }
+  say "shape8b: done"
+}
+
+replay() {  # SUITE NAME: the reference profile replayed on GPU 0 (whatif --profile), into $OUTROOT/NAME
   say "$2: start (GPU 0)"
   CUDA_VISIBLE_DEVICES=0 SPECBENCH_DATA_DIR="$ROOT/.gpu/data" sb whatif "$1" --no-real \
     --profile benchmarks/results/h200/plan_qwen3_8b/reference_profile.json -o "$OUTROOT/$2" --quiet \
@@ -137,11 +158,30 @@ sequential8b() {
   done
 }
 
+overhead() {  # NAME MODEL_DIR [vLLM args...]: the step recorder off / steps / timing on one server (issue 33)
+  local name=$1 model=$2; shift 2
+  say "overhead_$name: start (GPU 0)"
+  CUDA_VISIBLE_DEVICES=0 python3 benchmarks/gpu/steplog_overhead.py --model "$model" --args "$*" \
+    --out "$OUTROOT/overhead_$name" > "$OUTROOT/overhead_$name.log" 2>&1
+  say "overhead_$name: exit $?"
+}
+
+swing() {  # issue 33 item 4 + issue 34 item 5: DSpark k=7 at C=16 on 3 server starts, step log on
+  SPECBENCH_DATA_DIR="$ROOT/.gpu/data" sequential suites/gpu_swing_8b.yaml swing_8b
+}
+
 phases=${*:-all}
 if [ "$phases" = plan ]; then
   prep_plan && plan
 elif [ "$phases" = plan_repeat ]; then
   prep_plan && plan_repeat && sequential8b
+elif [ "$phases" = steplog ]; then
+  # issues 33 + 34 on one GPU: the recorder's overhead on SmolLM2, the swing on 3 server starts, overhead at 8B
+  prep || { touch "$OUTROOT/DONE"; exit 1; }
+  shape8b || { touch "$OUTROOT/DONE"; exit 1; }
+  overhead smol "$MODELS/SmolLM2-135M-Instruct" --max-model-len 4096
+  swing
+  overhead 8b "$MODELS/qwen3-8b-shape" --load-format dummy --max-model-len 4096 --max-num-seqs 64
 elif [ "$phases" = abab8b ]; then
   prep_plan && abab8b
 elif [ "$phases" = round2 ]; then
