@@ -66,7 +66,8 @@ class _Sched:
                "drafts": int(getattr(spec, "num_drafts", 0)) if spec else (0 if known else None),
                "draft_tokens": int(getattr(spec, "num_draft_tokens", 0)) if spec else (0 if known else None),
                "accepted": int(getattr(spec, "num_accepted_tokens", 0)) if spec else (0 if known else None),
-               "accepted_per_pos": [int(x) for x in getattr(spec, "num_accepted_tokens_per_pos", []) or []] if spec else []}
+               "accepted_per_pos": ([int(x) for x in getattr(spec, "num_accepted_tokens_per_pos", []) or []] if spec
+                                     else ([] if known else None))}
         if cg is not None:
             row["padded_tokens"] = getattr(cg, "num_padded_tokens", None)
             row["unpadded_tokens"] = getattr(cg, "num_unpadded_tokens", None)
@@ -79,7 +80,7 @@ def patch_scheduler(module: Any) -> None:
     cls: Any = getattr(module, "Scheduler", None)
     for name in ("schedule", "update_from_output"):
         if cls is None or not callable(getattr(cls, name, None)):
-            LOG.hook(f"scheduler.{name}", f"missing in {module.__name__} (vLLM {vllm_version()})")
+            LOG.hook(f"scheduler.{name}", f"missing: {module.__name__}.Scheduler.{name} (vLLM {vllm_version()})")
             return
     if getattr(cls.schedule, MARK, False):
         return
