@@ -13,9 +13,10 @@ import os
 import shutil
 from pathlib import Path
 
-STEPLOG_LEVELS = ("off", "steps", "timing")
+STEPLOG_LEVELS = ("off", "steps", "timing", "tokens")
 ENTRY_POINT = "specbench_steplog = specbench.hooks.vllm_steplog:register"
-_HOOK_FILES = ("__init__.py", "site.py", "vllm_steplog.py", "steplog_files.py", "vllm_scheduler.py", "vllm_runner.py")
+_HOOK_FILES = ("__init__.py", "site.py", "vllm_steplog.py", "steplog_files.py", "vllm_scheduler.py", "vllm_runner.py",
+               "vllm_tokens.py")
 
 
 def plugin_site(dest: Path) -> Path:

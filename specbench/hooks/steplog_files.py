@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 SCHEMA = "specbench.steplog/1"
-LEVELS = ("off", "steps", "timing")
+LEVELS = ("off", "steps", "timing", "tokens")  # each level records everything the ones before it do
 MAX_HIST = 17  # hist index 0..16: tokens a request committed in the step (accepted guesses plus one)
 MARK = "_specbench_steplog"
 STEP_ATTR = "_specbench_step"

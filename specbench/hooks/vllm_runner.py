@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .steplog_files import LOG, MARK, STEP_ATTR, guarded, resolvers, start_flusher, vllm_version
+from .vllm_tokens import note_batch
 
 
 class _Clock:
@@ -158,6 +159,11 @@ def _after_lm_head(*_: Any) -> None:
         TIMELINE.mark("samp")
 
 
+def _before_sample_v1(runner: Any, *_: Any) -> None:
+    TIMELINE.mark("samp")
+    note_batch(runner, TIMELINE.current)
+
+
 def _marks() -> dict[str, Any]:
     return TIMELINE.current["marks"] if TIMELINE.current else {}
 
@@ -181,7 +187,7 @@ def patch_runner(module: Any, version: str) -> None:
     if version == "v1":
         _wrap_method(cls, "_model_forward", "runner_v1._model_forward",
                      lambda *a: TIMELINE.mark("fwd"), lambda *a: TIMELINE.mark("fwd_end"))
-        _wrap_method(cls, "_sample", "runner_v1._sample", lambda *a: TIMELINE.mark("samp"), None)
+        _wrap_method(cls, "_sample", "runner_v1._sample", _before_sample_v1, None)
         _wrap_method(cls, "propose_draft_token_ids", "runner_v1.propose_draft_token_ids",
                      lambda *a: TIMELINE.mark("d0"), lambda *a: TIMELINE.mark("d1"))
     start_flusher()

@@ -34,11 +34,13 @@ from . import steplog_files
 from .steplog_files import LOG, level, start_flusher
 from .vllm_runner import TIMELINE, patch_cudagraph_v2, patch_runner
 from .vllm_scheduler import patch_scheduler
+from .vllm_tokens import patch_rejection_sampler
 
 SCHEDULER = "vllm.v1.core.sched.scheduler"
 RUNNER_V1 = "vllm.v1.worker.gpu_model_runner"
 RUNNER_V2 = "vllm.v1.worker.gpu.model_runner"
 CUDAGRAPH_V2 = "vllm.v1.worker.gpu.cudagraph_utils"
+SAMPLER_V1 = "vllm.v1.sample.rejection_sampler"
 
 
 def _at_exit() -> None:
@@ -90,9 +92,11 @@ def register() -> None:
     if lvl == "off" or any(isinstance(f, _AfterImport) for f in sys.meta_path):
         return
     patches: dict[str, Callable[[Any], None]] = {SCHEDULER: patch_scheduler}
-    if lvl == "timing":
+    if lvl in ("timing", "tokens"):
         patches.update({RUNNER_V1: lambda m: patch_runner(m, "v1"), RUNNER_V2: lambda m: patch_runner(m, "v2"),
                         CUDAGRAPH_V2: patch_cudagraph_v2})
+    if lvl == "tokens":
+        patches[SAMPLER_V1] = patch_rejection_sampler
     for name, patch in patches.items():
         if name in sys.modules:
             patch(sys.modules[name])
