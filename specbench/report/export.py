@@ -16,6 +16,7 @@ from ..schemas.cell import Cell
 from ..schemas.meta import RunMeta
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
+from ..util.diskio import make_output_dir, output_file
 from .load import RunResults, load_run, read_requests
 
 RUN_COLUMNS = ["gpu", "target", "split", "drafter", "k", "c", "start", "mode", "throughput_tps", "output_tokens",
@@ -69,8 +70,9 @@ def export(results: RunResults, requests: list[RequestRecord], out: Path, gpu: s
         for key, part in frame.groupby(["gpu", "target", "split", "drafter", "k"], sort=False):
             gpu_, target, split, drafter, k = key
             path = out / name / _slug(gpu_) / _slug(target) / _slug(split) / f"{drafter}-k{k}" / "part-0.parquet"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            part.to_parquet(path, index=False)
+            make_output_dir(path.parent)
+            with output_file(path) as tmp:
+                part.to_parquet(tmp, index=False)
             written.append(path)
     return written
 
