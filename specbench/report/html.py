@@ -2,7 +2,7 @@
 
 Everything is SVG markup (no plotting library, no script, no external font or stylesheet), so the
 file can be mailed, attached to a PR or opened offline. This module is the table and the page;
-the plots are ``plots.py``, drawn with ``svg.py``, over the run's model in ``model.py``. Every plot carries a
+the plots are ``plots/`` (one module per plot), drawn with ``svg.py``, over the run's model in ``model.py``. Every plot carries a
 caption saying how its numbers were computed; a value that is null in ``results.json`` is written
 "not measured" on the plot, never drawn as 0.
 
