@@ -169,6 +169,19 @@ def output_file(path: Path) -> Iterator[Path]:
         tmp.unlink(missing_ok=True)
 
 
+@contextmanager
+def all_or_none() -> Iterator[list[Path]]:
+    """A list to add each file written to; when the block fails, those files are removed again, so a
+    set of files that only reads right whole (an export) is never left in part."""
+    written: list[Path] = []
+    try:
+        yield written
+    except BaseException:
+        for path in written:
+            path.unlink(missing_ok=True)
+        raise
+
+
 def write_output(path: Path, data: str | bytes) -> None:
     """Replace the output ``path`` with ``data`` (text as UTF-8), synced, all or nothing."""
     raw = data.encode() if isinstance(data, str) else data

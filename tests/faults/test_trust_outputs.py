@@ -142,6 +142,27 @@ def test_enospc_while_writing_safetensors_without_a_tmpfs(tmp_path, capsys, monk
     assert listing(out) == []
 
 
+def test_an_export_cut_by_a_full_disk_leaves_none_of_its_files(tmp_path, capsys, monkeypatch):
+    """The disk fills after two of the run's parquet files: those two go again, since the tables
+    would read as the whole run; what was under the root before stays."""
+    import pandas as pd
+
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "older.parquet").write_text("another export's")
+    calls, real = [], pd.DataFrame.to_parquet
+
+    def fills_on_the_third(self, path, *args, **kwargs):
+        calls.append(path)
+        if len(calls) == 3:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(self, path, *args, **kwargs)
+
+    monkeypatch.setattr(pd.DataFrame, "to_parquet", fills_on_the_third)
+    assert main(["export", str(RUN), "-o", str(tmp_path / "out")]) == 1
+    assert "No space left on device" in capsys.readouterr().err
+    assert [p for p in listing(tmp_path / "out") if p.endswith("parquet")] == ["older.parquet"]
+
+
 def test_profile_refusal_does_not_speak_of_resume(tmp_path, capsys):
     out = tmp_path / "missing" / "dir" / "p.json"
     refused(capsys, ["profile", str(RUN), "-o", str(out)], out, "does not exist")
