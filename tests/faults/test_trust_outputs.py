@@ -29,6 +29,7 @@ FILE_COMMANDS = {
     "report": ["report", str(RUN)],
     "report-json": ["report", str(RUN), "--format", "json"],
     "report-html": ["report", str(RUN), "--format", "html"],
+    "report-history": ["report", str(RUN.parent)],  # a directory of runs: the history report
     "compare": ["compare", str(RUN), str(RUN)],
     "profile": ["profile", str(RUN)],
     "trace": ["trace", "no-such-suite.yaml", "--prompt", "hi"],  # the output is refused before the suite is read
@@ -109,7 +110,7 @@ def test_file_output_on_a_read_only_file_system_is_one_line(name, tmp_path, caps
         refused(capsys, [*FILE_COMMANDS[name], "-o", str(out)], out, "Read-only file system")
 
 
-@pytest.mark.parametrize("name", ["report", "report-html", "compare", "profile"])
+@pytest.mark.parametrize("name", ["report", "report-html", "report-history", "compare", "profile"])
 def test_a_full_disk_while_writing_a_file_is_one_line_exit_1_and_leaves_nothing(name, tmp_path, capsys):
     with tmpfs(tmp_path / "disk", "64k") as disk:
         (disk / "out.txt").write_text("before")
