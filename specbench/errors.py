@@ -42,6 +42,18 @@ class RunDirWriteError(RunDirError):
     exit_code = 1
 
 
+class OutputPathError(SpecbenchError):
+    """A file or directory named with ``-o`` cannot be written there: a missing parent, a directory where
+    a file is wanted (or the reverse), a path under a file, a read-only place. Bad input: exit 2."""
+
+
+class OutputWriteError(OutputPathError):
+    """The disk failed while an output was written (full, quota, I/O error): exit 1, as a run's failed
+    write; no file is left under the output's name."""
+
+    exit_code = 1
+
+
 class RequestsRefused(SpecbenchError):
     """Every warm-up request of a config got the same client error (HTTP 4xx): measuring it cannot
     give another answer, so its remaining cells are skipped (the run goes on with the next config)."""

@@ -13,6 +13,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from ..errors import SpecbenchError
+from ..util.diskio import make_output_dir, output_errors, output_file, write_output
 from .archive import sha256_of, write_archive
 from .pip import download, local_wheel, req_text, resolve, resolver_for, wheel_name_version, wheel_requires
 from .plan import DEFAULT_EXCLUDE, DEFAULT_KEEP_HOST, FORMAT, Plan, Resolved, applies, is_excluded, marker_env, parse_host_packages, plan_bundle
@@ -39,9 +40,11 @@ def build_bundle(engine: str, host_file: Path | None, out: Path, *, python_versi
     env = marker_env(python_version, platform)
     exclude = tuple(canonicalize_name(p) if "*" not in p else p.lower() for p in exclude)
     keep_host = tuple(canonicalize_name(p) for p in keep_host)
-    out.mkdir(parents=True, exist_ok=True)
-    for old in out.glob("bundle.tar.part*"):
-        old.unlink()
+    make_output_dir(out)
+    with output_errors(out, "directory"):  # the folder reads as a bundle only once manifest.json is written, last
+        (out / "manifest.json").unlink(missing_ok=True)
+        for old in out.glob("bundle.tar.part*"):
+            old.unlink()
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="specbench-bundle-") as tmp:
         work = Path(tmp)
@@ -84,7 +87,8 @@ def build_bundle(engine: str, host_file: Path | None, out: Path, *, python_versi
         only_names = [r.name for r in plan.bundle if plan.reasons.get(r.name) == "with-only"]
         order = [ename] + only_names + [n for n in local] + sorted(r.name for r in names)
         wheels, entries = _checked_wheels(order, files, plan)
-        parts, total_sha, total = write_archive(wheels, out, part_size)
+        with output_errors(out / "bundle.tar"):
+            parts, total_sha, total = write_archive(wheels, out, part_size)
     manifest = {
         "format": FORMAT, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "engine": str(engine_req), "python_version": python_version, "platform": platform,
@@ -95,8 +99,9 @@ def build_bundle(engine: str, host_file: Path | None, out: Path, *, python_versi
         "excluded": {"patterns": list(exclude), "left_out": plan.excluded},
         "conflicts": plan.conflicts,
     }
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
-    shutil.copyfile(UNPACK_TEMPLATE, out / "unpack.py")
+    with output_file(out / "unpack.py") as tmp:
+        shutil.copyfile(UNPACK_TEMPLATE, tmp)
+    write_output(out / "manifest.json", json.dumps(manifest, indent=1) + "\n")
     log(f"{len(entries)} wheels, {total / 1e6:.1f} MB in {len(parts)} parts of ≤ {part_size / (1 << 20):g} MiB "
         f"→ {out} ({time.monotonic() - t0:.0f} s); host provides {len(plan.host_used)}, excluded {len(plan.excluded)}")
     for line in plan.conflicts:

@@ -15,7 +15,10 @@ def compare_cli(args: argparse.Namespace) -> int:
     from ..report.csv_rows import to_csv
     from ..report.history import emit, status_line
     from ..report.history_compare import comparison_dict, comparison_markdown, comparison_rows, parse_tolerance, read_named_run
+    from ..util.diskio import check_output_file
 
+    if args.output:
+        check_output_file(Path(args.output))
     tolerance = parse_tolerance(args.tolerance)
     old, new = read_named_run(Path(args.old)), read_named_run(Path(args.new))
     if args.format == "json":

@@ -9,7 +9,9 @@ from typing import Any
 
 def export_cli(args: argparse.Namespace) -> int:
     from ..report.export import export_run
+    from ..util.diskio import check_output_dir
 
+    check_output_dir(Path(args.output))
     written = export_run(Path(args.run), Path(args.output), gpu=args.gpu)
     print(f"wrote {len(written)} parquet files under {args.output}")
     return 0

@@ -147,7 +147,7 @@ noise: with ci95 in the results, a crossed threshold fails only if the whole CI 
 
 
 def register(subparsers: Any) -> None:
-    """Add ``gate`` to the ``specbench`` sub-commands; cli.py dispatches to ``args.func``."""
+    """Add ``gate`` to the ``specbench`` sub-commands; ``specbench.cli.main`` dispatches to ``args.func``."""
     parser = subparsers.add_parser(
         "gate",
         help="fail CI when speculative decoding gets slower or accepts less",

@@ -17,11 +17,13 @@ def profile_cli(args: argparse.Namespace) -> int:
     from ..report.explain_tables import profile_markdown
     from ..report.load import load_run
     from ..run.preflight import now
-    from ..util.jsonio import write_json
+    from ..util.diskio import check_output_file, write_output
+    from ..util.jsonio import dumps
 
     def say(line: str) -> None:
         print(f"specbench profile: {line}", file=sys.stderr)
 
+    out = check_output_file(Path(args.output))
     profiles: list[dict[str, Any]] = []
     refused: list[str] = []
     sources = []
@@ -40,9 +42,9 @@ def profile_cli(args: argparse.Namespace) -> int:
     if not profiles:
         raise ProfileError(f"{', '.join(args.results)}: no profile: no speculative config with acceptance counters"
                            + (f" ({len(refused)} records refused)" if refused else ""))
-    out = Path(args.output)
-    write_json(out, {"format": FORMAT, "positions": POSITIONS, "fill_rule": FILL_RULE, "created_at": now(),
-                     "specbench_version": __version__, "sources": sources, "profiles": profiles})
+    write_output(out, dumps({"format": FORMAT, "positions": POSITIONS, "fill_rule": FILL_RULE, "created_at": now(),
+                             "specbench_version": __version__, "sources": sources, "profiles": profiles},
+                            indent=2, default=str) + "\n")
     print(profile_markdown(profiles))
     print(f"profile: {out} ({len(profiles)} profiles" + (f", {len(refused)} refused)" if refused else ")"), file=sys.stderr)
     return 1 if refused else 0

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..report.formats import FORMATS
+from ..util.diskio import write_output
 from .compare import TOLERANCE_HELP
 
 
@@ -16,6 +17,7 @@ def report_cli(args: argparse.Namespace) -> int:
     from ..report import load_results, render
     from ..report.formats import write
 
+    check_output(args)
     if wants_history(args):
         return history_cli(args)
     if FORMATS[args.format].kind == "files":
@@ -24,10 +26,24 @@ def report_cli(args: argparse.Namespace) -> int:
     results = load_results(args.paths)
     text = render(results.rows, args.format, results.meta) + "\n"
     if args.output:
-        Path(args.output).write_text(text)
+        write_output(Path(args.output), text)
     else:
         sys.stdout.write(text)
     return 0
+
+
+def check_output(args: argparse.Namespace) -> None:
+    """Refuse an ``-o`` that cannot be written before any run is read: parquet writes a directory, html
+    a file (``report.html`` inside a directory given), the text formats a file."""
+    from ..util.diskio import check_output_dir, check_output_file
+
+    if args.format == "parquet" and args.output:
+        check_output_dir(Path(args.output))
+    elif args.format == "html":
+        out = Path(args.output or "report.html")
+        check_output_file(out / "report.html" if out.is_dir() else out)
+    elif args.output:
+        check_output_file(Path(args.output))
 
 
 def wants_history(args: argparse.Namespace) -> bool:

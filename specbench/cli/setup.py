@@ -15,6 +15,7 @@ from ..errors import SpecbenchError
 def bundle_cli(args: argparse.Namespace) -> int:
     from ..bundle.build import build_bundle
     from ..bundle.plan import DEFAULT_KEEP_HOST, parse_size
+    from ..util.diskio import check_output_dir
 
     index_args: list[str] = []
     for d in args.find_links or []:
@@ -25,6 +26,7 @@ def bundle_cli(args: argparse.Namespace) -> int:
     keep = tuple(DEFAULT_KEEP_HOST) + tuple(args.keep_host or ())
     if not args.engine or not args.output:
         raise SpecbenchError("setup bundle: --engine and -o/--output are required")
+    check_output_dir(Path(args.output))
     build_bundle(args.engine, Path(args.host_packages) if args.host_packages else None, Path(args.output),
                  python_version=args.python_version, platform=args.platform, part_size=parse_size(args.part_size),
                  extra=args.with_ or [], only=args.with_only or [], exclude=exclude, keep_host=keep, index_args=index_args,

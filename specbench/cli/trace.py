@@ -14,11 +14,12 @@ def trace_cli(args: argparse.Namespace) -> int:
 
     from ..run.trace import render_terminal, run_trace
     from ..suite import load_suite
+    from ..util.diskio import check_output_file, write_output
 
-    output = Path(args.output)
+    output = check_output_file(Path(args.output))
     md, spec, kinds = asyncio.run(run_trace(load_suite(args.suite), args.prompt, args.baseline, args.config,
                                             output.parent / (output.stem + "-logs")))
-    output.write_text(md + "\n")
+    write_output(output, md + "\n")
     console = Console()
     render_terminal(console, spec, kinds)
     console.print(f"trace written to {output}")

@@ -1,6 +1,6 @@
 """`specbench gate`: turn a results run into a CI verdict (0 pass, 1 regression, 2 unusable input).
 
-``checks`` parses thresholds, ``judge`` (pure) turns one check and the cells of two runs into
+``suite/gate.py`` parses thresholds (a suite's ``gate:`` and ``--threshold`` alike), ``judge`` (pure) turns one check and the cells of two runs into
 ``Verdict`` rows, ``render`` prints them, the command (``cli/gate.py``) reads runs and suites and writes the step summary.
 See docs/gate.md for the threshold syntax and the noise rule.
 """

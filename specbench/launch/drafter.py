@@ -25,8 +25,9 @@ from typing import Any
 
 from .. import __version__
 from ..errors import SpecbenchError
+from ..util.diskio import make_output_dir, output_errors
 from ..util.tensorfile import TensorSpec, file_size, write_random
-from .modelconfig import Dims, check_output, copy_tokenizer, read_json, rope_theta, write_json
+from .modelconfig import Dims, check_output, config_last, copy_tokenizer, read_json, rope_theta, write_json
 
 METHODS = ("dspark", "eagle3", "draft_model")
 DEFAULT_LAYERS = {"dspark": 2, "eagle3": 1, "draft_model": 2}
@@ -172,19 +173,21 @@ def make_drafter(method: str, target: Path, out: Path, *, weights: bool = True, 
     where = target / "config.json"
     plan = plan_for(method, read_json(where, "target config"), where, weights=weights, **shape)
     check_output(out, force, target)
-    out.mkdir(parents=True, exist_ok=True)
     record: dict[str, Any] = {"made_by": f"specbench {__version__} setup drafter", "method": method, "target": str(target),
                               "parameters": plan.parameters, "detail": plan.detail}
-    if weights:
-        log(f"{out}: writing model.safetensors ({megabytes(file_size(plan.tensors, metadata=METADATA))}, bf16, "
-            f"N(0, 0.02²) from seed {seed}) …")
-        size = write_random(out / "model.safetensors", plan.tensors, seed=seed, metadata=METADATA)
-        record.update(weights=f"random bf16, N(0, 0.02²), norms 1, seed {seed}", file_bytes=size)
-    else:
-        (out / "model.safetensors").unlink(missing_ok=True)  # --force over a folder with weights: they would be read
-        record["weights"] = "none: the engine fills them (the target on load_format: dummy makes its drafter dummy too)"
-    files = copy_tokenizer(target, out) if method == "draft_model" else []
-    write_json(out / "config.json", plan.config)
-    record["files"] = ["config.json", *(["model.safetensors"] if weights else []), *files]
-    write_json(out / RECORD, record)
+    with config_last(out):
+        make_output_dir(out)
+        if weights:
+            log(f"{out}: writing model.safetensors ({megabytes(file_size(plan.tensors, metadata=METADATA))}, bf16, "
+                f"N(0, 0.02²) from seed {seed}) …")
+            size = write_random(out / "model.safetensors", plan.tensors, seed=seed, metadata=METADATA)
+            record.update(weights=f"random bf16, N(0, 0.02²), norms 1, seed {seed}", file_bytes=size)
+        else:
+            with output_errors(out / "model.safetensors"):  # --force over a folder with weights: they would be read
+                (out / "model.safetensors").unlink(missing_ok=True)
+            record["weights"] = "none: the engine fills them (the target on load_format: dummy makes its drafter dummy too)"
+        files = copy_tokenizer(target, out) if method == "draft_model" else []
+        record["files"] = ["config.json", *(["model.safetensors"] if weights else []), *files]
+        write_json(out / RECORD, record)
+        write_json(out / "config.json", plan.config)
     return record

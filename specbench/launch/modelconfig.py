@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import SpecbenchError
+from ..util.diskio import check_output_dir, output_file, write_output
 
 #: every file of a tokenizer an engine may read, the chat template among them
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.json", "merges.txt",
@@ -32,7 +35,7 @@ def read_json(path: Path, what: str = "JSON file") -> dict[str, Any]:
 
 
 def write_json(path: Path, data: Any) -> None:
-    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_output(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
 def copy_tokenizer(src: Path, out: Path) -> list[str]:
@@ -40,13 +43,16 @@ def copy_tokenizer(src: Path, out: Path) -> list[str]:
     copied = []
     for name in TOKENIZER_FILES:
         if (src / name).is_file():
-            shutil.copyfile(src / name, out / name)
+            with output_file(out / name) as tmp:
+                shutil.copyfile(src / name, tmp)
             copied.append(name)
     return copied
 
 
 def check_output(out: Path, force: bool, *sources: Path) -> None:
-    """``out`` may be made: not one of the folders read, and without a config.json unless ``force``."""
+    """``out`` may be made: a directory that can be written, not one of the folders read, and without a
+    config.json unless ``force``."""
+    check_output_dir(out)
     for src in sources:
         if out.resolve() == src.resolve():
             raise SpecbenchError(f"{out}: is the folder read ({src}); choose another -o")
@@ -59,6 +65,18 @@ def _int(cfg: dict[str, Any], key: str, where: Path) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise SpecbenchError(f"{where}: {key}: expected a positive integer, got {value!r}")
     return value
+
+
+@contextmanager
+def config_last(out: Path) -> Iterator[None]:
+    """Write a model folder so that it reads as one (its config.json) only when whole: the block writes
+    config.json last; when it fails, a config.json already there (``--force``) is removed, since the
+    folder now mixes old and new files."""
+    try:
+        yield
+    except BaseException:
+        (out / "config.json").unlink(missing_ok=True)
+        raise
 
 
 def rope_theta(cfg: dict[str, Any]) -> float:

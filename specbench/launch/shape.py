@@ -18,7 +18,8 @@ from typing import Any
 
 from .. import __version__
 from ..errors import SpecbenchError
-from .modelconfig import check_output, copy_tokenizer, read_json, write_json
+from ..util.diskio import make_output_dir, write_output
+from .modelconfig import check_output, config_last, copy_tokenizer, read_json, write_json
 
 RECORD = "specbench_shape.json"
 #: config id keys and the tokenizer_config.json token each is read from
@@ -137,17 +138,18 @@ def make_shape(config_path: Path, tokenizer: Path, out: Path, *, chat_template: 
     for key, change in changed.items():
         log(f"{config_path}: {key} {change['old']!r} → {change['new']!r} (to agree with the tokenizer in {tokenizer}, "
             f"{tok.size} tokens)")
-    out.mkdir(parents=True, exist_ok=True)
-    files = copy_tokenizer(tokenizer, out)
-    if chat_template is not None:
-        (out / "chat_template.jinja").write_bytes(chat_template.read_bytes())
-        files = sorted({*files, "chat_template.jinja"})
-    write_json(out / "config.json", shaped)
-    record = {
-        "made_by": f"specbench {__version__} setup shape", "config": str(config_path), "tokenizer": str(tokenizer),
-        "tokenizer_size": tok.size, "chat_template": str(chat_template) if chat_template else tok.chat_template,
-        "changed": changed, "files": ["config.json", *files],
-        "weights": "none: serve with load_format: dummy (random weights from config.json)",
-    }
-    write_json(out / RECORD, record)
+    with config_last(out):
+        make_output_dir(out)
+        files = copy_tokenizer(tokenizer, out)
+        if chat_template is not None:
+            write_output(out / "chat_template.jinja", chat_template.read_bytes())
+            files = sorted({*files, "chat_template.jinja"})
+        record = {
+            "made_by": f"specbench {__version__} setup shape", "config": str(config_path), "tokenizer": str(tokenizer),
+            "tokenizer_size": tok.size, "chat_template": str(chat_template) if chat_template else tok.chat_template,
+            "changed": changed, "files": ["config.json", *files],
+            "weights": "none: serve with load_format: dummy (random weights from config.json)",
+        }
+        write_json(out / RECORD, record)
+        write_json(out / "config.json", shaped)
     return record

@@ -16,6 +16,7 @@ from ..schemas.cell import Cell
 from ..schemas.meta import RunMeta
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
+from ..util.diskio import all_or_none, make_output_dir, output_file
 from .load import RunResults, load_run, read_requests
 
 RUN_COLUMNS = ["gpu", "target", "split", "drafter", "k", "c", "start", "mode", "throughput_tps", "output_tokens",
@@ -62,16 +63,17 @@ def tables(results: RunResults, requests: list[RequestRecord], gpu: str) -> tupl
 
 def export(results: RunResults, requests: list[RequestRecord], out: Path, gpu: str = "cpu") -> list[Path]:
     runs, reqs = tables(results, requests, gpu)
-    written = []
-    for name, frame in (("runs", runs), ("requests", reqs)):
-        if frame.empty:
-            continue
-        for key, part in frame.groupby(["gpu", "target", "split", "drafter", "k"], sort=False):
-            gpu_, target, split, drafter, k = key
-            path = out / name / _slug(gpu_) / _slug(target) / _slug(split) / f"{drafter}-k{k}" / "part-0.parquet"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            part.to_parquet(path, index=False)
-            written.append(path)
+    with all_or_none() as written:  # a failed export leaves none of its files: some of a run's would read as all of it
+        for name, frame in (("runs", runs), ("requests", reqs)):
+            if frame.empty:
+                continue
+            for key, part in frame.groupby(["gpu", "target", "split", "drafter", "k"], sort=False):
+                gpu_, target, split, drafter, k = key
+                path = out / name / _slug(gpu_) / _slug(target) / _slug(split) / f"{drafter}-k{k}" / "part-0.parquet"
+                make_output_dir(path.parent)
+                with output_file(path) as tmp:
+                    part.to_parquet(tmp, index=False)
+                written.append(path)
     return written
 
 

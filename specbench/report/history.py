@@ -23,6 +23,7 @@ from ..gate import GateError
 from ..schemas.cell import Cell, Load, LoadPoint, load_of
 from ..schemas.meta import Comparability, GitState, RunMeta, SuiteFile
 from ..schemas.row import ResultRow
+from ..util.diskio import write_output
 from .load import load_run, read_meta, refusal
 
 COMPLETE = "complete"
@@ -348,6 +349,6 @@ def heading(h: SuiteHistory) -> str:
 
 def emit(text: str, output: str | None) -> None:
     if output:
-        Path(output).write_text(text + "\n")
+        write_output(Path(output), text + "\n")
     else:
         sys.stdout.write(text + "\n")

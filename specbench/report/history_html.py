@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..gate.render import fmt_measure
 from ..gate.runs import RUN_METRICS
+from ..util.diskio import write_output
 from .history import RunEntry, SuiteHistory, other_runs, run_line, status_line
 from .history_compare import comparability, comparison_of, rule_text, verdict_text
 from .html import CSS, read_requests, table_html
@@ -117,6 +118,5 @@ def write_history_html(histories: Sequence[SuiteHistory], roots: Sequence[Path],
     out = Path(out)
     if out.is_dir():
         out = out / "report.html"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_history_html(histories, roots, show_all, compare, tolerance), encoding="utf-8")
+    write_output(out, render_history_html(histories, roots, show_all, compare, tolerance))
     return out

@@ -2,7 +2,7 @@
 
 Everything is SVG markup (no plotting library, no script, no external font or stylesheet), so the
 file can be mailed, attached to a PR or opened offline. This module is the table and the page;
-the plots are ``plots.py``, drawn with ``svg.py``, over the run's model in ``model.py``. Every plot carries a
+the plots are ``plots/`` (one module per plot), drawn with ``svg.py``, over the run's model in ``model.py``. Every plot carries a
 caption saying how its numbers were computed; a value that is null in ``results.json`` is written
 "not measured" on the plot, never drawn as 0.
 
@@ -24,6 +24,7 @@ from ..schemas.cell import baseline_name, load_of, unique
 from ..schemas.meta import Comparability, Host, RunMeta
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
+from ..util.diskio import write_output
 from .colspec import DASH, DECOMPOSITION_NOTE, Column, Group, is_missing
 from .columns import grouped, has_decomposition
 from .load import load_run, read_requests
@@ -223,8 +224,7 @@ def write_html(run_paths: list[Path], out: Path) -> Path:
     out = Path(out)
     if out.is_dir():
         out = out / "report.html"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_html(records, requests, meta), encoding="utf-8")
+    write_output(out, render_html(records, requests, meta))
     return out
 
 

@@ -70,7 +70,7 @@ def warnings(records: Sequence[ResultRow]) -> list[str]:
 
 
 def cell_notes(records: Sequence[ResultRow]) -> list[str]:
-    """Each cell's own ``notes`` (measure.py), and why a grading it asked for gave no accuracy (the
+    """Each cell's own ``notes`` (``measure/summarize.py``), and why a grading it asked for gave no accuracy (the
     column, all —, is left out of the tables), one line per distinct note naming every cell it applies to."""
     cells: dict[str, list[str]] = {}
     for r in records:

@@ -229,7 +229,7 @@ class ResultRow(O200kLengths, QualityAndCost, AgainstBaseline, Provenance, Accep
     Adding a metric: its function returns ``{key: value}`` (``update`` takes it), one field in a group
     above, and one column entry in ``report/columns.py`` to show it. ``start`` builds a row that
     carries only the keys set on it (as results.json writes them); the constructor sets every field;
-    ``from_dict`` reads one from a file (``row_check.py``)."""
+    ``from_dict`` reads one from a file (``row_read.py``)."""
 
     #: keys this version has no field for (acceptance_pos_4.., a newer version's), kept as read
     extra: dict[str, Any] = field(default_factory=dict)

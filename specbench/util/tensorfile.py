@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import struct
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import SpecbenchError
+from .diskio import output_file
 
 ITEM_BYTES = {"BF16": 2, "F16": 2, "F32": 4}
 _NUMPY = {"F16": np.float16, "F32": np.float32}
@@ -96,22 +96,18 @@ def _chunks(spec: TensorSpec, rng: np.random.Generator) -> Iterator[np.ndarray]:
 def write_random(path: Path, specs: Sequence[TensorSpec], *, seed: int = 0, dtype: str = "BF16",
                  metadata: dict[str, str] | None = None, progress: Callable[[int], None] | None = None) -> int:
     """Write ``specs`` filled as each says (numpy's PCG64 from ``seed``), a chunk at a time; the bytes
-    written. The file appears complete or not at all (written beside, then renamed)."""
+    written. The file appears complete or not at all (written beside, then renamed: ``diskio.output_file``,
+    so a full disk is one line naming ``path``)."""
     rng = np.random.default_rng(seed)
-    tmp = path.with_name(path.name + ".partial")
     written = 0
-    try:
-        with open(tmp, "wb") as out:
-            out.write(header_bytes([(s.name, dtype, s.shape) for s in specs], metadata))
-            for spec in specs:
-                for chunk in _chunks(spec, rng):
-                    out.write(encode(chunk, dtype))
-                    written += chunk.size
-                    if progress:
-                        progress(written)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    with output_file(path) as tmp, open(tmp, "wb") as out:
+        out.write(header_bytes([(s.name, dtype, s.shape) for s in specs], metadata))
+        for spec in specs:
+            for chunk in _chunks(spec, rng):
+                out.write(encode(chunk, dtype))
+                written += chunk.size
+                if progress:
+                    progress(written)
     return path.stat().st_size
 
 

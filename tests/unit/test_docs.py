@@ -185,3 +185,26 @@ def test_flags_in_the_readme_table_exist() -> None:
         bad += [f"specbench {' '.join(words)} {flag}" for flag in re.findall(r"(?<![\w-])(--?[a-z][\w-]*)", spans)
                 if flag not in options(parser)]
     assert bad == [], "README.md names flags that --help does not have"
+
+
+def md_table_headers(text: str, first: str) -> list[list[str]]:
+    """The header cells of every markdown table in ``text`` whose first header is ``first``."""
+    rows = [line.strip().strip("|").split("|") for line in text.splitlines() if line.startswith(f"| {first} |")]
+    return [[cell.strip() for cell in row] for row in rows]
+
+
+def test_the_readme_says_how_many_of_the_demo_tables_columns_it_shows() -> None:
+    """"N of the first table's M columns and two of the *Why* table's": N and the two counted in the
+    README's excerpt, M in the demo's whole output (docs/developing.md), against report/columns.py."""
+    from specbench.report.colspec import MAIN, WHY
+    from specbench.report.columns import all_columns
+
+    said = re.search(r"(\d+) of the first table's (\d+) columns and\s+(\w+) of the \*Why\* table's", README.read_text())
+    assert said, "README: the sentence introducing the demo's table"
+    shown = md_table_headers(README.read_text(), "Run")[0]
+    main = {c.header for c in all_columns() if c.group is MAIN}
+    why = {c.header for c in all_columns() if c.group is WHY}
+    demo_main = md_table_headers((DOCS / "developing.md").read_text(), "Dataset")[0]
+    assert set(demo_main) <= main
+    assert int(said[1]) == sum(h in main for h in shown) and int(said[2]) == len(demo_main)
+    assert said[3] == {1: "one", 2: "two", 3: "three"}[sum(h in why for h in shown)]

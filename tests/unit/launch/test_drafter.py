@@ -60,7 +60,7 @@ def test_written_file_is_header_then_bytes(tmp_path):
     assert bf16_to_float32(ones).tolist() == [1.0] * 7
     weights = bf16_to_float32(np.frombuffer(raw[start:start + 30], dtype="<u2"))
     assert 0 < np.abs(weights).max() < 0.2  # N(0, 0.02²)
-    assert not (tmp_path / "m.safetensors.partial").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["m.safetensors"]  # no temporary file left beside it
 
 
 def test_header_reader_refuses_a_cut_file(tmp_path):
