@@ -166,6 +166,10 @@ overhead() {  # NAME MODEL_DIR [vLLM args...]: the step recorder off / steps / t
   say "overhead_$name: exit $?"
 }
 
+tokens_smol() {  # issue 33: an accuracy run with the token log (n-gram k=3 on SmolLM2's real weights)
+  SPECBENCH_DATA_DIR="$ROOT/.gpu/data" sequential suites/gpu_tokens_smol.yaml tokens_smol
+}
+
 swing() {  # issue 33 item 4 + issue 34 item 5: DSpark k=7 at C=16 on 3 server starts, step log on
   SPECBENCH_DATA_DIR="$ROOT/.gpu/data" sequential suites/gpu_swing_8b.yaml swing_8b
 }
@@ -180,6 +184,7 @@ elif [ "$phases" = steplog ]; then
   prep || { touch "$OUTROOT/DONE"; exit 1; }
   shape8b || { touch "$OUTROOT/DONE"; exit 1; }
   overhead smol "$MODELS/SmolLM2-135M-Instruct" --max-model-len 4096
+  tokens_smol
   swing
   overhead 8b "$MODELS/qwen3-8b-shape" --load-format dummy --max-model-len 4096 --max-num-seqs 64
 elif [ "$phases" = abab8b ]; then

@@ -56,6 +56,8 @@ class _Sched:
         if tag is None:
             return
         step, wall, batch = tag
+        if not batch["num_tokens"]:  # nothing scheduled: the runner does not execute it, it is no step
+            return
         stats = None
         for eco in (outputs.values() if isinstance(outputs, dict) else ()):
             stats = getattr(eco, "scheduler_stats", None) or stats
