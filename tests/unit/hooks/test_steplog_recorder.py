@@ -370,7 +370,46 @@ def test_a_dummy_run_writes_no_gpu_row(hooks) -> None:
     h.runner.TIMELINE.resolve(block=True)
     h.files.LOG.flush()
     assert rows(h.dir, "gpu") == []
-    assert "model.compute_logits" not in header(h.dir)["hooks"]  # instance hooks wait for a real step
+    hooks_state = header(h.dir)["hooks"]
+    assert "model.compute_logits" not in hooks_state  # instance hooks wait for a real step
+    assert hooks_state["runner_v1.execute_model"] == "installed"  # skipped, not failed
+    runner.execute_model(tagged(1))
+    runner.sample_tokens(None)
+    h.runner.TIMELINE.resolve(block=False)
+    h.files.LOG.flush()
+    assert [r["step"] for r in rows(h.dir, "gpu")] == [1]
+
+
+def test_a_part_run_twice_in_a_step_keeps_its_first_marks(hooks, monkeypatch: pytest.MonkeyPatch) -> None:
+    h = hooks("timing")
+    monkeypatch.setattr(h.runner, "time", SimpleNamespace(perf_counter=Ticks(), time=time.time))
+    Runner = runner_class([])
+    original = Runner.execute_model
+
+    def execute_twice(self: Any, scheduler_output: Any) -> Any:
+        self._model_forward()
+        return original(self, scheduler_output)
+
+    Runner.execute_model = execute_twice
+    h.runner.patch_runner(fake_module("fake.runner", GPUModelRunner=Runner), "v1")
+    runner = Runner()
+    runner.execute_model(tagged(1))
+    runner.sample_tokens(None)
+    h.runner.TIMELINE.resolve(block=False)
+    h.files.LOG.flush()
+    (row,) = rows(h.dir, "gpu")
+    assert (row["t_fwd"], row["t_fwd_end"], row["t_lg0"]) == pytest.approx((1, 2, 3))
+
+
+def test_patching_twice_wraps_once(hooks) -> None:
+    h = hooks("timing")
+    Scheduler, Runner = scheduler_class(), runner_class([])
+    originals = (Scheduler.schedule, Scheduler.update_from_output, Runner.execute_model, Runner._sample)
+    for _ in range(2):
+        h.sched.patch_scheduler(fake_module("fake.scheduler", Scheduler=Scheduler))
+        h.runner.patch_runner(fake_module("fake.runner", GPUModelRunner=Runner), "v1")
+    now = (Scheduler.schedule, Scheduler.update_from_output, Runner.execute_model, Runner._sample)
+    assert [f.__wrapped__ for f in now] == list(originals)
 
 
 # -- turning it on and down ------------------------------------------------------------------------------
