@@ -360,6 +360,24 @@ def test_timing_rows_mark_the_parts_of_a_step_in_order(hooks, monkeypatch: pytes
     assert hdr["hooks"]["model.compute_logits"] == "installed"
 
 
+def test_a_failing_runner_hook_is_marked_failed_and_the_runner_returns_its_result(
+        hooks, monkeypatch: pytest.MonkeyPatch) -> None:
+    h = hooks("timing")
+
+    def broken_clock() -> float:
+        raise RuntimeError("no clock")
+
+    monkeypatch.setattr(h.runner, "time", SimpleNamespace(perf_counter=broken_clock, time=time.time))
+    calls: list[str] = []
+    Runner = runner_class(calls)
+    h.runner.patch_runner(fake_module("fake.runner", GPUModelRunner=Runner), "v1")
+    runner = Runner()
+    assert runner.execute_model(tagged(1)) == "executed"
+    assert runner.sample_tokens(None) == "sampled"
+    assert calls == ["forward", "compute_logits", "sample", "propose", "compute_logits"]
+    assert header(h.dir)["hooks"]["runner_v1.execute_model"] == "failed: RuntimeError: no clock"
+
+
 def test_a_dummy_run_writes_no_gpu_row(hooks) -> None:
     h = hooks("timing")
     Runner = runner_class([])
