@@ -9,12 +9,15 @@ warm-up pass at the cell's concurrency, then the timed pass), and its ``output_t
 ``tpot_mean_ms`` are read from ``results.json``. The noise floor is the round-to-round spread of ``off``.
 The step log's rows written during each pass (warm-up included) show the recorder was on when it should be.
 
-GPU host (the bundle's packages only)::
+GPU host (the bundle's packages only; environment as in run_h200.sh: ``PYTHONPATH=$ROOT:$SITE``,
+``SPECBENCH_DATA_DIR`` holding gsm8k.jsonl, ``MODELS=~/.cache/specbench/models``; one GPU)::
 
-    python benchmarks/gpu/steplog_overhead.py --python "$ENGINE_PY" \\
-        --model "$MODELS/SmolLM2-135M-Instruct" --args "--max-model-len 4096" --concurrency 1,64 --rounds 2
-    python benchmarks/gpu/steplog_overhead.py --python "$ENGINE_PY" \\
-        --model "$MODELS/qwen3-8b-shape" --args "--load-format dummy --max-model-len 4096" --concurrency 1,64
+    CUDA_VISIBLE_DEVICES=0 python3 benchmarks/gpu/steplog_overhead.py --python python3 \\
+        --model "$MODELS/SmolLM2-135M-Instruct" --args "--max-model-len 4096" \\
+        --concurrency 1,64 --rounds 2 --requests 128 --max-tokens 256 --label "H200, vLLM 0.26.0, SmolLM2-135M"
+    CUDA_VISIBLE_DEVICES=0 python3 benchmarks/gpu/steplog_overhead.py --python python3 \\
+        --model "$MODELS/qwen3-8b-shape" --args "--load-format dummy --max-model-len 4096 --max-num-seqs 64" \\
+        --concurrency 1,64 --rounds 2 --requests 128 --max-tokens 256 --label "H200, vLLM 0.26.0, Qwen3-8B shape"
 
 CPU engine (this repo's ``specbench setup cpu``; proves the script works, nothing more)::
 
