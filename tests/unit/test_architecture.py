@@ -8,12 +8,16 @@ The stages, earliest first; a module may import its own stage or an earlier one.
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
+from specbench.hooks import plugin_site
 from tests.support.paths import ROOT
 
 PKG = ROOT / "specbench"
@@ -220,3 +224,33 @@ def test_no_private_name_is_imported_across_modules() -> None:
     bad = [f"{m.path.relative_to(ROOT)}:{line}: {n}" for m in MODULES.values() for target, names, line, _ in m.imports
            if target.startswith("specbench") for n in names if n.startswith("_") and n != "__version__"]
     assert bad == []
+
+
+def test_engine_hooks_import_only_the_standard_library_and_their_own_package() -> None:
+    """specbench/hooks runs inside the engine's processes, whose Python has none of specbench's dependencies."""
+    bad = [f"{m.path.relative_to(ROOT)}:{line}: {target}" for m in MODULES.values() if m.name.startswith("specbench.hooks")
+           for target, _, line, _ in m.imports
+           if target != "__future__" and not target.startswith("specbench.hooks")
+           and target.split(".")[0] not in sys.stdlib_module_names]
+    assert bad == []
+
+
+def test_the_plugin_folder_alone_declares_and_loads_the_step_recorder(tmp_path: Path) -> None:
+    """An engine Python without specbench (``-S``: no site-packages, so not the editable install either)
+    finds the entry point in the folder ``plugin_site`` writes, and nothing of specbench but its hooks."""
+    site = plugin_site(tmp_path / "site")
+    probe = (
+        "import importlib, importlib.metadata as md, importlib.util as u\n"
+        "eps = [e for e in md.entry_points(group='vllm.general_plugins') if e.name == 'specbench_steplog']\n"
+        "assert len(eps) == 1, eps\n"
+        "register = eps[0].load()\n"
+        "assert callable(register) and register.__module__ == 'specbench.hooks.vllm_steplog'\n"
+        "import specbench.hooks.vllm_steplog as m\n"
+        f"assert m.__file__.startswith({str(site)!r}), m.__file__\n"
+        "assert [p for p in ('specbench.util', 'specbench.cli', 'specbench.schemas') if u.find_spec(p)] == []\n"
+        "print('ok')\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    env["PYTHONPATH"] = str(site)
+    done = subprocess.run([sys.executable, "-S", "-c", probe], capture_output=True, text=True, env=env, cwd=tmp_path,
+                          timeout=60)
+    assert (done.returncode, done.stdout.strip()) == (0, "ok"), done.stderr
