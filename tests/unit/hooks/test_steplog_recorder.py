@@ -233,7 +233,6 @@ def test_steps_numbered_in_order_and_no_spec_stats_without_scheduler_stats(hooks
     assert (first["drafts"], first["draft_tokens"], first["accepted"]) == (None, None, None)
 
 
-@pytest.mark.xfail(strict=True, reason="docs/steplog.md: accepted_per_pos is null without stats; the recorder writes []")
 def test_accepted_per_pos_is_null_without_scheduler_stats(hooks) -> None:
     h = hooks("steps")
     Scheduler = scheduler_class()
@@ -297,7 +296,6 @@ def test_a_module_without_the_runner_class_is_named_missing(hooks) -> None:
     assert header(h.dir)["hooks"] == {"runner_v2": "missing: fake.runner.GPUModelRunner (vLLM ?)"}
 
 
-@pytest.mark.xfail(strict=True, reason="scheduler says 'missing in …', docs/steplog.md and the runner say 'missing: …'")
 def test_a_missing_scheduler_method_is_named_missing_like_the_runners(hooks) -> None:
     h = hooks("steps")
     Scheduler = scheduler_class()
