@@ -9,7 +9,7 @@
 #   plan (one GPU, issue 26) = prep_plan, then the reference profile replayed on a Qwen3-8B-shaped dummy target;
 #   plan_repeat (one GPU) = prep_plan, math500 replayed again with 5x the prompts, then sequential8b twice;
 #   abab8b (two GPUs, issue 25) = prep_plan, then parallel / sequential alternated twice on the 8B-shaped target;
-#   steplog (one GPU, issues 33/34) = prep, shape8b, the recorder's overhead (SmolLM2), the swing suite, overhead (8B))
+#   steplog (one GPU, issues 33/34) = prep, shape8b, the swing suite, the recorder's overhead (8B, SmolLM2), the token log run)
 # Expects: the bundle parts + manifest.json + unpack.py in $BUNDLE (default /root/bundle), this
 # checkout at $ROOT, gsm8k.jsonl in $SPECBENCH_DATA_DIR. Writes under $OUTROOT (default /root/out).
 set -u
@@ -158,10 +158,12 @@ sequential8b() {
   done
 }
 
-overhead() {  # NAME MODEL_DIR [vLLM args...]: the step recorder off / steps / timing on one server (issue 33)
-  local name=$1 model=$2; shift 2
+overhead() {  # NAME MODEL_DIR REQUESTS(C=1,C=64) LABEL [vLLM args...]: the recorder off / steps / timing on one server
+  local name=$1 model=$2 requests=$3 label=$4; shift 4
   say "overhead_$name: start (GPU 0)"
+  mkdir -p "$OUTROOT/overhead_$name"
   CUDA_VISIBLE_DEVICES=0 python3 benchmarks/gpu/steplog_overhead.py --model "$model" --args "$*" \
+    --concurrency 1,64 --rounds 2 --requests "$requests" --max-tokens 128 --label "$label" \
     --out "$OUTROOT/overhead_$name" > "$OUTROOT/overhead_$name.log" 2>&1
   say "overhead_$name: exit $?"
 }
@@ -183,10 +185,11 @@ elif [ "$phases" = steplog ]; then
   # issues 33 + 34 on one GPU: the recorder's overhead on SmolLM2, the swing on 3 server starts, overhead at 8B
   prep || { touch "$OUTROOT/DONE"; exit 1; }
   shape8b || { touch "$OUTROOT/DONE"; exit 1; }
-  overhead smol "$MODELS/SmolLM2-135M-Instruct" --max-model-len 4096
-  tokens_smol
   swing
-  overhead 8b "$MODELS/qwen3-8b-shape" --load-format dummy --max-model-len 4096 --max-num-seqs 64
+  overhead 8b "$MODELS/qwen3-8b-shape" 8,128 "H200, vLLM 0.26.0, Qwen3-8B shape (random weights)" \
+    --load-format dummy --max-model-len 4096 --max-num-seqs 64
+  overhead smol "$MODELS/SmolLM2-135M-Instruct" 16,256 "H200, vLLM 0.26.0, SmolLM2-135M" --max-model-len 4096
+  tokens_smol
 elif [ "$phases" = abab8b ]; then
   prep_plan && abab8b
 elif [ "$phases" = round2 ]; then

@@ -14,10 +14,10 @@ GPU host (the bundle's packages only; environment as in run_h200.sh: ``PYTHONPAT
 
     CUDA_VISIBLE_DEVICES=0 python3 benchmarks/gpu/steplog_overhead.py --python python3 \\
         --model "$MODELS/SmolLM2-135M-Instruct" --args "--max-model-len 4096" \\
-        --concurrency 1,64 --rounds 2 --requests 128 --max-tokens 256 --label "H200, vLLM 0.26.0, SmolLM2-135M"
+        --concurrency 1,64 --rounds 2 --requests 16,256 --max-tokens 128 --label "H200, vLLM 0.26.0, SmolLM2-135M"
     CUDA_VISIBLE_DEVICES=0 python3 benchmarks/gpu/steplog_overhead.py --python python3 \\
         --model "$MODELS/qwen3-8b-shape" --args "--load-format dummy --max-model-len 4096 --max-num-seqs 64" \\
-        --concurrency 1,64 --rounds 2 --requests 128 --max-tokens 256 --label "H200, vLLM 0.26.0, Qwen3-8B shape"
+        --concurrency 1,64 --rounds 2 --requests 8,128 --max-tokens 128 --label "H200, vLLM 0.26.0, Qwen3-8B shape"
 
 CPU engine (this repo's ``specbench setup cpu``; proves the script works, nothing more)::
 
@@ -119,15 +119,21 @@ def row_counts(logs: Path) -> dict[str, int]:
     return {kind: sum(p.read_bytes().count(b"\n") for p in logs.glob(f"{kind}-*.jsonl")) for kind in ("sched", "gpu")}
 
 
-def dataset(a: argparse.Namespace) -> tuple[dict[str, Any], str | None]:
-    data = Path(a.data_dir) if a.data_dir else None
+def requests_at(a: argparse.Namespace, conc: int) -> int:
+    """``--requests`` is one count, or one per ``--concurrency`` entry (C=1 needs far fewer than C=64)."""
+    counts = a.requests if len(a.requests) == len(a.concurrency) else [a.requests[0]] * len(a.concurrency)
+    return counts[a.concurrency.index(conc)]
+
+
+def dataset(a: argparse.Namespace, conc: int) -> tuple[dict[str, Any], str | None]:
+    data, n = (Path(a.data_dir) if a.data_dir else None), requests_at(a, conc)
     if data is not None and (data / "gsm8k.jsonl").exists():
-        return {"name": "gsm8k", "requests": a.requests}, str(data.resolve())
-    return {"name": "builtin", "source": "builtin", "requests": min(a.requests, 24)}, None
+        return {"name": "gsm8k", "requests": n}, str(data.resolve())
+    return {"name": "builtin", "source": "builtin", "requests": min(n, 24)}, None
 
 
 def one_pass(a: argparse.Namespace, port: int, level: str, conc: int, work: Path, tag: str) -> dict[str, Any]:
-    ds, data_dir = dataset(a)
+    ds, data_dir = dataset(a, conc)
     suite = {"name": f"steplog-{tag}", "model": SERVED, "endpoint": "chat",
              "configs": [{"name": level, "url": f"http://127.0.0.1:{port}"}], "datasets": [ds],
              "load": {"concurrency": conc, "max_tokens": a.max_tokens, "ignore_eos": True, "warmup": "pass",
@@ -211,7 +217,8 @@ def main() -> None:
     p.add_argument("--env", action="append", default=[], help="KEY=VALUE for the server; repeatable")
     p.add_argument("--concurrency", default="1,64", type=lambda s: [int(x) for x in s.split(",")])
     p.add_argument("--rounds", type=int, default=2)
-    p.add_argument("--requests", type=int, default=64, help="prompts per pass (the warm-up pass repeats them)")
+    p.add_argument("--requests", default="64", type=lambda s: [int(x) for x in s.split(",")],
+                   help="prompts per pass (the warm-up pass repeats them): one count, or one per --concurrency entry")
     p.add_argument("--max-tokens", type=int, default=256)
     p.add_argument("--data-dir", default=os.environ.get("SPECBENCH_DATA_DIR") or str(ROOT.parent / "shared" / "datasets"),
                    help="folder with gsm8k.jsonl (else the built-in prompts)")
