@@ -29,11 +29,12 @@ def mean_ci95(values: Sequence[float | None]) -> tuple[float, float, float] | No
         return None
     arr = np.asarray(vals, dtype=float)
     m, sd = float(arr.mean()), float(arr.std(ddof=1))
-    half = _t975(len(arr) - 1) * sd / math.sqrt(len(arr))
+    half = t975(len(arr) - 1) * sd / math.sqrt(len(arr))
     return m, m - half, m + half
 
 
-def _t975(df: int) -> float:
+def t975(df: int) -> float:
+    """Student-t 0.975 quantile from a table; a df between rows takes the lower row's (wider) value."""
     table = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262,
              10: 2.228, 15: 2.131, 20: 2.086, 30: 2.042}
     if df in table:

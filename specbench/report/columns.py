@@ -38,7 +38,12 @@ def _concurrencies_vary(records: Rows) -> bool:
 
 def _ci(r: ResultRow) -> str:
     ci = (r.ci95 or {}).get("speedup_vs_baseline")
-    return f"{ci[0]:.3f}–{ci[1]:.3f}" if ci and None not in ci else DASH
+    text = f"{ci[0]:.3f}–{ci[1]:.3f}" if ci and None not in ci else DASH
+    known = [s for s in r.speedup_repeats or [] if s is not None]
+    if r.speedup_varies and known:
+        where = "servers" if r.speedup_repeats_fresh_servers else "passes"
+        text += f" ⚠ varies between {where}: {min(known):.2f}–{max(known):.2f}×"
+    return text
 
 
 def _load(r: ResultRow) -> str:
@@ -110,7 +115,9 @@ LOAD_AND_CI: list[Column] = [
     Column("Speedup 95% CI", _ci,
            "95% confidence interval of Speedup: Student-t over paired repeats where the cell ran repeats, else a "
            "bootstrap over paired prompts (2000 resamples) of Σ tokens ÷ Σ latency, scaled onto Speedup "
-           "(speedup_ci_method says which)", unit="×", keys=("ci95", "speedup_ci_method"),
+           "(speedup_ci_method says which); ⚠ varies between servers (or passes): the cell's repeats disagree by more "
+           "than their own bootstrap intervals allow (Cochran's Q, p < 0.05), with their range",
+           unit="×", keys=("ci95", "speedup_ci_method", "speedup_varies", "speedup_repeats"),
            shown=lambda rows: any((r.ci95 or {}).get("speedup_vs_baseline") for r in rows)),
 ]
 

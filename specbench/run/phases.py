@@ -108,7 +108,8 @@ class Phases:
         phase = PhaseInfo(config=cfg.name, dataset=dataset, concurrency=point.concurrency,
                           request_rate=point.request_rate, repeat=repeat, wall_s=result.wall_s,
                           acceptance=acceptance, server={k: server.info.get(k) for k in ("engine", "version", "url")},
-                          interrupted=self.stop.is_set(), server_died=died, telemetry=meter.stop(), generation=generation)
+                          interrupted=self.stop.is_set(), server_died=died, telemetry=meter.stop(), generation=generation,
+                          server_start=server.info.get("start"))
         recorder.store_phase(phase, warm_records + result.records)
 
     async def search_rate(self, server: Server, spec: RequestSpec, prompts: list[Prompt], dataset: str,

@@ -6,6 +6,7 @@ from typing import Any
 
 from ..measure.o200k import find_o200k
 from ..measure.quality import add_quality, mark_dummy_weights, suite_notes, weights_notes
+from ..measure.repeat_spread import RepeatPlan, add_spread
 from ..measure.summarize import add_comparisons, add_o200k, summarize_cell
 from ..schemas.cell import Cell
 from ..schemas.phase import PhaseInfo
@@ -39,6 +40,8 @@ def build_rows(suite: Suite, phases: list[PhaseInfo], records: list[RequestRecor
     add_quality(rows, phases, records, suite)
     mark_dummy_weights(rows, suite)
     add_o200k(rows, phases, records, find_o200k(suite.load.tiktoken_file))
+    add_spread(rows, phases, records, suite.baseline.name if suite.baseline else None,
+               RepeatPlan(suite.load.target_ci, suite.load.first_stage))
     return rows
 
 

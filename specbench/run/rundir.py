@@ -171,6 +171,10 @@ class LaunchedServers:
     def record_server(self, name: str, identity: dict[str, Any]) -> None:
         write_json(self.file, {**self.launched(), name: identity})
 
+    def next_start(self, name: str) -> int:
+        """Without a session (``specbench trace``) each config's server starts once: start 0."""
+        return 0
+
     def forget_server(self, name: str) -> None:
         left = self.launched()
         left.pop(name, None)

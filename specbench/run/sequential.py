@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,14 +15,15 @@ import aiohttp
 
 from ..errors import LaunchError, RequestsRefused, RunDirWriteError, ServerError
 from ..launch import reap_all
-from ..schemas.cell import Cell
+from ..schemas.cell import Cell, LoadPoint
 from ..schemas.request import Prompt
 from ..schemas.row import ResultRow
 from ..suite import ServerConfig, Suite
 from .interrupts import Interrupts
 from .phases import Phases
-from .preflight import config_order, load_points, preflight
+from .preflight import load_points, preflight
 from .recorder import Recorder
+from .rounds import config_by_config, restart_rounds
 from .servers import Server, auth_headers, open_server, request_spec, server_info
 from .session import Progress, Render, RunSession
 
@@ -99,26 +100,18 @@ class SequentialRun:
         async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=None),
                                          headers=auth_headers(self.suite)) as session:
             phases = Phases(self.suite, session, self.stop, self.progress, self.grace_s, self.timing)
-            for config in config_order(self.suite):
-                if self.only_configs is not None and config.name not in self.only_configs:
-                    continue
-                if self.stop.is_set():
-                    break
-                error = await self._config_with_restart(phases, config, prompts)
-                if error is None:
-                    self.recorder.config_succeeded(config.name)
-                else:
-                    failed[config.name] = error
+            await (restart_rounds if self.suite.load.restart else config_by_config)(self, phases, prompts, failed)
 
-    async def _config_with_restart(self, phases: Phases, config: ServerConfig,
-                                   prompts: dict[str, list[Prompt]]) -> str | None:
-        """Run one config; on a launch or server failure optionally restart it once. Returns the error, if any."""
+    async def attempt_config(self, phases: Phases, config: ServerConfig, prompts: dict[str, list[Prompt]],
+                             only: Collection[tuple[Cell, int]] | None = None) -> str | None:
+        """Run one config (``only``: just these (cell, repeat)); on a launch or server failure optionally
+        restart it once. Returns the error, if any."""
         error = None
         for attempt in range(2 if self.restart_on_failure else 1):
             if attempt:
                 self.recorder.config_restarting(config.name, attempt)
             try:
-                await self._config(phases, config, prompts)
+                await self._config(phases, config, prompts, only)
                 return None
             except RequestsRefused as err:  # a restart would be refused the same way
                 self.recorder.config_failed(config.name, str(err))
@@ -130,11 +123,10 @@ class SequentialRun:
                 self.recorder.config_failed(config.name, error)
         return error
 
-    async def _config(self, phases: Phases, config: ServerConfig, prompts: dict[str, list[Prompt]]) -> None:
-        done, load = self.recorder.done(), self.suite.load
-        mine = [spec.name for spec in self.suite.datasets if config.runs_on(spec.name)]
-        todo = [(name, point, rep) for name in mine for point in load_points(self.suite)
-                for rep in range(load.repeats) if (Cell.at(config.name, name, point), rep) not in done]
+    async def _config(self, phases: Phases, config: ServerConfig, prompts: dict[str, list[Prompt]],
+                      only: Collection[tuple[Cell, int]] | None) -> None:
+        load, mine = self.suite.load, [spec.name for spec in self.suite.datasets if config.runs_on(spec.name)]
+        todo = to_measure(self.suite, config.name, mine, self.recorder.done(), only)
         searched = self.recorder.searched(config.name)
         searches = [] if load.rate_search is None else [name for name in mine if name not in searched]
         if not todo and not searches:
@@ -160,6 +152,16 @@ class SequentialRun:
                 if self.stop.is_set():
                     return
                 await phases.search_rate(server, spec, prompts[dataset], dataset, self.recorder)
+
+
+def to_measure(suite: Suite, config: str, mine: list[str], done: set[tuple[Cell, int]],
+               only: Collection[tuple[Cell, int]] | None) -> list[tuple[str, LoadPoint, int]]:
+    """(data set, load point, repeat) still to measure: ``only``'s, else every repeat of ``load.repeats``."""
+    points = load_points(suite)
+    wanted = set(only) if only is not None else {(Cell.at(config, name, point), rep) for name in mine
+                                                 for point in points for rep in range(suite.load.repeats)}
+    return [(name, point, rep) for name in mine for point in points for rep in range(suite.load.most_repeats)
+            if (Cell.at(config, name, point), rep) in wanted - done]
 
 
 def prepared(recorder: Recorder, suite: Suite, prompts: dict[str, list[Prompt]] | None) -> dict[str, list[Prompt]]:

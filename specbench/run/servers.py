@@ -33,6 +33,16 @@ class ServerBook(Protocol):
 
     def forget_server(self, name: str) -> None: ...
 
+    def next_start(self, name: str) -> int:
+        """The index of this launch of config ``name``'s server: 0, 1, … over the run and its --resumes."""
+        ...
+
+
+def server_log_name(config: str, start: int) -> str:
+    """The log file of one server start under logs/ (``<config>.log`` for the first, as before restarts
+    existed; ``<config>.start<N>.log`` after): the one name anything kept per server start uses."""
+    return f"{config}.log" if start == 0 else f"{config}.start{start}.log"
+
 
 @dataclass
 class Server:
@@ -109,7 +119,8 @@ async def open_server(suite: Suite, config: ServerConfig, book: ServerBook, sess
     if config.gpus is not None and engine.gpu_env:
         env[engine.gpu_env] = config.gpus
     url = f"http://{host}:{port}"
-    proc = ServerProcess(config.name, argv, env, book.logs / f"{config.name}.log", url, engine.health_path,
+    start = book.next_start(config.name)
+    proc = ServerProcess(config.name, argv, env, book.logs / server_log_name(config.name, start), url, engine.health_path,
                          engine.models_path, suite.model, suite.server.startup_timeout_s, engine.redact(argv))
     proc.start()
     identity = proc.identity()
@@ -120,7 +131,7 @@ async def open_server(suite: Suite, config: ServerConfig, book: ServerBook, sess
         yield Server(config, url, engine, proc, info={
             "engine": engine.name, "url": url, "launched": True, "argv": engine.redact(argv),
             "env": redact_env(env),
-            "ready_s": round(ready_s, 1), "log": str(proc.log_path), "pid": proc.proc.pid,
+            "ready_s": round(ready_s, 1), "log": str(proc.log_path), "pid": proc.proc.pid, "start": start,
         })
     finally:
         try:

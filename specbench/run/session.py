@@ -94,7 +94,25 @@ def take(run: RunDir, lock: RunLock, suite: Suite, *, resume: bool, overwrite: b
         raise
 
 
-class RunSession:
+class ServerStarts:
+    """What ``load.restart``'s rounds ask of a session: each launch's index, and the rows as last written."""
+
+    meta: RunMeta
+    latest: tuple[ResultRow, ...] = ()
+    write: Callable[..., list[ResultRow]]
+
+    def next_start(self, name: str) -> int:
+        return self.meta.next_start(name)  # saved with the server's ready record
+
+    def rows(self) -> list[ResultRow]:
+        return list(self.latest) if self.latest else self.write()
+
+    def written(self, rows: list[ResultRow]) -> list[ResultRow]:
+        self.latest = tuple(rows)
+        return rows
+
+
+class RunSession(ServerStarts):
     """The run dir of one ``specbench run``: fresh (``out`` must hold no run), ``resume`` (continue
     it) or ``overwrite`` (replace it). ``extra_meta`` is merged into meta.json at ``begin``; ``render``
     writes results.md beside every results.json."""
@@ -208,7 +226,7 @@ class RunSession:
         self.meta.notes = run_notes(self.suite, self.meta.chunk_clock) + (self.meta.run_dir_notes or []) + self.meta.failed_notes()
         self.save_meta()
         self.dir.write_results(rows, self.render(rows, self.meta))
-        return rows
+        return self.written(rows)
 
     def finish(self, timing: dict[str, Any]) -> list[ResultRow]:
         self.meta.finished_at = now()

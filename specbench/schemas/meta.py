@@ -109,6 +109,7 @@ class Server(Record):
     pid: int | None = None
     version: str | None = None
     version_error: str | None = None
+    start: int | None = None  # which launch of the config's server (run/servers.py server_log_name)
 
 
 @dataclass
@@ -166,6 +167,8 @@ class RunMeta(Record):
     finished_at: str | None = None
     timing: Timing | None = None
     merged_from: list[str] | None = None
+    server_launches: dict[str, int] | None = None  # launches per config so far: the next start's index
+    server_starts: dict[str, list[Server]] | None = None  # every ready start per config (``servers``: the latest)
 
     @classmethod
     def load(cls, path: Path, problems: list[str] | None = None) -> RunMeta:
@@ -200,7 +203,16 @@ class RunMeta(Record):
             self.grown("run_dir_notes", []).append(note)
 
     def server_ready(self, name: str, info: dict[str, Any]) -> None:
-        self.grown("servers", {})[name] = Server.from_dict(info, f"server of config {name}")
+        server = Server.from_dict(info, f"server of config {name}")
+        self.grown("servers", {})[name] = server
+        if server.start is not None:
+            self.grown("server_starts", {}).setdefault(name, []).append(server)
+
+    def next_start(self, name: str) -> int:
+        """The index of config ``name``'s next server launch, counted."""
+        launches = self.grown("server_launches", {})
+        launches[name] = launches.get(name, 0) + 1
+        return int(launches[name] - 1)
 
     def set_chunk_clock(self, name: str, clock: str) -> None:
         self.grown("chunk_clock", {})[name] = clock

@@ -29,6 +29,7 @@ class PhaseInfo:
     requests: int | None = None  # measured records stored with it: --resume re-measures a phase that lost one
     telemetry: dict[str, Any] = field(default_factory=dict)  # GPU energy and samples (telemetry.py)
     generation: dict[str, Any] = field(default_factory=dict)  # the server's generated-token counter over the window (keepup.py)
+    server_start: int | None = None  # which start of the config's server measured it (run/servers.py); null: given by URL
 
     @property
     def complete(self) -> bool:

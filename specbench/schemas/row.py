@@ -222,7 +222,20 @@ class O200kLengths:
 
 
 @dataclass(eq=False)
-class ResultRow(O200kLengths, QualityAndCost, AgainstBaseline, Provenance, Acceptance, LatencyAndLoad, ReferenceKeys):
+class RepeatSpread:
+    """Speed over repeats against the baseline (measure/repeat_spread.py): per repeat, on which server
+    starts, whether they disagree (Cochran's Q), and the adaptive target; the last keys of a row."""
+
+    speedup_repeats: Numbers | None = None
+    speedup_repeats_fresh_servers: bool | None = None
+    speedup_between_p: float | None = None
+    speedup_varies: bool | None = None
+    repeats_target: float | None = None
+    repeats_target_met: bool | None = None
+
+
+@dataclass(eq=False)
+class ResultRow(RepeatSpread, O200kLengths, QualityAndCost, AgainstBaseline, Provenance, Acceptance, LatencyAndLoad, ReferenceKeys):
     """One cell's results (``measure.summarize_cell``): the fields of its bases, grouped by where they are
     measured, in results.json's order.
 

@@ -29,7 +29,7 @@ LOAD_KEYS = {
     "temperature": (int, float), "top_p": (int, float), "ignore_eos": bool, "warmup": (int, str),
     "repeats": int, "timeout_s": (int, float), "seed": int, "extra_body": dict, "workload": str,
     "client_processes": (int, str), "client": str, "slo": dict, "max_rate_at_slo": (str, int, float, dict),
-    "grade": (bool, list), "tiktoken_file": str,
+    "grade": (bool, list), "tiktoken_file": str, "restart": bool, "target_ci": (int, float, str), "max_repeats": int,
 }
 WORKLOADS = ("fixed", "profilings")
 CLIENTS = ("auto", "socket", "aiohttp", "openai")

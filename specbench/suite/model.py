@@ -58,6 +58,11 @@ class ServerConfig:
         return self.method or "baseline"
 
 
+#: adaptive repeats plan their count from at least this many first repeats (docs/measurement.md):
+#: with fewer, the planned count rests on a spread from two values
+MIN_ADAPTIVE_REPEATS = 3
+
+
 @dataclass(frozen=True)
 class LoadSpec:
     """How hard and how long each config × data set cell is driven."""
@@ -70,6 +75,9 @@ class LoadSpec:
     ignore_eos: bool = False
     warmup: int | str = 2  # requests before each timed pass, or "pass": a full matching warm pass
     repeats: int = 1
+    restart: bool = False  # each repeat of every config on a fresh server start, rounds interleaved
+    target_ci: float | None = None  # adaptive repeats: the speedup CI's relative half-width to reach
+    max_repeats: int | None = None  # adaptive repeats: the cap (``repeats`` is then the first stage)
     timeout_s: float = 600.0
     seed: int = 0
     extra_body: dict[str, Any] = field(default_factory=dict)
@@ -82,6 +90,15 @@ class LoadSpec:
     rate_search: Any = None  # slo.RateSearch: --max-rate-at-slo
     grade: tuple[str, ...] = ()  # data sets whose answers are graded (grade/)
     tiktoken_file: str | None = None  # o200k_base.tiktoken for the tokenizer-independent lengths (measure/o200k.py)
+
+    @property
+    def first_stage(self) -> int:
+        """Repeats every cell runs: ``repeats``, raised to ``MIN_ADAPTIVE_REPEATS`` under a target."""
+        return self.repeats if self.target_ci is None else max(self.repeats, MIN_ADAPTIVE_REPEATS)
+
+    @property
+    def most_repeats(self) -> int:
+        return self.first_stage if self.target_ci is None or self.max_repeats is None else self.max_repeats
 
     def processes_at(self, concurrency: int) -> int:
         if self.client_processes == "auto":

@@ -3,6 +3,7 @@ as one ``SuiteError`` with one line each."""
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from .checks import (
     positive_list,
 )
 from .gate import GateSpec
-from .model import LaunchSettings, LoadSpec, ServerConfig, Suite
+from .model import MIN_ADAPTIVE_REPEATS, LaunchSettings, LoadSpec, ServerConfig, Suite
 from .objectives import parse_cost, parse_grade, parse_search, parse_slo
 from .yamlfile import read_yaml
 
@@ -203,7 +204,35 @@ def _load(lraw: dict[str, Any], datasets: list[DatasetSpec], where: str, problem
             problems.append(f"{where}: load.max_rate_at_slo: needs load.slo (the bounds the rate must meet)")
     if "grade" in lraw:
         load_kwargs["grade"] = parse_grade(lraw["grade"], datasets, f"{where}: load.grade", problems)
+    _repeat_keys(lraw, load_kwargs, where, problems)
     return load_kwargs
+
+
+def _repeat_keys(lraw: dict[str, Any], load_kwargs: dict[str, Any], where: str, problems: list[str]) -> None:
+    """``restart``, ``target_ci`` (3% or 0.03) and ``max_repeats``: adaptive repeats run in rounds of
+    fresh servers (docs/measurement.md), so a target needs ``restart`` and a cap at or above the first stage."""
+    if "target_ci" in lraw:
+        raw = lraw["target_ci"]
+        text = raw.strip() if isinstance(raw, str) else None
+        try:
+            value = float(text[:-1]) / 100 if text is not None and text.endswith("%") else float(raw)
+        except ValueError:
+            value = math.nan
+        if not 0 < value < 1:
+            problems.append(f"{where}: load.target_ci: expected a relative half-width such as 3% or 0.03, got {raw!r}")
+        else:
+            load_kwargs["target_ci"] = value
+        if not lraw.get("restart"):
+            problems.append(f"{where}: load.target_ci: needs load.restart: true (adaptive repeats run in rounds of fresh servers)")
+        if "max_repeats" not in lraw:
+            problems.append(f"{where}: load.target_ci: needs load.max_repeats (the most repeats it may add)")
+    if "max_repeats" in lraw:
+        first = max(lraw.get("repeats", 1), MIN_ADAPTIVE_REPEATS)
+        if "target_ci" not in lraw:
+            problems.append(f"{where}: load.max_repeats: only with load.target_ci (the cap of adaptive repeats)")
+        elif lraw["max_repeats"] < first:
+            problems.append(f"{where}: load.max_repeats: expected at least {first} (the first stage: load.repeats, "
+                            f"and never fewer than {MIN_ADAPTIVE_REPEATS}), got {lraw['max_repeats']}")
 
 
 def _server(top: dict[str, Any], where: str, problems: list[str]) -> LaunchSettings:
@@ -229,6 +258,14 @@ def _urls_against_settings(top: dict[str, Any], lraw: dict[str, Any], configs: l
             if cfg.url and urlparse(cfg.url).netloc.rpartition("@")[0]:
                 problems.append(f"{where}: configs[{i}].url: has credentials (user@) and api_key_env is set; both would be "
                                 "the Authorization header: use one")
+    if lraw.get("restart"):
+        for i, cfg in enumerate(configs):
+            if cfg.url:
+                problems.append(f"{where}: configs[{i}].url: load.restart starts a fresh server per repeat; "
+                                f"config {cfg.name!r} is reached by URL, not launched")
+                break
+    if lraw.get("restart") and "max_rate_at_slo" in lraw:
+        problems.append(f"{where}: load.restart: cannot be combined with load.max_rate_at_slo (its search runs on one server)")
     if lraw.get("client") == "socket":
         for cfg in configs:
             if cfg.url and not cfg.url.startswith("http://"):

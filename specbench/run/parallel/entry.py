@@ -36,6 +36,9 @@ async def run_parallel(suite: Suite, out: Path, *, mode: Literal["gpus", "ray"],
     ``mode="ray"``: the Ray cluster at ``address`` ("auto": the one ``ray start`` made here)."""
     if mode not in MODES:
         raise SuiteError(f"parallel mode must be one of {', '.join(MODES)}, got {mode!r}")
+    if suite.load.restart:
+        raise SuiteError(f"{suite.path}: load.restart interleaves every config's fresh servers in rounds; "
+                         "run it without --parallel or --ray")
     per_server = suite_gpus_per_server(suite, gpus_per_server)
     session = RunSession(suite, Path(out), render=render, resume=resume, overwrite=overwrite, progress=progress)
     session.prepare()

@@ -42,6 +42,7 @@ class WorkerChannel:
         self.name, self.emit, self.path, self.logs = name, emit, path, logs
         self.completed = {(Cell.of_phase(p), p["repeat"]) for p in done_phases}
         self.searched_datasets: set[str] = set()
+        self.starts: dict[str, int] = {}
 
     def prepare(self) -> None:
         """The collector has checked the run dir."""
@@ -60,6 +61,14 @@ class WorkerChannel:
 
     def forget_server(self, name: str) -> None:
         self.emit({"type": "launched", "config": name, "identity": None})
+
+    def next_start(self, name: str) -> int:
+        """Parallel modes refuse load.restart: one launch per config and worker run."""
+        self.starts[name] = self.starts.get(name, -1) + 1
+        return self.starts[name]
+
+    def rows(self) -> list[ResultRow]:
+        return []
 
     def server_ready(self, name: str, info: dict[str, Any]) -> None:
         self.emit({"type": "server", "config": name, "info": info})

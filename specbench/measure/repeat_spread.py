@@ -1,0 +1,103 @@
+"""A row's spread over its repeats against the baseline: the per-repeat speedups, whether they ran on
+fresh server starts, the heterogeneity flag, and the adaptive target (``spread.py`` has the rules).
+
+Set after every other key, so these keys end the row (results.json stays backward compatible).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..schemas.cell import Cell
+from ..schemas.phase import PhaseInfo, by_cell
+from ..schemas.request import RequestRecord
+from ..schemas.row import ResultRow
+from .compare import mean_ci95, paired_requests, paired_speedup, ratio
+from .latency import throughput
+from .spread import HETEROGENEITY_P, heterogeneity, planned_repeats, two_stage_ci
+
+
+@dataclass(frozen=True)
+class RepeatPlan:
+    """What the suite asked of repeats: ``target`` (relative half-width, or None) and the first stage."""
+
+    target: float | None = None
+    stage: int = 1
+
+
+def _per_repeat(phases: Sequence[PhaseInfo], measured: Sequence[RequestRecord]) -> dict[int, tuple[float | None, int | None]]:
+    """repeat → (output tokens/s of that pass, the server start it ran on)."""
+    out: dict[int, tuple[float | None, int | None]] = {}
+    for p in phases:
+        tps = throughput([r for r in measured if r.repeat == p.repeat], p.wall_s)["output_throughput_tps"]
+        out[p.repeat] = (tps, p.server_start)
+    return out
+
+
+def _label(fresh: bool) -> str:
+    return "server starts" if fresh else "passes on one server"
+
+
+def add_spread(rows: list[ResultRow], phases: Sequence[PhaseInfo], records: Sequence[RequestRecord],
+               baseline: str | None, plan: RepeatPlan) -> None:
+    """Per-repeat speedups and the flag for every non-baseline row with two or more paired repeats."""
+    if baseline is None:
+        return
+    measured, cell_phases = by_cell(phases, records)
+    for row in rows:
+        cell = Cell.of_row(row)
+        base = cell.with_config(baseline)
+        if row.run == baseline or base not in cell_phases or len(cell_phases[cell]) < 2:
+            continue
+        mine, theirs = _per_repeat(cell_phases[cell], measured[cell]), _per_repeat(cell_phases[base], measured[base])
+        reps = sorted(set(mine) & set(theirs))
+        if len(reps) < 2:
+            continue
+        speedups = [ratio(mine[i][0], theirs[i][0]) for i in reps]
+        starts = [(mine[i][1], theirs[i][1]) for i in reps]
+        fresh = all(a is not None and b is not None for a, b in starts) and len(set(starts)) == len(starts)
+        intervals = []
+        for i in reps:
+            pairs = paired_requests([r for r in measured[cell] if r.repeat == i], [r for r in measured[base] if r.repeat == i])
+            boot = paired_speedup(pairs)
+            intervals.append((boot["paired_speedup_ci_low"], boot["paired_speedup_ci_high"]))
+        p = heterogeneity(speedups, intervals)
+        ci = two_stage_ci(speedups, plan.stage) if plan.target is not None else mean_ci95(speedups)
+        if ci is not None:
+            row.ci95 = {**(row.ci95 or {}), "speedup_vs_baseline": [ci[1], ci[2]]}
+            how = f" (two-stage: count planned from the first {plan.stage})" if plan.target is not None else ""
+            row.speedup_ci_method = f"Student-t over {len(reps)} paired {_label(fresh)}{how}"
+        row.set("speedup_repeats", speedups)
+        row.set("speedup_repeats_fresh_servers", fresh)
+        row.set("speedup_between_p", p)
+        varies = None if p is None else p < HETEROGENEITY_P
+        row.set("speedup_varies", varies)
+        notes = list(row.notes or [])
+        known = [s for s in speedups if s is not None]
+        if varies and known:
+            where = "servers" if fresh else "passes"
+            notes.append(f"⚠ speedup varies between {where}: {min(known):.2f}–{max(known):.2f}× "
+                         f"(Cochran's Q over {len(reps)} {_label(fresh)}, p = {p:.2g}); the CI is the between-repeat t-interval")
+        if plan.target is not None:
+            half = None if ci is None else (ci[2] - ci[1]) / 2 / ci[0]
+            met = None if half is None else half <= plan.target
+            row.set("repeats_target", plan.target)
+            row.set("repeats_target_met", met)
+            got = "unknown" if half is None else f"{'met' if met else 'not met'} (±{half:.1%})"
+            notes.append(f"{len(reps)} repeats on {_label(fresh)}; target ±{plan.target:.1%}: {got}")
+        row.notes = notes or None
+
+
+def planned_counts(rows: Sequence[ResultRow], baseline: str, target: float, stage: int, maximum: int) -> dict[Cell, int]:
+    """Repeats each (data set, load point) runs, keyed by its baseline cell: the most any config's
+    first-stage speedups plan (``spread.planned_repeats``); a cell without them keeps ``stage``."""
+    out: dict[Cell, int] = {}
+    for row in rows:
+        if row.run == baseline:
+            continue
+        key = Cell.of_row(row).with_config(baseline)
+        first = (row.speedup_repeats or [])[:stage]
+        planned = planned_repeats(first, target, maximum) if len(first) == stage else stage
+        out[key] = max(out.get(key, stage), planned)
+    return out
