@@ -29,6 +29,10 @@ class PhaseInfo:
     requests: int | None = None  # measured records stored with it: --resume re-measures a phase that lost one
     telemetry: dict[str, Any] = field(default_factory=dict)  # GPU energy and samples (telemetry.py)
     generation: dict[str, Any] = field(default_factory=dict)  # the server's generated-token counter over the window (keepup.py)
+    #: the window's two /metrics scrapes (Unix time, taken with the server idle): the step log is cut by them
+    scraped_before: float | None = None
+    scraped_after: float | None = None
+    steplog: str | None = None  # the server launch's step-log folder, relative to the run dir (docs/steplog.md)
 
     @property
     def complete(self) -> bool:
