@@ -6,6 +6,7 @@ import asyncio
 import json
 import sys
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -65,3 +66,15 @@ async def test_step_log_reaches_the_results_and_the_why_table(tmp_path, fake_eng
     assert f"| {spec['steplog_tokens_per_step']:.3f} | {spec['step_cost_ratio']:.3f}x |" in why
     acc = spec["steplog_accepted"]
     assert f"| {acc} = {acc} | {acc} = {acc} |" in step.split("Per request")[0]
+    # export: steps/ (one row per step of each timed pass) and outputs/, identity columns on every file
+    prof = tmp_path / "prof"
+    assert main(["export", str(out), "-o", str(prof), "--gpu", "H200"]) == 0
+    steps = pd.read_parquet(prof / "steps")
+    assert (prof / "steps" / "H200" / "smol" / "a" / "ngram-k3" / "part-0.parquet").is_file()
+    assert len(steps[steps.drafter == "ngram"]) == spec["steplog_steps"] and set(steps.drafter) == {"none", "ngram"}
+    assert set(steps.start) == {0, 1} and set(steps.c) == {1} and set(steps.gpu) == {"H200"}
+    ngram = steps[steps.drafter == "ngram"]
+    assert sum(sum((j - 1) * n for j, n in enumerate(h) if j) for h in ngram["hist"]) == spec["steplog_accepted"]
+    assert ngram.since_prev_ms.notna().all() and ngram.t_d1.notna().all() and ngram.full_graph.isna().all()
+    outputs = pd.read_parquet(prof / "outputs")
+    assert len(outputs) == 3 * 6 and {"req", "question_id", "category", "prompt_tokens", "output_ids", "start", "k"} <= set(outputs)
