@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..measure.steplog import StepLog
 from ..run.rundir import PHASES, scan_lines
 from ..run.steplog import pass_steps, read_launch
 from ..schemas.cell import Cell
@@ -40,7 +41,8 @@ def read_phases(run: Path) -> list[PhaseInfo]:
 
 def steps_frame(run: Path, phases: Sequence[PhaseInfo], identity: Identity) -> pd.DataFrame:
     """One row per engine step of every complete timed pass run with the step log."""
-    rows, logs = [], {}
+    rows: list[dict[str, Any]] = []
+    logs: dict[str, StepLog] = {}
     for p in phases:
         ident = identity(p.cell)
         if not p.steplog or not p.complete or ident is None:
