@@ -98,13 +98,14 @@ STEPLOG_DIR = "steplog"  # under the run's logs/: one folder per server start, a
 
 def steplog_launch(logs: Path, config: ServerConfig, env: dict[str, str], start: int | None = None) -> dict[str, str]:
     """A launch's step-log folder ``logs/steplog/<config>-s<start>/`` made (``start``: this config's
-    server-start number in the run, 0-based; by default the next unused one), the plugin folder written
+    server-start number in the run, 0-based; by default one past the highest there), the plugin folder written
     once per run, and the server's env additions (``{}`` when the config's log is off)."""
     if config.steplog == "off":
         return {}
     root = logs / STEPLOG_DIR
     if start is None:
-        start = sum(1 for p in root.glob(f"{config.name}-s*") if p.name[len(config.name) + 2:].isdigit())
+        taken = [int(n) for p in root.glob(f"{config.name}-s*") if (n := p.name[len(config.name) + 2:]).isdigit()]
+        start = max(taken, default=-1) + 1
     log_dir, site = root / f"{config.name}-s{start}", root / "_plugin"
     with writing(root):
         log_dir.mkdir(parents=True, exist_ok=True)
