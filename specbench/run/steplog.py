@@ -44,8 +44,35 @@ def _reason(err: RowError) -> str:
     return str(err).split(":")[0] if ":" in str(err) else str(err)[:60]
 
 
+#: launch folder → (its files' names, sizes and mtimes, what they read as): results are rebuilt after every
+#: cell, and a finished server's log does not change, so it is parsed once
+_READ: dict[Path, tuple[tuple[tuple[str, int, int], ...], StepLog]] = {}
+
+
+def _signature(folder: Path) -> tuple[tuple[str, int, int], ...]:
+    out = []
+    for path in sorted(folder.glob("*-*.json*")):
+        try:
+            st = path.stat()
+        except OSError:
+            continue
+        out.append((path.name, st.st_size, st.st_mtime_ns))
+    return tuple(out)
+
+
 def read_launch(folder: Path) -> StepLog:
-    """One launch's files (``header-*.json``, ``sched-*.jsonl``, ``gpu-*.jsonl``), rows joined on ``step``."""
+    """One launch's files (``header-*.json``, ``sched-*.jsonl``, ``gpu-*.jsonl``), rows joined on ``step``
+    (read again only when a file changed)."""
+    key, sig = folder.resolve(), _signature(folder)
+    cached = _READ.get(key)
+    if cached is not None and cached[0] == sig:
+        return cached[1]
+    log = _read_launch(folder)
+    _READ[key] = (sig, log)
+    return log
+
+
+def _read_launch(folder: Path) -> StepLog:
     skipped: Counter[str] = Counter()
     headers: list[StepHeader] = []
     for path in sorted(folder.glob("header-*.json")):

@@ -78,3 +78,22 @@ async def test_step_log_reaches_the_results_and_the_why_table(tmp_path, fake_eng
     assert ngram.since_prev_ms.notna().all() and ngram.t_d1.notna().all() and ngram.full_graph.isna().all()
     outputs = pd.read_parquet(prof / "outputs")
     assert len(outputs) == 3 * 6 and {"req", "question_id", "category", "prompt_tokens", "output_ids", "start", "k"} <= set(outputs)
+
+
+async def test_steps_level_and_overwrite_start_the_folders_afresh(tmp_path, fake_engine):
+    """``steps``: scheduler rows only, the step time from their wall clock; ``--overwrite`` removes logs/, so
+    the new run's starts count from s0 again."""
+    out = tmp_path / "out"
+    (out / "logs" / "steplog" / "ngram_k3-s0").mkdir(parents=True)
+    (out / "meta.json").write_text("{}")  # a run was here
+    (out / "logs" / "steplog" / "ngram_k3-s0" / "sched-1.jsonl").write_text("stale\n")
+    code = await asyncio.to_thread(main, ["run", str(suite_file(tmp_path, "steps")), "-o", str(out), "-q",
+                                          "--overwrite"])
+    assert code == 0
+    folder = out / "logs" / "steplog" / "ngram_k3-s0"
+    assert list(folder.glob("sched-*.jsonl")) and not list(folder.glob("gpu-*.jsonl"))
+    assert not (folder / "sched-1.jsonl").exists() and not (out / "logs" / "steplog" / "ngram_k3-s1").exists()
+    spec = {r["run"]: r for r in json.loads((out / "results.json").read_text())}["ngram_k3"]
+    assert spec["steplog_step_clock"] == "scheduler wall" and spec["steplog_step_mean_ms"] > 0
+    assert spec["steplog_fwd_ms"] is None and spec["steplog_accepted_agree"] is True
+    assert spec["steplog_skipped_rows"] is None and spec["step_source"] == "step log"

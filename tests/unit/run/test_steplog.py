@@ -46,3 +46,12 @@ def test_a_missing_folder_or_window_is_said_not_raised(tmp_path):
     (keys,) = stats.values()
     assert "gone-s0: no such folder" in keys["steplog_error"] and "../../etc" in keys["steplog_error"]
     assert keys["steplog_window"] is None and "steplog_steps" not in keys
+
+
+def test_a_launch_is_read_again_once_its_files_grow(tmp_path):
+    folder = write_launch(tmp_path / "l", [sched_row(1, WALL0 + 1, [2], 3)])
+    first = read_launch(folder)
+    assert read_launch(folder) is first  # unchanged: parsed once
+    with (folder / "sched-1.jsonl").open("a") as f:
+        f.write(json.dumps(sched_row(2, WALL0 + 2, [2], 3)) + "\n")
+    assert [s.sched.step for s in read_launch(folder).steps] == [1, 2]
