@@ -87,3 +87,4 @@ def test_decomposition_from_the_step_log_and_its_source():
     assert steplog_decomposition(row("spec", step=15.0, tokens=3.0, step_cost_ratio=2.0), row("base")) == {
         "step_source": "chunk gaps"}
     assert steplog_decomposition(base, base) == {}
+
