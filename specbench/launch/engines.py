@@ -133,7 +133,7 @@ class Engine:
         values = {"python": self.python(python), "model_path": self.model_path(model_path, model),
                   "model": model, "host": host, "port": str(port)}
         base = [str(x).format(**values) for x in self.data["command"] + self.data.get("args", [])]
-        base += self.load_format_args(config)
+        base += self.load_format_args(config) + self.steplog_flags(config)
         if not config.method:
             return base + list(extra) + list(config.args)
         _needs_drafter(self, config)
@@ -153,6 +153,17 @@ class Engine:
             raise LaunchError(f"config {config.name!r}: load_format {fmt!r}: engine {self.name} cannot load other weights "
                               f"(its launcher {self.path} has no load_format_flag)")
         return [str(flag), fmt]
+
+    def steplog_flags(self, config) -> list[str]:
+        """The launcher's ``steplog_flags`` for a config with the step log on (vLLM: ``--cudagraph-metrics``,
+        the step's graph mode and padding); an adapter without a per-step hook refuses the key."""
+        level = getattr(config, "steplog", "off")
+        if level == "off":
+            return []
+        if self.adapter not in STEPLOG_ADAPTERS:
+            raise SuiteError(f"config {config.name!r}: steplog {level!r}: engine {self.name} ({self.adapter}) has no "
+                             "per-step hook specbench can use (docs/steplog.md); set steplog: off for this config")
+        return [str(x) for x in self.data.get("steplog_flags", [])]
 
     def redact(self, argv: list[str]) -> list[str]:
         """argv with the values of secret flags (this launcher's and any secret-looking) replaced, for logs and metadata."""
@@ -248,3 +259,5 @@ class SglangAdapter:
 
 
 ADAPTERS: dict[str, Adapter] = {"vllm": VllmAdapter, "sglang": SglangAdapter}
+#: adapters whose servers load specbench's step recorder (SGLang 0.5.16 has no per-step hook a package can use)
+STEPLOG_ADAPTERS = ("vllm",)

@@ -42,6 +42,8 @@ MAIN = Group("main", "Comparison", "How fast is each config, and how much of its
              "people paste; its first twelve columns are the reference table's.")
 WHY = Group("why", "Why: tokens per step vs step cost", "Where does the speedup come from: more tokens per target "
             "step, a costlier step, or time outside decode steps?", DECOMPOSITION_NOTE)
+STEP = Group("step", "Step: the engine's own step log", "Where does an engine step's time go, and does the step log "
+             "agree with the server's counters? (cells run with `steplog:`, docs/steplog.md)")
 PER_REQUEST = Group("per_request", "Per request", "How are acceptance and speed spread over the requests, and is "
                     "the output the baseline's?")
 QUALITY = Group("quality", "Quality & cost", "Is the answer still right, within the SLO, and what does a token "
@@ -49,7 +51,7 @@ QUALITY = Group("quality", "Quality & cost", "Is the answer still right, within 
 CHECKS = Group("checks", "Checks", "Can the numbers above be trusted: did the client see every token the server "
                "generated, and did every request succeed?")
 #: the tables in the order they print
-GROUPS = (MAIN, WHY, PER_REQUEST, QUALITY, CHECKS)
+GROUPS = (MAIN, WHY, STEP, PER_REQUEST, QUALITY, CHECKS)
 
 
 def always(records: Rows) -> bool:

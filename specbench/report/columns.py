@@ -15,6 +15,7 @@ from ..schemas.row import ResultRow
 from .colspec import CHECKS, DASH, GROUPS, WHY, Column, Group, Rows, num, pct
 from .o200k_columns import O200K_COLUMNS
 from .quality_columns import QUALITY_COLUMNS
+from .steplog_columns import STEP_COLUMNS, STEP_SOURCE_COLUMN
 
 __all__ = ["COLUMNS", "DASH", "Column", "all_columns", "grouped", "has_decomposition", "num", "reference_markdown",
            "table_columns"]
@@ -126,6 +127,10 @@ def has_decomposition(records: Rows) -> bool:
     return any(r.step_cost_ratio is not None for r in records)
 
 
+def _tokens_per_step(r: ResultRow) -> str:
+    return num(r.steplog_tokens_per_step if r.step_source == "step log" else r.stream_mean_acceptance_length, 3)
+
+
 def _decomposed(r: ResultRow) -> str:
     value = num(r.speedup_decomposed, 3, "x")
     lo, hi = r.speedup_decomposed_ci_low, r.speedup_decomposed_ci_high
@@ -134,7 +139,7 @@ def _decomposed(r: ResultRow) -> str:
 
 #: shown when some row has a measured step cost ratio (Speedup = Tok/step ÷ Step cost × Residual)
 WHY_COLUMNS: list[Column] = [
-    Column("Tok/step", lambda r: num(r.stream_mean_acceptance_length, 3),
+    Column("Tok/step", _tokens_per_step,
            "decode tokens ÷ decode chunks of the stream: tokens per target step as the client saw them, over "
            "every decode step, drafted or not; overstated where the engine merged steps into one chunk (⚠ under the "
            "tables)", WHY, "tokens/step", ("stream_mean_acceptance_length",), has_decomposition),
@@ -150,6 +155,7 @@ WHY_COLUMNS: list[Column] = [
     Column("Residual", lambda r: num(r.speedup_residual, 3),
            "Speedup ÷ Decomposed speedup: below 1 lost, above 1 won outside decode steps (prefill/TTFT, queueing, "
            "scheduling)", WHY, keys=("speedup_residual",), shown=has_decomposition),
+    STEP_SOURCE_COLUMN,
 ]
 
 
@@ -184,7 +190,7 @@ CHECK_COLUMNS: list[Column] = [
 def all_columns() -> list[Column]:
     """Every column entry, in print order: identity, the comparison table, then one table after another."""
     main = COLUMNS[:2] + LOAD_AND_CI[:3] + COLUMNS[2:5] + LOAD_AND_CI[3:] + COLUMNS[5:]
-    return main + WHY_COLUMNS + QUALITY_COLUMNS + O200K_COLUMNS + CHECK_COLUMNS
+    return main + WHY_COLUMNS + STEP_COLUMNS + QUALITY_COLUMNS + O200K_COLUMNS + CHECK_COLUMNS
 
 
 def table_columns(records: Rows) -> list[Column]:

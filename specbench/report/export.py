@@ -17,6 +17,7 @@ from ..schemas.meta import RunMeta
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
 from ..util.diskio import all_or_none, make_output_dir, output_file
+from .export_steps import export_steps, identities
 from .load import RunResults, load_run, read_requests
 
 RUN_COLUMNS = ["gpu", "target", "split", "drafter", "k", "c", "start", "mode", "throughput_tps", "output_tokens",
@@ -79,7 +80,9 @@ def export(results: RunResults, requests: list[RequestRecord], out: Path, gpu: s
 
 def export_run(run: Path, out: Path, gpu: str = "cpu") -> list[Path]:
     """One run directory's rows and measured requests as parquet files under ``out``."""
-    return export(load_run(run), read_requests(Path(run)) or [], out, gpu=gpu)
+    results, requests = load_run(run), read_requests(Path(run)) or []
+    return export(results, requests, out, gpu=gpu) + export_steps(
+        requests, Path(run), out, identities(results, tables(results, [], gpu)[0]))
 
 
 def write(paths: list[Path], output: Path | None) -> str:

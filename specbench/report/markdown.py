@@ -53,9 +53,18 @@ def warnings(records: Sequence[ResultRow]) -> list[str]:
         if r.acceptance_sources_agree is False:
             out.append(f"⚠ {where}: accepted tokens seen in the stream differ from the server counters by "
                        f"{r.acceptance_tokens_diff} (other traffic in the window, or steps merged into one chunk)")
-        if r.stream_merged_chunks:
+        if r.stream_merged_chunks and r.step_source == "step log":
+            out.append(f"⚠ {where}: {r.stream_merged_chunks} chunks carried more than k+1 tokens (merged steps): stream "
+                       "acceptance is overstated; the Why table's Tok/step and Step cost come from the step log, unaffected")
+        elif r.stream_merged_chunks:
             out.append(f"⚠ {where}: {r.stream_merged_chunks} chunks carried more than k+1 tokens (merged steps): stream acceptance"
                        " (Tok/step) and Step cost are overstated by the same factor; their ratio, Decomposed speedup, holds")
+        if r.steplog_accepted_agree is False:
+            out.append(f"⚠ {where}: the step log's accepted tokens ({r.steplog_accepted}) differ from the /metrics counter "
+                       f"delta ({r.steplog_counter_accepted}) over the same passes (a lost or mis-cut row, or other traffic)")
+        if r.steplog_hist_agree is False:
+            out.append(f"⚠ {where}: the step log's histogram counts {r.steplog_hist_accepted} accepted tokens, its "
+                       f"spec-decode stats {r.steplog_accepted}")
         if r.shared_read_share is not None and r.shared_read_share > 0.01:
             out.append(f"⚠ {where}: {100 * r.shared_read_share:.1f}% of chunks came in the same read as the one before "
                        "(client or network a whole step behind, or steps flushed together): ITL/step percentiles are coarser than the server's steps")

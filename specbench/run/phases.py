@@ -4,6 +4,7 @@ the timed load) → its ``PhaseInfo`` and request records; and the SLO rate sear
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -81,6 +82,7 @@ class Phases:
             self.progress("phase", config=cfg.name, dataset=dataset, point=point.label,
                           total=sum(len(p.turns) for p in prompts), warmup=False)
             before = await scrape(self.session, server.url)
+            scraped_before = time.time()  # after the scrape: the server is idle until the load starts
             meter.start()
             load = LoadPass(cfg.name, "measure", point.concurrency, point.request_rate,
                             seed=self.suite.load.seed + repeat, repeat=repeat)
@@ -89,6 +91,7 @@ class Phases:
             meter.stop()
             recorder.chunk_clock(cfg.name, transport_clock(transport))
             await close_transport(transport)
+        scraped_after = time.time()  # before the scrape: every step of the pass came before it
         after = await scrape(self.session, server.url)
         self.timing["measured_s"] += result.wall_s
         died = server.process is not None and (
@@ -109,7 +112,9 @@ class Phases:
                           request_rate=point.request_rate, repeat=repeat, wall_s=result.wall_s,
                           acceptance=acceptance, server={k: server.info.get(k) for k in ("engine", "version", "url")},
                           interrupted=self.stop.is_set(), server_died=died, telemetry=meter.stop(), generation=generation,
-                          server_start=server.info.get("start"))
+                          server_start=server.info.get("start"),
+
+                          scraped_before=scraped_before, scraped_after=scraped_after, steplog=server.info.get("steplog"))
         recorder.store_phase(phase, warm_records + result.records)
 
     async def search_rate(self, server: Server, spec: RequestSpec, prompts: list[Prompt], dataset: str,

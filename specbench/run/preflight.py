@@ -44,6 +44,7 @@ def preflight(suite: Suite) -> dict[str, list[Prompt]]:
         engine = load_engine(config.engine or suite.engine)
         if config.launched:
             engine.load_format_args(config)  # an engine that cannot load dummy weights refuses before any server starts
+            engine.steplog_flags(config)  # so does an engine without a step hook asked for a step log
             python = engine.python(suite.server.python)
             if os.sep in python and not os.access(python, os.X_OK):
                 raise LaunchError(f"config {config.name!r}: engine Python not found: {python} "

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from ..measure.o200k import find_o200k
 from ..measure.quality import add_quality, mark_dummy_weights, suite_notes, weights_notes
 from ..measure.repeat_spread import RepeatPlan, add_spread
+from ..measure.steplog import steplog_decomposition
 from ..measure.summarize import add_comparisons, add_o200k, summarize_cell
 from ..schemas.cell import Cell
 from ..schemas.phase import PhaseInfo
@@ -15,10 +17,13 @@ from ..schemas.row import ResultRow
 from ..suite import Suite
 from ..util.redact import redact_mapping
 from .preflight import load_points
+from .steplog import steplog_results
 
 
-def build_rows(suite: Suite, phases: list[PhaseInfo], records: list[RequestRecord]) -> list[ResultRow]:
-    """Results rows for every cell measured so far, in suite order (data set, then config)."""
+def build_rows(suite: Suite, phases: list[PhaseInfo], records: list[RequestRecord],
+               run_dir: Path | None = None) -> list[ResultRow]:
+    """Results rows for every cell measured so far, in suite order (data set, then config); with
+    ``run_dir``, the step log of every cell that ran with one (its keys end the row)."""
     configs = {c.name: c for c in suite.configs}
     by_cell: dict[Cell, list[PhaseInfo]] = {}
     for p in phases:
@@ -42,7 +47,21 @@ def build_rows(suite: Suite, phases: list[PhaseInfo], records: list[RequestRecor
     add_o200k(rows, phases, records, find_o200k(suite.load.tiktoken_file))
     add_spread(rows, phases, records, suite.baseline.name if suite.baseline else None,
                RepeatPlan(suite.load.target_ci, suite.load.first_stage))
+    if run_dir is not None:
+        add_steplog(rows, steplog_results(run_dir, phases), suite.baseline.name if suite.baseline else None)
     return rows
+
+
+def add_steplog(rows: list[ResultRow], stats: dict[Cell, dict[str, Any]], baseline: str | None) -> None:
+    """Each cell's step-log keys, then the Why table's decomposition from them where a log exists."""
+    if not stats:
+        return
+    for row in rows:
+        row.update(stats.get(Cell.of_row(row), {}))
+    base_rows = {Cell.of_row(r): r for r in rows if r.run == baseline}
+    for row in rows:
+        if baseline is not None and (row.has("steplog_steps") or Cell.of_row(row).with_config(baseline) in stats):
+            row.update(steplog_decomposition(row, base_rows.get(Cell.of_row(row).with_config(baseline))))
 
 
 def redact_raw(raw: Any) -> Any:

@@ -16,10 +16,12 @@ import aiohttp
 
 from ..client import RequestSpec
 from ..errors import ServerError
+from ..hooks import plugin_site, steplog_env
 from ..launch import Engine, ServerProcess, load_engine
 from ..launch.process import free_port, served_models, stop_off_loop
 from ..suite import ServerConfig, Suite
 from ..util.bounded import PROBE_LIMIT, read_capped
+from ..util.diskio import writing
 from ..util.numbers import is_number
 from ..util.redact import redact_env, redact_url
 
@@ -101,11 +103,32 @@ async def check_url(session: aiohttp.ClientSession, config: ServerConfig, model:
         raise ServerError(f"config {config.name!r}: {redact_url(config.url)} serves {served}, not the suite's model {model!r}")
 
 
+STEPLOG_DIR = "steplog"  # under the run's logs/: one folder per server start, and _plugin
+
+
+def steplog_launch(logs: Path, config: ServerConfig, env: dict[str, str], start: int | None = None) -> dict[str, str]:
+    """A launch's step-log folder ``logs/steplog/<config>-s<start>/`` made (``start``: this config's
+    server-start number in the run, 0-based; by default one past the highest there), the plugin folder written
+    once per run, and the server's env additions (``{}`` when the config's log is off)."""
+    if config.steplog == "off":
+        return {}
+    root = logs / STEPLOG_DIR
+    if start is None:
+        taken = [int(n) for p in root.glob(f"{config.name}-s*") if (n := p.name[len(config.name) + 2:]).isdigit()]
+        start = max(taken, default=-1) + 1
+    log_dir, site = root / f"{config.name}-s{start}", root / "_plugin"
+    with writing(root):
+        log_dir.mkdir(parents=True, exist_ok=True)
+        if not (site / "specbench_steplog-0.dist-info").is_dir():
+            plugin_site(site)
+    return steplog_env(config.steplog, log_dir.resolve(), site.resolve(), env.get("PYTHONPATH", os.environ.get("PYTHONPATH")))
+
+
 @asynccontextmanager
 async def open_server(suite: Suite, config: ServerConfig, book: ServerBook, session: aiohttp.ClientSession,
                       stop: asyncio.Event | None = None) -> AsyncIterator[Server]:
     """The config's server, reached or launched (and stopped on exit); a launched one is recorded in
-    ``book`` while it runs."""
+    ``book`` while it runs, with its server-start number in the run (which names its log and step-log folder)."""
     engine = load_engine(config.engine or suite.engine)
     if config.url is not None:  # not launched
         await check_url(session, config, suite.model, engine)
@@ -118,8 +141,11 @@ async def open_server(suite: Suite, config: ServerConfig, book: ServerBook, sess
     env = {**engine.env, **suite.server.env, **config.env}
     if config.gpus is not None and engine.gpu_env:
         env[engine.gpu_env] = config.gpus
-    url = f"http://{host}:{port}"
     start = book.next_start(config.name)
+    env.update(steplog_launch(book.logs, config, env, start))
+    steplog = {"steplog": f"logs/{STEPLOG_DIR}/{Path(env['SPECBENCH_STEPLOG_DIR']).name}",
+               "steplog_level": config.steplog} if "SPECBENCH_STEPLOG_DIR" in env else {}
+    url = f"http://{host}:{port}"
     proc = ServerProcess(config.name, argv, env, book.logs / server_log_name(config.name, start), url, engine.health_path,
                          engine.models_path, suite.model, suite.server.startup_timeout_s, engine.redact(argv))
     proc.start()
@@ -131,7 +157,7 @@ async def open_server(suite: Suite, config: ServerConfig, book: ServerBook, sess
         yield Server(config, url, engine, proc, info={
             "engine": engine.name, "url": url, "launched": True, "argv": engine.redact(argv),
             "env": redact_env(env),
-            "ready_s": round(ready_s, 1), "log": str(proc.log_path), "pid": proc.proc.pid, "start": start,
+            "ready_s": round(ready_s, 1), "log": str(proc.log_path), "pid": proc.proc.pid, "start": start, **steplog,
         })
     finally:
         try:

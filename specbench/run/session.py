@@ -218,7 +218,7 @@ class RunSession(ServerStarts):
         """Rebuild the rows from the raw files; rewrite meta.json (its notes, which `specbench report` prints
         too) and the results."""
         requests = self.dir.load_requests()
-        rows = build_rows(self.suite, self.dir.load_phases(), requests)
+        rows = build_rows(self.suite, self.dir.load_phases(), requests, self.dir.path)
         attach_capacity(rows, self.meta.slo_search, self.suite.baseline.name if self.suite.baseline else None)
         if final and self.on_finish is not None:
             self.on_finish(rows, requests, self.meta)

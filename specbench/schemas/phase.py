@@ -30,6 +30,10 @@ class PhaseInfo:
     telemetry: dict[str, Any] = field(default_factory=dict)  # GPU energy and samples (telemetry.py)
     generation: dict[str, Any] = field(default_factory=dict)  # the server's generated-token counter over the window (keepup.py)
     server_start: int | None = None  # which start of the config's server measured it (run/servers.py); null: given by URL
+    #: the window's two /metrics scrapes (Unix time, taken with the server idle): the step log is cut by them
+    scraped_before: float | None = None
+    scraped_after: float | None = None
+    steplog: str | None = None  # the server launch's step-log folder, relative to the run dir (docs/steplog.md)
 
     @property
     def complete(self) -> bool:

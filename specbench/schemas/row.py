@@ -234,8 +234,39 @@ class RepeatSpread:
     repeats_target_met: bool | None = None
 
 
+class StepLogStats:
+    """The engine's own step log over the cell's timed passes (measure/steplog.py, docs/steplog.md): written
+    only for a cell whose server ran with ``steplog`` on; ``step_source`` says what the Why table's step
+    cost came from."""
+
+    steplog_steps: int | None = None
+    steplog_step_mean_ms: float | None = None
+    steplog_step_p50_ms: float | None = None
+    steplog_step_p95_ms: float | None = None
+    steplog_step_clock: str | None = None
+    steplog_step_by_batch: Obj | None = None
+    steplog_fwd_ms: float | None = None
+    steplog_lm_head_ms: float | None = None
+    steplog_verify_ms: float | None = None
+    steplog_drafter_ms: float | None = None
+    steplog_gap_ms: float | None = None
+    steplog_tokens_per_step: float | None = None
+    steplog_hist: Numbers | None = None
+    steplog_accepted: int | None = None
+    steplog_counter_accepted: int | None = None
+    steplog_accepted_agree: bool | None = None
+    steplog_hist_accepted: int | None = None
+    steplog_hist_agree: bool | None = None
+    steplog_graph_modes: Obj | None = None
+    steplog_padding_share: float | None = None
+    steplog_window: str | None = None
+    steplog_skipped_rows: Obj | None = None
+    steplog_error: str | None = None
+    step_source: str | None = None
+
+
 @dataclass(eq=False)
-class ResultRow(RepeatSpread, O200kLengths, QualityAndCost, AgainstBaseline, Provenance, Acceptance, LatencyAndLoad, ReferenceKeys):
+class ResultRow(StepLogStats, RepeatSpread, O200kLengths, QualityAndCost, AgainstBaseline, Provenance, Acceptance, LatencyAndLoad, ReferenceKeys):
     """One cell's results (``measure.summarize_cell``): the fields of its bases, grouped by where they are
     measured, in results.json's order.
 

@@ -22,7 +22,7 @@ TOP_KEYS = {
 CONFIG_KEYS = {
     "name": str, "url": str, "method": str, "num_speculative_tokens": int, "drafter": str,
     "speculative": dict, "baseline": bool, "engine": str, "args": list, "env": dict, "port": int,
-    "gpus": (str, int), "load_format": str, "datasets": list,
+    "gpus": (str, int), "load_format": str, "datasets": list, "steplog": str,
 }
 LOAD_KEYS = {
     "concurrency": (int, list), "request_rate": (int, float, list), "max_tokens": int,
@@ -35,11 +35,13 @@ WORKLOADS = ("fixed", "profilings")
 CLIENTS = ("auto", "socket", "aiohttp", "openai")
 SERVER_KEYS = {
     "model_path": str, "python": str, "args": list, "env": dict, "startup_timeout_s": (int, float),
-    "host": str, "gpus_per_server": int, "load_format": str,
+    "host": str, "gpus_per_server": int, "load_format": str, "steplog": str,
 }
 #: how a launched server fills the target's weights: ``auto`` (the engine's default: from the model folder)
 #: or ``dummy`` (at random from config.json alone; the engines spell both ``--load-format``)
 LOAD_FORMATS = ("auto", "dummy")
+#: the engine step log a launched server writes (docs/steplog.md); the same names as ``hooks.STEPLOG_LEVELS``
+STEPLOG_LEVELS = ("off", "steps", "timing")
 
 
 def _type_name(t: type | tuple[type, ...]) -> str:
@@ -97,6 +99,11 @@ def check_url(url: str, where: str, problems: list[str]) -> None:
 def check_load_format(value: Any, where: str, problems: list[str]) -> None:
     if value not in LOAD_FORMATS:
         problems.append(f"{where}: expected one of {', '.join(LOAD_FORMATS)}, got {value!r}")
+
+
+def check_steplog(value: Any, where: str, problems: list[str]) -> None:
+    if value not in STEPLOG_LEVELS:
+        problems.append(f"{where}: expected one of {', '.join(STEPLOG_LEVELS)}, got {value!r}")
 
 
 def check_name(value: Any, where: str, problems: list[str]) -> None:

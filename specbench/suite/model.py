@@ -33,6 +33,7 @@ class ServerConfig:
     gpus: str | None = None
     load_format: str = "auto"  # "dummy": the target's weights at random (checks.LOAD_FORMATS)
     datasets: tuple[str, ...] | None = None  # None: every data set of the suite
+    steplog: str = "off"  # the engine's step log for a launched server: off | steps | timing (docs/steplog.md)
 
     @property
     def launched(self) -> bool:
@@ -127,6 +128,7 @@ class LaunchSettings:
     host: str = "127.0.0.1"
     gpus_per_server: int = 1
     load_format: str = "auto"
+    steplog: str = "off"  # every launched config's default (a config's ``steplog:`` overrides it)
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from .checks import (
     check_keys,
     check_load_format,
     check_name,
+    check_steplog,
     check_url,
     non_finite,
     positive_list,
@@ -53,7 +54,7 @@ def parse_suite(data: Any, path: Path) -> Suite:
 
     base = path.parent
     server = _server(top, where, problems)
-    configs = _configs(top, where, problems, server.load_format)
+    configs = _configs(top, where, problems, server.load_format, server.steplog)
     datasets = _datasets(top, where, base, problems)
     _configs_on_datasets(configs, datasets, where, problems)
     lraw = check_keys(top.get("load", {}), LOAD_KEYS, f"{where}: load", problems)
@@ -88,9 +89,11 @@ def parse_suite(data: Any, path: Path) -> Suite:
     )
 
 
-def _configs(top: dict[str, Any], where: str, problems: list[str], load_format: str = "auto") -> list[ServerConfig]:
-    """The ``configs:`` entries; a launched one without its own ``load_format`` takes the ``server:`` block's
-    (a config with ``url:`` is not launched: its ``load_format`` only says how that server was started)."""
+def _configs(top: dict[str, Any], where: str, problems: list[str], load_format: str = "auto",
+             steplog: str = "off") -> list[ServerConfig]:
+    """The ``configs:`` entries; a launched one without its own ``load_format`` or ``steplog`` takes the
+    ``server:`` block's (a config with ``url:`` is not launched: its ``load_format`` only says how that
+    server was started, and specbench cannot turn a step log on in it)."""
     configs: list[ServerConfig] = []
     for i, raw in enumerate(top.get("configs") or []):
         cwhere = f"{where}: configs[{i}]"
@@ -108,6 +111,11 @@ def _configs(top: dict[str, Any], where: str, problems: list[str], load_format: 
             problems.append(f"{cwhere}.num_speculative_tokens: expected a positive integer, got {k}")
         if "load_format" in c:
             check_load_format(c["load_format"], f"{cwhere}.load_format", problems)
+        if "steplog" in c:
+            check_steplog(c["steplog"], f"{cwhere}.steplog", problems)
+            if "url" in c and c["steplog"] != "off":
+                problems.append(f"{cwhere}.steplog: only a server specbench launches can write a step log "
+                                f"(this config has url:)")
         if k is not None and not c.get("method"):
             problems.append(f"{cwhere}.method: required when num_speculative_tokens is given")
         configs.append(ServerConfig(
@@ -118,6 +126,7 @@ def _configs(top: dict[str, Any], where: str, problems: list[str], load_format: 
             port=c.get("port"), gpus=str(c["gpus"]) if "gpus" in c else None,
             load_format=c.get("load_format", "auto" if "url" in c else load_format),
             datasets=_name_list(c["datasets"], f"{cwhere}.datasets", problems) if "datasets" in c else None,
+            steplog=c.get("steplog", "off" if "url" in c else steplog),
         ))
     names = [c.name for c in configs]
     for dup in sorted({n for n in names if names.count(n) > 1}):
@@ -241,12 +250,15 @@ def _server(top: dict[str, Any], where: str, problems: list[str]) -> LaunchSetti
         problems.append(f"{where}: server.gpus_per_server: expected 0 or more, got {sraw['gpus_per_server']}")
     if "load_format" in sraw:
         check_load_format(sraw["load_format"], f"{where}: server.load_format", problems)
+    if "steplog" in sraw:
+        check_steplog(sraw["steplog"], f"{where}: server.steplog", problems)
     return LaunchSettings(
         model_path=sraw.get("model_path"), python=sraw.get("python"),
         args=tuple(str(a) for a in sraw.get("args", [])),
         env={str(k): str(v) for k, v in sraw.get("env", {}).items()},
         startup_timeout_s=float(sraw.get("startup_timeout_s", 900.0)), host=sraw.get("host", "127.0.0.1"),
         gpus_per_server=sraw.get("gpus_per_server", 1), load_format=sraw.get("load_format", "auto"),
+        steplog=sraw.get("steplog", "off"),
     )
 
 

@@ -11,7 +11,9 @@ Started through a launcher YAML (adapter vllm) like a real engine: it reads ``--
   (4, 10 or 20) of which round(n·p_i) accept at least i drafts, so the per-position counters read p_i back;
   otherwise the real "drafter" accepts min(K, 2) drafts;
 - ``num_speculative_tokens_per_batch_size`` is recorded in ``/version`` (``schedule``) so a test
-  can see the flag arrived.
+  can see the flag arrived;
+- with ``SPECBENCH_STEPLOG`` / ``SPECBENCH_STEPLOG_DIR`` set (a suite's ``steplog:``), one step-log row per
+  decode chunk (``tests/support/steplog.StepWriter``), its accepted tokens the ones /metrics counts.
 """
 
 from __future__ import annotations
@@ -19,10 +21,13 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
+import time
 
 from aiohttp import web
 
 from tests.support.scripted_server import Script, ScriptedServer
+from tests.support.steplog import StepWriter
 
 
 def synthetic_pattern(length: float) -> list[int]:
@@ -41,6 +46,13 @@ class FakeEngine(ScriptedServer):
     def __init__(self, script: Script, gap_per_draft: float, schedule) -> None:
         super().__init__(script)
         self.gap_per_draft, self.inflight, self.schedule_flag = gap_per_draft, 0, schedule
+        level, folder = os.environ.get("SPECBENCH_STEPLOG", "off"), os.environ.get("SPECBENCH_STEPLOG_DIR")
+        self.steplog = StepWriter(folder, level) if folder and level in ("steps", "timing") else None
+
+    def _count_step(self, n: int) -> None:
+        super()._count_step(n)
+        if self.steplog is not None:
+            self.steplog.write(time.time(), n, self.s.k)
 
     def step_gap(self) -> float:
         return self.s.gap_s + self.gap_per_draft * (self.s.k or 0) * max(self.inflight, 1)

@@ -30,7 +30,9 @@ def _series(m: Model, c: str, d: str, loads: list[Load], xs: list[float], vals: 
     s: Series = {"al": [], "cost": [], "speedup": []}
     for ld, x in zip(loads, xs):
         r = m.row(c, d, ld)
-        values = (("al", None if r is None else r.stream_mean_acceptance_length),
+        tokens = None if r is None else (r.steplog_tokens_per_step if r.step_source == "step log"
+                                         else r.stream_mean_acceptance_length)
+        values = (("al", tokens),
                   ("cost", None if r is None else r.step_cost_ratio),
                   ("speedup", None if r is None else r.speedup_vs_baseline))
         for key, value in values:

