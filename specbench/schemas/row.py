@@ -234,6 +234,7 @@ class RepeatSpread:
     repeats_target_met: bool | None = None
 
 
+@dataclass(eq=False)
 class StepLogStats:
     """The engine's own step log over the cell's timed passes (measure/steplog.py, docs/steplog.md): written
     only for a cell whose server ran with ``steplog`` on; ``step_source`` says what the Why table's step
