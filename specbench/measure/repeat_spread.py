@@ -64,7 +64,8 @@ def add_spread(rows: list[ResultRow], phases: Sequence[PhaseInfo], records: Sequ
             intervals.append((boot["paired_speedup_ci_low"], boot["paired_speedup_ci_high"]))
         p = heterogeneity(speedups, intervals)
         ci = two_stage_ci(speedups, plan.stage) if plan.target is not None else mean_ci95(speedups)
-        if ci is not None:
+        # the cell's CI stays the between-repeat interval whether flagged or not: never narrower than its repeats
+        if ci is not None and (fresh or plan.target is not None):  # else: add_comparisons' Student-t over repeats stands
             row.ci95 = {**(row.ci95 or {}), "speedup_vs_baseline": [ci[1], ci[2]]}
             how = f" (two-stage: count planned from the first {plan.stage})" if plan.target is not None else ""
             row.speedup_ci_method = f"Student-t over {len(reps)} paired {_label(fresh)}{how}"
