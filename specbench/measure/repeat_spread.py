@@ -56,7 +56,8 @@ def add_spread(rows: list[ResultRow], phases: Sequence[PhaseInfo], records: Sequ
             continue
         speedups = [ratio(mine[i][0], theirs[i][0]) for i in reps]
         starts = [(mine[i][1], theirs[i][1]) for i in reps]
-        fresh = all(a is not None and b is not None for a, b in starts) and len(set(starts)) == len(starts)
+        fresh = all(a is not None and b is not None for a, b in starts) and all(
+            len({pair[side] for pair in starts}) == len(starts) for side in (0, 1))  # every pass on its own start, both sides
         intervals = []
         for i in reps:
             pairs = paired_requests([r for r in measured[cell] if r.repeat == i], [r for r in measured[base] if r.repeat == i])
@@ -64,7 +65,7 @@ def add_spread(rows: list[ResultRow], phases: Sequence[PhaseInfo], records: Sequ
             intervals.append((boot["paired_speedup_ci_low"], boot["paired_speedup_ci_high"]))
         p = heterogeneity(speedups, intervals)
         ci = two_stage_ci(speedups, plan.stage) if plan.target is not None else mean_ci95(speedups)
-        if ci is not None:
+        if ci is not None and (fresh or plan.target is not None):  # else: add_comparisons' Student-t over repeats stands
             row.ci95 = {**(row.ci95 or {}), "speedup_vs_baseline": [ci[1], ci[2]]}
             how = f" (two-stage: count planned from the first {plan.stage})" if plan.target is not None else ""
             row.speedup_ci_method = f"Student-t over {len(reps)} paired {_label(fresh)}{how}"

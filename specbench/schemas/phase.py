@@ -41,7 +41,10 @@ class PhaseInfo:
         return not (self.interrupted or self.server_died)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        if out["server_start"] is None:  # a server given by URL: phases.jsonl as before server starts were counted
+            del out["server_start"]
+        return out
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> PhaseInfo:

@@ -21,7 +21,7 @@ from aiohttp import web
 
 from tests.support.scripted_server import Script, ScriptedServer
 
-SPREAD = (1.0, 1.3, 0.8, 1.15, 0.9, 1.25, 0.75, 1.1)
+SPREAD = (1.0, 1.5, 0.6, 1.3, 0.7, 1.4, 0.5, 1.2)
 _GAP: contextvars.ContextVar[float] = contextvars.ContextVar("gap", default=0.005)
 
 

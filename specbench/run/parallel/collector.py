@@ -70,6 +70,7 @@ class Collector:
         elif kind == "launched":  # a worker's server, recorded here so --resume can stop it if all are killed
             if msg.get("identity"):
                 s.record_server(name, msg["identity"])
+                s.next_start(name)  # counted like a sequential run's launches (the worker numbers its own)
             else:
                 s.forget_server(name)
         elif kind == "log":
