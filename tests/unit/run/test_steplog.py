@@ -3,8 +3,13 @@ their /metrics scrapes, a cell's keys from its phases."""
 
 import json
 
+import pytest
+
+from specbench.errors import SuiteError
+from specbench.run.preflight import preflight
 from specbench.run.steplog import read_launch, steplog_results
 from specbench.schemas.phase import PhaseInfo
+from specbench.suite import parse_suite
 from tests.support.steplog import WALL0, gpu_row, sched_row, write_launch
 
 
@@ -55,3 +60,14 @@ def test_a_launch_is_read_again_once_its_files_grow(tmp_path):
     with (folder / "sched-1.jsonl").open("a") as f:
         f.write(json.dumps(sched_row(2, WALL0 + 2, [2], 3)) + "\n")
     assert [s.sched.step for s in read_launch(folder).steps] == [1, 2]
+
+
+def test_sglang_with_a_step_log_is_refused_before_any_server_starts(tmp_path):
+    (tmp_path / "p.jsonl").write_text('{"prompt": "hi"}\n')
+    suite = parse_suite({"name": "s", "model": "m", "engine": "sglang", "server": {"steplog": "steps"},
+                         "configs": [{"name": "sg_eagle", "method": "eagle3", "num_speculative_tokens": 3,
+                                      "drafter": "d"}],
+                         "datasets": [{"name": "p", "path": "p.jsonl"}]}, tmp_path / "suite.yaml")
+    with pytest.raises(SuiteError) as info:
+        preflight(suite)
+    assert "'sg_eagle'" in str(info.value) and "sglang" in str(info.value) and info.value.exit_code == 2
