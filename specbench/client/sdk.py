@@ -7,6 +7,13 @@ the same ``ResponseStream`` checks and token settling as the other transports; t
 ``RequestSpec.payload`` byte for byte (model, messages/prompt and stream as the SDK's own arguments,
 the rest as ``extra_body``), with the same headers (identity encoding, the key or none).
 
+The send stamp is taken where the socket client takes its own: after the SDK built the request and
+the connection is open, just before the request's bytes are written (``StampedTransport``, through the
+HTTP library's ``trace`` extension), so TTFT and latency do not include the SDK's request building.
+Each piece of the body is stamped as the transport hands it up; the SDK pulls pieces lazily, so the
+newest stamp when it yields a chunk is that of the read which completed it: ``chunk_read_times``, and
+chunk time − read time is the SDK's own lag (``measure.keepup.client_lag``).
+
 The bounds of ``sse``/``failures`` hold here too: the response's byte stream is wrapped (an httpx
 response hook) so an SSE line over ``LINE_LIMIT`` or a body over ``BODY_LIMIT`` fails the request
 before the SDK buffers it, and a non-200 body is read to ``ERROR_BODY_LIMIT`` only. What the SDK path
@@ -22,6 +29,7 @@ import importlib
 import json
 import time
 from collections.abc import AsyncIterator
+from contextvars import ContextVar
 from typing import Any
 
 import openai
@@ -37,17 +45,53 @@ _http: Any = importlib.import_module(type(openai.DEFAULT_CONNECTION_LIMITS).__mo
 CLOCK = f"SDK yield time (perf_counter, openai {openai.__version__})"
 
 
+class Stamps:
+    """One request's clock at the transport: when its bytes went out, and when the newest piece of its body came in."""
+
+    __slots__ = ("sent", "read")
+
+    def __init__(self) -> None:
+        self.sent: float | None = None
+        self.read: float | None = None
+
+    async def trace(self, event: str, info: Any) -> None:
+        """The HTTP library's ``trace`` extension: called around each step of the exchange."""
+        if event == "http11.send_request_headers.started":
+            self.sent = time.perf_counter()
+
+
+#: the stamps of the request this task is sending (the SDK sends in the caller's task)
+_stamps: ContextVar[Stamps | None] = ContextVar("specbench_sdk_stamps", default=None)
+
+
+class StampedTransport(_http.AsyncHTTPTransport):  # type: ignore[misc]  # the library is found at run time
+    """The SDK's HTTP transport with the send stamp and the body's bounds and read stamps added."""
+
+    async def handle_async_request(self, request: Any) -> Any:
+        stamps = _stamps.get()
+        if stamps is not None:
+            stamps.sent = time.perf_counter()  # kept if the library does not trace its write (HTTP/2, a proxy)
+            request.extensions = {**request.extensions, "trace": stamps.trace}
+        response = await super().handle_async_request(request)
+        response.stream = BoundedBody(response.stream, response.status_code == 200, stamps)
+        return response
+
+
 class BoundedBody(_http.AsyncByteStream):  # type: ignore[misc]  # the library is found at run time
     """A response's raw bytes with the other transports' bounds: a 200 stream fails (``TooMuch``) at
-    an over-long line or body; any other status is cut at ``ERROR_BODY_LIMIT`` (its message is in front)."""
+    an over-long line or body; any other status is cut at ``ERROR_BODY_LIMIT`` (its message is in front).
+    Each piece's arrival is stamped on ``stamps.read``."""
 
-    def __init__(self, inner: Any, ok: bool) -> None:
-        self.inner, self.ok = inner, ok
+    def __init__(self, inner: Any, ok: bool, stamps: Stamps | None = None) -> None:
+        self.inner, self.ok, self.stamps = inner, ok, stamps
         self.size = 0
         self.held = 0  # bytes of the line not ended yet
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
+        stamps = self.stamps
         async for piece in self.inner:
+            if stamps is not None:
+                stamps.read = time.perf_counter()
             self.size += len(piece)
             if not self.ok:
                 if self.size >= ERROR_BODY_LIMIT:
@@ -73,10 +117,6 @@ class BoundedBody(_http.AsyncByteStream):  # type: ignore[misc]  # the library i
         await self.inner.aclose()
 
 
-async def _bound(response: Any) -> None:
-    response.stream = BoundedBody(response.stream, response.status_code == 200)
-
-
 class Sdk:
     """One ``openai.AsyncOpenAI`` per server URL (and key) for one load pass, made on first use: its
     pool unbounded (the SDK's default keeps 100 idle connections, so more streams would reconnect and
@@ -91,7 +131,7 @@ class Sdk:
         key = (spec.url.rpartition("/v1/")[0], spec.api_key, spec.timeout_s)
         if key not in self.clients:
             limits = type(openai.DEFAULT_CONNECTION_LIMITS)(max_connections=None, max_keepalive_connections=None)
-            http = openai.DefaultAsyncHttpxClient(limits=limits, event_hooks={"response": [_bound]})
+            http = openai.DefaultAsyncHttpxClient(transport=StampedTransport(limits=limits))
             # the key is never read from OPENAI_API_KEY: a placeholder when the suite has none, and no
             # Authorization header then (``headers``)
             self.clients[key] = openai.AsyncOpenAI(base_url=key[0] + "/v1", api_key=spec.api_key or "unused",
@@ -120,14 +160,22 @@ async def over_sdk(sdk: Sdk, spec: RequestSpec, messages: list[dict[str, str]], 
     model, _ = body.pop("model"), body.pop("stream")
     perf = time.perf_counter
     record = stream.record
-    record.send_time = perf()
+    record.send_time = perf()  # a request that never reaches the transport (refused by the SDK) keeps this one
+    stamps = Stamps()
+    token = _stamps.set(stamps)
     chunks: Any
-    if spec.endpoint == "chat":
-        chunks = await client.chat.completions.create(model=model, messages=body.pop("messages"), stream=True,
-                                                      extra_body=body, extra_headers=headers(spec))
-    else:
-        chunks = await client.completions.create(model=model, prompt=body.pop("prompt"), stream=True,
-                                                 extra_body=body, extra_headers=headers(spec))
+    try:
+        if spec.endpoint == "chat":
+            chunks = await client.chat.completions.create(model=model, messages=body.pop("messages"), stream=True,
+                                                          extra_body=body, extra_headers=headers(spec))
+        else:
+            chunks = await client.completions.create(model=model, prompt=body.pop("prompt"), stream=True,
+                                                     extra_body=body, extra_headers=headers(spec))
+    finally:
+        _stamps.reset(token)
+        if stamps.sent is not None:
+            record.send_time = stamps.sent
+    reads = record.chunk_read_times = []
     async with chunks:
         encoding = chunks.response.headers.get("content-encoding")
         if encoding and encoding.lower() != "identity":
@@ -136,7 +184,10 @@ async def over_sdk(sdk: Sdk, spec: RequestSpec, messages: list[dict[str, str]], 
             now = perf()
             if not isinstance(chunk, openai.BaseModel):  # JSON null, a list, a string: the SDK passes it on as it is
                 raise json.JSONDecodeError("not a JSON object", repr(chunk)[:200], 0)
+            before = len(record.chunk_times)
             stream.feed_object(chunk.to_dict(warnings=False), now)
+            if len(record.chunk_times) > before:
+                reads.append(now if stamps.read is None else stamps.read)
     stream.end(perf())
 
 
