@@ -10,9 +10,12 @@ the rest as ``extra_body``), with the same headers (identity encoding, the key o
 The send stamp is taken where the socket client takes its own: after the SDK built the request and
 the connection is open, just before the request's bytes are written (``StampedTransport``, through the
 HTTP library's ``trace`` extension), so TTFT and latency do not include the SDK's request building.
-Each piece of the body is stamped as the transport hands it up; the SDK pulls pieces lazily, so the
-newest stamp when it yields a chunk is that of the read which completed it: ``chunk_read_times``, and
-chunk time − read time is the SDK's own lag (``measure.keepup.client_lag``).
+Each socket read is stamped as it returns (``StampedStream``, under the HTTP library's connections).
+Everything above it pulls lazily (the SDK's SSE decoder, the HTTP/1.1 parser: a read only when the
+next event is not yet in hand), so the newest read stamp when the SDK yields a chunk is that of the
+read which brought the chunk's last bytes: ``chunk_read_times``. Chunk time − read time is the time the
+client held the chunk before timing it: the SDK's decoding, plus every chunk of the same read handled
+before it (``measure.keepup.client_lag``; chunks of one read share its stamp, ``shared_read_chunks``).
 
 The bounds of ``sse``/``failures`` hold here too: the response's byte stream is wrapped (an httpx
 response hook) so an SSE line over ``LINE_LIMIT`` or a body over ``BODY_LIMIT`` fails the request
@@ -39,14 +42,15 @@ from .request import RequestSpec
 from .sse import BODY_LIMIT, LINE_LIMIT
 from .stream import ResponseStream
 
-#: the HTTP library this openai version is built on (httpx, or httpx2 from openai 3 on)
+#: the HTTP library this openai version is built on (httpx, or httpx2 from openai 3 on), and its core
 _http: Any = importlib.import_module(type(openai.DEFAULT_CONNECTION_LIMITS).__module__.partition(".")[0])
+_core: Any = importlib.import_module(_http.__name__.replace("httpx", "httpcore"))
 
 CLOCK = f"SDK yield time (perf_counter, openai {openai.__version__})"
 
 
 class Stamps:
-    """One request's clock at the transport: when its bytes went out, and when the newest piece of its body came in."""
+    """One request's clock at the transport: when its bytes went out, and when its newest socket read returned."""
 
     __slots__ = ("sent", "read")
 
@@ -64,8 +68,57 @@ class Stamps:
 _stamps: ContextVar[Stamps | None] = ContextVar("specbench_sdk_stamps", default=None)
 
 
+class StampedStream(_core.AsyncNetworkStream):  # type: ignore[misc]  # the library is found at run time
+    """A connection's socket stream; each read that returns stamps the reading request's ``Stamps``."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        data: bytes = await self.inner.read(max_bytes, timeout)
+        stamps = _stamps.get()
+        if stamps is not None:
+            stamps.read = time.perf_counter()
+        return data
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        await self.inner.write(buffer, timeout)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    async def start_tls(self, *args: Any, **kwargs: Any) -> Any:
+        return StampedStream(await self.inner.start_tls(*args, **kwargs))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self.inner.get_extra_info(info)
+
+
+class StampedBackend(_core.AsyncNetworkBackend):  # type: ignore[misc]  # the library is found at run time
+    """The connection pool's network backend, its streams stamped."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    async def connect_tcp(self, *args: Any, **kwargs: Any) -> Any:
+        return StampedStream(await self.inner.connect_tcp(*args, **kwargs))
+
+    async def connect_unix_socket(self, *args: Any, **kwargs: Any) -> Any:
+        return StampedStream(await self.inner.connect_unix_socket(*args, **kwargs))
+
+    async def sleep(self, seconds: float) -> None:
+        await self.inner.sleep(seconds)
+
+
 class StampedTransport(_http.AsyncHTTPTransport):  # type: ignore[misc]  # the library is found at run time
-    """The SDK's HTTP transport with the send stamp and the body's bounds and read stamps added."""
+    """The SDK's HTTP transport with the send stamp, the socket reads' stamps and the body's bounds added.
+    A pool without a network backend to wrap (another HTTP library version) stamps no reads."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        pool = self._pool
+        if hasattr(pool, "_network_backend"):
+            pool._network_backend = StampedBackend(pool._network_backend)
 
     async def handle_async_request(self, request: Any) -> Any:
         stamps = _stamps.get()
@@ -73,25 +126,21 @@ class StampedTransport(_http.AsyncHTTPTransport):  # type: ignore[misc]  # the l
             stamps.sent = time.perf_counter()  # kept if the library does not trace its write (HTTP/2, a proxy)
             request.extensions = {**request.extensions, "trace": stamps.trace}
         response = await super().handle_async_request(request)
-        response.stream = BoundedBody(response.stream, response.status_code == 200, stamps)
+        response.stream = BoundedBody(response.stream, response.status_code == 200)
         return response
 
 
 class BoundedBody(_http.AsyncByteStream):  # type: ignore[misc]  # the library is found at run time
     """A response's raw bytes with the other transports' bounds: a 200 stream fails (``TooMuch``) at
-    an over-long line or body; any other status is cut at ``ERROR_BODY_LIMIT`` (its message is in front).
-    Each piece's arrival is stamped on ``stamps.read``."""
+    an over-long line or body; any other status is cut at ``ERROR_BODY_LIMIT`` (its message is in front)."""
 
-    def __init__(self, inner: Any, ok: bool, stamps: Stamps | None = None) -> None:
-        self.inner, self.ok, self.stamps = inner, ok, stamps
+    def __init__(self, inner: Any, ok: bool) -> None:
+        self.inner, self.ok = inner, ok
         self.size = 0
         self.held = 0  # bytes of the line not ended yet
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        stamps = self.stamps
         async for piece in self.inner:
-            if stamps is not None:
-                stamps.read = time.perf_counter()
             self.size += len(piece)
             if not self.ok:
                 if self.size >= ERROR_BODY_LIMIT:
@@ -158,11 +207,19 @@ async def over_sdk(sdk: Sdk, spec: RequestSpec, messages: list[dict[str, str]], 
     client = sdk.client(spec)
     body = spec.payload(messages)
     model, _ = body.pop("model"), body.pop("stream")
+    stream.record.send_time = time.perf_counter()  # a request that never reaches the transport keeps this one
+    stamps = Stamps()
+    token = _stamps.set(stamps)  # until the body's end: its reads happen in this task
+    try:
+        await _exchange(client, spec, model, body, stream, stamps)
+    finally:
+        _stamps.reset(token)
+
+
+async def _exchange(client: openai.AsyncOpenAI, spec: RequestSpec, model: str, body: dict[str, Any],
+                    stream: ResponseStream, stamps: Stamps) -> None:
     perf = time.perf_counter
     record = stream.record
-    record.send_time = perf()  # a request that never reaches the transport (refused by the SDK) keeps this one
-    stamps = Stamps()
-    token = _stamps.set(stamps)
     chunks: Any
     try:
         if spec.endpoint == "chat":
@@ -172,7 +229,6 @@ async def over_sdk(sdk: Sdk, spec: RequestSpec, messages: list[dict[str, str]], 
             chunks = await client.completions.create(model=model, prompt=body.pop("prompt"), stream=True,
                                                      extra_body=body, extra_headers=headers(spec))
     finally:
-        _stamps.reset(token)
         if stamps.sent is not None:
             record.send_time = stamps.sent
     reads = record.chunk_read_times = []
@@ -189,6 +245,8 @@ async def over_sdk(sdk: Sdk, spec: RequestSpec, messages: list[dict[str, str]], 
             if len(record.chunk_times) > before:
                 reads.append(now if stamps.read is None else stamps.read)
     stream.end(perf())
+    if stamps.read is None:  # no read was stamped (an HTTP library whose pool could not be wrapped)
+        record.chunk_read_times = None
 
 
 def sdk_error(err: openai.OpenAIError, spec: RequestSpec) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..measure.compare import crossover
+from ..measure.keepup import LAG_LIMIT_MS
 from ..schemas.cell import cell_where, load_label
 from ..schemas.meta import RunMeta
 from ..schemas.row import ResultRow
@@ -64,6 +65,10 @@ def warnings(records: Sequence[ResultRow]) -> list[str]:
             out.append(f"⚠ {where}: the client counted {seen} of the {r.server_generation_tokens} tokens the server's generation "
                        "counter added over the measured window (off by more than 1% in a repeat: the client missed tokens, "
                        "or other traffic reached the server)" + (f": {r.client_server_token_error}" if r.client_server_token_error else ""))
+        if r.client_limited:
+            out.append(f"⚠ {where}: client-limited: the openai SDK yielded chunks {r.client_lag_p99_ms:.1f} ms (p99) after "
+                       f"their bytes were read (> {LAG_LIMIT_MS:g} ms): TTFT and ITL include the client's own time; "
+                       "use load.client_processes or the default client")
         if r.status in ("failed", "interrupted"):
             out.append(f"⚠ {where}: cell {r.status} ({r.failed_requests or 0} failed requests: {r.errors or {}})")
     return out + cell_notes(records)
