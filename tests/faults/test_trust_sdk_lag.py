@@ -48,6 +48,7 @@ async def test_a_slow_sdk_is_flagged_client_limited_while_tokens_agree(tmp_path,
     row, md = await _run(tmp_path, prompts_file, url, "openai")
     assert row["client_server_tokens_agree"] is True  # every token arrived: the count alone cannot see the lag
     assert row["client_lag_p99_ms"] >= 1e3 * SLOW_S and row["client_limited"] is True
+    assert row["shared_read_chunks"] > 0  # the chunks written while it slept came in one socket read, one stamp
     assert "| SDK lag p99 |" in md
     assert f"| {row['client_lag_p99_ms']:.2f} ⚠ |" in md
     assert "client-limited: the openai SDK yielded chunks" in md
