@@ -15,7 +15,7 @@ Token counts agreeing says no token was lost, not that each was stamped on time.
 a chunk when the SDK yields it, and its transport stamps the read that completed the chunk
 (``RequestRecord.chunk_read_times``): the difference is time the client spent before the chunk was
 timed (the SDK's decoding, and the chunks of the same read handled before it). Its p99 over the
-cell's measured chunks above ``LAG_LIMIT_MS`` marks the cell client-limited.
+cell's measured chunks above ``LAG_LIMIT_MS``, or chunks sharing reads, mark the cell client-limited.
 """
 
 from __future__ import annotations
@@ -35,6 +35,9 @@ TOLERANCE = 0.01
 #: SDK lag p99 (ms) above which a cell is client-limited: about one decode step of a GPU engine (10–30 ms), so
 #: a chunk held longer may have moved by a whole step (docs/measurement.md); above a busy machine's scheduling gaps
 LAG_LIMIT_MS = 20.0
+#: share of SDK chunks read together with the one before above which the cell is client-limited (as the
+#: shared-read line under the table: at the loads an SDK process keeps up with it is 0)
+SHARED_READ_LIMIT = 0.01
 
 KEYS = ("server_generation_tokens", "client_server_token_ratio", "client_server_tokens_agree", "client_server_token_error")
 
@@ -106,13 +109,19 @@ def token_agreement(windows: Sequence[dict[str, Any]], client: Sequence[int]) ->
 
 
 def client_lag(records: Sequence[RequestRecord]) -> dict[str, Any]:
-    """``client_lag_p99_ms`` (chunk time − its read time, p99 over the cell's chunks) and ``client_limited``
-    (> ``LAG_LIMIT_MS``); no key at all for clients without read stamps (their chunk times are their reads).
-    A record whose read stamps do not pair with its chunks (a file edited by hand) is left out."""
+    """``client_lag_p99_ms`` (chunk time − its read time, p99 over the cell's chunks) and ``client_limited``:
+    that p99 above ``LAG_LIMIT_MS``, or more than ``SHARED_READ_LIMIT`` of the chunks in the same read as
+    the one before (the SDK read them a server step or more late: the wait before a read has no stamp).
+    No key at all for clients without read stamps (their chunk times are their reads). A record whose
+    read stamps do not pair with its chunks (a file edited by hand) is left out."""
+    paired = [rec.chunk_read_times for rec in records if rec.ok and rec.chunk_read_times is not None
+              and len(rec.chunk_read_times) == len(rec.chunk_times)]
     lags = [t - r for rec in records if rec.ok and rec.chunk_read_times is not None
             and len(rec.chunk_read_times) == len(rec.chunk_times)
             for t, r in zip(rec.chunk_times, rec.chunk_read_times)]
     if not lags:
         return {}
     p99 = float(np.percentile(np.asarray(lags, dtype=np.float64), 99)) * 1e3
-    return {"client_lag_p99_ms": p99, "client_limited": p99 > LAG_LIMIT_MS}
+    gaps = sum(len(reads) - 1 for reads in paired)
+    shared = sum(1 for reads in paired for a, b in zip(reads, reads[1:]) if a == b)
+    return {"client_lag_p99_ms": p99, "client_limited": p99 > LAG_LIMIT_MS or (gaps > 0 and shared / gaps > SHARED_READ_LIMIT)}

@@ -176,7 +176,8 @@ CHECK_COLUMNS: list[Column] = [
     Column("SDK lag p99", _client_lag,
            "openai SDK client (load.client: openai): how long after its transport read a chunk's bytes the SDK "
            "yielded it (its decoding, and the chunks of the same read handled before it), p99 over the cell's "
-           f"chunks; ⚠ = client-limited, above {LAG_LIMIT_MS:g} ms: TTFT and ITL carry the client's own time "
+           f"chunks; ⚠ = client-limited: above {LAG_LIMIT_MS:g} ms, or over 1 % of its chunks read together with "
+           "the one before (read a step or more late): TTFT and ITL carry the client's own time "
            "(docs/measurement.md); — = another client, whose chunk times are its reads", CHECKS, "ms",
            ("client_lag_p99_ms", "client_limited"), lambda rows: any(r.client_lag_p99_ms is not None for r in rows)),
     Column("Failed", _failed,
