@@ -373,6 +373,7 @@ def load_specbench(data: dict) -> list[dict]:
             "key": m.group(1) if m else None, "ok": rec.ok, "send": rec.send_time, "recv": list(rec.chunk_times),
             "ttft": rec.ttft, "tpot": tpot(rec), "itl_tokens": token_itl(rec),
             "chunk_tokens": list(rec.chunk_tokens), "output_tokens": rec.output_tokens,
+            "reads": rec.chunk_read_times,  # +openai: when the transport read each chunk's bytes
         })
     return out
 
@@ -401,7 +402,7 @@ def pct(a, p) -> float | None:
 
 
 def analyse(name: str, conc: int, reqs: list[dict], log: dict, sampler: CpuSampler, args) -> dict:
-    ttft_s, ttft_x, gap_s, gap_x, itl_s, itl_x, tpot_s, tpot_x, lag, late, reqpath = ([] for _ in range(11))
+    ttft_s, ttft_x, gap_s, gap_x, itl_s, itl_x, tpot_s, tpot_x, lag, late, reqpath, own = ([] for _ in range(12))
     ok = sorted((r for r in reqs if r["ok"]), key=lambda r: r["send"])
     failed = len(reqs) - len(ok)
     unjoined = role_dropped = 0
@@ -450,6 +451,8 @@ def analyse(name: str, conc: int, reqs: list[dict], log: dict, sampler: CpuSampl
             tpot_x.append(r["tpot"] - (sends[-1] - sends[0]) / (n_tok - 1))
         lag.append(recv - sends)
         late.append(sends - sched)
+        if r.get("reads") is not None and len(r["reads"]) == n_chunks:
+            own.append(recv - np.asarray(r["reads"], dtype=float))
     cat = lambda xs: np.concatenate(xs) if xs else np.empty(0)
     row: dict = {"client": name, "streams": conc, "requests": len(reqs), "failed": failed, "unjoined": unjoined,
                  "role_chunk_dropped": role_dropped}
@@ -477,10 +480,10 @@ def analyse(name: str, conc: int, reqs: list[dict], log: dict, sampler: CpuSampl
         a = np.abs(np.asarray(xs, dtype=float)) * 1e3
         row[f"{label}_p50_ms"], row[f"{label}_p99_ms"] = pct(a, 50), pct(a, 99)
     for label, xs in (("gap_vs_sched", gap_s), ("gap_vs_send", gap_x), ("itl_vs_sched", itl_s),
-                      ("itl_vs_send", itl_x), ("lag", lag), ("server_late", late)):
+                      ("itl_vs_send", itl_x), ("lag", lag), ("server_late", late), ("own_lag", own)):
         a = np.abs(cat(xs)) * 1e3
         row[f"{label}_p50_ms"], row[f"{label}_p99_ms"] = pct(a, 50), pct(a, 99)
-        if label in ("lag", "server_late"):
+        if label in ("lag", "server_late", "own_lag"):
             row[f"{label}_max_ms"] = float(a.max()) if a.size else None
     return row
 
@@ -533,6 +536,16 @@ def tables(rows: list[dict]) -> str:
                    f"{f(r['itl_vs_sched_p50_ms'], 3)} / {f(r['itl_vs_sched_p99_ms'], 3)} | "
                    f"{f(r['tpot_vs_sched_p50_ms'], 4)} / {f(r['tpot_vs_sched_p99_ms'], 4)} | "
                    f"{f(r['server_late_p50_ms'], 3)} / {f(r['server_late_p99_ms'], 3)} ({f(r['server_late_max_ms'], 1)}) |")
+    own = [r for r in rows if r.get("own_lag_p99_ms") is not None]
+    if own:
+        out.append("\n#### The SDK's chunk lag: the truth (SDK yield − server send) and what a run sees of it "
+                   "(SDK yield − the transport's read of the chunk's bytes: `client_lag_p99_ms`), p50 / p99 (max) in ms\n")
+        out.append("| client | streams | lag vs server send | lag vs transport read (in-run check) |")
+        out.append("|---|---:|---:|---:|")
+        for r in own:
+            out.append(f"| {r['client']} | {r['streams']} | {f(r['lag_p50_ms'], 3)} / {f(r['lag_p99_ms'], 3)} "
+                       f"({f(r['lag_max_ms'], 1)}) | {f(r['own_lag_p50_ms'], 3)} / {f(r['own_lag_p99_ms'], 3)} "
+                       f"({f(r['own_lag_max_ms'], 1)}) |")
     by = {(r["client"], r["streams"]): r for r in rows}
     ratio_rows = []
     for r in rows:

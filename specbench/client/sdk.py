@@ -7,6 +7,16 @@ the same ``ResponseStream`` checks and token settling as the other transports; t
 ``RequestSpec.payload`` byte for byte (model, messages/prompt and stream as the SDK's own arguments,
 the rest as ``extra_body``), with the same headers (identity encoding, the key or none).
 
+The send stamp is taken where the socket client takes its own: after the SDK built the request and
+the connection is open, just before the request's bytes are written (``StampedTransport``, through the
+HTTP library's ``trace`` extension), so TTFT and latency do not include the SDK's request building.
+Each socket read is stamped as it returns (``StampedStream``, under the HTTP library's connections).
+Everything above it pulls lazily (the SDK's SSE decoder, the HTTP/1.1 parser: a read only when the
+next event is not yet in hand), so the newest read stamp when the SDK yields a chunk is that of the
+read which brought the chunk's last bytes: ``chunk_read_times``. Chunk time − read time is the time the
+client held the chunk before timing it: the SDK's decoding, plus every chunk of the same read handled
+before it (``measure.keepup.client_lag``; chunks of one read share its stamp, ``shared_read_chunks``).
+
 The bounds of ``sse``/``failures`` hold here too: the response's byte stream is wrapped (an httpx
 response hook) so an SSE line over ``LINE_LIMIT`` or a body over ``BODY_LIMIT`` fails the request
 before the SDK buffers it, and a non-200 body is read to ``ERROR_BODY_LIMIT`` only. What the SDK path
@@ -22,6 +32,7 @@ import importlib
 import json
 import time
 from collections.abc import AsyncIterator
+from contextvars import ContextVar
 from typing import Any
 
 import openai
@@ -31,10 +42,92 @@ from .request import RequestSpec
 from .sse import BODY_LIMIT, LINE_LIMIT
 from .stream import ResponseStream
 
-#: the HTTP library this openai version is built on (httpx, or httpx2 from openai 3 on)
+#: the HTTP library this openai version is built on (httpx, or httpx2 from openai 3 on), and its core
 _http: Any = importlib.import_module(type(openai.DEFAULT_CONNECTION_LIMITS).__module__.partition(".")[0])
+_core: Any = importlib.import_module(_http.__name__.replace("httpx", "httpcore"))
 
 CLOCK = f"SDK yield time (perf_counter, openai {openai.__version__})"
+
+
+class Stamps:
+    """One request's clock at the transport: when its bytes went out, and when its newest socket read returned."""
+
+    __slots__ = ("sent", "read")
+
+    def __init__(self) -> None:
+        self.sent: float | None = None
+        self.read: float | None = None
+
+    async def trace(self, event: str, info: Any) -> None:
+        """The HTTP library's ``trace`` extension: called around each step of the exchange."""
+        if event == "http11.send_request_headers.started":
+            self.sent = time.perf_counter()
+
+
+#: the stamps of the request this task is sending (the SDK sends in the caller's task)
+_stamps: ContextVar[Stamps | None] = ContextVar("specbench_sdk_stamps", default=None)
+
+
+class StampedStream(_core.AsyncNetworkStream):  # type: ignore[misc]  # the library is found at run time
+    """A connection's socket stream; each read that returns stamps the reading request's ``Stamps``."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        data: bytes = await self.inner.read(max_bytes, timeout)
+        stamps = _stamps.get()
+        if stamps is not None:
+            stamps.read = time.perf_counter()
+        return data
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        await self.inner.write(buffer, timeout)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    async def start_tls(self, *args: Any, **kwargs: Any) -> Any:
+        return StampedStream(await self.inner.start_tls(*args, **kwargs))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self.inner.get_extra_info(info)
+
+
+class StampedBackend(_core.AsyncNetworkBackend):  # type: ignore[misc]  # the library is found at run time
+    """The connection pool's network backend, its streams stamped."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    async def connect_tcp(self, *args: Any, **kwargs: Any) -> Any:
+        return StampedStream(await self.inner.connect_tcp(*args, **kwargs))
+
+    async def connect_unix_socket(self, *args: Any, **kwargs: Any) -> Any:
+        return StampedStream(await self.inner.connect_unix_socket(*args, **kwargs))
+
+    async def sleep(self, seconds: float) -> None:
+        await self.inner.sleep(seconds)
+
+
+class StampedTransport(_http.AsyncHTTPTransport):  # type: ignore[misc]  # the library is found at run time
+    """The SDK's HTTP transport with the send stamp, the socket reads' stamps and the body's bounds added.
+    A pool without a network backend to wrap (another HTTP library version) stamps no reads."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        pool = self._pool
+        if hasattr(pool, "_network_backend"):
+            pool._network_backend = StampedBackend(pool._network_backend)
+
+    async def handle_async_request(self, request: Any) -> Any:
+        stamps = _stamps.get()
+        if stamps is not None:
+            stamps.sent = time.perf_counter()  # kept if the library does not trace its write (HTTP/2, a proxy)
+            request.extensions = {**request.extensions, "trace": stamps.trace}
+        response = await super().handle_async_request(request)
+        response.stream = BoundedBody(response.stream, response.status_code == 200)
+        return response
 
 
 class BoundedBody(_http.AsyncByteStream):  # type: ignore[misc]  # the library is found at run time
@@ -73,10 +166,6 @@ class BoundedBody(_http.AsyncByteStream):  # type: ignore[misc]  # the library i
         await self.inner.aclose()
 
 
-async def _bound(response: Any) -> None:
-    response.stream = BoundedBody(response.stream, response.status_code == 200)
-
-
 class Sdk:
     """One ``openai.AsyncOpenAI`` per server URL (and key) for one load pass, made on first use: its
     pool unbounded (the SDK's default keeps 100 idle connections, so more streams would reconnect and
@@ -91,7 +180,7 @@ class Sdk:
         key = (spec.url.rpartition("/v1/")[0], spec.api_key, spec.timeout_s)
         if key not in self.clients:
             limits = type(openai.DEFAULT_CONNECTION_LIMITS)(max_connections=None, max_keepalive_connections=None)
-            http = openai.DefaultAsyncHttpxClient(limits=limits, event_hooks={"response": [_bound]})
+            http = openai.DefaultAsyncHttpxClient(transport=StampedTransport(limits=limits))
             # the key is never read from OPENAI_API_KEY: a placeholder when the suite has none, and no
             # Authorization header then (``headers``)
             self.clients[key] = openai.AsyncOpenAI(base_url=key[0] + "/v1", api_key=spec.api_key or "unused",
@@ -118,16 +207,31 @@ async def over_sdk(sdk: Sdk, spec: RequestSpec, messages: list[dict[str, str]], 
     client = sdk.client(spec)
     body = spec.payload(messages)
     model, _ = body.pop("model"), body.pop("stream")
+    stream.record.send_time = time.perf_counter()  # a request that never reaches the transport keeps this one
+    stamps = Stamps()
+    token = _stamps.set(stamps)  # until the body's end: its reads happen in this task
+    try:
+        await _exchange(client, spec, model, body, stream, stamps)
+    finally:
+        _stamps.reset(token)
+
+
+async def _exchange(client: openai.AsyncOpenAI, spec: RequestSpec, model: str, body: dict[str, Any],
+                    stream: ResponseStream, stamps: Stamps) -> None:
     perf = time.perf_counter
     record = stream.record
-    record.send_time = perf()
     chunks: Any
-    if spec.endpoint == "chat":
-        chunks = await client.chat.completions.create(model=model, messages=body.pop("messages"), stream=True,
-                                                      extra_body=body, extra_headers=headers(spec))
-    else:
-        chunks = await client.completions.create(model=model, prompt=body.pop("prompt"), stream=True,
-                                                 extra_body=body, extra_headers=headers(spec))
+    try:
+        if spec.endpoint == "chat":
+            chunks = await client.chat.completions.create(model=model, messages=body.pop("messages"), stream=True,
+                                                          extra_body=body, extra_headers=headers(spec))
+        else:
+            chunks = await client.completions.create(model=model, prompt=body.pop("prompt"), stream=True,
+                                                     extra_body=body, extra_headers=headers(spec))
+    finally:
+        if stamps.sent is not None:
+            record.send_time = stamps.sent
+    reads = record.chunk_read_times = []
     async with chunks:
         encoding = chunks.response.headers.get("content-encoding")
         if encoding and encoding.lower() != "identity":
@@ -136,8 +240,13 @@ async def over_sdk(sdk: Sdk, spec: RequestSpec, messages: list[dict[str, str]], 
             now = perf()
             if not isinstance(chunk, openai.BaseModel):  # JSON null, a list, a string: the SDK passes it on as it is
                 raise json.JSONDecodeError("not a JSON object", repr(chunk)[:200], 0)
+            before = len(record.chunk_times)
             stream.feed_object(chunk.to_dict(warnings=False), now)
+            if len(record.chunk_times) > before:
+                reads.append(now if stamps.read is None else stamps.read)
     stream.end(perf())
+    if stamps.read is None:  # no read was stamped (an HTTP library whose pool could not be wrapped)
+        record.chunk_read_times = None
 
 
 def sdk_error(err: openai.OpenAIError, spec: RequestSpec) -> str:

@@ -1,4 +1,5 @@
-"""The client keeps up, shown: the tokens it counted against the server's own generation counter.
+"""The client keeps up, shown: the tokens it counted against the server's own generation counter, and
+(openai SDK client) how long the SDK held each chunk after its bytes were read.
 
 Per measured phase the server's cumulative generated-token counter (``vllm:generation_tokens_total``,
 ``sglang:generation_tokens_total``: the launcher's ``metrics.counters.generation_tokens``) is read
@@ -9,6 +10,12 @@ else's requests ran in the window. Off by more than ``TOLERANCE`` in any repeat:
 
 Like the acceptance counters, a counter the server does not export is None (never 0), and one that is
 NaN, infinite, negative or lower after the phase than before is None with the reason.
+
+Token counts agreeing says no token was lost, not that each was stamped on time. The SDK client stamps
+a chunk when the SDK yields it, and its transport stamps the read that completed the chunk
+(``RequestRecord.chunk_read_times``): the difference is time the client spent before the chunk was
+timed (the SDK's decoding, and the chunks of the same read handled before it). Its p99 over the
+cell's measured chunks above ``LAG_LIMIT_MS``, or chunks sharing reads, mark the cell client-limited.
 """
 
 from __future__ import annotations
@@ -16,12 +23,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from ..schemas.metrics import MetricsSnapshot
 from ..schemas.request import RequestRecord
 from .acceptance import counter_deltas
 
 #: the most the client's count may differ from the server's, relative to the server's, per phase
 TOLERANCE = 0.01
+
+#: SDK lag p99 (ms) above which a cell is client-limited: about one decode step of a GPU engine (10–30 ms), so
+#: a chunk held longer may have moved by a whole step (docs/measurement.md); above a busy machine's scheduling gaps
+LAG_LIMIT_MS = 20.0
+#: share of SDK chunks read together with the one before above which the cell is client-limited (as the
+#: shared-read line under the table: at the loads an SDK process keeps up with it is 0)
+SHARED_READ_LIMIT = 0.01
 
 KEYS = ("server_generation_tokens", "client_server_token_ratio", "client_server_tokens_agree", "client_server_token_error")
 
@@ -90,3 +106,22 @@ def token_agreement(windows: Sequence[dict[str, Any]], client: Sequence[int]) ->
     elif sum(client):
         out["client_server_token_error"] = f"the server's counter did not move while the client counted {sum(client)} tokens"
     return out
+
+
+def client_lag(records: Sequence[RequestRecord]) -> dict[str, Any]:
+    """``client_lag_p99_ms`` (chunk time − its read time, p99 over the cell's chunks) and ``client_limited``:
+    that p99 above ``LAG_LIMIT_MS``, or more than ``SHARED_READ_LIMIT`` of the chunks in the same read as
+    the one before (the SDK read them a server step or more late: the wait before a read has no stamp).
+    No key at all for clients without read stamps (their chunk times are their reads). A record whose
+    read stamps do not pair with its chunks (a file edited by hand) is left out."""
+    paired = [rec.chunk_read_times for rec in records if rec.ok and rec.chunk_read_times is not None
+              and len(rec.chunk_read_times) == len(rec.chunk_times)]
+    lags = [t - r for rec in records if rec.ok and rec.chunk_read_times is not None
+            and len(rec.chunk_read_times) == len(rec.chunk_times)
+            for t, r in zip(rec.chunk_times, rec.chunk_read_times)]
+    if not lags:
+        return {}
+    p99 = float(np.percentile(np.asarray(lags, dtype=np.float64), 99)) * 1e3
+    gaps = sum(len(reads) - 1 for reads in paired)
+    shared = sum(1 for reads in paired for a, b in zip(reads, reads[1:]) if a == b)
+    return {"client_lag_p99_ms": p99, "client_limited": p99 > LAG_LIMIT_MS or (gaps > 0 and shared / gaps > SHARED_READ_LIMIT)}

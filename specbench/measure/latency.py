@@ -66,8 +66,15 @@ def tpot(rec: RequestRecord) -> float | None:
     return (rec.latency - rec.ttft) / (rec.output_tokens - 1)
 
 
+def _reads(r: RequestRecord) -> list[float]:
+    """Each chunk's read stamp: the openai SDK client's transport reads (``chunk_read_times``), else its time."""
+    reads = r.chunk_read_times
+    return reads if reads is not None and len(reads) == len(r.chunk_times) else r.chunk_times
+
+
 def shared_reads(records: Sequence[RequestRecord]) -> dict[str, float | int | None]:
-    """Content chunks stamped exactly like the chunk before them: they came in the same socket read.
+    """Content chunks stamped exactly like the chunk before them: they came in the same socket read
+    (for the openai SDK client, the same read of its transport).
 
     Each read carries one stamp, so such a chunk reached the client together with the previous
     one: the client (or the network) was a whole step behind, or the server flushed two steps at
@@ -76,7 +83,7 @@ def shared_reads(records: Sequence[RequestRecord]) -> dict[str, float | int | No
     """
     ok = [r for r in records if r.ok and len(r.chunk_times) > 1]
     gaps = sum(len(r.chunk_times) - 1 for r in ok)
-    shared = sum(int(np.count_nonzero(np.diff(r.chunk_times) == 0)) for r in ok)
+    shared = sum(int(np.count_nonzero(np.diff(_reads(r)) == 0)) for r in ok)
     return {"shared_read_chunks": shared, "shared_read_share": shared / gaps if gaps else None}
 
 

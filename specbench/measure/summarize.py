@@ -20,7 +20,7 @@ from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
 from . import acceptance as acc
 from .compare import decomposition, fidelity, mean_ci95, paired_requests, paired_speedup, ratio
-from .keepup import client_tokens, token_agreement
+from .keepup import client_lag, client_tokens, token_agreement
 from .latency import latency_stats, shared_reads, throughput, token_sources
 from .o200k import O200k, o200k_summary
 
@@ -185,6 +185,7 @@ def summarize_cell(phases: Sequence[PhaseInfo], records: Sequence[RequestRecord]
     row.ci95 = ci or None
     row.update(token_agreement([p.generation for p in phases],
                                [client_tokens([r for r in measured if r.repeat == p.repeat]) for p in phases]))
+    row.update(client_lag(measured))
     return row
 
 

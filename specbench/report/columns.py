@@ -10,6 +10,7 @@ record measured it, so a results file from elsewhere prints the reference table.
 
 from __future__ import annotations
 
+from ..measure.keepup import LAG_LIMIT_MS
 from ..schemas.cell import load_label
 from ..schemas.row import ResultRow
 from .colspec import CHECKS, DASH, GROUPS, WHY, Column, Group, Rows, num, pct
@@ -170,6 +171,11 @@ def _client_tokens(r: ResultRow) -> str:
     return text + " ⚠" if r.client_server_tokens_agree is False else text
 
 
+def _client_lag(r: ResultRow) -> str:
+    text = num(r.client_lag_p99_ms, 2)
+    return text + " ⚠" if r.client_limited else text
+
+
 #: measurement health rather than results
 CHECK_COLUMNS: list[Column] = [
     Column("Client/server tok", _client_tokens,
@@ -180,6 +186,13 @@ CHECK_COLUMNS: list[Column] = [
            ("client_server_token_ratio", "client_server_tokens_agree"),
            lambda rows: any(r.client_server_token_ratio is not None or r.client_server_tokens_agree is False
                             for r in rows)),
+    Column("SDK lag p99", _client_lag,
+           "openai SDK client (load.client: openai): how long after its transport read a chunk's bytes the SDK "
+           "yielded it (its decoding, and the chunks of the same read handled before it), p99 over the cell's "
+           f"chunks; ⚠ = client-limited: above {LAG_LIMIT_MS:g} ms, or over 1 % of its chunks read together with "
+           "the one before (read a step or more late): TTFT and ITL carry the client's own time "
+           "(docs/measurement.md); — = another client, whose chunk times are its reads", CHECKS, "ms",
+           ("client_lag_p99_ms", "client_limited"), lambda rows: any(r.client_lag_p99_ms is not None for r in rows)),
     Column("Failed", _failed,
            "requests of the cell that failed (their errors are listed under the tables); cell failed / cell "
            "interrupted = the cell itself did not finish", CHECKS, "requests", ("failed_requests", "status"),

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..measure.compare import crossover
+from ..measure.keepup import LAG_LIMIT_MS
 from ..schemas.cell import cell_where, load_label
 from ..schemas.meta import RunMeta
 from ..schemas.row import ResultRow
@@ -73,6 +74,12 @@ def warnings(records: Sequence[ResultRow]) -> list[str]:
             out.append(f"⚠ {where}: the client counted {seen} of the {r.server_generation_tokens} tokens the server's generation "
                        "counter added over the measured window (off by more than 1% in a repeat: the client missed tokens, "
                        "or other traffic reached the server)" + (f": {r.client_server_token_error}" if r.client_server_token_error else ""))
+        if r.client_limited:
+            shared = "—" if r.shared_read_share is None else f"{100 * r.shared_read_share:.1f}%"
+            out.append(f"⚠ {where}: client-limited: the openai SDK yielded chunks {num(r.client_lag_p99_ms, 1)} ms (p99) after "
+                       f"their socket read (limit {LAG_LIMIT_MS:g} ms), and read {shared} of them together with the one before "
+                       "(limit 1%: it read them a step or more late): TTFT and ITL include the client's own time; "
+                       "use load.client_processes or the default client")
         if r.status in ("failed", "interrupted"):
             out.append(f"⚠ {where}: cell {r.status} ({r.failed_requests or 0} failed requests: {r.errors or {}})")
     return out + cell_notes(records)

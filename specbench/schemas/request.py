@@ -53,6 +53,7 @@ class RequestRecord:
     grade: dict[str, Any] | None = None  # the grader's verdict on the answer (load.grade), else None
     end_time: float | None = None  # when it ended: the read that ended its stream, else when the client gave up on it
     prompt_tokens_o200k: int | None = None  # o200k_base tokens of the texts it sent (measure/o200k.py), set after its pass
+    chunk_read_times: list[float] | None = None  # openai SDK only: when the read that completed each chunk came off the transport
 
     @property
     def ok(self) -> bool:

@@ -208,6 +208,14 @@ class QualityAndCost:
 
 
 @dataclass(eq=False)
+class ClientLag:
+    """The openai SDK client's own lag (keepup.client_lag): written only for a run over it."""
+
+    client_lag_p99_ms: float | None = None
+    client_limited: bool | None = None
+
+
+@dataclass(eq=False)
 class O200kLengths:
     """Output and prompt lengths in tiktoken's o200k_base tokens, one tokenizer for every model (o200k.py):
     written only where counted, or null with ``o200k_error`` where the encoding file was not there."""
@@ -267,7 +275,8 @@ class StepLogStats:
 
 
 @dataclass(eq=False)
-class ResultRow(StepLogStats, RepeatSpread, O200kLengths, QualityAndCost, AgainstBaseline, Provenance, Acceptance, LatencyAndLoad, ReferenceKeys):
+class ResultRow(StepLogStats, RepeatSpread, O200kLengths, ClientLag, QualityAndCost, AgainstBaseline, Provenance, Acceptance,
+                LatencyAndLoad, ReferenceKeys):
     """One cell's results (``measure.summarize_cell``): the fields of its bases, grouped by where they are
     measured, in results.json's order.
 

@@ -21,6 +21,8 @@ content lines before the usual end, fault ``http500long`` answers 500 with a 64 
 (``hung_up`` counts the bodies a client left before their end, ``sent_whole`` those it read to the end).
 ``capacity``: at most that many requests are served at once, the rest queue before their prefill
 (a server with that many batch slots: C ÷ service time requests per second, tests/integration/measure/test_slo.py).
+Its own clock (tests/integration/client/test_send_clock.py): ``timelines[n]`` holds request n's receive time
+(``perf_counter`` when its first middleware ran), its messages/prompt and the write time of each content chunk.
 
 Run standalone: ``python tests/support/scripted_server.py --port 8123 --pattern 1,2,4 --k 3``. As a fake engine
 for signal tests: ``--start-delay S`` before it listens, ``--stop-delay S`` between SIGTERM and its exit (a big
@@ -40,8 +42,18 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 
+RECEIVED = web.RequestKey("received", float)
 CHAT_TEMPLATE_ERROR = ("As of transformers v4.44, default chat template is no longer allowed, so you must provide a "
                        "chat template if the tokenizer does not define one.")
+
+
+@dataclass
+class Timeline:
+    """What the server saw of one request, on ``time.perf_counter()`` (the clients' clock, in process)."""
+
+    received: float
+    prompt: str = ""  # json of its messages or prompt
+    writes: list[float] = field(default_factory=list)  # just before each content chunk went to the transport
 
 
 @dataclass
@@ -89,6 +101,7 @@ class ScriptedServer:
         self.probe_headers: list[tuple[str, dict]] = []
         self.hung_up = self.sent_whole = 0  # bulk / http500long bodies the client left before their end, or read whole
         self.bodies: list[dict] = []
+        self.timelines: dict[int, Timeline] = {}
         self.headers: list[dict] = []
         self.slots = asyncio.Semaphore(script.capacity) if script.capacity else None
         self.app = web.Application(middlewares=[self.auth, self.queue])
@@ -102,6 +115,7 @@ class ScriptedServer:
     @web.middleware
     async def auth(self, request: web.Request, handler):
         """With ``api_key``: 401 on every path without it, echoing the headers like a careless proxy."""
+        request[RECEIVED] = time.perf_counter()
         if request.method == "GET":
             self.probe_headers.append((request.path, dict(request.headers)))
         if self.s.api_key is not None and request.headers.get("Authorization") != f"Bearer {self.s.api_key}":
@@ -224,6 +238,7 @@ class ScriptedServer:
     async def complete(self, request: web.Request) -> web.StreamResponse:
         self.requests += 1
         number = self.requests
+        timeline = self.timelines[number] = Timeline(request[RECEIVED])
         body = await request.json()
         self.bodies.append(body)
         self.headers.append(dict(request.headers))
@@ -243,7 +258,7 @@ class ScriptedServer:
             return web.json_response({"error": {"message": "bad key", "got": request.headers.get("Authorization"),
                                                 "headers": dict(request.headers)}}, status=401)
         chat = request.path.endswith("chat/completions")
-        prompt = json.dumps(body.get("messages") or body.get("prompt"))
+        prompt = timeline.prompt = json.dumps(body.get("messages") or body.get("prompt"))
         seed = sum(prompt.encode()) % 997
         max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
         usage_each = self.s.usage_per_chunk and (body.get("stream_options") or {}).get("continuous_usage_stats")
@@ -311,6 +326,7 @@ class ScriptedServer:
                     choice["delta"]["content"] += "x" * self.s.long_line
                 else:
                     choice["text"] += "x" * self.s.long_line
+            timeline.writes.append(time.perf_counter())
             await send(msg)
         if self.s.bulk:
             line = f"data: {json.dumps({'choices': [{'index': 0, 'delta': {'content': 'x' * (64 << 10)}}]})}\n\n".encode()
