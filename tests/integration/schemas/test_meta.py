@@ -1,7 +1,7 @@
 """meta.json keeps its layout across the move to a typed record (issue 27, item 3): the keys of a
 fresh run, a resumed one and a tune run, at every depth and in order, are those the dict-built
 meta.json had (``tests/data/meta/keys_*.json``, written by commit fc59a84, the last one before
-``RunMeta``). Values are left out (times, pids, paths); lists of objects are compared entry by entry.
+``RunMeta``; since issue 31 new runs also write ``prompts``). Values are left out (times, pids, paths); lists of objects are compared entry by entry.
 
 To write the golden files from another checkout: ``SPECBENCH_WRITE_META_KEYS=DIR pytest this-file``.
 """
