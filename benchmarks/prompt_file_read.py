@@ -8,10 +8,13 @@ text, non-ASCII included) and loads it in a fresh child process per case with
 and imports, the same for every case).
 
 Cases: ``first 3`` (the default selection), ``first 1000``, ``shuffle 3`` (a shuffle over the whole
-file, which must read every row) and ``all``.
+file, which must read every row) and ``all``. ``--code DIR`` measures the specbench of another
+checkout (e.g. the commit before the change, unpacked with ``git archive``) against the same file,
+the two interleaved case by case so both see the same machine load; each case runs ``--repeats``
+times and the table gives the median time (the peak RSS does not vary).
 
-Usage: ``python benchmarks/prompt_file_read.py [--mb 100] [--keep] [--label after]``; prints a
-markdown table and writes ``benchmarks/results/prompt_file_read-<stamp>[-label].{md,json}``.
+Usage: ``python benchmarks/prompt_file_read.py [--mb 100] [--repeats 3] [--code OLD_CHECKOUT] [--keep]``;
+prints a markdown table and writes ``benchmarks/results/prompt_file_read-<stamp>.{md,json}``.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -45,9 +49,9 @@ def write_file(path: Path, mb: int) -> int:
     return rows
 
 
-def child(path: str, case: str) -> None:
-    """One load in this process; prints {seconds, peak_mb, prompts} as JSON."""
-    sys.path.insert(0, str(ROOT))
+def child(path: str, case: str, code: str) -> None:
+    """One load in this process with the specbench under ``code``; prints {seconds, peak_mb, prompts} as JSON."""
+    sys.path.insert(0, code)
     from specbench.datasets import DatasetSpec, load_prompts
 
     spec = DatasetSpec.from_mapping({"name": "big", "path": path, **CASES[case]}, "bench", Path("."))
@@ -63,8 +67,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=int, default=100)
     parser.add_argument("--keep", action="store_true", help="keep the generated file (printed)")
-    parser.add_argument("--label", default="", help="appended to the result files' names (e.g. before, after)")
-    parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--code", help="another checkout's root, measured beside this one (as 'before')")
+    parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(*args.child)
@@ -72,18 +77,26 @@ def main() -> None:
     folder = Path(tempfile.mkdtemp(prefix="specbench-bigprompts-"))
     path = folder / "big.jsonl"
     rows = write_file(path, args.mb)
-    results = {}
+    codes = {**({"before": str(Path(args.code).resolve())} if args.code else {}), "this checkout": str(ROOT)}
+    results: dict[str, dict[str, list[dict]]] = {label: {case: [] for case in CASES} for label in codes}
     for case in CASES:
-        done = subprocess.run([sys.executable, __file__, "--child", str(path), case], capture_output=True, text=True, check=True)
-        results[case] = json.loads(done.stdout)
+        for _ in range(args.repeats):
+            for label, code in codes.items():
+                done = subprocess.run([sys.executable, __file__, "--child", str(path), case, code],
+                                      capture_output=True, text=True, check=True)
+                results[label][case].append(json.loads(done.stdout))
     size_mb = path.stat().st_size / 1e6
-    lines = [f"Prompt file: {size_mb:.0f} MB, {rows:,} rows (JSONL).", "",
-             "| case | prompts | time | peak RSS added (MB) |", "| --- | --- | --- | --- |"]
-    lines += [f"| {case} | {r['prompts']:,} | {r['seconds'] * 1000:,.1f} ms | {r['peak_mb']:.1f} |" for case, r in results.items()]
+    lines = [f"Prompt file: {size_mb:.0f} MB, {rows:,} rows (JSONL); median of {args.repeats} runs per case.", "",
+             "| code | case | prompts | time | peak RSS added (MB) |", "| --- | --- | --- | --- | --- |"]
+    for label, cases in results.items():
+        for case, runs in cases.items():
+            seconds = statistics.median(r["seconds"] for r in runs)
+            peak = max(r["peak_mb"] for r in runs)
+            lines.append(f"| {label} | {case} | {runs[0]['prompts']:,} | {seconds * 1000:,.1f} ms | {peak:.1f} |")
     table = "\n".join(lines) + "\n"
     print(table)
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    out = HERE / "results" / f"prompt_file_read-{stamp}{'-' + args.label if args.label else ''}"
+    out = HERE / "results" / f"prompt_file_read-{stamp}"
     out.with_suffix(".md").write_text(table)
     out.with_suffix(".json").write_text(json.dumps({"mb": size_mb, "rows": rows, "cases": results}, indent=1) + "\n")
     if args.keep:

@@ -7,8 +7,10 @@ A file is read only as far as the selection needs: ``selection: first`` with a c
 row that completes it (and, with ``categories``, once every category asked for has been seen), so
 rows after it are never read, parsed or checked (a bad line or a repeated id there goes unnoticed,
 and the prompts are the same as from reading it all). ``selection: shuffle`` and ``requests: all``
-read every row: the shuffle's permutation depends on how many usable rows the file holds. They
-stream the file (no copy of its text is held), but keep every parsed row until the choice is made.
+read and check every row: the shuffle's permutation depends on how many usable rows the file holds.
+Both stream the file (no copy of its text is held); a shuffle of N keeps only each row's id and
+category, then reads the file again up to its last chosen row for their text (``shuffled``), so
+its memory does not grow with the file's text. ``requests: all`` keeps every prompt: the run sends them all.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from ..schemas.request import Prompt
 from .files import Row
 from .recipes import RECIPES
 from .rows import Item
-from .sources import fetch_rows
+from .sources import fetch_rows, local_file
 from .spec import DatasetSpec
 
 T = TypeVar("T")
@@ -32,8 +34,9 @@ T = TypeVar("T")
 def load_prompts(spec: DatasetSpec, data_dir: Path | str | None = None) -> list[Prompt]:
     """The prompts of ``spec``, in benchmark order; ``data_dir`` overrides ``$SPECBENCH_DATA_DIR``.
     Reads the source only as far as the selection needs (see the module's docstring)."""
-    rows = fetch_rows(spec, data_dir)
-    items = iter_items(spec, rows)
+    if spec.selection == "shuffle" and spec.requests and local_file(spec, data_dir) is not None:
+        return [to_prompt(spec, item) for item in shuffled(spec, data_dir)]
+    items = iter_items(spec, fetch_rows(spec, data_dir))
     try:
         read = first_items(spec, items, spec.requests) if spec.selection == "first" and spec.requests else list(items)
     finally:
@@ -42,14 +45,36 @@ def load_prompts(spec: DatasetSpec, data_dir: Path | str | None = None) -> list[
     return [to_prompt(spec, item) for item in chosen]
 
 
+def shuffled(spec: DatasetSpec, data_dir: Path | str | None) -> list[Item]:
+    """A shuffle's chosen items in its order, in two passes over a local file: every row read and
+    checked, keeping only ids and categories (``light``), then the file read again up to the last
+    chosen row, keeping only the chosen ones whole."""
+    kept = filter_categories(spec, list(iter_items(spec, fetch_rows(spec, data_dir), light=True)))
+    chosen = select(kept, spec.requests, spec.selection, spec.seed, spec.name)
+    wanted, found = {item.id for item in chosen}, {}
+    items = iter_items(spec, fetch_rows(spec, data_dir))
+    try:
+        for item in items:
+            if item.id in wanted:
+                found[item.id] = item
+                if len(found) == len(wanted):
+                    break
+    finally:
+        items.close()
+    if len(found) < len(wanted):
+        raise DatasetError(f"data set '{spec.name}': the file changed while it was read; load it again")
+    return [found[item.id] for item in chosen]
+
+
 def parse_items(spec: DatasetSpec, rows: Iterable[Row]) -> list[Item]:
     """Every usable row of ``rows`` as an ``Item``."""
     return list(iter_items(spec, rows))
 
 
-def iter_items(spec: DatasetSpec, rows: Iterable[Row]) -> Generator[Item, None, None]:
+def iter_items(spec: DatasetSpec, rows: Iterable[Row], light: bool = False) -> Generator[Item, None, None]:
     """The usable rows as ``Item``s, one as each is asked for; a repeated id among those read is an
-    error, and so is a source read to its end without a usable row."""
+    error, and so is a source read to its end without a usable row. ``light``: only id, category and
+    tags are kept (each row is still parsed whole, so a bad one is found)."""
     definition, opts = spec.definition, spec.effective_options
     seen: dict[str, str] = {}
     for index, (where, row) in enumerate(rows):
@@ -59,7 +84,7 @@ def iter_items(spec: DatasetSpec, rows: Iterable[Row]) -> Generator[Item, None, 
         if item.id in seen:
             raise DatasetError(f"{where}: duplicate id '{item.id}' (first at {seen[item.id]})")
         seen[item.id] = where
-        yield item
+        yield Item(item.id, (), item.category, tags=item.tags) if light else item
     if not seen:
         raise DatasetError(f"data set '{spec.name}': the source holds no usable rows")
 

@@ -543,5 +543,5 @@ def test_shuffle_and_all_still_read_every_row(tmp_path):
     (tmp_path / "p.jsonl").write_text(lines(50))
     ids = [f"q{i}" for i in range(50)]
     random.Random(3).shuffle(ids)
-    assert [p.id for p in load_prompts(spec({"name": "p", "path": "p.jsonl", "requests": 3, "selection": "shuffle",
-                                               "seed": 3}, tmp_path))] == ids[:3]
+    chosen = load_prompts(spec({"name": "p", "path": "p.jsonl", "requests": 3, "selection": "shuffle", "seed": 3}, tmp_path))
+    assert [(p.id, p.turns, p.category) for p in chosen] == [(i, (f"question {i[1:]}",), f"c{int(i[1:]) % 2}") for i in ids[:3]]
