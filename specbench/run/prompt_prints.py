@@ -22,8 +22,8 @@ from ..schemas.request import Prompt
 from ..suite import Suite
 
 #: said once, kept under the table, when a run from before the prompts were hashed is resumed
-UNCHECKED = ("resumed without checking the prompts: meta.json predates prompt hashes (specbench "
-             "before issue 31), so a prompt file edited since the run began cannot be told apart")
+UNCHECKED = ("resumed without checking the prompts: this run's meta.json, written by an earlier specbench, "
+             "holds no prompt hashes, so a prompt file edited since the run began cannot be told apart")
 
 
 def prompts_sha256(prompts: Iterable[Prompt]) -> str:
