@@ -20,6 +20,6 @@ def export_cli(args: argparse.Namespace) -> int:
 def register(sub: Any) -> None:
     export = sub.add_parser("export", help="write a run as profiling tables (runs/, requests/, steps/, outputs/ parquet)")
     export.add_argument("run", help="run directory")
-    export.add_argument("--output", "-o", required=True, help="root of TABLE/GPU/TARGET/SPLIT/DRAFTER-kK/")
+    export.add_argument("--output", "-o", required=True, help="root of TABLE/GPU/TARGET/SPLIT/DRAFTER-kK/RUN-rSTART.parquet (runs stack)")
     export.add_argument("--gpu", default="cpu", help="GPU label for the path and the gpu column")
     export.set_defaults(func=export_cli)

@@ -2,12 +2,21 @@
 
 Selection never depends on the config under test, so the baseline and every speculative config
 see the same prompts in the same order, which is what makes paired speedups meaningful.
+
+A file is read only as far as the selection needs: ``selection: first`` with a count stops at the
+row that completes it (and, with ``categories``, once every category asked for has been seen), so
+rows after it are never read, parsed or checked (a bad line or a repeated id there goes unnoticed,
+and the prompts are the same as from reading it all). ``selection: shuffle`` and ``requests: all``
+read and check every row: the shuffle's permutation depends on how many usable rows the file holds.
+Both stream the file (no copy of its text is held); a shuffle of N keeps only each row's id and
+category, then reads the file again up to its last chosen row for their text (``shuffled``), so
+its memory does not grow with the file's text. ``requests: all`` keeps every prompt: the run sends them all.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Generator, Iterable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -16,23 +25,57 @@ from ..schemas.request import Prompt
 from .files import Row
 from .recipes import RECIPES
 from .rows import Item
-from .sources import fetch_rows
+from .sources import fetch_rows, local_file
 from .spec import DatasetSpec
 
 T = TypeVar("T")
 
 
 def load_prompts(spec: DatasetSpec, data_dir: Path | str | None = None) -> list[Prompt]:
-    """The prompts of ``spec``, in benchmark order; ``data_dir`` overrides ``$SPECBENCH_DATA_DIR``."""
-    items = parse_items(spec, fetch_rows(spec, data_dir))
-    items = filter_categories(spec, items)
-    chosen = select(items, spec.requests, spec.selection, spec.seed, spec.name)
+    """The prompts of ``spec``, in benchmark order; ``data_dir`` overrides ``$SPECBENCH_DATA_DIR``.
+    Reads the source only as far as the selection needs (see the module's docstring)."""
+    if spec.selection == "shuffle" and spec.requests and local_file(spec, data_dir) is not None:
+        return [to_prompt(spec, item) for item in shuffled(spec, data_dir)]
+    items = iter_items(spec, fetch_rows(spec, data_dir))
+    try:
+        read = first_items(spec, items, spec.requests) if spec.selection == "first" and spec.requests else list(items)
+    finally:
+        items.close()  # an early stop closes the file now
+    chosen = select(filter_categories(spec, read), spec.requests, spec.selection, spec.seed, spec.name)
     return [to_prompt(spec, item) for item in chosen]
 
 
-def parse_items(spec: DatasetSpec, rows: Sequence[Row]) -> list[Item]:
+def shuffled(spec: DatasetSpec, data_dir: Path | str | None) -> list[Item]:
+    """A shuffle's chosen items in its order, in two passes over a local file: every row read and
+    checked, keeping only ids and categories (``light``), then the file read again up to the last
+    chosen row, keeping only the chosen ones whole."""
+    kept = filter_categories(spec, list(iter_items(spec, fetch_rows(spec, data_dir), light=True)))
+    chosen = select(kept, spec.requests, spec.selection, spec.seed, spec.name)
+    wanted, found = {item.id for item in chosen}, {}
+    items = iter_items(spec, fetch_rows(spec, data_dir))
+    try:
+        for item in items:
+            if item.id in wanted:
+                found[item.id] = item
+                if len(found) == len(wanted):
+                    break
+    finally:
+        items.close()
+    if len(found) < len(wanted):
+        raise DatasetError(f"data set '{spec.name}': the file changed while it was read; load it again")
+    return [found[item.id] for item in chosen]
+
+
+def parse_items(spec: DatasetSpec, rows: Iterable[Row]) -> list[Item]:
+    """Every usable row of ``rows`` as an ``Item``."""
+    return list(iter_items(spec, rows))
+
+
+def iter_items(spec: DatasetSpec, rows: Iterable[Row], light: bool = False) -> Generator[Item, None, None]:
+    """The usable rows as ``Item``s, one as each is asked for; a repeated id among those read is an
+    error, and so is a source read to its end without a usable row. ``light``: only id, category and
+    tags are kept (each row is still parsed whole, so a bad one is found)."""
     definition, opts = spec.definition, spec.effective_options
-    items: list[Item] = []
     seen: dict[str, str] = {}
     for index, (where, row) in enumerate(rows):
         if definition.keep is not None and not definition.keep(row):
@@ -41,10 +84,25 @@ def parse_items(spec: DatasetSpec, rows: Sequence[Row]) -> list[Item]:
         if item.id in seen:
             raise DatasetError(f"{where}: duplicate id '{item.id}' (first at {seen[item.id]})")
         seen[item.id] = where
-        items.append(item)
-    if not items:
+        yield Item(item.id, (), item.category, tags=item.tags) if light else item
+    if not seen:
         raise DatasetError(f"data set '{spec.name}': the source holds no usable rows")
-    return items
+
+
+def first_items(spec: DatasetSpec, items: Iterable[Item], wanted: int) -> list[Item]:
+    """The items in source order up to the ``wanted``-th one the category filter keeps, read on until
+    every category asked for has been seen (a category missing from the file stays an error)."""
+    categories = set(spec.effective_options.get("categories") or ())
+    read: list[Item] = []
+    kept, found = 0, set[str | None]()
+    for item in items:
+        read.append(item)
+        names = ({item.category} | item.tags) & categories
+        if not categories or names:
+            kept, found = kept + 1, found | names
+        if kept >= wanted and found >= categories:
+            break
+    return read
 
 
 def filter_categories(spec: DatasetSpec, items: list[Item]) -> list[Item]:

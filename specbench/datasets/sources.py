@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 from ..errors import DatasetError
@@ -58,7 +59,9 @@ def hub_label(source: HubSource) -> str:
     return f"{hf_id}" + (f" ({config})" if config else "") + f" split {split}"
 
 
-def fetch_rows(spec: DatasetSpec, data_dir: Path | str | None) -> list[Row]:
+def fetch_rows(spec: DatasetSpec, data_dir: Path | str | None) -> Iterator[Row]:
+    """The set's rows in source order, read as they are asked for (``files.read_rows``); the hub's copy
+    is loaded (memory-mapped by ``datasets``) before the first one."""
     path = local_file(spec, data_dir)
     if path is not None:
         if not path.is_file():
@@ -70,7 +73,7 @@ def fetch_rows(spec: DatasetSpec, data_dir: Path | str | None) -> list[Row]:
     return _hub_rows(spec, data_dir, source)
 
 
-def _hub_rows(spec: DatasetSpec, data_dir: Path | str | None, source: HubSource) -> list[Row]:
+def _hub_rows(spec: DatasetSpec, data_dir: Path | str | None, source: HubSource) -> Iterator[Row]:
     hf_id, config, split = source
     problem = hub_problem(hf_id)
     if problem:
@@ -84,7 +87,7 @@ def _hub_rows(spec: DatasetSpec, data_dir: Path | str | None, source: HubSource)
     except Exception as exc:  # the hub stack raises many unrelated types; all mean "not available"
         raise _missing(spec, data_dir, f"loading {hub_label(source)} from the hub failed ({one_line(exc)})") from exc
     label = hub_label(source)
-    return [(f"{label} row {i}", dict(row)) for i, row in enumerate(table)]
+    return ((f"{label} row {i}", dict(row)) for i, row in enumerate(table))
 
 
 def check_available(spec: DatasetSpec, data_dir: Path | str | None = None) -> None:

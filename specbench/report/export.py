@@ -1,12 +1,13 @@
 """`specbench export` (and ``report --format parquet``): a run in the layout of the public spec-decode profiling tables (``runs`` and ``requests``).
 
-Paths are ``TABLE/GPU/TARGET/SPLIT/DRAFTER-kK/part-0.parquet``; every file carries gpu, target,
-split, drafter, k, c and start (the repeat number) so files from many runs stack with pandas.
+Paths are ``TABLE/GPU/TARGET/SPLIT/DRAFTER-kK/RUN-rSTART.parquet``: one file per run and repeat
+(``start``), named by ``part_path``, so exports of many runs (other loads, other machines) into one
+root stack, and exporting a run again replaces only its own files. Every file carries gpu, target,
+split, drafter, k, c, start and run, so ``pd.read_parquet(root / "runs")`` holds them all apart.
 """
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pandas as pd
@@ -16,17 +17,14 @@ from ..schemas.cell import Cell
 from ..schemas.meta import RunMeta
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
-from ..util.diskio import all_or_none, make_output_dir, output_file
+from ..util.diskio import all_or_none
+from .export_files import _slug, run_id, write_table
 from .export_steps import export_steps, identities
 from .load import RunResults, load_run, read_requests
 
 RUN_COLUMNS = ["gpu", "target", "split", "drafter", "k", "c", "start", "mode", "throughput_tps", "output_tokens",
                "requests", "steps", "guessed_tokens", "accepted_tokens", "committed_tokens", "elapsed_s",
-               "engine", "engine_version", "specbench_version"]
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "none"
+               "engine", "engine_version", "specbench_version", "run"]
 
 
 def _drafter(row: ResultRow, meta: RunMeta) -> str:
@@ -34,7 +32,8 @@ def _drafter(row: ResultRow, meta: RunMeta) -> str:
     return _slug(str(name).split("/")[-1]) if row.method not in (None, "baseline") else "none"
 
 
-def tables(results: RunResults, requests: list[RequestRecord], gpu: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+def tables(results: RunResults, requests: list[RequestRecord], gpu: str,
+           run: str = "run") -> tuple[pd.DataFrame, pd.DataFrame]:
     """The ``runs`` (one row per cell) and ``requests`` (one row per measured request) frames."""
     meta = results.meta or RunMeta()
     target = meta.raw.model or "unknown"
@@ -49,7 +48,8 @@ def tables(results: RunResults, requests: list[RequestRecord], gpu: str) -> tupl
                      "steps": row.stream_steps, "guessed_tokens": row.spec_draft_tokens,
                      "accepted_tokens": row.spec_accepted_tokens, "committed_tokens": row.output_tokens,
                      "elapsed_s": row.duration_s, "engine": row.engine,
-                     "engine_version": row.server_version, "specbench_version": meta.specbench_version})
+                     "engine_version": row.server_version, "specbench_version": meta.specbench_version,
+                     "run": run})
     reqs = []
     for r in requests:
         cell_ident = key_of.get(Cell.of_record(r))
@@ -58,31 +58,27 @@ def tables(results: RunResults, requests: list[RequestRecord], gpu: str) -> tupl
         reqs.append({**cell_ident, "start": r.repeat, "question_id": f"{r.prompt_id}#{r.turn}" if r.turn else r.prompt_id,
                      "category": r.category, "prompt_tokens": r.prompt_tokens, "chunks": list(r.chunk_tokens),
                      "times": [t - r.send_time for t in r.chunk_times], "output_ids": r.output_token_ids,
-                     "error": r.error})
+                     "error": r.error, "run": run})
     return pd.DataFrame(runs, columns=RUN_COLUMNS), pd.DataFrame(reqs)
 
 
 def export(results: RunResults, requests: list[RequestRecord], out: Path, gpu: str = "cpu") -> list[Path]:
-    runs, reqs = tables(results, requests, gpu)
+    run = run_id(results.meta, results.path.parent.name if results.path else "run")
     with all_or_none() as written:  # a failed export leaves none of its files: some of a run's would read as all of it
-        for name, frame in (("runs", runs), ("requests", reqs)):
-            if frame.empty:
-                continue
-            for key, part in frame.groupby(["gpu", "target", "split", "drafter", "k"], sort=False):
-                gpu_, target, split, drafter, k = key
-                path = out / name / _slug(gpu_) / _slug(target) / _slug(split) / f"{drafter}-k{k}" / "part-0.parquet"
-                make_output_dir(path.parent)
-                with output_file(path) as tmp:
-                    part.to_parquet(tmp, index=False)
-                written.append(path)
+        for name, frame in zip(("runs", "requests"), tables(results, requests, gpu, run), strict=True):
+            if not frame.empty:
+                written += write_table(out, name, frame, run)
     return written
 
 
 def export_run(run: Path, out: Path, gpu: str = "cpu") -> list[Path]:
     """One run directory's rows and measured requests as parquet files under ``out``."""
     results, requests = load_run(run), read_requests(Path(run)) or []
-    return export(results, requests, out, gpu=gpu) + export_steps(
-        requests, Path(run), out, identities(results, tables(results, [], gpu)[0]))
+    with all_or_none() as written:
+        written += export(results, requests, out, gpu=gpu)
+        written += export_steps(requests, Path(run), out, identities(results, tables(results, [], gpu)[0]),
+                                run_id(results.meta, results.path.parent.name if results.path else "run"))
+    return written
 
 
 def write(paths: list[Path], output: Path | None) -> str:

@@ -5,7 +5,6 @@ runs and requests, timed passes only."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from ..schemas.cell import Cell
 from ..schemas.phase import PhaseInfo
 from ..schemas.request import RequestRecord
 from ..schemas.steplog import TIME_POINTS
+from .export_files import write_table
 from .load import RunResults
 
 IDENTITY = ["gpu", "target", "split", "drafter", "k", "c", "start"]
@@ -29,10 +29,6 @@ OUTPUT_COLUMNS = IDENTITY + ["req", "question_id", "category", "prompt_tokens", 
 
 #: the cell's identity columns but start (gpu, target, split, drafter, k, c), as export.tables names them
 Identity = Callable[[Cell], dict[str, Any] | None]
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "none"
 
 
 def read_phases(run: Path) -> list[PhaseInfo]:
@@ -83,17 +79,12 @@ def identities(results: RunResults, runs: pd.DataFrame) -> Identity:
     return key_of.get
 
 
-def export_steps(requests: Sequence[RequestRecord], run: Path, out: Path, identity: Identity) -> list[Path]:
-    """``steps/`` and ``outputs/`` under ``out``; ``identity`` maps a cell to export's identity columns."""
+def export_steps(requests: Sequence[RequestRecord], run: Path, out: Path, identity: Identity, run_name: str) -> list[Path]:
+    """``steps/`` and ``outputs/`` under ``out``; ``identity`` maps a cell to export's identity columns;
+    files named per ``run_name`` as every exported table is (``export_files.write_table``)."""
     written = []
     for name, frame in (("steps", steps_frame(Path(run), read_phases(Path(run)), identity)),
                         ("outputs", outputs_frame(requests, identity))):
-        if frame.empty:
-            continue
-        for key, part in frame.groupby(["gpu", "target", "split", "drafter", "k"], sort=False):
-            gpu, target, split, drafter, k = key
-            path = out / name / _slug(gpu) / _slug(target) / _slug(split) / f"{drafter}-k{k}" / "part-0.parquet"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            part.to_parquet(path, index=False)
-            written.append(path)
+        if not frame.empty:
+            written += write_table(out, name, frame.assign(run=run_name), run_name)
     return written

@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 from ..schemas.cell import Cell
 from ..schemas.phase import PhaseInfo
-from ..schemas.request import RequestRecord
+from ..schemas.request import Prompt, RequestRecord
 from ..schemas.row import ResultRow
 from .servers import ServerBook
 
@@ -19,8 +19,8 @@ class Recorder(ServerBook, Protocol):
     def prepare(self) -> None:
         """Checks before anything is loaded or launched."""
 
-    def begin(self) -> None:
-        """Open for writing."""
+    def begin(self, prompts: dict[str, list[Prompt]]) -> None:
+        """Open for writing; ``prompts`` as loaded (a resumed run checks them against its own)."""
 
     def done(self) -> set[tuple[Cell, int]]:
         """(cell, repeat) of every phase measured completely, which a resumed or restarted config skips."""

@@ -3,7 +3,7 @@
 - ``requests.jsonl``  every request record (warm-up included, marked), appended per phase
 - ``phases.jsonl``    one line per measured phase: wall time, acceptance window, server
 - ``results.json``    derived rows (reference keys first); ``results.md`` the table
-- ``meta.json``       suite, comparability fingerprint, servers (engine, version, argv), timings
+- ``meta.json``       suite, comparability fingerprint, prompt hashes, servers (engine, version, argv), timings
 - ``launched.json``   servers started and not yet stopped (pid + start time): what a killed run left
 - ``*.quarantine.jsonl``  lines of the raw files that could not be read, set aside by ``--resume``
 - ``.specbench.lock``  held by the run using the directory (``lock.py``), gone when it ends

@@ -68,7 +68,7 @@ class SequentialRun:
         stopped_by: RunDirWriteError | None = None
         with self.interrupts.forwarded():
             try:
-                self.recorder.begin()
+                self.recorder.begin(prompts)
             except BaseException:
                 self.recorder.close()
                 raise

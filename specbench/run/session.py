@@ -18,11 +18,12 @@ from ..measure.slo import attach_capacity
 from ..schemas.cell import Cell
 from ..schemas.meta import RunMeta, Timing
 from ..schemas.phase import PhaseInfo
-from ..schemas.request import RequestRecord
+from ..schemas.request import Prompt, RequestRecord
 from ..schemas.row import ResultRow
 from ..suite import Suite
 from .lock import RunLock
 from .preflight import now
+from .prompt_prints import check_resumed_prompts, merge_prints, prompt_prints
 from .provenance import suite_file_provenance
 from .results import build_rows, redact_raw, run_notes, weights_meta
 from .rundir import RunDir
@@ -57,13 +58,24 @@ def check_usable(run: RunDir, suite: Suite, *, resume: bool, overwrite: bool) ->
         run.check_fresh()
 
 
-def new_meta(suite: Suite) -> RunMeta:
+def resumed_meta(run: RunDir, suite: Suite, prompts: dict[str, list[Prompt]]) -> RunMeta | None:
+    """The meta.json of the run to resume, once the prompts of its measured data sets are found
+    unchanged (``check_resumed_prompts``)."""
+    previous = run.load_meta()
+    if previous is not None:
+        check_resumed_prompts(suite, run.path, previous, prompt_prints(suite, prompts),
+                              {p.dataset for p in run.load_phases() if p.complete})
+    return previous
+
+
+def new_meta(suite: Suite, prompts: dict[str, list[Prompt]]) -> RunMeta:
     """meta.json of a run that starts afresh."""
     return RunMeta.from_dict({
         "specbench_version": __version__,
         "suite": {"name": suite.name, "path": str(suite.path), "raw": redact_raw(suite.raw)},
         "suite_file": suite_file_provenance(suite.path),
         "comparability": suite.comparability(),
+        "prompts": {name: p.to_dict() for name, p in prompt_prints(suite, prompts).items()},
         **weights_meta(suite),
         "started_at": now(),
         "host": {"platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count()},
@@ -144,25 +156,25 @@ class RunSession(ServerStarts):
         """Let go of the run dir (``RunLock.release``)."""
         self.lock.release(used=bool(self.meta.keys()))
 
-    def begin(self) -> None:
-        """Open the run dir for writing: cleared (--overwrite), or its damaged lines quarantined and
-        its cut phases set aside (--resume)."""
+    def begin(self, prompts: dict[str, list[Prompt]]) -> None:
+        """Open the run dir for writing: cleared (--overwrite), or once ``prompts`` are found unchanged
+        (``resumed_meta``) its damaged lines quarantined and its cut phases set aside (--resume)."""
         if self.overwrite:
             self.dir.clear()
         self.dir.create()
         self.lock.mark()
-        self.meta = (self.dir.load_meta() if self.resume else None) or new_meta(self.suite)
+        self.meta = (resumed_meta(self.dir, self.suite, prompts) if self.resume else None) or new_meta(self.suite, prompts)
         self.meta.start_run(now(), resume=self.resume, overwrite=self.overwrite, stopped_leftovers=self.stopped_leftovers)
         self.meta.update(self.extra_meta)
         if self.resume:
-            self.supersede_incomplete()
+            self.supersede_incomplete(merge_prints(self.meta, prompt_prints(self.suite, prompts)))
         self.save_meta()
 
-    def supersede_incomplete(self) -> None:
+    def supersede_incomplete(self, said: tuple[str, ...] = ()) -> None:
         """Set aside what must be measured again (the cut phases are listed in meta.json), after
-        quarantining unreadable lines; see ``RunDir.supersede_incomplete``."""
+        quarantining unreadable lines (``RunDir.supersede_incomplete``); ``said``: notes kept already."""
         cut, notes = self.dir.supersede_incomplete()
-        for note in notes:  # said now and kept under the table: it bears on the numbers
+        for note in (*said, *notes):  # said now and kept under the table: it bears on the numbers
             self.progress("notice", message=note)
         self.meta.set_aside(cut, notes)
 

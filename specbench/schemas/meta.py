@@ -89,6 +89,16 @@ class Comparability(Record):
 
 
 @dataclass
+class PromptSet(Record):
+    """One data set's prompts as the run loaded them (``run.prompt_prints``): what the comparability
+    fingerprint (the suite entry) cannot see, so that ``--resume`` never pairs different prompts."""
+
+    sha256: str | None = None
+    prompts: int | None = None
+    source: str | None = None
+
+
+@dataclass
 class Host(Record):
     platform: str | None = None
     python: str | None = None
@@ -146,6 +156,7 @@ class RunMeta(Record):
     suite: SuiteInfo | None = None
     suite_file: SuiteFile | None = None
     comparability: Comparability | None = None
+    prompts: dict[str, PromptSet] | None = None
     weights: str | None = None
     dummy_weight_configs: list[str] | None = None
     started_at: str | None = None

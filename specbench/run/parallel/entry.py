@@ -60,7 +60,7 @@ async def _run_jobs(session: RunSession, suite: Suite, mode: str, address: str |
         prompts = cluster_prompts(suite)
         where = {"address": address}
     session.extra_meta["parallel"] = {"mode": mode, **where, "gpus_per_server": per_server, "configs": {}}
-    session.begin()  # on resume: damaged lines quarantined, phases cut short set aside to be measured again
+    session.begin(prompts)  # on resume: damaged lines quarantined, phases cut short set aside to be measured again
     assert session.meta.runs  # begin added this run's entry
     session.meta.runs[-1].parallel = mode
     session.save_meta()

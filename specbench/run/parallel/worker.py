@@ -47,8 +47,8 @@ class WorkerChannel:
     def prepare(self) -> None:
         """The collector has checked the run dir."""
 
-    def begin(self) -> None:
-        """The collector has opened the run dir."""
+    def begin(self, prompts: dict[str, list[Prompt]]) -> None:
+        """The collector has opened the run dir (and checked ``prompts``)."""
 
     def done(self) -> set[tuple[Cell, int]]:
         return set(self.completed)

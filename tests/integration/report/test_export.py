@@ -1,4 +1,6 @@
-"""Profiling-table export: runs/ and requests/ parquet under TABLE/GPU/TARGET/SPLIT/DRAFTER-kK/."""
+"""Profiling-table export: runs/ and requests/ parquet under TABLE/GPU/TARGET/SPLIT/DRAFTER-kK/RUN-rSTART.parquet."""
+
+import json
 
 import pandas as pd
 
@@ -19,9 +21,12 @@ async def test_export_profilings_layout(tmp_path, prompts_file):
         await r1.cleanup()
         await r2.cleanup()
     assert main(["export", str(tmp_path / "run"), "-o", str(tmp_path / "prof"), "--gpu", "H100"]) == 0
+    meta = json.loads((tmp_path / "run" / "meta.json").read_text())
+    run = pd.read_parquet(tmp_path / "prof" / "runs").run.unique().tolist()
+    assert len(run) == 1 and run[0].startswith("e2e-" + meta["started_at"][:10].replace("-", ""))
     spec_dir = tmp_path / "prof" / "requests" / "H100" / "smol" / "prompts" / "ngram-k3"
-    assert (spec_dir / "part-0.parquet").exists()
-    assert (tmp_path / "prof" / "runs" / "H100" / "smol" / "prompts" / "none-k0" / "part-0.parquet").exists()
+    assert [p.name for p in spec_dir.iterdir()] == [f"{run[0]}-r0.parquet"]
+    assert (tmp_path / "prof" / "runs" / "H100" / "smol" / "prompts" / "none-k0" / f"{run[0]}-r0.parquet").exists()
     reqs = pd.read_parquet(tmp_path / "prof" / "requests")  # the files stack
     spec_rows = reqs[reqs.drafter == "ngram"]
     assert len(spec_rows) == 6 and set(reqs.c) == {2}
@@ -38,3 +43,31 @@ async def test_export_profilings_layout(tmp_path, prompts_file):
                              for p in (tmp_path / "prof").rglob("*.parquet"))
     assert pd.read_parquet(tmp_path / "fmt" / "runs").drop(columns="gpu").equals(
         pd.read_parquet(tmp_path / "prof" / "runs").drop(columns="gpu"))
+
+
+async def test_exports_of_two_runs_stack_and_a_re_export_replaces_only_its_own_files(tmp_path, prompts_file):
+    """Two runs of one suite at other loads into one root: both are there; exporting one again adds nothing."""
+    base, r1, base_url = await start(Script(pattern=[1], token_ids=True))
+    spec, r2, spec_url = await start(Script(pattern=[3, 1], k=3, token_ids=True))
+    try:
+        for c, repeats in ((1, 1), (2, 2)):
+            (tmp_path / f"s{c}").mkdir()
+            suite = load_suite(write_suite(tmp_path / f"s{c}", prompts_file, {"baseline": base_url, "spec": spec_url},
+                                           max_tokens=9, concurrency=c, repeats=repeats))
+            await run_suite(suite, tmp_path / f"run{c}")
+    finally:
+        await r1.cleanup()
+        await r2.cleanup()
+    root = tmp_path / "prof"
+    for c in (1, 2):
+        assert main(["export", str(tmp_path / f"run{c}"), "-o", str(root)]) == 0
+    runs, reqs = pd.read_parquet(root / "runs"), pd.read_parquet(root / "requests")
+    assert sorted(runs.c) == [1, 1, 2, 2] and runs.run.nunique() == 2
+    assert len(reqs) == 2 * 6 + 2 * 6 * 2 and sorted(set(reqs[reqs.c == 2].start)) == [0, 1]
+    files = sorted(p.relative_to(root) for p in root.rglob("*.parquet"))
+    assert len(files) == 2 * 2 + 2 * (1 + 2)  # runs: a file per run and config; requests: per repeat too
+    assert main(["export", str(tmp_path / "run1"), "-o", str(root)]) == 0
+    assert sorted(p.relative_to(root) for p in root.rglob("*.parquet")) == files
+    again = pd.read_parquet(root / "runs")
+    assert len(again) == 4 and again.sort_values(["c", "drafter"]).reset_index(drop=True).equals(
+        runs.sort_values(["c", "drafter"]).reset_index(drop=True))

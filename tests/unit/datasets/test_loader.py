@@ -196,8 +196,9 @@ def test_speed_bench_placeholder_rows_are_rejected(tmp_path):
     rows = [json.loads(line) for line in open(FIXTURES / "speed_bench_qualitative.jsonl")]
     rows[3]["turns"] = [SPEED_PLACEHOLDER]
     (tmp_path / "speed_bench_qualitative.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert len(load({"name": "speed_bench", "requests": 3}, tmp_path)) == 3  # rows after the chosen ones are not read
     with pytest.raises(DatasetError) as err:
-        load({"name": "speed_bench", "requests": 1}, tmp_path)
+        load({"name": "speed_bench", "requests": 4}, tmp_path)
     msg = str(err.value)
     assert "\n" not in msg
     assert msg.startswith(f"{tmp_path / 'speed_bench_qualitative.jsonl'}:4: SPEED-Bench row speed-q-0004")
@@ -482,3 +483,65 @@ async def test_counter_disables_a_failing_tokenize(monkeypatch, tmp_path):
     finally:
         await server.close()
     assert calls == [1] and "HTTP 404" in counter.last_error and counter.source is None
+
+
+# ---------------------------------------------------------------- read only as far as needed (issue 31, item 5)
+
+
+def lines(n: int) -> str:
+    return "".join(json.dumps({"id": f"q{i}", "prompt": f"question {i}", "category": f"c{i % 2}"}) + "\n" for i in range(n))
+
+
+@pytest.mark.parametrize("suffix", ["jsonl", "parquet"])
+def test_first_n_reads_no_further_than_the_rows_it_takes(tmp_path, suffix):
+    """Rows after the needed ones are never parsed: invalid JSON (or an unreadable parquet batch) there is not seen."""
+    path = tmp_path / f"p.{suffix}"
+    if suffix == "jsonl":
+        path.write_text(lines(3) + "{not json\n" + "\xff garbage\n" * 3)
+    else:
+        pa = pytest.importorskip("pyarrow")
+        import pyarrow.parquet as pq
+
+        rows = [json.loads(line) for line in lines(2500).splitlines()]
+        pq.write_table(pa.Table.from_pylist(rows), path, row_group_size=1024)
+        data, last = bytearray(path.read_bytes()), pq.ParquetFile(path).metadata.row_group(2)
+        for column in range(last.num_columns):  # the last row group's page headers: garbage, never read for 3 rows
+            start = last.column(column).data_page_offset
+            data[start:start + 16] = b"\xff" * 16
+        path.write_bytes(bytes(data))
+    prompts = load_prompts(spec({"name": "p", "path": path.name, "requests": 3}, tmp_path))
+    assert [p.id for p in prompts] == ["q0", "q1", "q2"]
+
+
+def test_a_bad_line_within_the_needed_rows_still_fails_naming_file_and_line(tmp_path):
+    path = tmp_path / "p.jsonl"
+    path.write_text(lines(1) + "{not json\n" + lines(5))
+    with pytest.raises(DatasetError) as err:
+        load_prompts(spec({"name": "p", "path": "p.jsonl", "requests": 3}, tmp_path))
+    assert str(err.value).startswith(f"{path}:2: not valid JSON") and "\n" not in str(err.value)
+    path.write_bytes(lines(1).encode() + b'{"prompt": "\xff"}\n')
+    with pytest.raises(DatasetError, match=r"p.jsonl:2: not valid UTF-8"):
+        load_prompts(spec({"name": "p", "path": "p.jsonl", "requests": 2}, tmp_path))
+
+
+def test_categories_read_on_until_each_asked_for_is_seen(tmp_path):
+    """Three prompts of c0 come first, but a category asked for that the file lacks is still an error."""
+    rows = [{"id": f"a{i}", "prompt": "x", "category": "c0"} for i in range(3)] + [{"id": "b", "prompt": "y", "category": "c1"}]
+    (tmp_path / "p.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows) + "{not json\n")
+    entry = {"name": "p", "path": "p.jsonl", "requests": 3, "category_field": "category"}
+    assert [p.id for p in load_prompts(spec({**entry, "categories": ["c0", "c1"]}, tmp_path))] == ["a0", "a1", "a2"]
+    (tmp_path / "p.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(DatasetError, match="no rows in categories c2"):
+        load_prompts(spec({**entry, "categories": ["c0", "c2"]}, tmp_path))
+
+
+def test_shuffle_and_all_still_read_every_row(tmp_path):
+    (tmp_path / "p.jsonl").write_text(lines(5) + "{not json\n")
+    for extra in ({"selection": "shuffle", "seed": 3}, {"requests": "all"}):
+        with pytest.raises(DatasetError, match=r"p.jsonl:6: not valid JSON"):
+            load_prompts(spec({"name": "p", "path": "p.jsonl", "requests": 3, **extra}, tmp_path))
+    (tmp_path / "p.jsonl").write_text(lines(50))
+    ids = [f"q{i}" for i in range(50)]
+    random.Random(3).shuffle(ids)
+    chosen = load_prompts(spec({"name": "p", "path": "p.jsonl", "requests": 3, "selection": "shuffle", "seed": 3}, tmp_path))
+    assert [(p.id, p.turns, p.category) for p in chosen] == [(i, (f"question {i[1:]}",), f"c{int(i[1:]) % 2}") for i in ids[:3]]
