@@ -1,4 +1,4 @@
-"""Issue #7 "Nothing lost": faults never cost what was already measured.
+"""Nothing lost: faults never cost what was already measured.
 
 Request failures are counted per cell with reasons; a dead server fails its config (with the log
 tail), is reaped with its whole process group, and the run goes on; ``--resume`` measures only
@@ -54,8 +54,6 @@ async def serve(port: int = 0, **script) -> tuple[ScriptedServer, web.AppRunner,
     return server, runner, url
 
 
-
-
 def closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -71,15 +69,6 @@ def fault_launchers(tmp_path_factory) -> tuple[Path, str]:
     d.mkdir()
     write_fault_launchers(d, marker)
     yield d, marker
-    reap(marker)
-
-
-@pytest.fixture
-def fake_engines(fault_launchers, monkeypatch):
-    d, marker = fault_launchers
-    monkeypatch.setenv("SPECBENCH_LAUNCHERS", str(d))
-    monkeypatch.delenv("SPECBENCH_ENGINE_PYTHON", raising=False)
-    yield marker
     reap(marker)
 
 
@@ -264,11 +253,11 @@ def test_restart_remeasures_the_cell_cut_by_the_death(restarted):
     assert len([r for r in records if r["phase"] == "measure"]) == 18
 
 
-async def test_parallel_restart_supersedes_the_cut_phase_in_the_run_dir(tmp_path, fault_launchers, fake_engines, monkeypatch):
+async def test_parallel_restart_supersedes_the_cut_phase_in_the_run_dir(tmp_path, launchers, fake_engines, monkeypatch):
     """--parallel gpus with restart_on_failure: the worker's restart reaches the one run dir, so the
     phase cut by the death is set aside there as in a sequential run (not counted next to its re-measure)."""
-    d = tmp_path / "launchers"
-    shutil.copytree(fault_launchers[0], d)
+    d = tmp_path / "gpu-launchers"
+    shutil.copytree(launchers, d)
     wrapped = yaml.safe_load((d / "fake-wrapped.yaml").read_text())
     (d / "fake-wrapped.yaml").write_text(yaml.safe_dump({**wrapped, "gpu_env": "CUDA_VISIBLE_DEVICES"}))
     monkeypatch.setenv("SPECBENCH_LAUNCHERS", str(d))

@@ -1,4 +1,4 @@
-"""Issue "trust the run", item 2: Ctrl-C (or SIGTERM) at any moment — while a server starts, while
+"""Ctrl-C (or SIGTERM) at any moment — while a server starts, while
 measuring, while a server stops, a second one while it stops, during the final write — ends with
 exit 130, no traceback, no process left, and ``--resume`` then completes.
 
@@ -15,29 +15,18 @@ import os
 import signal
 import subprocess
 import sys
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
 import yaml
 
 from specbench.cli import main
 from specbench.launch.process import group_members
 from specbench.run import RunSession
-from tests.support.launchers import write_fault_launchers
 from tests.support.paths import ROOT
-from tests.support.processes import alive, marked_processes, reap, spawn_cli, wait_for
+from tests.support.processes import alive, marked_processes, spawn_cli, wait_for
 from tests.support.rundirs import check_run_dir
 from tests.support.suites import write_fault_suite
-
-
-@pytest.fixture
-def fake_engines(launchers):
-    marker = f"SIGNALS_{uuid.uuid4().hex}"
-    write_fault_launchers(launchers, marker)
-    yield marker
-    reap(marker)
 
 
 def suite_of(tmp_path: Path, prompts_file: Path, **delays: dict[str, float]) -> Path:
