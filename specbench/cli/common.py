@@ -17,6 +17,7 @@ from ..run.sequential import RunOutcome
 from ..schemas.meta import RunMeta
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
+from ..schemas.run_files import REQUESTS, RESULTS, RESULTS_MD
 from ..suite import Suite
 
 
@@ -41,7 +42,7 @@ def print_outcome(outcome: RunOutcome, table: str, out: Path) -> None:
     Console().print(table, markup=False, highlight=False, soft_wrap=True)
     for name, err in outcome.failed_configs.items():
         console.print(f"[red]config {name} failed:[/] {err.splitlines()[0]}", highlight=False)
-    console.print(f"results: {out}/results.json, {out}/results.md, {out}/requests.jsonl", highlight=False)
+    console.print(f"results: {out}/{RESULTS}, {out}/{RESULTS_MD}, {out}/{REQUESTS}", highlight=False)
     if outcome.interrupted:
         console.print("[yellow]interrupted: what was measured is saved; finish with --resume[/]")
 

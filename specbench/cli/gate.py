@@ -16,13 +16,14 @@ from ..errors import ResultsError, SpecbenchError
 from ..gate.judge import Run, Verdict, comparability_problems, evaluate, index_cells, suite_gate, suite_name
 from ..gate.render import failure_line, render_markdown
 from ..report.load import load_run as read_run
+from ..schemas.run_files import META, RESULTS
 from ..suite import load_suite
 from ..suite.gate import GateError, GateSpec, cli_spec
 
 
 def results_path(path: Path) -> Path:
     """A run directory or a results.json path -> the results.json path."""
-    return path / "results.json" if path.is_dir() else path
+    return path / RESULTS if path.is_dir() else path
 
 
 def load_run(path: Path) -> Run:
@@ -74,7 +75,7 @@ def gather_checks(args: argparse.Namespace, cand: Run) -> GateSpec:
                 f"--suite {args.suite} is suite {name!r} but the candidate ran suite {cand_name!r}"
             )
     else:
-        where = f"{cand.path.parent / 'meta.json'}: suite.raw.gate"
+        where = f"{cand.path.parent / META}: suite.raw.gate"
         base = GateSpec.from_mapping(suite_gate(cand.meta), where)
     flags = cli_spec(
         getattr(args, "min", None) or [],
@@ -103,7 +104,7 @@ def judge_runs(args: argparse.Namespace) -> tuple[list[Verdict], Run, Run | None
         else:
             for path, meta in ((cand.path, cand.meta), (ref.path, ref.meta)):
                 if meta.comparability is None:
-                    warn(f"{path.parent / 'meta.json'} has no readable comparability; "
+                    warn(f"{path.parent / META} has no readable comparability; "
                          "cannot verify the runs are comparable")
             problems = comparability_problems(cand.meta, ref.meta)
             if problems:

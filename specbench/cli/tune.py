@@ -16,13 +16,14 @@ from ..run.tune import expand_tune, families
 from ..schemas.meta import RunMeta
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
+from ..schemas.run_files import SCHEDULE
 from ..suite import Suite
 from ..util.jsonio import write_json
 from .common import parse_numbers, run_with_plan
 
 
 def _write_schedule(out: Path, suite: Suite, result: TuneResult) -> Path:
-    path = out / "schedule.json"
+    path = out / SCHEDULE
     write_json(path, {"suite": str(suite.path), "run": str(out), "method": result.method,
                       "schedules": [s.to_dict() for s in result.schedules], "verify": f"specbench tune --verify {path}"})
     return path

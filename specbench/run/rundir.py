@@ -23,20 +23,15 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ResultsError, RunDirError
-from ..measure.slo import PROBES_FILE
 from ..schemas.cell import Cell
 from ..schemas.meta import RunMeta
 from ..schemas.phase import PhaseInfo
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
+from ..schemas.run_files import LAUNCHED, LOGS, META, PHASES, QUARANTINE, REQUESTS, RESULTS, RESULTS_MD, RUN_FILES, SLO_PROBES
 from ..util.diskio import append_text, write_atomic, writing
 from ..util.jsonio import dumps, write_json
 from ..util.numbers import is_number
-
-REQUESTS, PHASES, META, LAUNCHED = "requests.jsonl", "phases.jsonl", "meta.json", "launched.json"
-QUARANTINE = {REQUESTS: "requests.quarantine.jsonl", PHASES: "phases.quarantine.jsonl"}
-#: every file a run writes (``--overwrite`` removes exactly these, and logs/)
-RUN_FILES = (META, REQUESTS, PHASES, "results.json", "results.md", LAUNCHED, *QUARANTINE.values())
 
 _NUMBER = (int, float)
 #: per raw file: key → (allowed types, required); a line failing these would break grouping or metrics
@@ -159,7 +154,7 @@ class LaunchedServers:
 
     def __init__(self, path: Path) -> None:
         self.file = Path(path) / LAUNCHED
-        self.logs = Path(path) / "logs"
+        self.logs = Path(path) / LOGS
 
     def launched(self) -> dict[str, dict[str, Any]]:
         try:
@@ -250,7 +245,7 @@ class RunDir(LaunchedServers):
 
     def append_probes(self, records: list[RequestRecord], rate: float) -> None:
         """One SLO search probe's requests, each with the rate it was sent at."""
-        _append_lines(self.path / PROBES_FILE, [json.dumps({**r.to_dict(), "probe_rate": rate}) + "\n" for r in records])
+        _append_lines(self.path / SLO_PROBES, [json.dumps({**r.to_dict(), "probe_rate": rate}) + "\n" for r in records])
 
     def load_phases(self) -> list[PhaseInfo]:
         return [PhaseInfo.from_dict(d) for _, d in scan_lines(self.path / PHASES, PHASES)[0]]
@@ -296,5 +291,5 @@ class RunDir(LaunchedServers):
         meta.save(self.path / META)
 
     def write_results(self, rows: list[ResultRow], markdown: str) -> None:
-        write_json(self.path / "results.json", [r.to_dict() for r in rows])
-        write_atomic(self.path / "results.md", markdown + "\n")
+        write_json(self.path / RESULTS, [r.to_dict() for r in rows])
+        write_atomic(self.path / RESULTS_MD, markdown + "\n")

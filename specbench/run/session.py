@@ -20,6 +20,7 @@ from ..schemas.meta import RunMeta, Timing
 from ..schemas.phase import PhaseInfo
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
+from ..schemas.run_files import META
 from ..suite import Suite
 from .lock import RunLock
 from .preflight import now
@@ -69,7 +70,7 @@ def new_meta(suite: Suite) -> RunMeta:
         "host": {"platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count()},
         "servers": {},
         "failed_configs": {},
-    }, f"{suite.path}: meta.json")
+    }, f"{suite.path}: {META}")
 
 
 def stop_leftovers(run: RunDir, progress: Progress) -> list[dict[str, Any]]:
