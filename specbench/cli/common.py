@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ from rich.console import Console
 from ..errors import SuiteError
 from ..load.generate import run_loop
 from ..report.markdown import markdown
-from ..run import RunSession, SequentialRun
+from ..run import RunDir, RunSession, SequentialRun
 from ..run.progress import RunProgress
 from ..run.sequential import RunOutcome
 from ..schemas.meta import RunMeta
@@ -32,14 +33,16 @@ def run_with_plan(suite: Suite, out: Path, key: str, plan: dict[str, Any], *, re
         session = RunSession(suite, out, render=markdown, resume=resume, progress=progress, extra_meta={key: plan},
                              on_finish=on_finish)
         outcome = run_loop(SequentialRun(suite, session, progress=progress).execute())
-    print_outcome(outcome, markdown(outcome.rows, session.meta), out)
+    print_outcome(outcome, out)
     return outcome, session.meta
 
 
-def print_outcome(outcome: RunOutcome, table: str, out: Path) -> None:
-    """The table on stdout; failed configs, where the files are, and how to finish on stderr."""
+def print_outcome(outcome: RunOutcome, out: Path) -> None:
+    """results.md on stdout, as written (one render: the tables and every note under them); failed
+    configs, where the files are, and how to finish on stderr."""
     console = Console(stderr=True)
-    Console().print(table, markup=False, highlight=False, soft_wrap=True)
+    sys.stdout.write(RunDir(out).results_markdown() or "")
+    sys.stdout.flush()
     for name, err in outcome.failed_configs.items():
         console.print(f"[red]config {name} failed:[/] {err.splitlines()[0]}", highlight=False)
     console.print(f"results: {out}/{RESULTS}, {out}/{RESULTS_MD}, {out}/{REQUESTS}", highlight=False)

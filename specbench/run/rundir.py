@@ -290,6 +290,11 @@ class RunDir(LaunchedServers):
     def write_meta(self, meta: RunMeta) -> None:
         meta.save(self.path / META)
 
+    def results_markdown(self) -> str | None:
+        """results.md as written (None: none was), for the terminal to print the same text."""
+        path = self.path / RESULTS_MD
+        return path.read_text() if path.exists() else None
+
     def write_results(self, rows: list[ResultRow], markdown: str) -> None:
         write_json(self.path / RESULTS, [r.to_dict() for r in rows])
         write_atomic(self.path / RESULTS_MD, markdown + "\n")
