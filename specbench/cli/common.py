@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,23 +14,15 @@ from ..report.markdown import markdown
 from ..run import RunDir, RunSession, SequentialRun
 from ..run.progress import RunProgress
 from ..run.sequential import RunOutcome
-from ..schemas.meta import RunMeta
-from ..schemas.request import RequestRecord
-from ..schemas.row import ResultRow
 from ..schemas.run_files import REQUESTS, RESULTS, RESULTS_MD
 from ..suite import Suite
 
 
-def run_with_plan(suite: Suite, out: Path, key: str, plan: dict[str, Any], *, resume: bool, quiet: bool,
-                  on_finish: Callable[[list[ResultRow], list[RequestRecord], RunMeta], None] | None = None):
+def run_with_plan(suite: Suite, out: Path, key: str, plan: dict[str, Any], *, resume: bool, quiet: bool):
     """Run ``suite`` with the normal runner (live progress, Ctrl-C, resume); ``meta.json[key]`` = plan.
-
-    ``on_finish`` sees the final rows, the requests they were built from and meta before the one final write. Returns the runner's outcome;
-    prints the table as ``specbench run`` does.
-    """
+    Returns the runner's outcome and the run's meta; prints results.md as ``specbench run`` does."""
     with RunProgress(Console(stderr=True), quiet=quiet) as progress:
-        session = RunSession(suite, out, render=markdown, resume=resume, progress=progress, extra_meta={key: plan},
-                             on_finish=on_finish)
+        session = RunSession(suite, out, render=markdown, resume=resume, progress=progress, extra_meta={key: plan})
         outcome = run_loop(SequentialRun(suite, session, progress=progress).execute())
     print_outcome(outcome, out)
     return outcome, session.meta
