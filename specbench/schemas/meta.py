@@ -96,7 +96,7 @@ class Host(Record):
 
 
 @dataclass
-class Server(Record):
+class ServerMeta(Record):
     """One config's server as the run saw it ready (``run.servers``): a URL, or a launched process."""
 
     engine: str | None = None
@@ -112,7 +112,7 @@ class Server(Record):
 
 
 @dataclass
-class RunEntry(Record):
+class RunStart(Record):
     """One ``specbench run`` into the directory (a fresh start, then each ``--resume``)."""
 
     started_at: str | None = None
@@ -149,9 +149,9 @@ class RunMeta(Record):
     dummy_weight_configs: list[str] | None = None
     started_at: str | None = None
     host: Host | None = None
-    servers: dict[str, Server] | None = None
+    servers: dict[str, ServerMeta] | None = None
     failed_configs: dict[str, str] | None = None
-    runs: list[RunEntry] | None = None
+    runs: list[RunStart] | None = None
     superseded_phases: list[dict[str, Any]] | None = None
     run_dir_notes: list[str] | None = None
     restarts: dict[str, int] | None = None
@@ -188,7 +188,7 @@ class RunMeta(Record):
     # ---- what a run records, in the order it happens (``run.session``) ----
     def start_run(self, started_at: str, *, resume: bool, overwrite: bool, stopped_leftovers: list[dict[str, Any]]) -> None:
         """One more entry in ``runs`` (the servers it stopped, where an earlier, killed run left them)."""
-        self.grown("runs", []).append(RunEntry.from_dict({
+        self.grown("runs", []).append(RunStart.from_dict({
             "started_at": started_at, "resume": resume, "overwrite": overwrite,
             **({"stopped_leftovers": stopped_leftovers} if stopped_leftovers else {})}, "runs"))
 
@@ -200,7 +200,7 @@ class RunMeta(Record):
             self.grown("run_dir_notes", []).append(note)
 
     def server_ready(self, name: str, info: dict[str, Any]) -> None:
-        self.grown("servers", {})[name] = Server.from_dict(info, f"server of config {name}")
+        self.grown("servers", {})[name] = ServerMeta.from_dict(info, f"server of config {name}")
 
     def set_chunk_clock(self, name: str, clock: str) -> None:
         self.grown("chunk_clock", {})[name] = clock
