@@ -6,7 +6,10 @@
 - ``meta.json``       suite, comparability fingerprint, servers (engine, version, argv), timings
 - ``launched.json``   servers started and not yet stopped (pid + start time): what a killed run left
 - ``*.quarantine.jsonl``  lines of the raw files that could not be read, set aside by ``--resume``
+- ``slo_probes.jsonl``  the capacity search's probe requests; ``schedule.json`` a tune run's choice
 - ``.specbench.lock``  held by the run using the directory (``lock.py``), gone when it ends
+
+The names are spelled in ``schemas/run_files.py`` only (``RUN_FILES``: what ``--overwrite`` removes).
 
 Every write goes through ``specbench.util.diskio``: a failed write (disk full) is one line naming the
 file and leaves what was there before whole.
