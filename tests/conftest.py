@@ -1,11 +1,15 @@
+import sys
+import uuid
 from pathlib import Path
 
 import pytest
 import requests
 import tiktoken.load
 
+from tests.support.launchers import write_fault_launchers, write_launcher
 from tests.support.o200k import write_encoding
-from tests.support.paths import SHARED
+from tests.support.paths import PACKAGE_ENV, SHARED, SUPPORT
+from tests.support.processes import reap
 from tests.support.scripted_server import ScriptedServers
 from tests.support.suites import write_prompts
 
@@ -64,3 +68,23 @@ def launchers(tmp_path: Path, monkeypatch) -> Path:
     monkeypatch.setenv("SPECBENCH_LAUNCHERS", str(d))
     monkeypatch.delenv("SPECBENCH_ENGINE_PYTHON", raising=False)
     return d
+
+
+@pytest.fixture
+def fake_engine(launchers: Path) -> None:
+    """Launcher ``fake``: tests/support/fake_engine.py as vLLM (synthetic acceptance declared), 10 ms steps +
+    4.5 ms per draft token per request in flight, the real drafter accepting min(K, 2) tokens per step."""
+    write_launcher(launchers, "fake", extends="vllm", python=sys.executable, env=PACKAGE_ENV,
+                   command=["{python}", str(SUPPORT / "fake_engine.py")],
+                   args=["--port", "{port}", "--host", "{host}", "--served-model-name", "{model}"],
+                   speculative={"synthetic_acceptance": True})
+
+
+@pytest.fixture
+def fake_engines(launchers: Path):
+    """Launchers ``fake`` / ``fake-wrapped`` (tests/support/launchers.py) in this test's SPECBENCH_LAUNCHERS;
+    yields their processes' environment marker and reaps whatever of them survived the test."""
+    marker = f"FAKE_{uuid.uuid4().hex}"
+    write_fault_launchers(launchers, marker)
+    yield marker
+    reap(marker)

@@ -22,11 +22,12 @@ from typing import Any
 
 from specbench.errors import ResultsError
 from specbench.report.load import load_run, warn
-from specbench.run.rundir import PHASES, scan_lines
+from specbench.run.rundir import scan_lines
 from specbench.schemas import PhaseInfo
 from specbench.schemas.cell import Cell, baseline_name
 from specbench.schemas.meta import RunMeta
 from specbench.schemas.row import ResultRow
+from specbench.schemas.run_files import PHASES
 from specbench.util.numbers import is_number
 
 PROG = "modes_table"

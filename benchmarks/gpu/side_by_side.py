@@ -23,6 +23,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+from specbench.schemas.run_files import META, RESULTS
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 
@@ -87,10 +89,10 @@ def run_specbench(out: Path, tag: str, url: str, spec: dict, c: int, n: int, war
     done = subprocess.run([sys.executable, "-m", "specbench.cli", "run", str(suite), "-o", str(run_dir), "--quiet"],
                           capture_output=True, text=True, cwd=ROOT)
     wall = time.monotonic() - t0
-    if done.returncode != 0 or not (run_dir / "results.json").exists():
+    if done.returncode != 0 or not (run_dir / RESULTS).exists():
         return {"error": (done.stdout + done.stderr)[-800:], "wall_s": wall}
-    row = json.loads((run_dir / "results.json").read_text())[0]
-    meta = json.loads((run_dir / "meta.json").read_text())
+    row = json.loads((run_dir / RESULTS).read_text())[0]
+    meta = json.loads((run_dir / META).read_text())
     keys = ["requests", "output_throughput_tps", "ttft_mean_ms", "ttft_p99_ms", "tpot_mean_ms", "tpot_p99_ms",
             "itl_mean_ms", "itl_p99_ms", "step_mean_ms", "step_p99_ms", "mean_acceptance_length", "acceptance_rate",
             "acceptance_per_position", "shared_read_share", "stream_merged_chunks", "stream_mean_acceptance_length"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -11,37 +11,32 @@ from rich.console import Console
 from ..errors import SuiteError
 from ..load.generate import run_loop
 from ..report.markdown import markdown
-from ..run import RunSession, SequentialRun
+from ..run import RunDir, RunSession, SequentialRun
 from ..run.progress import RunProgress
 from ..run.sequential import RunOutcome
-from ..schemas.meta import RunMeta
-from ..schemas.request import RequestRecord
-from ..schemas.row import ResultRow
+from ..schemas.run_files import REQUESTS, RESULTS, RESULTS_MD
 from ..suite import Suite
 
 
-def run_with_plan(suite: Suite, out: Path, key: str, plan: dict[str, Any], *, resume: bool, quiet: bool,
-                  on_finish: Callable[[list[ResultRow], list[RequestRecord], RunMeta], None] | None = None):
+def run_with_plan(suite: Suite, out: Path, key: str, plan: dict[str, Any], *, resume: bool, quiet: bool):
     """Run ``suite`` with the normal runner (live progress, Ctrl-C, resume); ``meta.json[key]`` = plan.
-
-    ``on_finish`` sees the final rows, the requests they were built from and meta before the one final write. Returns the runner's outcome;
-    prints the table as ``specbench run`` does.
-    """
+    Returns the runner's outcome and the run's meta; prints results.md as ``specbench run`` does."""
     with RunProgress(Console(stderr=True), quiet=quiet) as progress:
-        session = RunSession(suite, out, render=markdown, resume=resume, progress=progress, extra_meta={key: plan},
-                             on_finish=on_finish)
+        session = RunSession(suite, out, render=markdown, resume=resume, progress=progress, extra_meta={key: plan})
         outcome = run_loop(SequentialRun(suite, session, progress=progress).execute())
-    print_outcome(outcome, markdown(outcome.rows, session.meta), out)
+    print_outcome(outcome, out)
     return outcome, session.meta
 
 
-def print_outcome(outcome: RunOutcome, table: str, out: Path) -> None:
-    """The table on stdout; failed configs, where the files are, and how to finish on stderr."""
+def print_outcome(outcome: RunOutcome, out: Path) -> None:
+    """results.md on stdout, as written (one render: the tables and every note under them); failed
+    configs, where the files are, and how to finish on stderr."""
     console = Console(stderr=True)
-    Console().print(table, markup=False, highlight=False, soft_wrap=True)
+    sys.stdout.write(RunDir(out).results_markdown() or "")
+    sys.stdout.flush()
     for name, err in outcome.failed_configs.items():
         console.print(f"[red]config {name} failed:[/] {err.splitlines()[0]}", highlight=False)
-    console.print(f"results: {out}/results.json, {out}/results.md, {out}/requests.jsonl", highlight=False)
+    console.print(f"results: {out}/{RESULTS}, {out}/{RESULTS_MD}, {out}/{REQUESTS}", highlight=False)
     if outcome.interrupted:
         console.print("[yellow]interrupted: what was measured is saved; finish with --resume[/]")
 

@@ -1,7 +1,5 @@
-"""`specbench gate`: read the runs and the suite, judge, print and append the step summary.
-
-Reading runs and suites and writing the step summary happen only here; the rest of the package is pure.
-"""
+"""`specbench gate`: the flags into ``report.gate_run.gate_runs`` (read, judge), then print and append
+the step summary (written only here)."""
 
 from __future__ import annotations
 
@@ -12,34 +10,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import ResultsError, SpecbenchError
-from ..gate.judge import Run, Verdict, comparability_problems, evaluate, index_cells, suite_gate, suite_name
+from ..errors import SpecbenchError
 from ..gate.render import failure_line, render_markdown
-from ..report.load import load_run as read_run
-from ..suite import load_suite
-from ..suite.gate import GateError, GateSpec, cli_spec
-
-
-def results_path(path: Path) -> Path:
-    """A run directory or a results.json path -> the results.json path."""
-    return path / "results.json" if path.is_dir() else path
-
-
-def load_run(path: Path) -> Run:
-    """A run through the report's loader, strictly: a damaged value refuses the run, never becomes —."""
-    results = results_path(Path(path))
-    if not results.is_file():
-        raise ResultsError(f"{results}: results file not found")
-    run = read_run(results, quiet=True, strict=True)
-    for problem in run.problems:
-        warn(problem)
-    return Run(results, index_cells(run.rows, str(results)), run.meta)
-
-
-def load_suite_gate(path: Path) -> tuple[GateSpec, str]:
-    """The ``gate:`` section and ``name`` of a suite file, read by the suite loader (which checked the section)."""
-    suite = load_suite(path)
-    return GateSpec.from_mapping(suite.gate, f"{path}: gate"), suite.name
+from ..report.gate_run import GateInputs, gate_runs
+from ..suite.gate import GateError
 
 
 def summary_targets(explicit: Path | None) -> list[Path]:
@@ -64,60 +38,12 @@ def warn(message: str) -> None:
     print(f"specbench gate: warning: {message}", file=sys.stderr)
 
 
-def gather_checks(args: argparse.Namespace, cand: Run) -> GateSpec:
-    """Suite thresholds (``--suite``, else the candidate's meta.json) overridden by CLI flags."""
-    if getattr(args, "suite", None):
-        base, name = load_suite_gate(args.suite)
-        cand_name = suite_name(cand.meta)
-        if name is not None and cand_name is not None and name != cand_name:
-            raise GateError(
-                f"--suite {args.suite} is suite {name!r} but the candidate ran suite {cand_name!r}"
-            )
-    else:
-        where = f"{cand.path.parent / 'meta.json'}: suite.raw.gate"
-        base = GateSpec.from_mapping(suite_gate(cand.meta), where)
-    flags = cli_spec(
-        getattr(args, "min", None) or [],
-        getattr(args, "max", None) or [],
-        getattr(args, "max_drop", None) or [],
-    )
-    spec = base.merged(flags)
-    if not spec.checks:
-        raise GateError("no thresholds: give --min/--max/--max-drop or a suite with a gate: section")
-    return spec
-
-
-def judge_runs(args: argparse.Namespace) -> tuple[list[Verdict], Run, Run | None]:
-    cand = load_run(args.candidate)
-    reference = getattr(args, "reference", None)
-    if reference is not None:
-        from ..report.history import reference_for  # a directory of runs: its latest earlier run
-
-        reference = reference_for(reference, cand.path.parent, cand.meta)
-    ref = load_run(reference) if reference is not None else None
-    spec = gather_checks(args, cand)
-    if ref is not None:
-        if cand.meta is None or ref.meta is None:
-            missing = cand.path if cand.meta is None else ref.path
-            warn(f"no meta.json beside {missing}; cannot verify the runs are comparable")
-        else:
-            for path, meta in ((cand.path, cand.meta), (ref.path, ref.meta)):
-                if meta.comparability is None:
-                    warn(f"{path.parent / 'meta.json'} has no readable comparability; "
-                         "cannot verify the runs are comparable")
-            problems = comparability_problems(cand.meta, ref.meta)
-            if problems:
-                raise GateError("candidate and reference are not comparable: " + "; ".join(problems))
-    ref_cells = ref.cells if ref is not None else None
-    verdicts = [v for check in spec.checks for v in evaluate(check, cand.cells, ref_cells)]
-    return verdicts, cand, ref
-
-
 def run_cli(args: argparse.Namespace) -> int:
     """Entry point of ``specbench gate``: returns 0 pass, 1 regression, 2 unusable input."""
     targets = summary_targets(getattr(args, "summary", None))
     try:
-        verdicts, cand, ref = judge_runs(args)
+        outcome = gate_runs(GateInputs(args.candidate, args.reference, args.suite, args.min, args.max, args.max_drop), warn)
+        verdicts, cand, ref = outcome.verdicts, outcome.candidate, outcome.reference
         markdown = render_markdown(verdicts, str(cand.path), str(ref.path) if ref else None)
         print(markdown, end="")
         append_summary(targets, markdown)

@@ -38,7 +38,7 @@ def run_cli(args: argparse.Namespace) -> int:
             work = run_suite(suite, out, resume=bool(args.resume), progress=progress, render=markdown,
                              restart_on_failure=args.restart_on_failure, grace_s=args.grace, overwrite=args.overwrite)
         outcome = run_loop(work)
-    print_outcome(outcome, markdown(outcome.rows), out)
+    print_outcome(outcome, out)
     return outcome.exit_code
 
 

@@ -1,7 +1,8 @@
 """`specbench gate`: turn a results run into a CI verdict (0 pass, 1 regression, 2 unusable input).
 
 ``suite/gate.py`` parses thresholds (a suite's ``gate:`` and ``--threshold`` alike), ``judge`` (pure) turns one check and the cells of two runs into
-``Verdict`` rows, ``render`` prints them, the command (``cli/gate.py``) reads runs and suites and writes the step summary.
+``Verdict`` rows, ``render`` prints them; ``report/gate_run.py`` reads the runs and the suite (through
+the report's loader) and judges, the command writes the step summary.
 See docs/gate.md for the threshold syntax and the noise rule.
 """
 

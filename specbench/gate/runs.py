@@ -22,7 +22,7 @@ RUN_METRICS: tuple[tuple[str, str], ...] = (
     ("output_throughput_tps", "Output tok/s"),
 )
 
-Verdict = str  # "better" | "worse" | "within noise" | "not measured" | "not comparable"
+ChangeVerdict = str  # "better" | "worse" | "within noise" | "not measured" | "not comparable"
 BASELINE_ITSELF = "the baseline: 1.0 by definition"
 
 
@@ -46,7 +46,7 @@ class MetricChange:
     metric: str
     old: Measure | None
     new: Measure | None
-    verdict: Verdict
+    verdict: ChangeVerdict
     why: str = ""
 
     @property
@@ -94,7 +94,7 @@ def run_cell(row: ResultRow) -> RunCell:
     return RunCell(cell.config, cell.dataset, cell.concurrency, cell.request_rate)
 
 
-def change_verdict(old: Measure, new: Measure, metric: str, tolerance: float = 0.0) -> Verdict:
+def change_verdict(old: Measure, new: Measure, metric: str, tolerance: float = 0.0) -> ChangeVerdict:
     """The gate's noise rule (``gate.judge_drop``, allowed drop ``tolerance``), applied both ways.
 
     Worse: the gate would fail ``new`` against ``old`` (the point moved the wrong way by more than

@@ -45,7 +45,7 @@ def megabytes(n: int) -> str:
 
 
 @dataclass(frozen=True)
-class Plan:
+class DrafterPlan:
     """A drafter before it is written: its config.json and its tensors."""
 
     method: str
@@ -88,7 +88,7 @@ def _common(t: dict[str, Any], d: Dims, layers: int) -> dict[str, Any]:
             "attention_bias": False, "tie_word_embeddings": False, "torch_dtype": "bfloat16"}
 
 
-def dspark_plan(t: dict[str, Any], d: Dims, layers: int = 2, block_size: int = 7, markov_rank: int = 64) -> Plan:
+def dspark_plan(t: dict[str, Any], d: Dims, layers: int = 2, block_size: int = 7, markov_rank: int = 64) -> DrafterPlan:
     """DSpark's layout: Qwen3 decoder layers, ``fc`` over three target layers' hidden states, a low-rank Markov head."""
     target_layers = [1, d.layers // 2, d.layers - 2]
     config = {"architectures": ["Qwen3DSparkModel"], "model_type": "qwen3", **_common(t, d, layers),
@@ -103,10 +103,10 @@ def dspark_plan(t: dict[str, Any], d: Dims, layers: int = 2, block_size: int = 7
                 *_ones("hidden_norm.weight", "norm.weight", n=d.hidden),
                 TensorSpec("markov_head.markov_w1.weight", (d.vocab, markov_rank)),
                 TensorSpec("markov_head.markov_w2.weight", (d.vocab, markov_rank))]
-    return Plan("dspark", config, tensors, f"target layers {target_layers}, block_size {block_size}, markov_rank {markov_rank}")
+    return DrafterPlan("dspark", config, tensors, f"target layers {target_layers}, block_size {block_size}, markov_rank {markov_rank}")
 
 
-def eagle3_plan(t: dict[str, Any], d: Dims, arch: str = "llama") -> Plan:
+def eagle3_plan(t: dict[str, Any], d: Dims, arch: str = "llama") -> DrafterPlan:
     """EAGLE-3's layout: one ``midlayer`` over [embedding, hidden], ``fc`` over three target layers' hidden states."""
     aux = [2, d.layers // 2, d.layers - 3]
     qwen = arch == "qwen3"
@@ -118,10 +118,10 @@ def eagle3_plan(t: dict[str, Any], d: Dims, arch: str = "llama") -> Plan:
                      n=d.hidden)
     tensors += [TensorSpec("fc.weight", (d.hidden, 3 * d.hidden)), *_ones("norm.weight", n=d.hidden),
                 TensorSpec("lm_head.weight", (d.vocab, d.hidden))]
-    return Plan("eagle3", config, tensors, f"aux hidden state layers {aux}, {config['architectures'][0]}")
+    return DrafterPlan("eagle3", config, tensors, f"aux hidden state layers {aux}, {config['architectures'][0]}")
 
 
-def draft_model_plan(t: dict[str, Any], d: Dims, layers: int = 2, where: Path = Path("config.json"), weights: bool = True) -> Plan:
+def draft_model_plan(t: dict[str, Any], d: Dims, layers: int = 2, where: Path = Path("config.json"), weights: bool = True) -> DrafterPlan:
     """The target's own architecture with ``layers`` decoder layers (same vocabulary: vLLM's one check)."""
     if weights and d.model_type not in DRAFT_FAMILIES:
         raise SpecbenchError(f"{where}: model_type {d.model_type!r}: draft_model weights are written for "
@@ -142,11 +142,11 @@ def draft_model_plan(t: dict[str, Any], d: Dims, layers: int = 2, where: Path = 
     tensors += _ones("model.norm.weight", n=d.hidden)
     if not t.get("tie_word_embeddings"):
         tensors.append(TensorSpec("lm_head.weight", (d.vocab, d.hidden)))
-    return Plan("draft_model", config, tensors, f"{d.model_type} with {layers} of the target's {d.layers} layers")
+    return DrafterPlan("draft_model", config, tensors, f"{d.model_type} with {layers} of the target's {d.layers} layers")
 
 
 def plan_for(method: str, target: dict[str, Any], where: Path, *, layers: int | None = None, block_size: int = 7,
-             markov_rank: int = 64, eagle3_arch: str = "llama", weights: bool = True) -> Plan:
+             markov_rank: int = 64, eagle3_arch: str = "llama", weights: bool = True) -> DrafterPlan:
     """The drafter ``method`` for the target config ``target`` (read from ``where``)."""
     if method not in METHODS:
         raise SpecbenchError(f"setup drafter: --method {method!r}: expected one of {', '.join(METHODS)}")

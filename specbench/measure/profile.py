@@ -19,7 +19,7 @@ import numpy as np
 
 from ..datasets import REGISTRY
 from ..schemas.cell import baseline_name, load_of
-from ..schemas.meta import RunMeta, Server
+from ..schemas.meta import RunMeta, ServerMeta
 from ..schemas.row import ResultRow
 
 FORMAT = "specbench-profile/1"
@@ -118,7 +118,7 @@ def provenance(meta: RunMeta | None, row: ResultRow, source: str) -> dict[str, A
     have = meta or RunMeta()
     raw = have.raw
     config = raw.config(row.run)
-    server = (have.servers or {}).get(row.run) or Server()
+    server = (have.servers or {}).get(row.run) or ServerMeta()
     spec: dict[str, Any] = config["speculative"] if isinstance(config.get("speculative"), dict) else {}
     entries = [d if isinstance(d, dict) else {"name": d} for d in raw.datasets or []]
     entry = next((d for d in entries if d.get("name") == row.dataset), None)

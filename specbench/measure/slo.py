@@ -23,7 +23,6 @@ from ..suite.objectives import Slo
 from .latency import tpot
 
 PROBE_PHASE = "slo_probe"
-PROBES_FILE = "slo_probes.jsonl"
 _MISS = 1e300  # a failed request's value: above any bound, finite so percentiles interpolate
 
 

@@ -23,6 +23,7 @@ from ..gate import GateError
 from ..schemas.cell import Cell, Load, LoadPoint, load_of
 from ..schemas.meta import Comparability, GitState, RunMeta, SuiteFile
 from ..schemas.row import ResultRow
+from ..schemas.run_files import META, RESULTS
 from ..util.diskio import write_output
 from .load import load_run, read_meta, refusal
 
@@ -101,7 +102,7 @@ def show_time(t: dt.datetime | None) -> str:
 
 
 def is_run_dir(path: Path) -> bool:
-    return (path / "results.json").is_file() or (path / "meta.json").is_file()
+    return (path / RESULTS).is_file() or (path / META).is_file()
 
 
 def find_run_dirs(root: Path) -> list[Path]:
@@ -110,7 +111,7 @@ def find_run_dirs(root: Path) -> list[Path]:
         return [root]
     found = []
     for here, dirs, files in os.walk(root):
-        if "results.json" in files or "meta.json" in files:
+        if RESULTS in files or META in files:
             found.append(Path(here))
             dirs[:] = []
         else:
@@ -129,16 +130,16 @@ def _read_meta(path: Path) -> RunMeta:
 def read_entry(path: Path) -> RunEntry:
     """Read one run directory; damage makes it an ``unreadable`` entry, not an error for the others."""
     try:
-        if (path / "results.json").is_file():
+        if (path / RESULTS).is_file():
             run = load_run(path, quiet=True)
             if run.problems:  # a repaired value would make a damaged run look complete
                 raise ResultsError(refusal(run.problems))
             meta, records = run.meta, run.rows
             for i, r in enumerate(records):
                 if not (isinstance(r.run, str) and isinstance(r.dataset, str)):
-                    raise ResultsError(f"{path / 'results.json'}: record {i} has no string 'run' and 'dataset'")
+                    raise ResultsError(f"{path / RESULTS}: record {i} has no string 'run' and 'dataset'")
         else:
-            meta, records = _read_meta(path / "meta.json"), None
+            meta, records = _read_meta(path / META), None
         status, reason = classify(meta, records)
     except SpecbenchError as err:
         return RunEntry(path, None, None, "unreadable", str(err))
@@ -320,7 +321,7 @@ def run_line(run: RunEntry) -> str:
     if not p["suite_sha256"] and not p["git_commit"] and run.meta:
         parts.append("suite file hash and git commit not recorded (run made before they were)")
     if not run.meta:
-        parts.append("no meta.json")
+        parts.append(f"no {META}")
     return " · ".join(parts)
 
 

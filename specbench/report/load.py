@@ -22,6 +22,7 @@ from ..schemas.meta import RunMeta
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
 from ..schemas.row_read import read_row, refusal, show
+from ..schemas.run_files import META, REQUESTS, REQUESTS_GZ, RESULTS
 from ..util.jsonio import read_json
 from ..util.numbers import is_number
 
@@ -72,15 +73,15 @@ def load_run(path: str | Path, *, quiet: bool = False, strict: bool = False) -> 
     """
     path = Path(path)
     if path.is_dir():
-        results = path / "results.json"
+        results = path / RESULTS
         if not results.exists():
-            raise ResultsError(f"{path}: no results.json in this directory")
+            raise ResultsError(f"{path}: no {RESULTS} in this directory")
     else:
         results = path
     rows, problems = clean_records(read_json(results), results)
     if strict and problems:
         raise ResultsError(refusal(problems))
-    meta_path = results.parent / "meta.json"
+    meta_path = results.parent / META
     meta = None
     if meta_path.exists():
         meta, meta_problems = read_meta(meta_path)
@@ -137,9 +138,9 @@ def read_requests(run_dir: Path, *, quiet: bool = False) -> list[RequestRecord] 
     """``requests.jsonl`` of a run directory, or the ``requests.jsonl.gz`` of one archived compressed
     (None when there is neither). A line cut by a crash ends the file (as the run's own reader does);
     a line that is JSON but not a request is skipped and said. Lines end at ``\n`` only, as JSONL's do."""
-    path = run_dir / "requests.jsonl"
-    if not path.exists() and (run_dir / "requests.jsonl.gz").exists():
-        path = run_dir / "requests.jsonl.gz"
+    path = run_dir / REQUESTS
+    if not path.exists() and (run_dir / REQUESTS_GZ).exists():
+        path = run_dir / REQUESTS_GZ
     if not path.exists():
         return None
     out: list[RequestRecord] = []

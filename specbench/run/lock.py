@@ -14,8 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import RunDirError
-
-LOCK = ".specbench.lock"
+from ..schemas.run_files import LOCK
 
 
 class RunLock:

@@ -6,7 +6,10 @@
 - ``meta.json``       suite, comparability fingerprint, prompt hashes, servers (engine, version, argv), timings
 - ``launched.json``   servers started and not yet stopped (pid + start time): what a killed run left
 - ``*.quarantine.jsonl``  lines of the raw files that could not be read, set aside by ``--resume``
+- ``slo_probes.jsonl``  the capacity search's probe requests; ``schedule.json`` a tune run's choice
 - ``.specbench.lock``  held by the run using the directory (``lock.py``), gone when it ends
+
+The names are spelled in ``schemas/run_files.py`` only (``RUN_FILES``: what ``--overwrite`` removes).
 
 Every write goes through ``specbench.util.diskio``: a failed write (disk full) is one line naming the
 file and leaves what was there before whole.
@@ -23,20 +26,15 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ResultsError, RunDirError
-from ..measure.slo import PROBES_FILE
 from ..schemas.cell import Cell
 from ..schemas.meta import RunMeta
 from ..schemas.phase import PhaseInfo
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
+from ..schemas.run_files import LAUNCHED, LOGS, META, PHASES, QUARANTINE, REQUESTS, RESULTS, RESULTS_MD, RUN_FILES, SLO_PROBES
 from ..util.diskio import append_text, write_atomic, writing
 from ..util.jsonio import dumps, write_json
 from ..util.numbers import is_number
-
-REQUESTS, PHASES, META, LAUNCHED = "requests.jsonl", "phases.jsonl", "meta.json", "launched.json"
-QUARANTINE = {REQUESTS: "requests.quarantine.jsonl", PHASES: "phases.quarantine.jsonl"}
-#: every file a run writes (``--overwrite`` removes exactly these, and logs/)
-RUN_FILES = (META, REQUESTS, PHASES, "results.json", "results.md", LAUNCHED, *QUARANTINE.values())
 
 _NUMBER = (int, float)
 #: per raw file: key → (allowed types, required); a line failing these would break grouping or metrics
@@ -159,7 +157,7 @@ class LaunchedServers:
 
     def __init__(self, path: Path) -> None:
         self.file = Path(path) / LAUNCHED
-        self.logs = Path(path) / "logs"
+        self.logs = Path(path) / LOGS
 
     def launched(self) -> dict[str, dict[str, Any]]:
         try:
@@ -254,7 +252,7 @@ class RunDir(LaunchedServers):
 
     def append_probes(self, records: list[RequestRecord], rate: float) -> None:
         """One SLO search probe's requests, each with the rate it was sent at."""
-        _append_lines(self.path / PROBES_FILE, [json.dumps({**r.to_dict(), "probe_rate": rate}) + "\n" for r in records])
+        _append_lines(self.path / SLO_PROBES, [json.dumps({**r.to_dict(), "probe_rate": rate}) + "\n" for r in records])
 
     def load_phases(self) -> list[PhaseInfo]:
         return [PhaseInfo.from_dict(d) for _, d in scan_lines(self.path / PHASES, PHASES)[0]]
@@ -299,6 +297,11 @@ class RunDir(LaunchedServers):
     def write_meta(self, meta: RunMeta) -> None:
         meta.save(self.path / META)
 
+    def results_markdown(self) -> str | None:
+        """results.md as written (None: none was), for the terminal to print the same text."""
+        path = self.path / RESULTS_MD
+        return path.read_text() if path.exists() else None
+
     def write_results(self, rows: list[ResultRow], markdown: str) -> None:
-        write_json(self.path / "results.json", [r.to_dict() for r in rows])
-        write_atomic(self.path / "results.md", markdown + "\n")
+        write_json(self.path / RESULTS, [r.to_dict() for r in rows])
+        write_atomic(self.path / RESULTS_MD, markdown + "\n")

@@ -14,12 +14,14 @@ from .. import __version__
 from ..errors import SuiteError
 from ..grade import grade_phase
 from ..launch.process import stop_leftover
+from ..measure.best_k import tune_analysis
 from ..measure.slo import attach_capacity
 from ..schemas.cell import Cell
 from ..schemas.meta import RunMeta, Timing
 from ..schemas.phase import PhaseInfo
 from ..schemas.request import Prompt, RequestRecord
 from ..schemas.row import ResultRow
+from ..schemas.run_files import META
 from ..suite import Suite
 from .lock import RunLock
 from .preflight import now
@@ -81,7 +83,7 @@ def new_meta(suite: Suite, prompts: dict[str, list[Prompt]]) -> RunMeta:
         "host": {"platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count()},
         "servers": {},
         "failed_configs": {},
-    }, f"{suite.path}: meta.json")
+    }, f"{suite.path}: {META}")
 
 
 def stop_leftovers(run: RunDir, progress: Progress) -> list[dict[str, Any]]:
@@ -130,15 +132,13 @@ class RunSession(ServerStarts):
     writes results.md beside every results.json."""
 
     def __init__(self, suite: Suite, out: Path, *, render: Render, resume: bool = False, overwrite: bool = False,
-                 progress: Progress | None = None, extra_meta: dict[str, Any] | None = None,
-                 on_finish: Callable[[list[ResultRow], list[RequestRecord], RunMeta], None] | None = None) -> None:
+                 progress: Progress | None = None, extra_meta: dict[str, Any] | None = None) -> None:
         if resume and overwrite:
             raise SuiteError("--resume and --overwrite exclude each other")
         self.suite, self.dir, self.render = suite, RunDir(out), render
         self.resume, self.overwrite = resume, overwrite
         self.progress = progress or (lambda *a, **k: None)
         self.extra_meta = extra_meta or {}
-        self.on_finish = on_finish  # an analysis of the final rows that belongs in meta.json (tune's choice of K)
         self.stopped_leftovers: list[dict[str, Any]] = []
         self.meta = RunMeta()  # until ``begin``: the new run's, or the resumed run's from disk
         self.path, self.logs = self.dir.path, self.dir.logs
@@ -232,8 +232,8 @@ class RunSession(ServerStarts):
         requests = self.dir.load_requests()
         rows = build_rows(self.suite, self.dir.load_phases(), requests, self.dir.path)
         attach_capacity(rows, self.meta.slo_search, self.suite.baseline.name if self.suite.baseline else None)
-        if final and self.on_finish is not None:
-            self.on_finish(rows, requests, self.meta)
+        if final and self.meta.tune is not None:  # a tune run: its choice of K, made once, as the run is written
+            self.meta.tune["result"] = tune_analysis(rows, requests, self.meta).to_dict()
         self.meta.updated_at = now()
         self.meta.notes = run_notes(self.suite, self.meta.chunk_clock) + (self.meta.run_dir_notes or []) + self.meta.failed_notes()
         self.save_meta()

@@ -1,18 +1,24 @@
 """`specbench tune`'s suite: every speculative config family (configs that differ only in K)
-expanded over the K values, one server per K, with the baseline, into one run directory;
-``measure.best_k`` reads it back."""
+expanded over the K values, one server per K, with the baseline, into one run directory; the run
+session chooses K (``measure.best_k``) as it writes the run, and ``write_schedule`` turns that choice
+into schedule.json. ``verify_suite`` is ``tune --verify``'s suite: the baseline and each schedule."""
 
 from __future__ import annotations
 
 import json
 import re
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from ..errors import SuiteError
 from ..launch import load_engine
 from ..measure.best_k import K_KEYS
-from ..suite import ServerConfig, Suite
+from ..measure.tune_result import Schedule, TuneResult
+from ..schemas.meta import RunMeta
+from ..schemas.run_files import META, SCHEDULE
+from ..suite import ServerConfig, Suite, load_suite
+from ..util.jsonio import write_json
 from .explain import derived_suite, raw_config, spec_configs
 
 
@@ -70,3 +76,54 @@ def expand_tune(suite: Suite, ks: Sequence[int], only: Sequence[str] | None = No
             configs.append(raw)
             plan["configs"][raw["name"]] = {"family": fam, "k": k}
     return derived_suite(suite, "tune", configs), plan
+
+
+def write_schedule(out: Path, suite: Suite, meta: RunMeta) -> Path | None:
+    """schedule.json from the K chosen when the run was written (None: no choice was made)."""
+    stored = (meta.tune or {}).get("result")
+    if stored is None:
+        return None
+    result = TuneResult.from_dict(stored, f"{out / META}: tune.result")
+    path = out / SCHEDULE
+    write_json(path, {"suite": str(suite.path), "run": str(out), "method": result.method,
+                      "schedules": [s.to_dict() for s in result.schedules], "verify": f"specbench tune --verify {path}"})
+    return path
+
+
+def read_schedule(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise SuiteError(f"{path}: schedule file not found") from None
+    except json.JSONDecodeError as err:
+        raise SuiteError(f"{path}:{err.lineno}: not valid JSON: {err.msg}") from None
+
+
+def verify_suite(schedule: dict[str, Any], where: str) -> Suite:
+    """Baseline + one config per family serving its schedule, from the suite the schedule was tuned on."""
+    if not isinstance(schedule, dict) or not isinstance(schedule.get("schedules"), list) or "suite" not in schedule:
+        raise SuiteError(f"{where}: not a schedule written by specbench tune (needs 'suite' and 'schedules')")
+    schedules = [Schedule.from_dict(s, f"{where}: schedules[{i}]") for i, s in enumerate(schedule["schedules"])]
+    suite = load_suite(schedule["suite"])
+    configs = [raw_config(suite, suite.baseline)] if suite.baseline else []
+    if not configs:
+        raise SuiteError(f"{schedule['suite']}: no baseline config to verify the schedule against")
+    by_family = families([c for c in suite.configs if c is not suite.baseline and c.method and c.launched])
+    for s in schedules:
+        spec = s.speculative_config
+        if not spec:
+            continue
+        members = by_family.get(s.family)
+        if not members:
+            raise SuiteError(f"{where}: family {s.family!r} no longer matches a config of {schedule['suite']}")
+        raw = raw_config(suite, members[0])
+        raw["name"] = f"{s.family}_schedule"
+        raw["num_speculative_tokens"] = spec["num_speculative_tokens"]
+        raw.pop("port", None)
+        raw["speculative"] = {**{k: v for k, v in (raw.get("speculative") or {}).items() if k not in K_KEYS},
+                              "num_speculative_tokens_per_batch_size": spec["num_speculative_tokens_per_batch_size"]}
+        configs.append(raw)
+    if len(configs) == 1:
+        raise SuiteError(f"{where}: no schedule with an engine flag to verify (speculation off everywhere, or an "
+                         "engine without a per-batch-size K)")
+    return derived_suite(suite, "schedule", configs)

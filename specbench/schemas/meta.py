@@ -106,7 +106,7 @@ class Host(Record):
 
 
 @dataclass
-class Server(Record):
+class ServerMeta(Record):
     """One config's server as the run saw it ready (``run.servers``): a URL, or a launched process."""
 
     engine: str | None = None
@@ -123,7 +123,7 @@ class Server(Record):
 
 
 @dataclass
-class RunEntry(Record):
+class RunStart(Record):
     """One ``specbench run`` into the directory (a fresh start, then each ``--resume``)."""
 
     started_at: str | None = None
@@ -161,9 +161,9 @@ class RunMeta(Record):
     dummy_weight_configs: list[str] | None = None
     started_at: str | None = None
     host: Host | None = None
-    servers: dict[str, Server] | None = None
+    servers: dict[str, ServerMeta] | None = None
     failed_configs: dict[str, str] | None = None
-    runs: list[RunEntry] | None = None
+    runs: list[RunStart] | None = None
     superseded_phases: list[dict[str, Any]] | None = None
     run_dir_notes: list[str] | None = None
     restarts: dict[str, int] | None = None
@@ -179,7 +179,7 @@ class RunMeta(Record):
     timing: Timing | None = None
     merged_from: list[str] | None = None
     server_launches: dict[str, int] | None = None  # launches per config so far: the next start's index
-    server_starts: dict[str, list[Server]] | None = None  # every ready start per config (``servers``: the latest)
+    server_starts: dict[str, list[ServerMeta]] | None = None  # every ready start per config (``servers``: the latest)
 
     @classmethod
     def load(cls, path: Path, problems: list[str] | None = None) -> RunMeta:
@@ -202,7 +202,7 @@ class RunMeta(Record):
     # ---- what a run records, in the order it happens (``run.session``) ----
     def start_run(self, started_at: str, *, resume: bool, overwrite: bool, stopped_leftovers: list[dict[str, Any]]) -> None:
         """One more entry in ``runs`` (the servers it stopped, where an earlier, killed run left them)."""
-        self.grown("runs", []).append(RunEntry.from_dict({
+        self.grown("runs", []).append(RunStart.from_dict({
             "started_at": started_at, "resume": resume, "overwrite": overwrite,
             **({"stopped_leftovers": stopped_leftovers} if stopped_leftovers else {})}, "runs"))
 
@@ -214,7 +214,7 @@ class RunMeta(Record):
             self.grown("run_dir_notes", []).append(note)
 
     def server_ready(self, name: str, info: dict[str, Any]) -> None:
-        server = Server.from_dict(info, f"server of config {name}")
+        server = ServerMeta.from_dict(info, f"server of config {name}")
         self.grown("servers", {})[name] = server
         if server.start is not None:
             self.grown("server_starts", {}).setdefault(name, []).append(server)

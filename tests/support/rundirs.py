@@ -23,3 +23,16 @@ def cell(rows: list[dict], run: str, concurrency: int | None = None) -> dict:
     found = [r for r in rows if r["run"] == run and (concurrency is None or r.get("concurrency") == concurrency)]
     assert len(found) == 1, (run, concurrency, [(r["run"], r.get("concurrency")) for r in rows])
     return found[0]
+
+
+def count_lines(path: Path) -> int:
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+def meta_pids(out: Path) -> dict[str, int]:
+    """The launched servers' pids as meta.json holds them so far ({} while it is unreadable)."""
+    try:
+        meta = json.loads((out / "meta.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return {name: s["pid"] for name, s in meta.get("servers", {}).items() if s.get("pid")}

@@ -8,14 +8,14 @@ token counts cycle through ``pattern`` (one chunk = one engine step), ``gap_s`` 
 Faults for reliability tests: ``fault`` = http500 | http429 | http400 (vLLM's missing chat template) |
 http401echo | malformed | stall | drop, applied to requests whose number (1-based) is in ``fault_on``
 (``--fault-on all``: every one); ``die_after`` exits the process after that many requests.
-Hostile-server knobs (tests/faults/test_trust_server.py): ``final_usage`` / ``final_extra``
+Hostile-server knobs (tests/faults/test_hostile_server.py): ``final_usage`` / ``final_extra``
 merged into the final usage chunk, ``merge_every`` two engine steps in one chunk, ``phantom_tokens``
 tokens counted in ``vllm:generation_tokens_total`` but never streamed, ``chunk_usage`` overriding the cumulative count of chosen content
 chunks, ``counters`` replacing counter values in ``/metrics`` by raw text (``NaN``), ``models_body``
 / ``version_body`` raw probe answers, ``empty_data`` an empty ``data:`` line before the first chunk,
 ``gzip`` a gzip-encoded stream whatever the client asked, ``api_key`` required on every path (a
 401 echoes the request's headers), ``metrics_format: sglang`` SGLang's counters instead of vLLM's.
-Bounds (tests/faults/test_trust_server.py): ``long_line`` pads the first content chunk's text with
+Bounds (tests/faults/test_hostile_server.py): ``long_line`` pads the first content chunk's text with
 that many characters (one ``data:`` line longer than that), ``bulk`` streams that many bytes of 64 KiB
 content lines before the usual end, fault ``http500long`` answers 500 with a 64 MiB body
 (``hung_up`` counts the bodies a client left before their end, ``sent_whole`` those it read to the end).

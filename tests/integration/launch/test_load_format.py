@@ -3,7 +3,6 @@ table, meta.json's ``weights``, each row's ``weights``, and Same output / accura
 a number. Scripted servers stand in for the engines."""
 
 import json
-import uuid
 from pathlib import Path
 
 import pytest
@@ -12,8 +11,6 @@ from specbench.cli import main
 from specbench.measure.quality import mark_dummy_weights
 from specbench.schemas.row import ResultRow
 from specbench.suite import load_suite, parse_suite
-from tests.support.launchers import write_fault_launchers
-from tests.support.processes import reap
 from tests.support.runs import run_suite
 from tests.support.suites import write_suite
 
@@ -72,15 +69,7 @@ async def test_mixed_run_names_the_dummy_configs(tmp_path, prompts_file, scripte
     assert "dummy weights (ngram_k3:" in md and "ignore_eos" not in md.split("dummy weights", 1)[1].split("\n")[0]
 
 
-@pytest.fixture
-def fake_launchers(launchers):
-    marker = f"DUMMY_{uuid.uuid4().hex}"
-    write_fault_launchers(launchers, marker)
-    yield launchers
-    reap(marker)
-
-
-async def test_launched_server_gets_the_engine_flag(tmp_path, prompts_file, fake_launchers):
+async def test_launched_server_gets_the_engine_flag(tmp_path, prompts_file, launchers, fake_engines):
     suite = write_suite(tmp_path, [{"name": "baseline"}], name="launched", prompts=prompts_file, requests=2, load=LOAD,
                         engine="fake", server={"load_format": "dummy", "startup_timeout_s": 30})
     assert (await run_suite(load_suite(suite), tmp_path / "out")).exit_code == 0
@@ -90,13 +79,13 @@ async def test_launched_server_gets_the_engine_flag(tmp_path, prompts_file, fake
     assert meta["comparability"]["load_format"] == "dummy" and meta["weights"] == "dummy"
 
 
-def test_engine_without_the_flag_refuses_before_any_server_starts(tmp_path, prompts_file, fake_launchers, capsys):
-    (fake_launchers / "plain.yaml").write_text((fake_launchers / "fake.yaml").read_text() + "load_format_flag: null\n")
+def test_engine_without_the_flag_refuses_before_any_server_starts(tmp_path, prompts_file, launchers, fake_engines, capsys):
+    (launchers / "plain.yaml").write_text((launchers / "fake.yaml").read_text() + "load_format_flag: null\n")
     suite = write_suite(tmp_path, [{"name": "baseline"}], name="plain", prompts=prompts_file, requests=2, load=LOAD,
                         engine="plain", server={"load_format": "dummy"})
     assert main(["run", str(suite), "-o", str(tmp_path / "out"), "--quiet"]) == 2
     err = capsys.readouterr().err.strip()
-    assert "\n" not in err and "load_format 'dummy'" in err and f"{fake_launchers / 'plain.yaml'} has no load_format_flag" in err
+    assert "\n" not in err and "load_format 'dummy'" in err and f"{launchers / 'plain.yaml'} has no load_format_flag" in err
     assert not (tmp_path / "out" / "logs" / "baseline.log").exists()
 
 

@@ -6,23 +6,12 @@ import asyncio
 import hashlib
 import json
 import re
-import sys
 
 import pytest
 import yaml
 
 from specbench.cli import main
 from specbench.measure.profile import FORMAT
-from tests.support.launchers import write_launcher
-from tests.support.paths import PACKAGE_ENV, SUPPORT
-
-
-@pytest.fixture
-def fake_engine(launchers):
-    write_launcher(launchers, "fake", extends="vllm", python=sys.executable, env=PACKAGE_ENV,
-                   command=["{python}", str(SUPPORT / "fake_engine.py")],
-                   args=["--port", "{port}", "--host", "{host}", "--served-model-name", "{model}"],
-                   speculative={"synthetic_acceptance": True})
 
 
 async def test_whatif_profile_replays_each_data_set_at_its_own_rates(tmp_path, fake_engine, capsys):

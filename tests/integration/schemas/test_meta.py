@@ -13,17 +13,14 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
 from specbench.cli import main
 from specbench.suite import load_suite
-from tests.support.launchers import write_launcher
-from tests.support.paths import PACKAGE_ENV, ROOT, SUPPORT
+from tests.support.paths import ROOT
 from tests.support.runs import run_suite
 from tests.support.suites import write_fault_suite
 
@@ -66,15 +63,6 @@ async def test_a_fresh_run_with_a_failed_config_and_its_resume_keep_the_key_layo
         f.write('{"torn": \n')  # a line a crash cut: quarantined, and said in run_dir_notes
     await run_suite(load_suite(suite), out, resume=True)
     check_keys(out, "resumed")
-
-
-@pytest.fixture
-def fake_engine(launchers):
-    """Launcher 'fake': tests/support/fake_engine.py as vLLM (synthetic acceptance declared)."""
-    write_launcher(launchers, "fake", extends="vllm", python=sys.executable, env=PACKAGE_ENV,
-                   command=["{python}", str(SUPPORT / "fake_engine.py")],
-                   args=["--port", "{port}", "--host", "{host}", "--served-model-name", "{model}"],
-                   speculative={"synthetic_acceptance": True})
 
 
 async def test_a_tune_run_keeps_the_key_layout(tmp_path, fake_engine):

@@ -23,8 +23,6 @@ from specbench.schemas.meta import RunMeta
 from specbench.schemas.row import ResultRow
 from specbench.schemas.row_read import rows_from
 from specbench.suite import parse_suite
-from tests.support.launchers import write_launcher
-from tests.support.paths import PACKAGE_ENV, SUPPORT
 
 OK = lambda engine, python: None  # noqa: E731  (an engine that has synthetic acceptance)
 
@@ -231,15 +229,6 @@ def test_engine_flag_is_vllms_per_batch_size_schedule():
 
 
 # ------------------------------------------------------------------------------ end to end on the fake engine
-
-@pytest.fixture
-def fake_engine(launchers):
-    """Launcher 'fake' (vLLM adapter, synthetic acceptance declared): tests/support/fake_engine.py, 10 ms steps +
-    4.5 ms per draft token per request in flight, the real drafter accepting min(K, 2) tokens per step."""
-    write_launcher(launchers, "fake", extends="vllm", python=sys.executable, env=PACKAGE_ENV,
-                   command=["{python}", str(SUPPORT / "fake_engine.py")],
-                   args=["--port", "{port}", "--host", "{host}", "--served-model-name", "{model}"],
-                   speculative={"synthetic_acceptance": True})
 
 
 async def test_whatif_end_to_end_finds_the_break_even_per_load(tmp_path, fake_engine):

@@ -14,7 +14,7 @@ from specbench.errors import ResultsError
 from specbench.measure.best_k import tune_analysis
 from specbench.measure.tune_result import Schedule, TuneResult
 from specbench.report.load import read_requests
-from specbench.schemas.meta import RunMeta, Server
+from specbench.schemas.meta import RunMeta, ServerMeta
 from specbench.schemas.row_read import rows_from
 from specbench.util.jsonio import dumps
 from specbench.util.numbers import finite, is_number
@@ -48,7 +48,7 @@ def test_attribute_reads_of_a_committed_run():
     meta = RunMeta.load(TUNE_RUN / "meta.json")
     assert meta.suite is not None and meta.suite.raw is not None and meta.suite_name == meta.raw.name
     assert meta.runs and meta.runs[0].resume is False
-    assert meta.servers and all(isinstance(s, Server) for s in meta.servers.values())
+    assert meta.servers and all(isinstance(s, ServerMeta) for s in meta.servers.values())
     assert meta.comparability is not None and isinstance(meta.comparability.max_tokens, int)
     assert meta.timing is not None and meta.timing.total_s is not None and meta.tune is not None
 

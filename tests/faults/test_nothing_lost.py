@@ -1,9 +1,9 @@
-"""Issue #7 "Nothing lost": faults never cost what was already measured.
+"""Nothing lost: faults never cost what was already measured.
 
 Request failures are counted per cell with reasons; a dead server fails its config (with the log
 tail), is reaped with its whole process group, and the run goes on; ``--resume`` measures only
-what is missing and refuses an incompatible suite; SIGINT/SIGTERM write what was measured, tear
-down every launched process group and exit 130; an API key never reaches the run directory.
+what is missing and refuses an incompatible suite; an API key never reaches the run directory.
+(SIGINT/SIGTERM, which write what was measured and tear every server down: test_signals.py.)
 
 Launched servers are the scripted server run as a fake engine: a launcher directory made at test
 time (``SPECBENCH_LAUNCHERS``) holds a copy of ``vllm.yaml`` plus engines that extend it. Every
@@ -19,9 +19,7 @@ import os
 import shutil
 import signal
 import socket
-import sys
 import threading
-import time
 import uuid
 from pathlib import Path
 
@@ -32,13 +30,12 @@ from aiohttp import web
 from specbench.cli import main
 from specbench.errors import SuiteError
 from specbench.launch.process import group_members
-from specbench.run import SequentialRun
 from specbench.suite import load_suite
 from tests.support.launchers import write_fault_launchers
 from tests.support.md_tables import tables_of
-from tests.support.processes import alive, marked_processes, reap, spawn_cli, state, wait_for
-from tests.support.rundirs import cell, check_run_dir
-from tests.support.runs import RunSession, run_parallel, run_suite
+from tests.support.processes import alive, marked_processes, reap, state
+from tests.support.rundirs import cell, check_run_dir, count_lines, meta_pids
+from tests.support.runs import run_parallel, run_suite
 from tests.support.scripted_server import Script, ScriptedServer, serve_app
 from tests.support.suites import write_fault_suite, write_prompts
 
@@ -52,8 +49,6 @@ async def serve(port: int = 0, **script) -> tuple[ScriptedServer, web.AppRunner,
     server = ScriptedServer(Script(**script))
     runner, url = await serve_app(server.app, port=port, shutdown_timeout=0.2)
     return server, runner, url
-
-
 
 
 def closed_port() -> int:
@@ -71,15 +66,6 @@ def fault_launchers(tmp_path_factory) -> tuple[Path, str]:
     d.mkdir()
     write_fault_launchers(d, marker)
     yield d, marker
-    reap(marker)
-
-
-@pytest.fixture
-def fake_engines(fault_launchers, monkeypatch):
-    d, marker = fault_launchers
-    monkeypatch.setenv("SPECBENCH_LAUNCHERS", str(d))
-    monkeypatch.delenv("SPECBENCH_ENGINE_PYTHON", raising=False)
-    yield marker
     reap(marker)
 
 
@@ -264,11 +250,11 @@ def test_restart_remeasures_the_cell_cut_by_the_death(restarted):
     assert len([r for r in records if r["phase"] == "measure"]) == 18
 
 
-async def test_parallel_restart_supersedes_the_cut_phase_in_the_run_dir(tmp_path, fault_launchers, fake_engines, monkeypatch):
+async def test_parallel_restart_supersedes_the_cut_phase_in_the_run_dir(tmp_path, launchers, fake_engines, monkeypatch):
     """--parallel gpus with restart_on_failure: the worker's restart reaches the one run dir, so the
     phase cut by the death is set aside there as in a sequential run (not counted next to its re-measure)."""
-    d = tmp_path / "launchers"
-    shutil.copytree(fault_launchers[0], d)
+    d = tmp_path / "gpu-launchers"
+    shutil.copytree(launchers, d)
     wrapped = yaml.safe_load((d / "fake-wrapped.yaml").read_text())
     (d / "fake-wrapped.yaml").write_text(yaml.safe_dump({**wrapped, "gpu_env": "CUDA_VISIBLE_DEVICES"}))
     monkeypatch.setenv("SPECBENCH_LAUNCHERS", str(d))
@@ -423,121 +409,7 @@ async def test_resume_after_a_crash_mid_append(tmp_path, prompts_file, scripted)
     assert len([r for r in records if r["phase"] == "superseded"]) == 3  # the torn line itself is unreadable
 
 
-# ---- 4. SIGINT / SIGTERM ------------------------------------------------------------------------
-
-def _interrupt_cli(args: list[str], tmp_path: Path, ready, what: str, settle_s: float, signals: list[int],
-                   timeout_s: float) -> int:
-    """Run the CLI until ``ready()``, wait ``settle_s``, send ``signals`` 0.3 s apart; its exit code."""
-    proc = spawn_cli(args, tmp_path)
-    try:
-        wait_for(lambda: ready() or proc.poll() is not None, 30, what)
-        time.sleep(settle_s)
-        for i, sig in enumerate(signals):
-            if i:
-                time.sleep(0.3)
-            proc.send_signal(sig)
-        return proc.wait(timeout=timeout_s)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-
-
-def _lines(path: Path) -> int:
-    return len(path.read_text().splitlines()) if path.exists() else 0
-
-
-def _meta_pids(out: Path) -> dict[str, int]:
-    try:
-        meta = json.loads((out / "meta.json").read_text())
-    except (OSError, ValueError):
-        return {}
-    return {name: s["pid"] for name, s in meta.get("servers", {}).items() if s.get("pid")}
-
-
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_signal_saves_measured_and_reaps_servers(tmp_path, prompts_file, fake_engines, sig):
-    # ~0.5 s per request: c=2 (2 rounds) then c=1 (4 rounds), then a second config
-    configs = [{"name": "baseline", "args": ["--gap", "0.08"]}, {"name": "second", "args": ["--gap", "0.08"]}]
-    suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, configs, engine="fake", requests=4,
-                        concurrency=[2, 1], max_tokens=6)
-    out = tmp_path / "run"
-    # settle 1 s: mid second cell (4 requests of ~0.5 s, one at a time), one in flight
-    code = _interrupt_cli(["run", str(suite), "--output", str(out)], tmp_path,
-                          lambda: _lines(out / "phases.jsonl") >= 1, "the first cell", 1.0, [sig], 20)
-    err = (tmp_path / "cli.err").read_text()
-    assert code == 130, err
-    assert "interrupted" in err
-    rows, records, phases, meta = check_run_dir(out)
-    assert cell(rows, "baseline", 2)["status"] == "ok" and cell(rows, "baseline", 2)["requests"] == 4
-    assert cell(rows, "baseline", 1)["status"] == "interrupted"
-    assert 1 <= cell(rows, "baseline", 1)["requests"] < 4
-    assert not [r for r in rows if r["run"] == "second"], "nothing is sent after the signal"
-    assert all(r["error"] is None for r in records), "in-flight requests were let finish"
-    assert meta.get("finished_at")
-    for pid in _meta_pids(out).values():
-        assert not alive(pid) and group_members(pid) == []
-    assert marked_processes(fake_engines) == []
-
-
-def test_second_sigint_tears_down_at_once(tmp_path, prompts_file, fake_engines):
-    configs = [{"name": "baseline", "args": ["--gap", "0.2"]}]
-    suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, configs, engine="fake", requests=4,
-                        concurrency=[1], max_tokens=30)  # ~6 s per request
-    out = tmp_path / "run"
-    code = _interrupt_cli(["run", str(suite), "--output", str(out), "--quiet"], tmp_path,
-                          lambda: "baseline" in _meta_pids(out), "the server", 0.5, [signal.SIGINT, signal.SIGINT], 10)
-    assert code == 130, (tmp_path / "cli.err").read_text()
-    check_run_dir(out)
-    pid = _meta_pids(out)["baseline"]
-    assert not alive(pid) and group_members(pid) == []
-    assert marked_processes(fake_engines) == []
-
-
-async def test_stop_cancels_in_flight_after_grace(tmp_path, prompts_file, scripted):
-    server, url = await scripted(fault="stall", fault_on=(2,))
-    suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": url}],
-                        concurrency=[1], requests=6, timeout_s=600)
-    out = tmp_path / "run"
-    loaded = load_suite(suite)
-    run = SequentialRun(loaded, RunSession(loaded, out), grace_s=0.5)
-    loop = asyncio.get_running_loop()
-
-    def interrupt_when_stalled():
-        if server.requests >= 2:
-            run.interrupt()  # what SIGINT does
-        else:
-            loop.call_later(0.05, interrupt_when_stalled)
-
-    loop.call_later(0.05, interrupt_when_stalled)
-    t0 = time.monotonic()
-    outcome = await asyncio.wait_for(run.execute(), 10)
-    assert time.monotonic() - t0 < 5
-    assert outcome.exit_code == 130
-    rows, records, _, _ = check_run_dir(out)
-    assert rows[0]["status"] == "interrupted" and rows[0]["requests"] == 1
-    cancelled = [r for r in records if r["error"]]
-    assert len(cancelled) == 1 and "cancel" in cancelled[0]["error"], "the cancelled request is on disk, with a reason"
-
-
-def test_signal_during_startup(tmp_path, prompts_file, fake_engines):
-    # a server that never becomes healthy: `sleep` as the engine
-    launchers = Path(os.environ["SPECBENCH_LAUNCHERS"])
-    (launchers / "never-ready.yaml").write_text(yaml.safe_dump({
-        "extends": "vllm", "name": "never-ready", "python": sys.executable,
-        "command": ["{python}", "-c", "import time; time.sleep(120)"], "args": [],
-        "env": {"SPECBENCH_FAULTS_MARKER": fake_engines}}))
-    suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline"}], engine="never-ready",
-                        extra={"server": {"startup_timeout_s": 60}})
-    out = tmp_path / "run"
-    code = _interrupt_cli(["run", str(suite), "--output", str(out), "--quiet"], tmp_path,
-                          lambda: marked_processes(fake_engines), "the server", 0.5, [signal.SIGINT], 3)
-    assert code == 130
-    check_run_dir(out)
-    assert marked_processes(fake_engines) == []
-
-
-# ---- 5. API key -----------------------------------------------------------------------------------
+# ---- 4. API key -----------------------------------------------------------------------------------
 
 def _files_containing(root: Path, needle: str) -> list[str]:
     return [str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and needle.encode() in p.read_bytes()]
@@ -589,7 +461,7 @@ def test_api_key_flag_in_no_file_of_the_run(keyed_launch):
     assert _files_containing(out, SECRET) == []
 
 
-# ---- 6. real vLLM on the CPU: kill the first server mid-run -----------------------------------------
+# ---- 5. real vLLM on the CPU: kill the first server mid-run -----------------------------------------
 
 ENGINE_PY = Path.home() / ".cache" / "specbench" / "engine" / "bin" / "python"
 
@@ -613,10 +485,10 @@ async def test_real_vllm_killed_mid_run(tmp_path, monkeypatch):
 
     async def killer():
         # once the first server has finished a cell, kill its whole group in the middle of the next
-        while not (_meta_pids(out).get("baseline") and _lines(out / "phases.jsonl") >= 1):
+        while not (meta_pids(out).get("baseline") and count_lines(out / "phases.jsonl") >= 1):
             await asyncio.sleep(0.2)
         await asyncio.sleep(0.5)
-        pid = _meta_pids(out)["baseline"]
+        pid = meta_pids(out)["baseline"]
         killed["pid"], killed["members"] = pid, len(group_members(pid))
         os.killpg(pid, signal.SIGKILL)
 
@@ -626,7 +498,7 @@ async def test_real_vllm_killed_mid_run(tmp_path, monkeypatch):
         # what is left of every launched group: a SIGKILLed engine core can take a moment to finish
         # exiting (seen once in state R right after the run), so allow a few seconds, then nothing
         for _ in range(100):
-            left = {name: [(m, state(m)) for m in group_members(pid)] for name, pid in _meta_pids(out).items()}
+            left = {name: [(m, state(m)) for m in group_members(pid)] for name, pid in meta_pids(out).items()}
             if not any(left.values()):
                 break
             await asyncio.sleep(0.1)
@@ -642,7 +514,7 @@ async def test_real_vllm_killed_mid_run(tmp_path, monkeypatch):
         assert all(cell(rows, "second", c)["status"] == "ok" and cell(rows, "second", c)["requests"] == 3 for c in (1, 2))
         assert left == {"baseline": [], "second": []}, left
         assert survivors == []
-        for pid in _meta_pids(out).values():
+        for pid in meta_pids(out).values():
             assert not alive(pid)
     finally:
         task.cancel()

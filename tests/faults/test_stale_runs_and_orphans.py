@@ -1,4 +1,4 @@
-"""Issue #14 (stale or mixed results, orphaned servers) and #15 (cells of an open-loop sweep).
+"""Stale or mixed results, orphaned servers, and the cells of an open-loop sweep.
 
 - a run into a dir that holds a run is refused unless ``--resume`` or ``--overwrite`` says what to do;
 - ``--resume`` on a missing or empty dir is refused;
@@ -23,21 +23,11 @@ import pytest
 
 from specbench.cli import main
 from specbench.suite import load_suite
-from tests.support.launchers import write_fault_launchers
 from tests.support.paths import SCRIPTED
-from tests.support.processes import alive, marked_processes, reap, spawn_cli, wait_for
+from tests.support.processes import alive, marked_processes, spawn_cli, wait_for
 from tests.support.rundirs import check_run_dir
 from tests.support.runs import run_suite
 from tests.support.suites import write_fault_suite
-
-
-@pytest.fixture
-def fake_engines(launchers):
-    """Launchers ``fake`` / ``fake-wrapped`` (tests/support/launchers.py); yields their processes' env marker."""
-    marker = f"TRUST_{uuid.uuid4().hex}"
-    write_fault_launchers(launchers, marker)
-    yield marker
-    reap(marker)
 
 
 def cli(*args: str) -> int:

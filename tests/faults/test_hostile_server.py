@@ -1,4 +1,4 @@
-"""Hostile and odd servers (issue 14): a bad value costs one request, one cell's acceptance or one
+"""Hostile and odd servers: a bad value costs one request, one cell's acceptance or one
 config — never the run, never a measured request — and usage that contradicts the stream is caught.
 
 Every server here is ``tests/support/scripted_server.py`` with one knob turned, so each number has a known answer.

@@ -1,5 +1,5 @@
-"""Issue "trust the run", items 3 and 4: disk and directory faults as one line, one run per
-directory (item 1: test_trust_failfast.py; item 2, Ctrl-C at any moment: test_trust_signals.py).
+"""Disk and directory faults as one line, one run per directory (a refused warm-up:
+test_refused_warmup.py; Ctrl-C at any moment: test_signals.py).
 
 - a disk that fills mid-run (a small tmpfs), a read-only output, an output under a file: one line
   naming the path, never a traceback; what was written stays whole and ``--resume`` finishes it;

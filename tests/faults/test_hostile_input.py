@@ -1,4 +1,4 @@
-"""Issue #14, untrusted input: hostile suite files, damaged results, secrets, standard JSON.
+"""Untrusted input: hostile suite files, damaged results, secrets, standard JSON.
 
 Each test reproduces one hostile input: a suite file that would hang, crash or escape the run
 directory, results or meta files damaged in every way a user or a disk can damage them, and

@@ -1,4 +1,4 @@
-"""Issue "trust the run", item 1: fail fast where the answer cannot change.
+"""A refused warm-up: fail fast where the answer cannot change.
 
 Every warm-up request refused with the same client error (vLLM on a model folder without a chat
 template: HTTP 400) stops that config after its warm-up, with the server's own message (trimmed,

@@ -1,6 +1,7 @@
-"""Issue "trust the run", item 2: Ctrl-C (or SIGTERM) at any moment — while a server starts, while
+"""Ctrl-C (or SIGTERM) at any moment — while a server starts, while
 measuring, while a server stops, a second one while it stops, during the final write — ends with
-exit 130, no traceback, no process left, and ``--resume`` then completes.
+exit 130, no traceback, no process left, and ``--resume`` then completes; a signal mid-run saves what was
+measured (in-flight requests let finish, or cancelled after the grace period), a second one tears down at once.
 
 The real CLI runs in a subprocess against fake engines (tests/support/scripted_server.py) that take
 seconds to start (``--start-delay``) and to stop after SIGTERM (``--stop-delay``, as a big engine
@@ -10,12 +11,13 @@ start carries a marker in its environment, so a test can find anything that surv
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
 import subprocess
 import sys
-import uuid
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -24,20 +26,13 @@ import yaml
 
 from specbench.cli import main
 from specbench.launch.process import group_members
-from specbench.run import RunSession
-from tests.support.launchers import write_fault_launchers
+from specbench.run import RunSession, SequentialRun
+from specbench.suite import load_suite
+from tests.support import runs
 from tests.support.paths import ROOT
-from tests.support.processes import alive, marked_processes, reap, spawn_cli, wait_for
-from tests.support.rundirs import check_run_dir
+from tests.support.processes import alive, marked_processes, spawn_cli, wait_for
+from tests.support.rundirs import cell, check_run_dir, count_lines, meta_pids
 from tests.support.suites import write_fault_suite
-
-
-@pytest.fixture
-def fake_engines(launchers):
-    marker = f"SIGNALS_{uuid.uuid4().hex}"
-    write_fault_launchers(launchers, marker)
-    yield marker
-    reap(marker)
 
 
 def suite_of(tmp_path: Path, prompts_file: Path, **delays: dict[str, float]) -> Path:
@@ -206,3 +201,105 @@ def test_parallel_gpus_second_sigint_while_servers_stop(tmp_path, prompts_file, 
     assert_clean_exit(code, err, pids, fake_engines, out)
     assert "stopping now" in err
     assert_resume_completes(suite, out, extra=["--parallel", "gpus"])
+
+
+# ---- a signal mid-run saves what was measured; a second one tears down at once ----------------------
+
+def _interrupt_cli(args: list[str], tmp_path: Path, ready, what: str, settle_s: float, signals: list[int],
+                   timeout_s: float) -> int:
+    """Run the CLI until ``ready()``, wait ``settle_s``, send ``signals`` 0.3 s apart; its exit code."""
+    proc = spawn_cli(args, tmp_path)
+    try:
+        wait_for(lambda: ready() or proc.poll() is not None, 30, what)
+        time.sleep(settle_s)
+        for i, sig in enumerate(signals):
+            if i:
+                time.sleep(0.3)
+            proc.send_signal(sig)
+        return proc.wait(timeout=timeout_s)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_signal_saves_measured_and_reaps_servers(tmp_path, prompts_file, fake_engines, sig):
+    # ~0.5 s per request: c=2 (2 rounds) then c=1 (4 rounds), then a second config
+    configs = [{"name": "baseline", "args": ["--gap", "0.08"]}, {"name": "second", "args": ["--gap", "0.08"]}]
+    suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, configs, engine="fake", requests=4,
+                        concurrency=[2, 1], max_tokens=6)
+    out = tmp_path / "run"
+    # settle 1 s: mid second cell (4 requests of ~0.5 s, one at a time), one in flight
+    code = _interrupt_cli(["run", str(suite), "--output", str(out)], tmp_path,
+                          lambda: count_lines(out / "phases.jsonl") >= 1, "the first cell", 1.0, [sig], 20)
+    err = (tmp_path / "cli.err").read_text()
+    assert code == 130, err
+    assert "interrupted" in err
+    rows, records, phases, meta = check_run_dir(out)
+    assert cell(rows, "baseline", 2)["status"] == "ok" and cell(rows, "baseline", 2)["requests"] == 4
+    assert cell(rows, "baseline", 1)["status"] == "interrupted"
+    assert 1 <= cell(rows, "baseline", 1)["requests"] < 4
+    assert not [r for r in rows if r["run"] == "second"], "nothing is sent after the signal"
+    assert all(r["error"] is None for r in records), "in-flight requests were let finish"
+    assert meta.get("finished_at")
+    for pid in meta_pids(out).values():
+        assert not alive(pid) and group_members(pid) == []
+    assert marked_processes(fake_engines) == []
+
+
+def test_second_sigint_tears_down_at_once(tmp_path, prompts_file, fake_engines):
+    configs = [{"name": "baseline", "args": ["--gap", "0.2"]}]
+    suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, configs, engine="fake", requests=4,
+                        concurrency=[1], max_tokens=30)  # ~6 s per request
+    out = tmp_path / "run"
+    code = _interrupt_cli(["run", str(suite), "--output", str(out), "--quiet"], tmp_path,
+                          lambda: "baseline" in meta_pids(out), "the server", 0.5, [signal.SIGINT, signal.SIGINT], 10)
+    assert code == 130, (tmp_path / "cli.err").read_text()
+    check_run_dir(out)
+    pid = meta_pids(out)["baseline"]
+    assert not alive(pid) and group_members(pid) == []
+    assert marked_processes(fake_engines) == []
+
+
+async def test_stop_cancels_in_flight_after_grace(tmp_path, prompts_file, scripted):
+    server, url = await scripted(fault="stall", fault_on=(2,))
+    suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": url}],
+                        concurrency=[1], requests=6, timeout_s=600)
+    out = tmp_path / "run"
+    loaded = load_suite(suite)
+    run = SequentialRun(loaded, runs.RunSession(loaded, out), grace_s=0.5)
+    loop = asyncio.get_running_loop()
+
+    def interrupt_when_stalled():
+        if server.requests >= 2:
+            run.interrupt()  # what SIGINT does
+        else:
+            loop.call_later(0.05, interrupt_when_stalled)
+
+    loop.call_later(0.05, interrupt_when_stalled)
+    t0 = time.monotonic()
+    outcome = await asyncio.wait_for(run.execute(), 10)
+    assert time.monotonic() - t0 < 5
+    assert outcome.exit_code == 130
+    rows, records, _, _ = check_run_dir(out)
+    assert rows[0]["status"] == "interrupted" and rows[0]["requests"] == 1
+    cancelled = [r for r in records if r["error"]]
+    assert len(cancelled) == 1 and "cancel" in cancelled[0]["error"], "the cancelled request is on disk, with a reason"
+
+
+def test_signal_during_startup(tmp_path, prompts_file, fake_engines):
+    # a server that never becomes healthy: `sleep` as the engine
+    launchers = Path(os.environ["SPECBENCH_LAUNCHERS"])
+    (launchers / "never-ready.yaml").write_text(yaml.safe_dump({
+        "extends": "vllm", "name": "never-ready", "python": sys.executable,
+        "command": ["{python}", "-c", "import time; time.sleep(120)"], "args": [],
+        "env": {"SPECBENCH_FAULTS_MARKER": fake_engines}}))
+    suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline"}], engine="never-ready",
+                        extra={"server": {"startup_timeout_s": 60}})
+    out = tmp_path / "run"
+    code = _interrupt_cli(["run", str(suite), "--output", str(out), "--quiet"], tmp_path,
+                          lambda: marked_processes(fake_engines), "the server", 0.5, [signal.SIGINT], 3)
+    assert code == 130
+    check_run_dir(out)
+    assert marked_processes(fake_engines) == []

@@ -1,5 +1,5 @@
-"""An adversarial review of issue 14's guarantees: close variants of its cases that still let a wrong,
-stale or leaked value through. Each test failed before the commit that fixed it."""
+"""Leaks and contradictions: close variants of the hostile-input and hostile-server cases that still let a
+wrong, stale or leaked value through (found by an adversarial review). Each test failed before the commit that fixed it."""
 
 from __future__ import annotations
 
