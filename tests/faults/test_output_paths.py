@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from specbench.cli import main
-from tests.faults.test_trust_run import fill, tmpfs
+from tests.faults.test_disk_and_directory import fill, tmpfs
 from tests.support.paths import DATA, ROOT
 
 RUN = DATA / "html" / "run"  # a finished run with a speculative config (profile has something to extract)
