@@ -9,6 +9,7 @@ import re
 from typing import Any
 from urllib.parse import urlparse
 
+from ..hooks import STEPLOG_LEVELS  # the engine step log a launched server writes (docs/steplog.md)
 from ..util.redact import redact_url
 
 NAME_RE = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}")
@@ -40,8 +41,6 @@ SERVER_KEYS = {
 #: how a launched server fills the target's weights: ``auto`` (the engine's default: from the model folder)
 #: or ``dummy`` (at random from config.json alone; the engines spell both ``--load-format``)
 LOAD_FORMATS = ("auto", "dummy")
-#: the engine step log a launched server writes (docs/steplog.md); the same names as ``hooks.STEPLOG_LEVELS``
-STEPLOG_LEVELS = ("off", "steps", "timing")
 
 
 def _type_name(t: type | tuple[type, ...]) -> str:

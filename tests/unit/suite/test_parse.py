@@ -410,11 +410,11 @@ def test_steplog_suite_wide_and_per_config(tmp_path, prompts):
 def test_bad_steplog_is_one_line_naming_file_and_key(tmp_path, prompts, where):
     data = valid(prompts)
     if where == "server":
-        data["server"]["steplog"] = "tokens"
-        key, why = "server.steplog", "expected one of off, steps, timing"
+        data["server"]["steplog"] = "token"
+        key, why = "server.steplog", "expected one of off, steps, timing, tokens"
     elif where == "config":
         data["configs"][1]["steplog"] = "on"
-        key, why = "configs[1].steplog", "expected one of off, steps, timing"
+        key, why = "configs[1].steplog", "expected one of off, steps, timing, tokens"
     else:
         data["configs"][0]["steplog"] = "steps"
         key, why = "configs[0].steplog", "only a server specbench launches"
