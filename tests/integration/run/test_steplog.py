@@ -70,7 +70,7 @@ async def test_step_log_reaches_the_results_and_the_why_table(tmp_path, fake_eng
     prof = tmp_path / "prof"
     assert main(["export", str(out), "-o", str(prof), "--gpu", "H200"]) == 0
     steps = pd.read_parquet(prof / "steps")
-    assert (prof / "steps" / "H200" / "smol" / "a" / "ngram-k3" / "part-0.parquet").is_file()
+    assert len(list((prof / "steps" / "H200" / "smol" / "a" / "ngram-k3").glob("steps-*-r[01].parquet"))) == 2  # a file per repeat
     assert len(steps[steps.drafter == "ngram"]) == spec["steplog_steps"] and set(steps.drafter) == {"none", "ngram"}
     assert set(steps.start) == {0, 1} and set(steps.c) == {1} and set(steps.gpu) == {"H200"}
     ngram = steps[steps.drafter == "ngram"]
