@@ -1,0 +1,149 @@
+"""The step log's files and the guards every hook runs under (standard library only, in vLLM's processes)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+SCHEMA = "specbench.steplog/1"
+LEVELS = ("off", "steps", "timing", "tokens")  # each level records everything the ones before it do
+MAX_HIST = 17  # hist index 0..16: tokens a request committed in the step (accepted guesses plus one)
+MARK = "_specbench_steplog"
+STEP_ATTR = "_specbench_step"
+
+
+def level() -> str:
+    value = os.environ.get("SPECBENCH_STEPLOG", "off").strip().lower()
+    return value if value in LEVELS else "off"
+
+
+class _Active:
+    """The level the hooks act at now: the launch's level, or lower while ``SPECBENCH_STEPLOG_CONTROL`` names a
+    file that says so (re-read by the flusher every 0.25 s). It lets a benchmark compare off / steps / timing
+    passes on one server, where a server-to-server spread would otherwise hide a 1 % cost."""
+
+    def __init__(self) -> None:
+        self.rank = LEVELS.index(level())
+        self.control = os.environ.get("SPECBENCH_STEPLOG_CONTROL")
+
+    def refresh(self) -> None:
+        if not self.control:
+            return
+        try:
+            with open(self.control) as f:
+                wanted = f.read().strip().lower()
+        except OSError:
+            return
+        if wanted in LEVELS:
+            self.rank = min(LEVELS.index(wanted), LEVELS.index(level()))
+
+
+ACTIVE = _Active()
+
+
+class _Log:
+    """This process's step-log files, opened on first write (a forked child gets its own pid's files)."""
+
+    def __init__(self) -> None:
+        self.dir = os.environ.get("SPECBENCH_STEPLOG_DIR") or "."
+        self.lock = threading.Lock()
+        self.files: dict[str, Any] = {}
+        self.pid = os.getpid()
+        self.hooks: dict[str, str] = {}
+        self.notes: list[str] = []
+        self.clock: str | None = None
+        self.runner: str | None = None
+
+    def _file(self, kind: str) -> Any:
+        if self.pid != os.getpid():  # forked: the parent's open files are not ours
+            self.files, self.pid = {}, os.getpid()
+        f = self.files.get(kind)
+        if f is None:
+            f = self.files[kind] = open(os.path.join(self.dir, f"{kind}-{os.getpid()}.jsonl"), "a", buffering=1 << 16)
+        return f
+
+    def write(self, kind: str, row: dict[str, Any]) -> None:
+        line = json.dumps(row, separators=(",", ":"), allow_nan=False)
+        with self.lock:
+            self._file(kind).write(line + "\n")
+
+    def flush(self) -> None:
+        with self.lock:
+            for f in self.files.values():
+                try:
+                    f.flush()
+                except (OSError, ValueError):
+                    pass
+
+    def hook(self, name: str, state: str) -> None:
+        self.hooks[name] = state
+        self.header()
+
+    def header(self) -> None:
+        vllm = sys.modules.get("vllm")
+        body = {"schema": SCHEMA, "pid": os.getpid(), "level": level(), "hooks": self.hooks, "notes": self.notes,
+                "clock": self.clock, "runner": self.runner, "vllm_version": getattr(vllm, "__version__", None),
+                "written_at": time.time()}
+        path = os.path.join(self.dir, f"header-{os.getpid()}.json")
+        try:
+            with open(path + ".tmp", "w") as f:
+                json.dump(body, f)
+            os.replace(path + ".tmp", path)
+        except OSError:
+            pass
+
+
+LOG = _Log()
+
+
+def guarded(name: str, body: Callable[..., Any], need: str = "steps") -> Callable[..., Any]:
+    """``body`` that runs only at level ``need`` or above, and turns itself off (and says so) at its first
+    exception instead of raising into vLLM."""
+    rank = LEVELS.index(need)
+
+    def run(*args: Any) -> Any:
+        if ACTIVE.rank < rank or LOG.hooks.get(name) != "installed":
+            return None
+        try:
+            return body(*args)
+        except Exception as err:  # never break the server: this hook stops, the step goes on
+            LOG.hook(name, f"failed: {type(err).__name__}: {err}"[:300])
+            return None
+    return run
+
+
+flusher_thread: threading.Thread | None = None
+#: called by the flusher before each flush: the runner hooks resolve the steps whose marks completed
+resolvers: list[Callable[[], None]] = []
+
+
+def start_flusher() -> None:
+    """Resolve finished steps and flush files every 0.25 s, so an idle server's last steps reach disk."""
+    global flusher_thread
+    if flusher_thread is not None and flusher_thread.is_alive():
+        return
+
+    def loop() -> None:
+        while True:
+            time.sleep(0.25)
+            try:
+                ACTIVE.refresh()
+                for resolve in resolvers:
+                    resolve()
+                LOG.flush()
+            except Exception as err:  # keep the thread: the next tick may succeed
+                LOG.notes.append(f"flush: {type(err).__name__}: {err}"[:300])
+
+    flusher_thread = threading.Thread(target=loop, name="specbench-steplog", daemon=True)
+    flusher_thread.start()
+
+
+def vllm_version() -> str:
+    return str(getattr(sys.modules.get("vllm"), "__version__", "?"))
+
+

@@ -1,0 +1,1 @@
+"""specbench's engine hooks only (a plugin folder)."""
