@@ -52,6 +52,7 @@ ROOT = HERE.parent.parent
 sys.path.insert(0, str(ROOT))
 
 from specbench.hooks import plugin_site, steplog_env
+from specbench.schemas.run_files import RESULTS  # noqa: E402
 
 LEVELS = ("off", "steps", "timing")
 SERVED = "steplog-bench"
@@ -148,7 +149,7 @@ def one_pass(a: argparse.Namespace, port: int, level: str, conc: int, work: Path
                           env=env, capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"{tag}: specbench run exited {done.returncode}: {done.stderr.strip()[-800:]}")
-    (rec,) = json.loads((run_dir / "results.json").read_text())
+    (rec,) = json.loads((run_dir / RESULTS).read_text())
     return {"tps": rec.get("output_throughput_tps"), "tpot_ms": rec.get("tpot_mean_ms"), "status": rec.get("status")}
 
 

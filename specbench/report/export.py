@@ -18,7 +18,7 @@ from ..schemas.meta import RunMeta
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
 from ..util.diskio import all_or_none
-from .export_files import _slug, run_id, write_table
+from .export_files import run_id, slug, write_table
 from .export_steps import export_steps, identities
 from .load import RunResults, load_run, read_requests
 
@@ -29,7 +29,7 @@ RUN_COLUMNS = ["gpu", "target", "split", "drafter", "k", "c", "start", "mode", "
 
 def _drafter(row: ResultRow, meta: RunMeta) -> str:
     name = meta.raw.config(row.run).get("drafter") or row.method or "none"
-    return _slug(str(name).split("/")[-1]) if row.method not in (None, "baseline") else "none"
+    return slug(str(name).split("/")[-1]) if row.method not in (None, "baseline") else "none"
 
 
 def tables(results: RunResults, requests: list[RequestRecord], gpu: str,

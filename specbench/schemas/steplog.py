@@ -1,4 +1,4 @@
-"""The step log's rows as typed records (docs/steplog.md, ``specbench.steplog/1``), one per line format,
+"""The step log's rows as typed records (docs/steplog.md; the files' ``SCHEMA`` below), one per line format,
 each with a strict reader: a value of the wrong type or out of range rejects the row with the reason
 (the engine's processes wrote it, and a killed server can leave a torn last line)."""
 

@@ -65,7 +65,8 @@ async def test_exports_of_two_runs_stack_and_a_re_export_replaces_only_its_own_f
     assert sorted(runs.c) == [1, 1, 2, 2] and runs.run.nunique() == 2
     assert len(reqs) == 2 * 6 + 2 * 6 * 2 and sorted(set(reqs[reqs.c == 2].start)) == [0, 1]
     files = sorted(p.relative_to(root) for p in root.rglob("*.parquet"))
-    assert len(files) == 2 * 2 + 2 * (1 + 2)  # runs: a file per run and config; requests: per repeat too
+    # runs: a file per run and config; requests and outputs (each request's output ids): per repeat too
+    assert len(files) == 2 * 2 + 2 * 2 * (1 + 2)
     assert main(["export", str(tmp_path / "run1"), "-o", str(root)]) == 0
     assert sorted(p.relative_to(root) for p in root.rglob("*.parquet")) == files
     again = pd.read_parquet(root / "runs")
