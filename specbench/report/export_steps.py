@@ -1,4 +1,4 @@
-"""The export's ``steps`` and ``outputs`` tables (``../shared/reference/profilings_layout.md``): one row per
+"""The export's ``steps``, ``tokens`` and ``outputs`` tables (``../shared/reference/profilings_layout.md``): one row per
 engine step of each timed pass (from the step log, docs/steplog.md), and each measured request's output
 token ids. Same ``TABLE/GPU/TARGET/SPLIT/DRAFTER-kK/`` layout and identity columns as ``export.py``'s
 runs and requests, timed passes only."""
@@ -13,11 +13,11 @@ import pandas as pd
 
 from ..measure.steplog import StepLog
 from ..run.rundir import PHASES, scan_lines
-from ..run.steplog import pass_steps, read_launch
+from ..run.steplog import pass_steps, pass_tokens, read_launch
 from ..schemas.cell import Cell
 from ..schemas.phase import PhaseInfo
 from ..schemas.request import RequestRecord
-from ..schemas.steplog import TIME_POINTS
+from ..schemas.steplog import TIME_POINTS, TokenRow
 from .export_files import write_table
 from .load import RunResults
 
@@ -26,6 +26,8 @@ STEP_COLUMNS = IDENTITY + ["wall", "num_reqs", "num_tokens", "decode_reqs", "spe
                            "ctx_tokens", "full_graph", "padded_tokens", "hist", "since_prev_ms",
                            *(f"t_{p}" for p in TIME_POINTS if p not in ("exec_end",))]
 OUTPUT_COLUMNS = IDENTITY + ["req", "question_id", "category", "prompt_tokens", "output_ids"]
+TOKEN_COLUMNS = IDENTITY + ["step", "wall", "req", "batch", "draft_pos", "ctx", "out_pos", "token", "target_top", "accepted",
+                            "t_prob", "t_entropy", "t_margin", "d_prob", "d_entropy", "d_margin"]
 
 #: the cell's identity columns but start (gpu, target, split, drafter, k, c), as export.tables names them
 Identity = Callable[[Cell], dict[str, Any] | None]
@@ -59,6 +61,42 @@ def steps_frame(run: Path, phases: Sequence[PhaseInfo], identity: Identity) -> p
     return pd.DataFrame(rows, columns=STEP_COLUMNS)
 
 
+def _request_of(rows: Sequence[TokenRow], candidates: dict[int, RequestRecord]) -> int | None:
+    """The request (index in requests.jsonl) whose output holds every kept guess of ``rows`` (one vLLM request)
+    at its position; None unless exactly one request of the pass agrees (the engine's request id is its own)."""
+    kept = [(r.out_pos, r.token) for r in rows if r.accepted and r.out_pos is not None and r.out_pos >= 0]
+
+    def agrees(out: list[int]) -> bool:  # guesses kept past max_tokens were cut from the output: not evidence
+        inside = [(pos, tok) for pos, tok in kept if pos < len(out)]
+        return bool(inside) and all(out[pos] == tok for pos, tok in inside)
+
+    found = [i for i, rec in candidates.items() if rec.output_token_ids and agrees(rec.output_token_ids)]
+    return found[0] if len(found) == 1 else None
+
+
+def tokens_frame(run: Path, phases: Sequence[PhaseInfo], requests: Sequence[RequestRecord], identity: Identity) -> pd.DataFrame:
+    """One row per verified guess of every complete timed pass run at the ``tokens`` level; ``req`` matches
+    ``outputs``' (found by the guesses kept: they are the output's tokens at their positions)."""
+    rows: list[dict[str, Any]] = []
+    for p in phases:
+        ident = identity(p.cell)
+        if not p.steplog or not p.complete or ident is None:
+            continue
+        folder = (run / p.steplog).resolve()
+        if not folder.is_relative_to(run.resolve()) or not folder.is_dir():
+            continue
+        tokens, _ = pass_tokens(folder, p)
+        candidates = {i: r for i, r in enumerate(requests)
+                      if r.phase == "measure" and r.repeat == p.repeat and Cell.of_record(r) == p.cell}
+        by_req: dict[str | None, list[TokenRow]] = {}
+        for t in tokens:
+            by_req.setdefault(t.req_id, []).append(t)
+        req_of = {rid: _request_of(ts, candidates) for rid, ts in by_req.items()}
+        rows += [{**ident, "start": p.repeat, **{k: getattr(t, k) for k in TOKEN_COLUMNS[len(IDENTITY):] if k != "req"},
+                  "req": req_of[t.req_id]} for t in tokens]
+    return pd.DataFrame(rows, columns=TOKEN_COLUMNS)
+
+
 def outputs_frame(requests: Sequence[RequestRecord], identity: Identity) -> pd.DataFrame:
     """Each measured request's output token ids; ``req`` is its index in requests.jsonl."""
     rows = []
@@ -83,7 +121,9 @@ def export_steps(requests: Sequence[RequestRecord], run: Path, out: Path, identi
     """``steps/`` and ``outputs/`` under ``out``; ``identity`` maps a cell to export's identity columns;
     files named per ``run_name`` as every exported table is (``export_files.write_table``)."""
     written = []
-    for name, frame in (("steps", steps_frame(Path(run), read_phases(Path(run)), identity)),
+    phases = read_phases(Path(run))
+    for name, frame in (("steps", steps_frame(Path(run), phases, identity)),
+                        ("tokens", tokens_frame(Path(run), phases, requests, identity)),
                         ("outputs", outputs_frame(requests, identity))):
         if not frame.empty:
             written += write_table(out, name, frame.assign(run=run_name), run_name)

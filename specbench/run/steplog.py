@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from ..measure.steplog import PassSteps, Step, StepLog, cell_stats, cut, join
 from ..schemas.cell import Cell
 from ..schemas.phase import PhaseInfo
-from ..schemas.steplog import GpuRow, RowError, SchedRow, StepHeader
+from ..schemas.steplog import GpuRow, RowError, SchedRow, StepHeader, TokenRow
 
 T = TypeVar("T")
 MAX_LINE = 1 << 16  # a step row is ~400 bytes; a longer line is not one
@@ -93,6 +93,16 @@ def _rows(folder: Path, kind: str, reader: Callable[[Any], T], skipped: Counter[
             except RowError as err:
                 skipped[f"{kind}: {_reason(err)}"] += 1
     return rows
+
+
+def pass_tokens(folder: Path, phase: PhaseInfo) -> tuple[list[TokenRow], dict[str, int]]:
+    """The token log's rows of one timed pass (cut by its /metrics scrapes, as its steps are), and the lines
+    skipped by reason; nothing where the pass has no recorded window."""
+    skipped: Counter[str] = Counter()
+    if phase.scraped_before is None or phase.scraped_after is None:
+        return [], {}
+    rows = _rows(folder, "tokens", TokenRow.read, skipped)
+    return [r for r in rows if phase.scraped_before <= r.wall <= phase.scraped_after], dict(skipped)
 
 
 def pass_steps(log: StepLog, phase: PhaseInfo) -> tuple[Step, ...] | None:

@@ -172,3 +172,45 @@ class StepHeader:
         return cls(pid=_int(obj, "pid") or 0, level=strings["level"] or "off", vllm_version=strings["vllm_version"],
                    runner=strings["runner"], clock=strings["clock"],
                    hooks={k[:100]: v[:300] for k, v in hooks.items()}, notes=tuple(n[:300] for n in notes))
+
+
+def _prob(obj: dict[str, Any], key: str, high: float = 1.0) -> float | None:
+    return _float(obj, key, low=0.0, high=high)
+
+
+@dataclass(frozen=True)
+class TokenRow:
+    """One guess the target verified (``tokens-<pid>.jsonl``, the ``tokens`` level): accuracy runs only."""
+
+    step: int
+    wall: float
+    req_id: str | None
+    batch: int
+    draft_pos: int
+    ctx: int | None
+    out_pos: int | None
+    token: int
+    target_top: int
+    accepted: bool
+    t_prob: float | None
+    t_entropy: float | None
+    t_margin: float | None
+    d_prob: float | None = None
+    d_entropy: float | None = None
+    d_margin: float | None = None
+
+    @classmethod
+    def read(cls, obj: Any) -> TokenRow:
+        if not isinstance(obj, dict):
+            raise RowError(f"expected a JSON object, got {type(obj).__name__}")
+        req_id, accepted = obj.get("req_id"), obj.get("accepted")
+        if req_id is not None and (not isinstance(req_id, str) or len(req_id) > 300):
+            raise RowError("req_id: expected a short string or null")
+        if not isinstance(accepted, bool):
+            raise RowError("accepted: expected true or false")
+        return cls(step=_int(obj, "step", low=1) or 0, wall=_wall(obj), req_id=req_id,
+                   batch=_int(obj, "batch", low=1) or 0, draft_pos=_int(obj, "draft_pos", low=1) or 0,
+                   ctx=_int(obj, "ctx", null=True), out_pos=_int(obj, "out_pos", null=True),
+                   token=_int(obj, "token") or 0, target_top=_int(obj, "target_top") or 0, accepted=accepted,
+                   t_prob=_prob(obj, "t_prob"), t_entropy=_prob(obj, "t_entropy", 50.0), t_margin=_prob(obj, "t_margin"),
+                   d_prob=_prob(obj, "d_prob"), d_entropy=_prob(obj, "d_entropy", 50.0), d_margin=_prob(obj, "d_margin"))

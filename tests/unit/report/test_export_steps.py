@@ -1,6 +1,8 @@
 """The export's steps and outputs tables from hand-written step-log files and records."""
 
-from specbench.report.export_steps import STEP_COLUMNS, outputs_frame, steps_frame
+import json
+
+from specbench.report.export_steps import STEP_COLUMNS, TOKEN_COLUMNS, outputs_frame, steps_frame, tokens_frame
 from specbench.schemas.phase import PhaseInfo
 from specbench.schemas.request import RequestRecord
 from tests.support.steplog import WALL0, gpu_row, sched_row, write_launch
@@ -31,3 +33,32 @@ def test_outputs_are_the_measured_requests():
     assert list(frame.req) == [1, 2] and list(frame.question_id) == ["q1", "q2#1"] and list(frame.start) == [0, 1]
     assert [list(x) for x in frame.output_ids] == [[4, 5], [6]] and frame.category.iloc[0] == "math"
     assert outputs_frame(recs, lambda cell: None).empty
+
+
+def token_row(step: int, wall: float, req_id: str, pos: int, out_pos: int, token: int, accepted: bool, **over) -> dict:
+    row = {"step": step, "wall": wall, "req_id": req_id, "batch": 2, "draft_pos": pos, "ctx": 10 + out_pos,
+           "out_pos": out_pos, "token": token, "target_top": token if accepted else token + 1, "accepted": accepted,
+           "t_prob": 0.9 if accepted else 0.1, "t_entropy": 0.3, "t_margin": 0.5, "d_prob": None, "d_entropy": None,
+           "d_margin": None}
+    return {**row, **over}
+
+
+def test_tokens_are_the_passes_guesses_joined_to_their_requests(tmp_path):
+    """Each vLLM request's kept guesses are found in exactly one measured output at their positions (kept
+    guesses past max_tokens, cut from the output, are no evidence); a bad line is skipped, never raised."""
+    folder = tmp_path / "logs/steplog/spec-s0"
+    write_launch(folder, [sched_row(n, WALL0 + n, [3], 3) for n in (1, 2)])
+    rows = [token_row(1, WALL0 + 1, "chatcmpl-a", 1, 0, 40, True), token_row(1, WALL0 + 1, "chatcmpl-a", 2, 1, 41, False),
+            token_row(2, WALL0 + 2, "chatcmpl-b", 1, 2, 52, True), token_row(2, WALL0 + 2, "chatcmpl-b", 2, 3, 99, True),
+            token_row(2, WALL0 + 2, "chatcmpl-c", 1, 0, 7, True),  # agrees with no output: req unknown
+            token_row(3, WALL0 + 20, "chatcmpl-a", 1, 5, 1, True)]  # after the pass's window
+    (folder / "tokens-1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows) + '{"step": "x"}\n')
+    phase = PhaseInfo(config="spec", dataset="d", concurrency=1, request_rate=None, repeat=0, wall_s=1.0,
+                      scraped_before=WALL0, scraped_after=WALL0 + 9, steplog="logs/steplog/spec-s0")
+    recs = [RequestRecord("q0", "d", "spec", phase="warmup", output_token_ids=[40, 41]),
+            RequestRecord("q1", "d", "spec", output_token_ids=[40, 42, 9], concurrency=1),
+            RequestRecord("q2", "d", "spec", output_token_ids=[50, 51, 52], concurrency=1)]  # b's 2nd guess: past the end
+    frame = tokens_frame(tmp_path, [phase], recs, lambda cell: IDENT)
+    assert list(frame.columns) == TOKEN_COLUMNS and len(frame) == 5
+    assert frame.req.tolist()[:4] == [1, 1, 2, 2] and frame.req.isna().tolist()[4]
+    assert frame.accepted.tolist() == [True, False, True, True, True] and frame.d_prob.isna().all()

@@ -39,3 +39,15 @@ def test_gpu_rows_and_headers():
     assert StepHeader.read(header()).runner == "v1"
     with pytest.raises(RowError, match="schema"):
         StepHeader.read({**header(), "schema": "other/1"})
+
+
+def test_a_token_row_is_read_strictly():
+    from specbench.schemas.steplog import TokenRow
+    good = {"step": 3, "wall": 1.8e9, "req_id": "chatcmpl-x", "batch": 1, "draft_pos": 2, "ctx": 12, "out_pos": 4,
+            "token": 7, "target_top": 7, "accepted": True, "t_prob": 0.5, "t_entropy": 1.2, "t_margin": 0.1,
+            "d_prob": None, "d_entropy": None, "d_margin": None}
+    row = TokenRow.read(good)
+    assert row.accepted is True and row.t_prob == 0.5 and row.d_prob is None
+    for key, bad in (("accepted", 1), ("t_prob", 1.5), ("token", -1), ("req_id", 5), ("draft_pos", 0), ("t_entropy", float("nan"))):
+        with pytest.raises(RowError, match=key):
+            TokenRow.read({**good, key: bad})
