@@ -7,9 +7,11 @@ SPECBENCH_REQUIRE_ENGINE=1 (set by .ci/run) turns that into a failure.
 import json
 import os
 
+import pandas as pd
 import pytest
 import yaml
 
+from specbench.cli import main
 from specbench.launch.process import group_members
 from specbench.launch.setup_cpu import MODEL_NAME, cache_dir
 from specbench.suite import load_suite
@@ -38,7 +40,7 @@ async def test_real_vllm_baseline_vs_ngram(tmp_path):
         "name": "real_cpu", "model": "smol", "endpoint": "chat", "engine": "vllm-cpu",
         "configs": [{"name": "baseline"},
                     {"name": "ngram_k3", "method": "ngram", "num_speculative_tokens": 3,
-                     "speculative": {"prompt_lookup_max": 4, "prompt_lookup_min": 2}}],
+                     "speculative": {"prompt_lookup_max": 4, "prompt_lookup_min": 2}, "steplog": "tokens"}],
         "datasets": [{"name": "builtin", "categories": ["math"], "requests": 3}],
         "load": {"concurrency": 1, "max_tokens": 48, "temperature": 0, "warmup": 1},
         "server": {"startup_timeout_s": 400},
@@ -77,9 +79,33 @@ async def test_real_vllm_baseline_vs_ngram(tmp_path):
     for r in (base, spec):
         assert r["output_throughput_tps"] > 0 and r["ttft_mean_ms"] > 0 and r["tpot_mean_ms"] > 0
     assert spec["fidelity_identical"] is not None  # greedy n-gram is lossless; reported, not asserted equal
+    check_step_log(out, meta, spec, base)
     main_table = tables_of((out / "results.md").read_text())[""]
     assert [row[:2] for row in main_table[1:]] == [["builtin", "baseline"], ["builtin", "ngram_k3"]]
     records = [json.loads(l) for l in (out / "requests.jsonl").read_text().splitlines()]
     spec_records = [r for r in records if r["config"] == "ngram_k3" and r["phase"] == "measure"]
     assert all(sum(r["chunk_tokens"]) == r["output_tokens"] for r in spec_records)
     assert all(r["output_token_ids"] and len(r["output_token_ids"]) == r["output_tokens"] for r in spec_records)
+
+
+def check_step_log(out, meta, spec, base):
+    """The recorder ran inside the real engine (issue 33): the spec config's step log holds every step of its
+    timed pass, whose accepted tokens equal the /metrics counter delta exactly, and the Why table used it."""
+    assert "steplog" not in meta["servers"]["baseline"]
+    assert meta["servers"]["ngram_k3"]["steplog"] == "logs/steplog/ngram_k3-s0"
+    headers = [json.loads(p.read_text()) for p in (out / "logs/steplog/ngram_k3-s0").glob("header-*.json")]
+    hooks = {k: v for h in headers for k, v in h["hooks"].items()}
+    assert {"scheduler.schedule", "scheduler.update_from_output", "runner_v1.execute_model",
+            "tokens.rejection_sampler"} <= {k for k, v in hooks.items() if v == "installed"}, hooks
+    assert {h["runner"] for h in headers} >= {"v1"} and {h["clock"] for h in headers} >= {"perf_counter"}
+    assert spec["steplog_steps"] > 0 and spec["steplog_error"] is None and spec["steplog_skipped_rows"] is None
+    assert spec["steplog_accepted"] == spec["steplog_counter_accepted"] == spec["spec_accepted_tokens"]
+    assert spec["steplog_hist_accepted"] == spec["steplog_accepted"] and spec["steplog_accepted_agree"] is True
+    assert spec["steplog_drafter_ms"] is not None and spec["steplog_fwd_ms"] > 0
+    assert base.get("step_source") is None and base.get("steplog_steps") is None  # no log on the baseline: chunk gaps
+    assert spec["step_source"] == "chunk gaps"  # the decomposition needs both sides' step times
+    prof = out / "export"
+    assert main(["export", str(out), "-o", str(prof)]) == 0
+    tokens, outputs = pd.read_parquet(prof / "tokens"), pd.read_parquet(prof / "outputs")
+    assert int(tokens.accepted.sum()) == spec["steplog_accepted"] and tokens.req.notna().all()
+    assert set(tokens.req) <= set(outputs.req) and tokens.d_prob.isna().all()  # n-gram has no probabilities
