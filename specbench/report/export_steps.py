@@ -5,7 +5,7 @@ runs and requests, timed passes only."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,17 +37,25 @@ def read_phases(run: Path) -> list[PhaseInfo]:
     return [PhaseInfo.from_dict(d) for _, d in scan_lines(run / PHASES, PHASES)[0]]
 
 
-def steps_frame(run: Path, phases: Sequence[PhaseInfo], identity: Identity) -> pd.DataFrame:
-    """One row per engine step of every complete timed pass run with the step log."""
-    rows: list[dict[str, Any]] = []
-    logs: dict[str, StepLog] = {}
+def logged_passes(run: Path, phases: Sequence[PhaseInfo],
+                  identity: Identity) -> Iterator[tuple[PhaseInfo, dict[str, Any], Path]]:
+    """Each complete timed pass that ran with a step log, its identity columns, and its launch folder (one
+    inside the run directory: phases.jsonl is a file like any other)."""
     for p in phases:
         ident = identity(p.cell)
         if not p.steplog or not p.complete or ident is None:
             continue
         folder = (run / p.steplog).resolve()
-        if not folder.is_relative_to(run.resolve()) or not folder.is_dir():
-            continue
+        if folder.is_relative_to(run.resolve()) and folder.is_dir():
+            yield p, ident, folder
+
+
+def steps_frame(run: Path, phases: Sequence[PhaseInfo], identity: Identity) -> pd.DataFrame:
+    """One row per engine step of every complete timed pass run with the step log."""
+    rows: list[dict[str, Any]] = []
+    logs: dict[str, StepLog] = {}
+    for p, ident, folder in logged_passes(run, phases, identity):
+        assert p.steplog is not None
         log = logs.get(p.steplog) or logs.setdefault(p.steplog, read_launch(folder))
         for s in pass_steps(log, p) or ():
             g, sc = s.gpu, s.sched
@@ -78,13 +86,7 @@ def tokens_frame(run: Path, phases: Sequence[PhaseInfo], requests: Sequence[Requ
     """One row per verified guess of every complete timed pass run at the ``tokens`` level; ``req`` matches
     ``outputs``' (found by the guesses kept: they are the output's tokens at their positions)."""
     rows: list[dict[str, Any]] = []
-    for p in phases:
-        ident = identity(p.cell)
-        if not p.steplog or not p.complete or ident is None:
-            continue
-        folder = (run / p.steplog).resolve()
-        if not folder.is_relative_to(run.resolve()) or not folder.is_dir():
-            continue
+    for p, ident, folder in logged_passes(run, phases, identity):
         tokens, _ = pass_tokens(folder, p)
         candidates = {i: r for i, r in enumerate(requests)
                       if r.phase == "measure" and r.repeat == p.repeat and Cell.of_record(r) == p.cell}
