@@ -18,7 +18,7 @@ from ..schemas.acceptance import AcceptanceWindow
 from ..schemas.cell import Cell
 from ..schemas.phase import PhaseInfo, by_cell
 from ..schemas.request import RequestRecord
-from ..schemas.row import ResultRow
+from ..schemas.row import ResultRow, row_keys
 from . import acceptance as acc
 from .compare import decomposition, fidelity, mean_ci95, paired_requests, paired_speedup, ratio
 from .keepup import client_lag, client_tokens, token_agreement
@@ -163,7 +163,7 @@ def summarize_cell(phases: Sequence[PhaseInfo], records: Sequence[RequestRecord]
     row.update({key: acceptance.get(key) for key in ("acceptance_rate", "acceptance_pos_1", "acceptance_pos_2",
                                                      "acceptance_pos_3", "mean_acceptance_length")})
     _extras(row, phases, acceptance, total)
-    row.update(acc.stream_summary(measured, k))
+    row.update(row_keys(acc.stream_summary(measured, k)))
     row.update(acc.agreement(row.spec_accepted_tokens, row.stream_accepted_tokens, row.requests or 0))
     row.draft_step_share = row.spec_drafts / row.stream_steps if row.spec_drafts and row.stream_steps else None
     req_stats = acc.request_stats_acceptance(measured)

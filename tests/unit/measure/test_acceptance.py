@@ -258,18 +258,18 @@ def test_stream_acceptance_empty_and_no_k():
     base = stream_acceptance([rec([1, 1, 1, 1])], k=None)
     assert base.mean_acceptance_length == 1.0 and base.joint() == [] and base.merged_steps == 0
     summary = stream_summary([rec([1, 1, 1])], None)
-    assert summary["stream_merged_chunks"] is None and summary["stream_acceptance_joint"] is None
-    assert summary["stream_tokens_per_step_histogram"] == {"1": 2}
+    assert summary.stream_merged_chunks is None and summary.stream_acceptance_joint is None
+    assert summary.stream_tokens_per_step_histogram == {"1": 2}
     assert StreamAcceptance(steps=0, tokens=0, histogram={}, k=3).conditional() == []
 
 
 def test_stream_summary_keys():
     s = stream_summary([rec([1, 2, 4]), rec([1, 1, 5])], k=3)
-    assert s["stream_steps"] == 4
-    assert s["stream_mean_acceptance_length"] == pytest.approx(12 / 4)
-    assert s["stream_tokens_per_step_histogram"] == {"1": 1, "2": 1, "4": 1, "5": 1}
-    assert s["stream_merged_chunks"] == 1
-    assert s["stream_acceptance_rate"] == pytest.approx((12 - 4) / 12)
+    assert s.stream_steps == 4
+    assert s.stream_mean_acceptance_length == pytest.approx(12 / 4)
+    assert s.stream_tokens_per_step_histogram == {"1": 1, "2": 1, "4": 1, "5": 1}
+    assert s.stream_merged_chunks == 1
+    assert s.stream_acceptance_rate == pytest.approx((12 - 4) / 12)
 
 
 # ---------------------------------------------------------------- agreement
@@ -299,8 +299,8 @@ def test_stream_accepted_tokens_agree_with_counter_window():
     """The stream of a request whose steps match the counters: same accepted-token count."""
     records = [rec([1, 2, 4, 1, 3]), rec([1, 4, 4, 2])]  # accepted per step: 1+3+0+2 and 3+3+1
     summary = stream_summary(records, k=3)
-    assert summary["stream_accepted_tokens"] == 13
-    assert agreement(13, summary["stream_accepted_tokens"], 2)["acceptance_sources_agree"] is True
+    assert summary.stream_accepted_tokens == 13
+    assert agreement(13, summary.stream_accepted_tokens, 2)["acceptance_sources_agree"] is True
 
 
 # ---------------------------------------------------------------- vLLM per-request stats
