@@ -1,8 +1,10 @@
 """One typed results row: a cell's numbers as results.json holds them.
 
-Adding a metric is three edits: the function that measures it (returning a frozen dataclass whose
-field names are the row's, which ``row_keys`` turns into what ``ResultRow.update`` takes), one field here (its annotation is also what the loader checks a value
-from a file against), and, to show it in the tables, one entry in ``report/columns.py``.
+Adding a metric is three edits: the function that measures it (returning its typed group, a frozen
+dataclass whose field names are the row's, which ``row_keys`` turns into what ``ResultRow.update``
+takes; older metrics still return ``{key: value}``), one field here (its annotation is also what the
+loader checks a value from a file against), and, to show it in the tables, one entry in
+``report/columns.py``.
 
 A row keeps which keys it carries and in what order, exactly as the dicts it replaces did: a key
 is written when it was set (a comparison key only where there is a baseline, for instance), and a
