@@ -157,7 +157,7 @@ def repeat_acceptance(phases: Sequence[PhaseInfo]) -> dict[Cell, list[float]]:
     last: dict[tuple[Cell, int], Any] = {}
     for p in phases:
         if p.complete:
-            last[(p.cell, p.repeat)] = p.acceptance.get("mean_acceptance_length") if isinstance(p.acceptance, dict) else None
+            last[(p.cell, p.repeat)] = p.acceptance.mean_acceptance_length
     out: dict[Cell, list[float]] = {}
     for (cell, _), value in sorted(last.items(), key=lambda kv: kv[0][1]):
         if is_number(value):

@@ -193,19 +193,33 @@ def request_stats_acceptance(records: Sequence[RequestRecord]) -> dict[str, Any]
     }
 
 
-def stream_summary(records: Sequence[RequestRecord], k: int | None) -> dict[str, Any]:
-    """The stream-derived keys of a results record (prefixed ``stream_``)."""
+@dataclass(frozen=True)
+class StreamSummary:
+    """The stream-derived fields of a result row (``stream_*``), named as the row names them."""
+
+    stream_steps: int | None
+    stream_accepted_tokens: int | None
+    stream_mean_acceptance_length: float | None
+    stream_acceptance_rate: float | None
+    stream_acceptance_joint: list[float | None] | None
+    stream_acceptance_conditional: list[float | None] | None
+    stream_tokens_per_step_histogram: dict[str, int] | None
+    stream_merged_chunks: int | None
+
+
+def stream_summary(records: Sequence[RequestRecord], k: int | None) -> StreamSummary:
+    """A cell's acceptance as its stream's chunk sizes show it."""
     sa = stream_acceptance(records, k)
-    return {
-        "stream_steps": sa.steps or None,
-        "stream_accepted_tokens": (sa.tokens - sa.steps) if sa.steps else None,
-        "stream_mean_acceptance_length": sa.mean_acceptance_length,
-        "stream_acceptance_rate": sa.acceptance_rate(),
-        "stream_acceptance_joint": sa.joint() or None,
-        "stream_acceptance_conditional": sa.conditional() or None,
-        "stream_tokens_per_step_histogram": {str(n): c for n, c in sa.histogram.items()} or None,
-        "stream_merged_chunks": sa.merged_steps if sa.k else None,
-    }
+    return StreamSummary(
+        stream_steps=sa.steps or None,
+        stream_accepted_tokens=(sa.tokens - sa.steps) if sa.steps else None,
+        stream_mean_acceptance_length=sa.mean_acceptance_length,
+        stream_acceptance_rate=sa.acceptance_rate(),
+        stream_acceptance_joint=sa.joint() or None,
+        stream_acceptance_conditional=sa.conditional() or None,
+        stream_tokens_per_step_histogram={str(n): c for n, c in sa.histogram.items()} or None,
+        stream_merged_chunks=sa.merged_steps if sa.k else None,
+    )
 
 
 def agreement(counter_accepted: int | None, stream_accepted: int | None, requests: int) -> dict[str, int | bool | None]:

@@ -8,26 +8,32 @@ from collections.abc import Callable
 from typing import Any
 
 from ..launch.engines import Engine
+from ..schemas.acceptance import AcceptanceWindow
 from ..schemas.metrics import MetricsSnapshot
 from ..util.numbers import is_number
 from .acceptance import CounterNames, counter_acceptance, counter_deltas, empty_acceptance, verify_step_acceptance
 
 
 def vllm_acceptance(engine: Engine, before: MetricsSnapshot, after: MetricsSnapshot, k: int | None,
-                    server_info: Any = None) -> dict[str, Any]:
+                    server_info: Any = None) -> AcceptanceWindow:
     """vLLM: acceptance from the four spec_decode counters."""
     c = engine.data["metrics"]["counters"]
     names = CounterNames(c["drafts"], c["draft_tokens"], c["accepted"], c.get("accepted_per_pos"))
     out = counter_acceptance(before, after, names, k)
     out["acceptance_source"] = engine.acceptance_source if out["mean_acceptance_length"] is not None else None
-    return out
+    return AcceptanceWindow.from_dict(out)
 
 
 def sglang_acceptance(engine: Engine, before: MetricsSnapshot, after: MetricsSnapshot, k: int | None,
-                      server_info: Any = None) -> dict[str, Any]:
+                      server_info: Any = None) -> AcceptanceWindow:
     """SGLang: acceptance length from counters, or the cumulative server-info average. Counter
     windows keep their raw deltas (``sglang_*``) so repeats pool exactly; without
     ``num_requests_total`` the length is finished at summary time from the phase's completed requests."""
+    return AcceptanceWindow.from_dict(_sglang_window(engine, before, after, k, server_info))
+
+
+def _sglang_window(engine: Engine, before: MetricsSnapshot, after: MetricsSnapshot, k: int | None,
+                   server_info: Any) -> dict[str, Any]:
     out = empty_acceptance(k)
     m = engine.data["metrics"]
     c = m["counters"]
@@ -85,10 +91,10 @@ def _server_info_length(info: Any, key: str) -> tuple[float | None, str | None]:
     return float(value), None
 
 
-READERS: dict[str, Callable[..., dict[str, Any]]] = {"vllm": vllm_acceptance, "sglang": sglang_acceptance}
+READERS: dict[str, Callable[..., AcceptanceWindow]] = {"vllm": vllm_acceptance, "sglang": sglang_acceptance}
 
 
 def read_acceptance(engine: Engine, before: MetricsSnapshot, after: MetricsSnapshot, k: int | None,
-                    server_info: dict[str, Any] | None = None) -> dict[str, Any]:
+                    server_info: dict[str, Any] | None = None) -> AcceptanceWindow:
     """The phase's acceptance from two snapshots, read the way ``engine``'s family counts."""
     return READERS[engine.adapter](engine, before, after, k, server_info)

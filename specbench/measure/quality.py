@@ -15,7 +15,7 @@ from ..launch.gpus import gpu_count
 from ..schemas.cell import Cell
 from ..schemas.phase import PhaseInfo, by_cell
 from ..schemas.request import RequestRecord
-from ..schemas.row import ResultRow
+from ..schemas.row import ResultRow, row_keys
 from ..suite.model import Suite
 from .compare import paired_requests, ratio
 from .per_request import acceptance_summary, merged_steps_warning, slower_share
@@ -59,7 +59,7 @@ def _add_quality(rows: list[ResultRow], phases: Sequence[PhaseInfo], records: Se
         if graded and row.accuracy_truncated:
             _note(row, f"{row.accuracy_truncated} graded answers were cut by max_tokens (graded as they are; usually wrong)")
         windows = [p.telemetry for p in cell_phases if getattr(p, "telemetry", None)]
-        row.update(telemetry_summary(windows, row.output_tokens))
+        row.update(row_keys(telemetry_summary(windows, row.output_tokens)))
         config = configs.get(row.run)
         if suite.cost is not None and config is not None:
             row.update(cost_summary(suite.cost, *gpu_count(suite, config), row.output_throughput_tps))

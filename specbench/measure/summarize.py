@@ -14,10 +14,11 @@ from typing import Any, TypeGuard
 import numpy as np
 
 from ..client import SOURCE_USAGE_TOTAL
+from ..schemas.acceptance import AcceptanceWindow
 from ..schemas.cell import Cell
 from ..schemas.phase import PhaseInfo, by_cell
 from ..schemas.request import RequestRecord
-from ..schemas.row import ResultRow
+from ..schemas.row import ResultRow, row_keys
 from . import acceptance as acc
 from .compare import decomposition, fidelity, mean_ci95, paired_requests, paired_speedup, ratio
 from .keepup import client_lag, client_tokens, token_agreement
@@ -32,61 +33,63 @@ def _complete(values: Sequence[Any]) -> TypeGuard[Sequence[float]]:
     return None not in values
 
 
-def combine_acceptance(windows: Sequence[dict[str, Any]], k: int | None,
+def combine_acceptance(windows: Sequence[AcceptanceWindow], k: int | None,
                        completed: Sequence[int] | None = None) -> dict[str, Any]:
     """Pool counter windows of several repeats by summing their raw deltas.
 
     A window whose counters could not be trusted nulls the cell's acceptance, with its reason.
     ``completed`` (requests that finished, per window) stands in for SGLang's request counter
     when the server has none."""
-    errors = [w["acceptance_error"] for w in windows if w.get("acceptance_error")]
+    errors = [w.acceptance_error for w in windows if w.acceptance_error]
     if errors:
         out = acc.empty_acceptance(k)
         out["acceptance_error"] = errors[0] if len(windows) == 1 else f"{len(errors)} of {len(windows)} repeats: {errors[0]}"
         return out
-    if windows and all(w.get("sglang_verify_calls") for w in windows):
-        return _combine_verify_steps(windows, k, completed)
-    measured = [w for w in windows if w.get("spec_drafts")]
+    verified = [c for w in windows if (c := w.verify_counts()) is not None]
+    if windows and len(verified) == len(windows):
+        return _combine_verify_steps(windows, verified, k, completed)
+    measured = [(w, d) for w in windows if (d := w.draft_counts()) is not None]
     if not measured:
         out = acc.empty_acceptance(k)
-        sources = [w.get("acceptance_source") for w in windows if w.get("mean_acceptance_length") is not None]
-        if len(windows) == 1 and windows[0].get("mean_acceptance_length") is not None:
-            return dict(windows[0])  # engines without draft counters (SGLang length only)
+        sources = [w.acceptance_source for w in windows if w.mean_acceptance_length is not None]
+        if len(windows) == 1 and windows[0].mean_acceptance_length is not None:
+            return windows[0].to_dict()  # engines without draft counters (SGLang length only)
         if sources:
-            lengths = [w["mean_acceptance_length"] for w in windows if w.get("mean_acceptance_length") is not None]
-            rates = [w.get("acceptance_rate") for w in windows if w.get("mean_acceptance_length") is not None]
+            lengths = [w.mean_acceptance_length for w in windows if w.mean_acceptance_length is not None]
+            rates = [w.acceptance_rate for w in windows if w.mean_acceptance_length is not None]
             out["mean_acceptance_length"] = float(np.mean(lengths))
             out["acceptance_rate"] = float(np.mean(rates)) if _complete(rates) else None
             out["acceptance_source"] = f"{sources[0]} (mean of {len(lengths)} repeats)"
         return out
-    drafts = sum(w["spec_drafts"] for w in measured)
-    tokens = sum(w["spec_draft_tokens"] for w in measured)
-    accepted = sum(w["spec_accepted_tokens"] for w in measured)
+    drafts = sum(c[0] for _, c in measured)
+    tokens = sum(c[1] for _, c in measured)
+    accepted = sum(c[2] for _, c in measured)
     out = acc.empty_acceptance(k)
     out.update(spec_drafts=drafts, spec_draft_tokens=tokens, spec_accepted_tokens=accepted,
                acceptance_rate=accepted / tokens, mean_acceptance_length=1 + accepted / drafts,
-               acceptance_source=measured[0].get("acceptance_source"))
-    npos = max(len(w.get("acceptance_per_position") or []) for w in measured)
+               acceptance_source=measured[0][0].acceptance_source)
+    npos = max(len(w.acceptance_per_position or ()) for w, _ in measured)
     if npos:
-        per = []
+        per: list[float | None] = []
         for i in range(npos):
-            parts = [(w.get("acceptance_per_position") or [0] * npos)[i] for w in measured]
+            parts = [((w.acceptance_per_position or (0.0,) * npos)[i], c[0]) for w, c in measured]
             # a position stored as null (a NaN counter) stays null: never pooled as 0
-            per.append(None if None in parts else sum(p * w["spec_drafts"] for p, w in zip(parts, measured)) / drafts)
+            known = [(p, n) for p, n in parts if p is not None]
+            per.append(None if len(known) < len(parts) else sum(p * n for p, n in known) / drafts)
         out["acceptance_per_position"] = per
         for i, v in enumerate(per, start=1):
             out[f"acceptance_pos_{i}"] = v
     return out
 
 
-def _combine_verify_steps(windows: Sequence[dict[str, Any]], k: int | None,
+def _combine_verify_steps(windows: Sequence[AcceptanceWindow], verified: Sequence[tuple[int, int]], k: int | None,
                           completed: Sequence[int] | None) -> dict[str, Any]:
     """SGLang counter windows: Σ(generation tokens − finished requests) ÷ Σ verify calls."""
-    counted = [w.get("sglang_finished_requests") for w in windows]
+    counted = [w.sglang_finished_requests for w in windows]
     if None in counted and completed is None:
         return acc.empty_acceptance(k)
     requests = [n if n is not None else completed[i] for i, n in enumerate(counted)]  # type: ignore[index]  # not None: returned above
-    tokens, steps = sum(w["sglang_generation_tokens"] for w in windows), sum(w["sglang_verify_calls"] for w in windows)
+    tokens, steps = sum(t for t, _ in verified), sum(s for _, s in verified)
     out = acc.empty_acceptance(k)
     out.update(acc.verify_step_acceptance(tokens, steps, sum(requests), k))
     out.update(sglang_generation_tokens=tokens, sglang_verify_calls=steps, sglang_finished_requests=sum(requests))
@@ -95,7 +98,7 @@ def _combine_verify_steps(windows: Sequence[dict[str, Any]], k: int | None,
                                     "Δsglang:spec_verify_calls_total over the measured phase (the server has no "
                                     "sglang:num_requests_total): one prefill token per finished request is not a verify step")
     else:
-        out["acceptance_source"] = windows[0].get("acceptance_source")
+        out["acceptance_source"] = windows[0].acceptance_source
     out["acceptance_note"] = f"acceptance = {out['acceptance_source']}"
     return out
 
@@ -160,7 +163,7 @@ def summarize_cell(phases: Sequence[PhaseInfo], records: Sequence[RequestRecord]
     row.update({key: acceptance.get(key) for key in ("acceptance_rate", "acceptance_pos_1", "acceptance_pos_2",
                                                      "acceptance_pos_3", "mean_acceptance_length")})
     _extras(row, phases, acceptance, total)
-    row.update(acc.stream_summary(measured, k))
+    row.update(row_keys(acc.stream_summary(measured, k)))
     row.update(acc.agreement(row.spec_accepted_tokens, row.stream_accepted_tokens, row.requests or 0))
     row.draft_step_share = row.spec_drafts / row.stream_steps if row.spec_drafts and row.stream_steps else None
     req_stats = acc.request_stats_acceptance(measured)

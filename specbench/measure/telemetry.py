@@ -22,6 +22,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -178,30 +179,39 @@ def _flat(samples: Sequence[dict[str, Any]], key: str, settle_s: float = 0.0) ->
     return out
 
 
-def telemetry_summary(windows: Sequence[dict[str, Any]], output_tokens: int | None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class TelemetrySummary:
+    """A cell's GPU energy and sampled telemetry, named as the result row names them."""
+
+    energy_j: float | None = None
+    joules_per_output_token: float | None = None
+    gpu_util_mean_pct: float | None = None
+    gpu_mem_used_max_mib: float | None = None
+    sm_clock_mean_mhz: float | None = None
+    telemetry_gpus: Any = None
+    telemetry_error: str | None = None
+
+
+def telemetry_summary(windows: Sequence[dict[str, Any]], output_tokens: int | None) -> TelemetrySummary:
     """A cell's energy (Σ over its repeats) and sampled telemetry, or null fields with the reason."""
-    out: dict[str, Any] = {"energy_j": None, "joules_per_output_token": None, "gpu_util_mean_pct": None,
-                           "gpu_mem_used_max_mib": None, "sm_clock_mean_mhz": None, "telemetry_gpus": None,
-                           "telemetry_error": None}
     if not windows:
-        out["telemetry_error"] = "no telemetry recorded for this cell (measured before telemetry existed)"
-        return out
+        return TelemetrySummary(telemetry_error="no telemetry recorded for this cell (measured before telemetry existed)")
     errors = [w["telemetry_error"] for w in windows if w.get("telemetry_error")]
-    out["telemetry_gpus"] = windows[0].get("gpus")
     energies = [w.get("energy_j") for w in windows]
+    error, energy, per_token = None, None, None
     if errors or None in energies:
-        out["telemetry_error"] = errors[0] if errors else "energy missing in a repeat"
+        error = errors[0] if errors else "energy missing in a repeat"
     else:
-        out["energy_j"] = float(sum(e for e in energies if e is not None))
-        if output_tokens:
-            out["joules_per_output_token"] = out["energy_j"] / output_tokens
+        energy = float(sum(e for e in energies if e is not None))
+        per_token = energy / output_tokens if output_tokens else None
     samples = [w["samples"] for w in windows if isinstance(w.get("samples"), dict)]
     util = _flat(samples, "gpu_util_pct", UTIL_SETTLE_S)
     mem, clock = _flat(samples, "mem_used_mib"), _flat(samples, "sm_clock_mhz")
-    out["gpu_util_mean_pct"] = float(np.mean(util)) if util else None
-    out["gpu_mem_used_max_mib"] = float(max(mem)) if mem else None
-    out["sm_clock_mean_mhz"] = float(np.mean(clock)) if clock else None
-    return out
+    return TelemetrySummary(energy_j=energy, joules_per_output_token=per_token,
+                            gpu_util_mean_pct=float(np.mean(util)) if util else None,
+                            gpu_mem_used_max_mib=float(max(mem)) if mem else None,
+                            sm_clock_mean_mhz=float(np.mean(clock)) if clock else None,
+                            telemetry_gpus=windows[0].get("gpus"), telemetry_error=error)
 
 
 def cost_summary(cost: Cost | None, gpus: int | None, reason: str | None, tps: float | None) -> dict[str, Any]:

@@ -101,7 +101,7 @@ class Phases:
         info = await server_info(self.session, server.url, server.engine) if server.engine.acceptance_reads_server_info else {}
         acceptance = read_acceptance(server.engine, before, after, cfg.num_speculative_tokens, info.get("raw"))
         if not before.ok or not after.ok:
-            acceptance["acceptance_error"] = redact_url(before.error or after.error)
+            acceptance = acceptance.with_error(redact_url(before.error or after.error))
         generation = generation_window(before, after, server.engine.generation_counter)
         generation["error"] = redact_url(generation["error"])
         for r in warm_records + result.records:

@@ -135,7 +135,7 @@ def steplog_results(run_dir: Path, phases: Sequence[PhaseInfo]) -> dict[Cell, di
             if steps is None:
                 errors.append(f"repeat {p.repeat}: no /metrics scrape times in phases.jsonl")
                 continue
-            counter = p.acceptance.get("spec_accepted_tokens")
+            counter = p.acceptance.spec_accepted_tokens
             passes.append(PassSteps(steps, counter if isinstance(counter, int) and not isinstance(counter, bool) else None))
         stats = cell_stats(passes) if passes else {}
         out[cell] = {**stats, "steplog_window": WINDOW if passes else None,

@@ -20,6 +20,7 @@ from ..client import stream_request
 from ..client.metrics import scrape
 from ..errors import ServerError, SuiteError
 from ..measure.engine_counters import read_acceptance
+from ..schemas.acceptance import AcceptanceWindow
 from ..schemas.request import RequestRecord
 from ..suite import ServerConfig, Suite
 from . import RunDir
@@ -35,7 +36,7 @@ class TraceSide:
     config: str
     record: RequestRecord
     tokens: list[str] = field(default_factory=list)
-    acceptance: dict | None = None
+    acceptance: AcceptanceWindow = field(default_factory=AcceptanceWindow)
 
     @property
     def tokens_per_s(self) -> float | None:
@@ -70,12 +71,11 @@ def _pct(x: float | None) -> str:
 
 def render_markdown(base: TraceSide, spec: TraceSide, prompt: str, model: str, k: int | None, method: str,
                     kinds: list[str]) -> str:
-    acc = spec.acceptance or {}
-    drafted, accepted = acc.get("spec_draft_tokens"), acc.get("spec_accepted_tokens")
+    drafted, accepted = spec.acceptance.spec_draft_tokens, spec.acceptance.spec_accepted_tokens
     b_tps, s_tps = base.tokens_per_s, spec.tokens_per_s
     speed = f"{s_tps / b_tps:.2f}x speedup" if b_tps and s_tps else "—"
     reduction = f"{(1 - spec.steps / base.steps) * 100:.1f}% reduction" if base.steps else "—"
-    rate = f"{_pct(accepted / drafted)} ({accepted} accepted / {drafted} proposed)" if drafted else "— (no counters)"
+    rate = f"{_pct(accepted / drafted)} ({accepted} accepted / {drafted} proposed)" if drafted and accepted is not None else "— (no counters)"
     lines = [
         "# Speculative decoding trace", "",
         f"Prompt: {prompt!r}", "",
@@ -164,7 +164,7 @@ async def run_trace(suite: Suite, prompt: str, baseline: str | None, config: str
                 sides.append(await _one(session, suite, server, prompt))
     base, spec = sides
     kinds = annotate(spec.record.chunk_tokens, spec_cfg.num_speculative_tokens,
-                     every_step_drafts=(spec.acceptance or {}).get("spec_drafts") == spec.steps - 1)
+                     every_step_drafts=spec.acceptance.spec_drafts == spec.steps - 1)
     md = render_markdown(base, spec, prompt, suite.model, spec_cfg.num_speculative_tokens, spec_cfg.method or "", kinds)
     return md, spec, kinds
 

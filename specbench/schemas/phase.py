@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .acceptance import AcceptanceWindow
 from .cell import Cell
 from .request import RequestRecord
 
@@ -22,7 +23,7 @@ class PhaseInfo:
     request_rate: float | None
     repeat: int
     wall_s: float
-    acceptance: dict[str, Any] = field(default_factory=dict)
+    acceptance: AcceptanceWindow = field(default_factory=AcceptanceWindow)
     server: dict[str, Any] = field(default_factory=dict)
     interrupted: bool = False
     server_died: bool = False
@@ -42,13 +43,18 @@ class PhaseInfo:
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
+        out["acceptance"] = self.acceptance.to_dict()
         if out["server_start"] is None:  # a server given by URL: phases.jsonl as before server starts were counted
             del out["server_start"]
         return out
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> PhaseInfo:
-        return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
+        fields = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
+        if "acceptance" in fields:  # not an object (a hand-edited line): nothing measured
+            a = fields["acceptance"]
+            fields["acceptance"] = AcceptanceWindow.from_dict(a) if isinstance(a, dict) else AcceptanceWindow()
+        return cls(**fields)
 
     @property
     def cell(self) -> Cell:

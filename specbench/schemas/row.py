@@ -1,8 +1,10 @@
 """One typed results row: a cell's numbers as results.json holds them.
 
-Adding a metric is three edits: the function that measures it (returning ``{key: value}``, which
-``ResultRow.update`` takes), one field here (its annotation is also what the loader checks a value
-from a file against), and, to show it in the tables, one entry in ``report/columns.py``.
+Adding a metric is three edits: the function that measures it (returning its typed group, a frozen
+dataclass whose field names are the row's, which ``row_keys`` turns into what ``ResultRow.update``
+takes; older metrics still return ``{key: value}``), one field here (its annotation is also what the
+loader checks a value from a file against), and, to show it in the tables, one entry in
+``report/columns.py``.
 
 A row keeps which keys it carries and in what order, exactly as the dicts it replaces did: a key
 is written when it was set (a comparison key only where there is a baseline, for instance), and a
@@ -18,7 +20,10 @@ from __future__ import annotations
 
 import typing
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 #: the reference table's keys, first and in this order in every row
 REFERENCE_KEYS = [
@@ -351,3 +356,13 @@ class ResultRow(StepLogStats, RepeatSpread, O200kLengths, ClientLag, QualityAndC
 FIELDS = [f for f in fields(ResultRow) if f.name != "_keys"]
 FIELD_NAMES = [f.name for f in FIELDS if f.name != "extra"]
 FIELD_SET = frozenset(FIELD_NAMES)
+
+
+def row_keys(group: DataclassInstance) -> dict[str, Any]:
+    """A metric's typed group as the keys ``ResultRow.update`` sets, in field order (the order
+    results.json writes them). Its field names are the row's: one that is not raises here."""
+    out = {f.name: getattr(group, f.name) for f in fields(group)}
+    stray = [key for key in out if key not in FIELD_SET]
+    if stray:
+        raise TypeError(f"{type(group).__name__}: not a ResultRow field: {', '.join(stray)}")
+    return out

@@ -220,6 +220,7 @@ def test_gate_suite_file_is_read_with_the_same_bounds(tmp_path, capsys):
 
 from specbench.report import render  # noqa: E402
 from specbench.run.rundir import RunDir, write_json  # noqa: E402
+from specbench.schemas.acceptance import AcceptanceWindow  # noqa: E402
 from specbench.schemas.meta import RunMeta  # noqa: E402
 from specbench.schemas.phase import PhaseInfo  # noqa: E402
 from specbench.schemas.request import RequestRecord  # noqa: E402
@@ -232,7 +233,7 @@ def test_run_dir_writers_never_emit_nan_or_infinity(tmp_path):
     run = RunDir(tmp_path / "run")
     run.create()
     info = PhaseInfo(config="b", dataset="d", concurrency=1, request_rate=None, repeat=0, wall_s=NAN,
-                     acceptance={"acceptance_rate": INF, "acceptance_per_position": [0.5, NAN]})
+                     acceptance=AcceptanceWindow.from_dict({"acceptance_rate": INF, "acceptance_per_position": [0.5, NAN]}))
     rec = RequestRecord(prompt_id="p", dataset="d", config="b", send_time=1.0, chunk_times=[1.5, INF],
                         chunk_tokens=[1, 2], spec_stats={"mean": -INF})
     run.append_phase(info, [rec])

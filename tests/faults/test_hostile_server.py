@@ -114,8 +114,8 @@ def test_infinite_or_negative_counter_is_named(text, why):
     line = 'vllm:spec_decode_num_drafts_total{engine="1",model_name="smol"} '
     after_text = (DATA / "vllm_after.txt").read_text().replace(line + "52.0", line + text)
     out = read_acceptance(load_engine("vllm"), before, parse_metrics(after_text), 3)
-    assert out["mean_acceptance_length"] is None and out["acceptance_source"] is None
-    assert "vllm:spec_decode_num_drafts_total" in out["acceptance_error"] and why in out["acceptance_error"]
+    assert out.mean_acceptance_length is None and out.acceptance_source is None
+    assert "vllm:spec_decode_num_drafts_total" in out.acceptance_error and why in out.acceptance_error
 
 
 def test_counter_series_that_overflow_when_summed_null_acceptance():
@@ -123,14 +123,14 @@ def test_counter_series_that_overflow_when_summed_null_acceptance():
     text = (DATA / "vllm_after.txt").read_text()
     text = text.replace(line + "156.0", line + "1.7e308").replace(line.replace('"1"', '"0"') + "318.0", line.replace('"1"', '"0"') + "1.7e308")
     out = read_acceptance(load_engine("vllm"), parse_metrics((DATA / "vllm_before.txt").read_text()), parse_metrics(text), 3)
-    assert out["mean_acceptance_length"] is None and "overflows" in out["acceptance_error"]
+    assert out.mean_acceptance_length is None and "overflows" in out.acceptance_error
 
 
 def test_counter_that_went_backwards_nulls_acceptance():
     before = parse_metrics((DATA / "vllm_after.txt").read_text())
     after = parse_metrics((DATA / "vllm_before.txt").read_text())
     out = read_acceptance(load_engine("vllm"), before, after, 3)
-    assert out["mean_acceptance_length"] is None and "went down" in out["acceptance_error"]
+    assert out.mean_acceptance_length is None and "went down" in out.acceptance_error
 
 
 @pytest.mark.parametrize("body", ['[{"id": "smol"}]', "<html>oops</html>", '{"data": [{"id": 5}, "x"]}', '{"data": 3}'])
@@ -279,9 +279,9 @@ def test_sglang_counter_acceptance_subtracts_one_prefill_token_per_request():
     before, after = (parse_metrics((DATA / f"sglang_{w}.txt").read_text()) for w in ("before", "after"))
     out = read_acceptance(load_engine("sglang"), before, after, 3)
     # Δgeneration 2800, Δnum_requests 16, Δverify 800
-    assert out["mean_acceptance_length"] == pytest.approx((2800 - 16) / 800)
-    assert out["acceptance_rate"] == pytest.approx(((2800 - 16) / 800 - 1) / 3)
-    assert "num_requests_total" in out["acceptance_source"]
+    assert out.mean_acceptance_length == pytest.approx((2800 - 16) / 800)
+    assert out.acceptance_rate == pytest.approx(((2800 - 16) / 800 - 1) / 3)
+    assert "num_requests_total" in out.acceptance_source
     assert ratio_acceptance(before, after, "sglang:generation_tokens_total", "sglang:spec_verify_calls_total") == pytest.approx(3.5)
 
 

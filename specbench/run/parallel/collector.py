@@ -8,11 +8,22 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ...schemas.phase import PhaseInfo
-from ...schemas.request import RequestRecord
 from ..interrupts import forward_signals
 from ..sequential import RunOutcome
 from ..session import RunSession
+from .messages import (
+    ChunkClock,
+    LogShipped,
+    PhaseMeasured,
+    ProbesMeasured,
+    Restarting,
+    SearchDone,
+    ServerLaunched,
+    ServerReady,
+    WorkerFinished,
+    WorkerMessage,
+    WorkerStarted,
+)
 from .planning import MAX_LOG_BYTES
 
 
@@ -45,52 +56,52 @@ class Collector:
         """Where config ``name`` runs (meta.json ``parallel.configs``)."""
         return self.parallel.setdefault("configs", {}).setdefault(name, {})
 
-    def handle(self, msg: dict[str, Any]) -> None:
-        kind, name = msg.get("type"), msg.get("config", "")
-        s = self.session
-        if kind == "start":
-            self.placement(name).update({k: msg.get(k) for k in ("gpus", "port", "host", "node", "started_at")})
+    def handle(self, msg: WorkerMessage) -> None:
+        name, s = msg.config, self.session
+        if isinstance(msg, WorkerStarted):
+            self.placement(name).update(gpus=msg.gpus, port=msg.port, host=msg.host, node=msg.node,
+                                        started_at=msg.started_at)
             s.save_meta()
-        elif kind == "server":
-            info = dict(msg["info"])
+        elif isinstance(msg, ServerReady):
+            info = dict(msg.info)
             if self.mode == "ray" and info.get("log"):  # shipped here when the worker ends
                 self.placement(name)["log_on_node"] = info["log"]
                 info["log"] = str(self.logs / f"{name}.log")
             s.server_ready(name, info)
-        elif kind == "chunk_clock":
-            s.chunk_clock(name, msg["clock"])
-        elif kind == "phase":
-            s.store_phase(PhaseInfo.from_dict(msg["info"]), [RequestRecord.from_dict(r) for r in msg["records"]])
-        elif kind == "probes":
-            s.store_probes([RequestRecord.from_dict(r) for r in msg["records"]], msg["rate"])
-        elif kind == "search":
-            s.store_search(name, msg["dataset"], msg["result"])
-        elif kind == "restart":
-            s.config_restarting(name, msg["attempt"])
-        elif kind == "launched":  # a worker's server, recorded here so --resume can stop it if all are killed
-            if msg.get("identity"):
-                s.record_server(name, msg["identity"])
+        elif isinstance(msg, ChunkClock):
+            s.chunk_clock(name, msg.clock)
+        elif isinstance(msg, PhaseMeasured):
+            s.store_phase(msg.info, msg.records)
+        elif isinstance(msg, ProbesMeasured):
+            s.store_probes(msg.records, msg.rate)
+        elif isinstance(msg, SearchDone):
+            s.store_search(name, msg.dataset, msg.result)
+        elif isinstance(msg, Restarting):
+            s.config_restarting(name, msg.attempt)
+        elif isinstance(msg, ServerLaunched):  # a worker's server, recorded here so --resume can stop it if all are killed
+            if msg.identity:
+                s.record_server(name, msg.identity)
                 s.next_start(name)  # counted like a sequential run's launches (the worker numbers its own)
             else:
                 s.forget_server(name)
-        elif kind == "log":
+        elif isinstance(msg, LogShipped):
             self.logs.mkdir(parents=True, exist_ok=True)
             with (self.logs / f"{name}.log").open("a") as f:
-                if msg.get("truncated"):
+                if msg.truncated:
                     f.write(f"[specbench: log from the worker cut to its last {MAX_LOG_BYTES >> 20} MiB]\n")
-                f.write(msg["text"])
-        elif kind == "done":
-            self.finished(name, msg)
+                f.write(msg.text)
+        elif isinstance(msg, WorkerFinished):
+            self.finished(msg)
 
-    def finished(self, name: str, msg: dict[str, Any]) -> None:
-        self.placement(name)["finished_at"] = msg.get("finished_at")
-        if msg.get("interrupted"):
+    def finished(self, msg: WorkerFinished) -> None:
+        self.placement(msg.config)["finished_at"] = msg.finished_at
+        if msg.interrupted:
             self.interrupted = True
-        if msg.get("failed"):
-            for cfg, err in msg["failed"].items():
-                self.fail(cfg, err, traceback_text=msg.get("traceback"))
+        if msg.failed:
+            for cfg, err in msg.failed.items():
+                self.fail(cfg, err, traceback_text=msg.traceback)
         elif not self.interrupted:
-            self.session.config_succeeded(name)
+            self.session.config_succeeded(msg.config)
         self.session.save_meta()
 
     def fail(self, name: str, error: str, traceback_text: str | None = None) -> None:

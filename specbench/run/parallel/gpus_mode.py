@@ -20,6 +20,7 @@ from ...launch.process import log_tail
 from ...schemas.request import Prompt
 from ...suite import Suite
 from .collector import Collector, StopSignals
+from .messages import WorkerFinished, decode
 from .planning import Job
 
 
@@ -36,8 +37,8 @@ async def gpus_worker(collector: Collector, job_file: Path, err_file: Path, name
         assert proc.stdout is not None
         while line := await proc.stdout.readline():
             try:
-                msg = json.loads(line)
-            except json.JSONDecodeError:
+                msg = decode(json.loads(line))
+            except (ValueError, TypeError, KeyError):  # not a message (JSONDecodeError is a ValueError)
                 continue
             try:
                 collector.handle(msg)
@@ -45,7 +46,7 @@ async def gpus_worker(collector: Collector, job_file: Path, err_file: Path, name
                 _kill_group(proc.pid)
                 await proc.wait()
                 raise
-            finished = finished or msg.get("type") == "done"
+            finished = finished or isinstance(msg, WorkerFinished)
         code = await proc.wait()
     finally:
         children.pop(name, None)

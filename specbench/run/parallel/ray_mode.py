@@ -12,6 +12,7 @@ from ...errors import LaunchError
 from ...schemas.request import Prompt
 from ...suite import Suite
 from .collector import Collector, StopSignals
+from .messages import WorkerFinished, decode
 from .planning import FORWARDED_ENV, RAY_EXTRA, Job
 from .worker import ray_config_task
 
@@ -103,9 +104,9 @@ async def run_ray(collector: Collector, suite: Suite, jobs: list[Job], address: 
             finished = False
             try:
                 async for ref in gen:
-                    msg = await ref
+                    msg = decode(await ref)
                     collector.handle(msg)
-                    finished = finished or msg.get("type") == "done"
+                    finished = finished or isinstance(msg, WorkerFinished)
             except ray.exceptions.TaskCancelledError:
                 collector.interrupted = True
                 return

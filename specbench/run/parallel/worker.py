@@ -1,5 +1,6 @@
 """Worker side: one config, in a subprocess (gpus) or a Ray task (ray), measured by the ordinary
-``SequentialRun`` into a ``WorkerChannel`` that streams every report back as a plain-dict message."""
+``SequentialRun`` into a ``WorkerChannel`` that streams every report back as a typed message
+(``messages``), encoded only where it leaves the process."""
 
 from __future__ import annotations
 
@@ -28,10 +29,24 @@ from ...schemas.request import Prompt, RequestRecord
 from ...schemas.row import ResultRow
 from ..preflight import now
 from ..sequential import SequentialRun
+from .messages import (
+    ChunkClock,
+    LogShipped,
+    PhaseMeasured,
+    ProbesMeasured,
+    Restarting,
+    SearchDone,
+    ServerLaunched,
+    ServerReady,
+    WorkerFinished,
+    WorkerMessage,
+    WorkerStarted,
+    encode,
+)
 from .node import claim_port, node_log_dir, start_watchdog, stop_watchdog, sweep_stale
 from .planning import MAX_LOG_BYTES
 
-Emit = Callable[[dict[str, Any]], None]
+Emit = Callable[[WorkerMessage], None]
 
 
 class WorkerChannel:
@@ -57,10 +72,10 @@ class WorkerChannel:
         return set(self.searched_datasets)
 
     def record_server(self, name: str, identity: dict[str, Any]) -> None:
-        self.emit({"type": "launched", "config": name, "identity": identity})
+        self.emit(ServerLaunched(name, identity))
 
     def forget_server(self, name: str) -> None:
-        self.emit({"type": "launched", "config": name, "identity": None})
+        self.emit(ServerLaunched(name, None))
 
     def next_start(self, name: str) -> int:
         """Parallel modes refuse load.restart: one launch per config and worker run."""
@@ -71,28 +86,28 @@ class WorkerChannel:
         return []
 
     def server_ready(self, name: str, info: dict[str, Any]) -> None:
-        self.emit({"type": "server", "config": name, "info": info})
+        self.emit(ServerReady(name, info))
 
     def chunk_clock(self, name: str, clock: str) -> None:
-        self.emit({"type": "chunk_clock", "config": name, "clock": clock})
+        self.emit(ChunkClock(name, clock))
 
     def store_phase(self, info: PhaseInfo, records: list[RequestRecord]) -> None:
         if info.complete:
             self.completed.add((info.cell, info.repeat))
-        self.emit({"type": "phase", "config": self.name, "info": info.to_dict(), "records": [r.to_dict() for r in records]})
+        self.emit(PhaseMeasured(self.name, info, list(records)))
 
     def store_probes(self, records: list[RequestRecord], rate: float) -> None:
-        self.emit({"type": "probes", "config": self.name, "rate": rate, "records": [r.to_dict() for r in records]})
+        self.emit(ProbesMeasured(self.name, rate, list(records)))
 
     def store_search(self, name: str, dataset: str, result: dict[str, Any]) -> None:
         self.searched_datasets.add(dataset)
-        self.emit({"type": "search", "config": name, "dataset": dataset, "result": result})
+        self.emit(SearchDone(name, dataset, result))
 
     def config_failed(self, name: str, error: str) -> None:
         """Reported with the worker's ``done``, unless a restart fixes it."""
 
     def config_restarting(self, name: str, attempt: int) -> None:
-        self.emit({"type": "restart", "config": name, "attempt": attempt})
+        self.emit(Restarting(name, attempt))
 
     def config_succeeded(self, name: str) -> None:
         """Reported with the worker's ``done``."""
@@ -134,7 +149,7 @@ def ship_log(logs: Path, name: str, emit: Emit) -> None:
             size = f.seek(0, os.SEEK_END)
             f.seek(max(0, size - MAX_LOG_BYTES))
             text = f.read().decode(errors="replace")
-        emit({"type": "log", "config": name, "text": text, "truncated": size > MAX_LOG_BYTES})
+        emit(LogShipped(name, text, size > MAX_LOG_BYTES))
         log.unlink(missing_ok=True)  # shipped; kept on the node only when the worker dies
     try:
         logs.rmdir()
@@ -144,8 +159,8 @@ def ship_log(logs: Path, name: str, emit: Emit) -> None:
 
 async def run_config(job: dict[str, Any], prompts: dict[str, list[Prompt]], emit: Emit,
                      control: WorkerControl | None = None) -> None:
-    """Run one config with ``SequentialRun`` and ``emit`` plain-dict messages: ``start``, ``launched``,
-    ``server``, ``chunk_clock``, ``phase`` (PhaseInfo + records), ``restart``, ``log``, ``done``."""
+    """Run one config with ``SequentialRun`` and ``emit`` its messages, ``WorkerStarted`` first and
+    ``WorkerFinished`` last."""
     suite, name = job["suite"], job["config"]
     saved_env = {key: os.environ.get(key) for key in job.get("env") or {}}
     os.environ.update(job.get("env") or {})
@@ -154,7 +169,8 @@ async def run_config(job: dict[str, Any], prompts: dict[str, list[Prompt]], emit
     scratch = Path(tempfile.mkdtemp(prefix=f"specbench-w{os.getpid()}-{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}-"))
     watchdog = start_watchdog(scratch)
     claim: Path | None = None
-    done: dict[str, Any] = {"type": "done", "config": name, "failed": {}, "interrupted": False}
+    failed: dict[str, str] = {}
+    interrupted, trace = False, None
     try:
         port = config.port
         if config.launched and port is None:
@@ -162,8 +178,8 @@ async def run_config(job: dict[str, Any], prompts: dict[str, list[Prompt]], emit
         gpus = job.get("gpus")
         wconfig = replace(config, port=port, gpus=gpus if gpus is not None else config.gpus)
         wsuite = replace(suite, configs=tuple(wconfig if c.name == name else c for c in suite.configs))
-        emit({"type": "start", "config": name, "gpus": wconfig.gpus, "port": port, "host": socket.gethostname(),
-              "node": job.get("node"), "pid": os.getpid(), "started_at": now()})
+        emit(WorkerStarted(name, gpus=wconfig.gpus, port=port, host=socket.gethostname(), node=job.get("node"),
+                           pid=os.getpid(), started_at=now()))
         # gpus: straight into the run dir; ray: a node-local dir that outlives a crashed worker
         logs = Path(job["log_dir"]) if job.get("log_dir") else node_log_dir(job["run_id"])
         logs.mkdir(parents=True, exist_ok=True)
@@ -173,12 +189,12 @@ async def run_config(job: dict[str, Any], prompts: dict[str, list[Prompt]], emit
         if control is not None:
             control.attach(run)
         outcome = await run.execute()
-        done["failed"], done["interrupted"] = dict(outcome.failed_configs), outcome.interrupted
+        failed, interrupted = dict(outcome.failed_configs), outcome.interrupted
         if not job.get("log_dir"):
             ship_log(logs, name, emit)
     except Exception as err:  # a worker bug must not look like a silent success
-        done["failed"] = {name: f"worker error: {type(err).__name__}: {err}"}
-        done["traceback"] = traceback.format_exc()
+        failed = {name: f"worker error: {type(err).__name__}: {err}"}
+        trace = traceback.format_exc()
     finally:
         if claim is not None:
             claim.unlink(missing_ok=True)
@@ -189,8 +205,7 @@ async def run_config(job: dict[str, Any], prompts: dict[str, list[Prompt]], emit
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
-    done["finished_at"] = now()
-    emit(done)
+    emit(WorkerFinished(name, now(), failed, interrupted, trace))
 
 
 def worker_main(job_path: str) -> int:
@@ -211,8 +226,8 @@ def worker_main(job_path: str) -> int:
 
     threading.Thread(target=orphan_watch, daemon=True).start()
 
-    def emit(msg: dict[str, Any]) -> None:
-        chan.write(json.dumps(msg, default=str) + "\n")
+    def emit(msg: WorkerMessage) -> None:
+        chan.write(json.dumps(encode(msg), default=str) + "\n")
         chan.flush()
 
     asyncio.run(run_config(job, prompts, emit))
@@ -234,7 +249,7 @@ def ray_config_task(job: dict[str, Any], prompts: dict[str, Any]) -> Iterator[di
 
     def body() -> None:
         try:
-            asyncio.run(run_config(job, prompts, messages.put, control))
+            asyncio.run(run_config(job, prompts, lambda msg: messages.put(encode(msg)), control))
         finally:
             messages.put(None)
 

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from specbench.measure.summarize import add_comparisons, summarize_cell
+from specbench.schemas.acceptance import AcceptanceWindow
 from specbench.schemas.cell import Cell
 from specbench.schemas.phase import PhaseInfo
 from specbench.schemas.request import RequestRecord
@@ -116,7 +117,8 @@ def simulate() -> tuple[list[PhaseInfo], list[RequestRecord]]:
                         acceptance.update({f"acceptance_pos_{j}": v for j, v in enumerate(per_pos, start=1)})
                     server = {"engine": "vllm", "version": "0.11.0", "url": "http://127.0.0.1:8000"}
                     phases.append(PhaseInfo(config=config, dataset=dataset, concurrency=conc, request_rate=None,
-                                            repeat=repeat, wall_s=round(end - start, 6), acceptance=acceptance,
+                                            repeat=repeat, wall_s=round(end - start, 6),
+                                            acceptance=AcceptanceWindow.from_dict(acceptance),
                                             server=server))
                     records += phase_recs
                     clock = end + 2.0

@@ -137,11 +137,11 @@ def test_cell_summary_sums_repeats():
     w = {"gpus": ["0"], "energy_j": 50.0, "samples": {"gpu_util_pct": [[40.0], [60.0]], "mem_used_mib": [[100.0], [300.0]],
                                                       "sm_clock_mhz": [[1000.0], [2000.0]]}}
     out = telemetry_summary([w, w], output_tokens=200)
-    assert out["energy_j"] == 100.0 and out["joules_per_output_token"] == 0.5
-    assert out["gpu_util_mean_pct"] == 50.0 and out["gpu_mem_used_max_mib"] == 300.0 and out["sm_clock_mean_mhz"] == 1500.0
+    assert out.energy_j == 100.0 and out.joules_per_output_token == 0.5
+    assert out.gpu_util_mean_pct == 50.0 and out.gpu_mem_used_max_mib == 300.0 and out.sm_clock_mean_mhz == 1500.0
     broken = telemetry_summary([w, {"gpus": ["0"], "energy_j": None, "telemetry_error": "NVML: gone"}], 200)
-    assert broken["energy_j"] is None and broken["joules_per_output_token"] is None and broken["telemetry_error"] == "NVML: gone"
-    assert telemetry_summary([], 10)["telemetry_error"].startswith("no telemetry recorded")
+    assert broken.energy_j is None and broken.joules_per_output_token is None and broken.telemetry_error == "NVML: gone"
+    assert telemetry_summary([], 10).telemetry_error.startswith("no telemetry recorded")
 
 
 def test_utilisation_counts_only_samples_a_full_nvml_period_into_the_phase():
@@ -149,9 +149,9 @@ def test_utilisation_counts_only_samples_a_full_nvml_period_into_the_phase():
     short = {"gpus": ["0"], "energy_j": 81.0, "samples": {"t_s": [0.028, 0.56], "gpu_util_pct": [[0.0], [0.0]],
                                                           "mem_used_mib": [[7.0], [7.0]], "sm_clock_mhz": [[1980.0], [1980.0]]}}
     out = telemetry_summary([short], 100)
-    assert out["gpu_util_mean_pct"] is None and out["energy_j"] == 81.0 and out["sm_clock_mean_mhz"] == 1980.0
+    assert out.gpu_util_mean_pct is None and out.energy_j == 81.0 and out.sm_clock_mean_mhz == 1980.0
     longer = {**short, "samples": {**short["samples"], "t_s": [0.02, 1.02, 1.52], "gpu_util_pct": [[95.0], [56.0], [60.0]]}}
-    assert telemetry_summary([short, longer], 100)["gpu_util_mean_pct"] == 58.0
+    assert telemetry_summary([short, longer], 100).gpu_util_mean_pct == 58.0
 
 
 def test_cost_per_million_tokens():

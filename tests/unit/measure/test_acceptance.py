@@ -15,6 +15,8 @@ the raw ratio would be 3.5); the ``sglang:spec_accept_length`` gauge (3.9 → 2.
 must not be used.
 """
 
+from dataclasses import replace
+
 import pytest
 
 from specbench.client.metrics import parse_metrics
@@ -91,10 +93,10 @@ def test_counter_acceptance_vllm_window():
 
 def test_counter_acceptance_via_vllm_engine_adapter():
     out = read_acceptance(load_engine("vllm"), snap("vllm_before.txt"), snap("vllm_after.txt"), 3)
-    assert out["mean_acceptance_length"] == pytest.approx(8 / 3)
-    assert out["acceptance_source"].startswith("/metrics counters vllm:spec_decode_")
+    assert out.mean_acceptance_length == pytest.approx(8 / 3)
+    assert out.acceptance_source.startswith("/metrics counters vllm:spec_decode_")
     same = read_acceptance(load_engine("vllm"), snap("vllm_before.txt"), snap("vllm_before.txt"), 3)
-    assert same["mean_acceptance_length"] is None and same["acceptance_source"] is None
+    assert same.mean_acceptance_length is None and same.acceptance_source is None
 
 
 def test_counter_acceptance_real_vllm_032_excerpt():
@@ -145,19 +147,33 @@ def test_counter_acceptance_k7_has_seven_position_keys_and_no_per_pos_counter():
     assert all(res[f"acceptance_pos_{i}"] is None for i in range(1, 8))
 
 
+def test_readers_write_the_layouts_phases_jsonl_has_always_held():
+    """The typed window writes each family's keys in the order the dict readers wrote them."""
+    vllm = read_acceptance(load_engine("vllm"), snap("vllm_before.txt"), snap("vllm_after.txt"), 3).to_dict()
+    assert list(vllm) == ["acceptance_rate", "acceptance_pos_1", "acceptance_pos_2", "acceptance_pos_3",
+                          "mean_acceptance_length", "acceptance_per_position", "spec_drafts", "spec_draft_tokens",
+                          "spec_accepted_tokens", "acceptance_error", "acceptance_source"]
+    assert vllm["acceptance_per_position"] == pytest.approx([105 / 150, 81 / 150, 64 / 150])
+    sglang = read_acceptance(load_engine("sglang"), snap("sglang_before.txt"), snap("sglang_after.txt"), 7).to_dict()
+    assert list(sglang) == ["acceptance_rate", *(f"acceptance_pos_{i}" for i in range(1, 8)), "mean_acceptance_length",
+                            "acceptance_per_position", "acceptance_source", "acceptance_error",
+                            "sglang_generation_tokens", "sglang_verify_calls", "sglang_finished_requests"]
+    assert sglang["sglang_verify_calls"] == 800
+
+
 # ---------------------------------------------------------------- SGLang
 
 
 def test_sglang_counters_window():
     eng = load_engine("sglang")
     out = read_acceptance(eng, snap("sglang_before.txt"), snap("sglang_after.txt"), 3, None)
-    assert out["mean_acceptance_length"] == pytest.approx(3.48)  # (2800 tokens − 16 prefill tokens) / 800 verify calls
-    assert out["acceptance_rate"] == pytest.approx((3.48 - 1) / 3)
-    assert out["acceptance_source"].startswith("(Δsglang:generation_tokens_total − Δsglang:num_requests_total)")
-    assert (out["sglang_generation_tokens"], out["sglang_verify_calls"], out["sglang_finished_requests"]) == (2800, 800, 16)
+    assert out.mean_acceptance_length == pytest.approx(3.48)  # (2800 tokens − 16 prefill tokens) / 800 verify calls
+    assert out.acceptance_rate == pytest.approx((3.48 - 1) / 3)
+    assert out.acceptance_source.startswith("(Δsglang:generation_tokens_total − Δsglang:num_requests_total)")
+    assert (out.sglang_generation_tokens, out.sglang_verify_calls, out.sglang_finished_requests) == (2800, 800, 16)
     # counters win over the cumulative server-info average
     info = {"internal_states": [{"avg_spec_accept_length": 2.0}]}
-    assert read_acceptance(eng, snap("sglang_before.txt"), snap("sglang_after.txt"), 3, info)["mean_acceptance_length"] == pytest.approx(3.48)
+    assert read_acceptance(eng, snap("sglang_before.txt"), snap("sglang_after.txt"), 3, info).mean_acceptance_length == pytest.approx(3.48)
 
 
 def test_sglang_ratio_acceptance_direct():
@@ -178,21 +194,21 @@ def test_sglang_fallback_to_server_info():
     info = {"version": "0.5.16", "internal_states": [{"avg_spec_accept_length": 2.75, "last_gen_throughput": 10.0},
                                                      {"avg_spec_accept_length": 9.0}]}
     out = read_acceptance(eng, before, after, 7, info)
-    assert out["mean_acceptance_length"] == 2.75  # DP rank 0 only
-    assert out["acceptance_rate"] == pytest.approx(1.75 / 7)
-    assert "cumulative" in out["acceptance_source"] and "avg_spec_accept_length" in out["acceptance_source"]
+    assert out.mean_acceptance_length == 2.75  # DP rank 0 only
+    assert out.acceptance_rate == pytest.approx(1.75 / 7)
+    assert "cumulative" in out.acceptance_source and "avg_spec_accept_length" in out.acceptance_source
     # older servers put the value at the top level
-    assert read_acceptance(eng, before, after, 3, {"avg_spec_accept_length": 2.5})["mean_acceptance_length"] == 2.5
+    assert read_acceptance(eng, before, after, 3, {"avg_spec_accept_length": 2.5}).mean_acceptance_length == 2.5
     # nothing to go on: null, not 0, and not the snapshot gauge
     none = read_acceptance(eng, before, after, 3, {"internal_states": [{}]})
-    assert none["mean_acceptance_length"] is None and none["acceptance_rate"] is None and none["acceptance_source"] is None
-    assert read_acceptance(eng, before, after, 3, None)["mean_acceptance_length"] is None
+    assert none.mean_acceptance_length is None and none.acceptance_rate is None and none.acceptance_source is None
+    assert read_acceptance(eng, before, after, 3, None).mean_acceptance_length is None
 
 
 def test_sglang_zero_verify_calls_is_null():
     b = snap("sglang_after.txt")
     out = read_acceptance(load_engine("sglang"), b, b, 3, None)
-    assert out["mean_acceptance_length"] is None and out["acceptance_rate"] is None
+    assert out.mean_acceptance_length is None and out.acceptance_rate is None
 
 
 # ---------------------------------------------------------------- stream acceptance
@@ -242,18 +258,18 @@ def test_stream_acceptance_empty_and_no_k():
     base = stream_acceptance([rec([1, 1, 1, 1])], k=None)
     assert base.mean_acceptance_length == 1.0 and base.joint() == [] and base.merged_steps == 0
     summary = stream_summary([rec([1, 1, 1])], None)
-    assert summary["stream_merged_chunks"] is None and summary["stream_acceptance_joint"] is None
-    assert summary["stream_tokens_per_step_histogram"] == {"1": 2}
+    assert summary.stream_merged_chunks is None and summary.stream_acceptance_joint is None
+    assert summary.stream_tokens_per_step_histogram == {"1": 2}
     assert StreamAcceptance(steps=0, tokens=0, histogram={}, k=3).conditional() == []
 
 
 def test_stream_summary_keys():
     s = stream_summary([rec([1, 2, 4]), rec([1, 1, 5])], k=3)
-    assert s["stream_steps"] == 4
-    assert s["stream_mean_acceptance_length"] == pytest.approx(12 / 4)
-    assert s["stream_tokens_per_step_histogram"] == {"1": 1, "2": 1, "4": 1, "5": 1}
-    assert s["stream_merged_chunks"] == 1
-    assert s["stream_acceptance_rate"] == pytest.approx((12 - 4) / 12)
+    assert s.stream_steps == 4
+    assert s.stream_mean_acceptance_length == pytest.approx(12 / 4)
+    assert s.stream_tokens_per_step_histogram == {"1": 1, "2": 1, "4": 1, "5": 1}
+    assert s.stream_merged_chunks == 1
+    assert s.stream_acceptance_rate == pytest.approx((12 - 4) / 12)
 
 
 # ---------------------------------------------------------------- agreement
@@ -283,8 +299,8 @@ def test_stream_accepted_tokens_agree_with_counter_window():
     """The stream of a request whose steps match the counters: same accepted-token count."""
     records = [rec([1, 2, 4, 1, 3]), rec([1, 4, 4, 2])]  # accepted per step: 1+3+0+2 and 3+3+1
     summary = stream_summary(records, k=3)
-    assert summary["stream_accepted_tokens"] == 13
-    assert agreement(13, summary["stream_accepted_tokens"], 2)["acceptance_sources_agree"] is True
+    assert summary.stream_accepted_tokens == 13
+    assert agreement(13, summary.stream_accepted_tokens, 2)["acceptance_sources_agree"] is True
 
 
 # ---------------------------------------------------------------- vLLM per-request stats
@@ -331,12 +347,12 @@ def test_combine_acceptance_pools_raw_counts():
     assert out["mean_acceptance_length"] == pytest.approx(1 + 50 / 40)
     assert out["acceptance_per_position"] == pytest.approx([28 / 40, 14 / 40, 8 / 40])
     assert out["acceptance_pos_2"] == pytest.approx(14 / 40)
-    assert out["acceptance_source"] == w1["acceptance_source"]
+    assert out["acceptance_source"] == w1.acceptance_source
 
 
 def test_combine_acceptance_ignores_windows_without_drafts():
     empty = window(0, 0, 0, [0, 0, 0])
-    assert empty["spec_drafts"] is None
+    assert empty.spec_drafts is None
     out = combine_acceptance([window(10, 30, 20, [8, 7, 5]), empty], 3)
     assert out["mean_acceptance_length"] == pytest.approx(3.0)
     assert combine_acceptance([empty, empty], 3)["mean_acceptance_length"] is None
@@ -347,8 +363,8 @@ def test_combine_acceptance_sglang_counters_pool_raw_deltas():
     w = read_acceptance(eng, snap("sglang_before.txt"), snap("sglang_after.txt"), 3, None)
     single = combine_acceptance([w], 3)
     assert single["mean_acceptance_length"] == pytest.approx(3.48)
-    assert single["acceptance_source"] == w["acceptance_source"]
-    w2 = dict(w, sglang_generation_tokens=1016, sglang_verify_calls=500, sglang_finished_requests=16)
+    assert single["acceptance_source"] == w.acceptance_source
+    w2 = replace(w, sglang_generation_tokens=1016, sglang_verify_calls=500, sglang_finished_requests=16)
     two = combine_acceptance([w, w2], 3)
     assert two["mean_acceptance_length"] == pytest.approx((2800 - 16 + 1016 - 16) / (800 + 500))
 
@@ -359,7 +375,7 @@ def test_combine_acceptance_sglang_length_only():
     w = read_acceptance(eng, before, after, 3, {"avg_spec_accept_length": 3.5})
     single = combine_acceptance([w], 3)
     assert single["mean_acceptance_length"] == pytest.approx(3.5)
-    assert single["acceptance_source"] == w["acceptance_source"]
+    assert single["acceptance_source"] == w.acceptance_source
     w2 = read_acceptance(eng, before, after, 3, {"avg_spec_accept_length": 2.5})
     two = combine_acceptance([w, w2], 3)
     assert two["mean_acceptance_length"] == pytest.approx(3.0)
@@ -370,5 +386,5 @@ def test_combine_acceptance_sglang_rate_kept_over_repeats():
     eng = load_engine("sglang")
     w = read_acceptance(eng, snap("sglang_before.txt"), snap("sglang_after.txt"), 3, None)
     assert combine_acceptance([w], 3)["acceptance_rate"] == pytest.approx(2.48 / 3)
-    two = combine_acceptance([w, dict(w)], 3)
+    two = combine_acceptance([w, w], 3)
     assert two["acceptance_rate"] == pytest.approx(2.48 / 3)

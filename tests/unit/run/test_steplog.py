@@ -8,6 +8,7 @@ import pytest
 from specbench.errors import SuiteError
 from specbench.run.preflight import preflight
 from specbench.run.steplog import read_launch, steplog_results
+from specbench.schemas.acceptance import AcceptanceWindow
 from specbench.schemas.phase import PhaseInfo
 from specbench.suite import parse_suite
 from tests.support.steplog import WALL0, gpu_row, sched_row, write_launch
@@ -15,7 +16,7 @@ from tests.support.steplog import WALL0, gpu_row, sched_row, write_launch
 
 def phase(repeat, t0, t1, folder="logs/steplog/spec-s0", accepted=None):
     return PhaseInfo(config="spec", dataset="d", concurrency=1, request_rate=None, repeat=repeat, wall_s=1.0,
-                     acceptance={"spec_accepted_tokens": accepted}, scraped_before=t0, scraped_after=t1, steplog=folder)
+                     acceptance=AcceptanceWindow.from_dict({"spec_accepted_tokens": accepted}), scraped_before=t0, scraped_after=t1, steplog=folder)
 
 
 def test_bad_lines_are_skipped_and_counted_never_raised(tmp_path):
