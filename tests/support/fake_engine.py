@@ -26,7 +26,7 @@ import time
 
 from aiohttp import web
 
-from tests.support.scripted_server import Script, ScriptedServer
+from tests.support.scripted_server import Script, ScriptedServer, engine_flags
 from tests.support.steplog import StepWriter
 
 
@@ -70,14 +70,10 @@ class FakeEngine(ScriptedServer):
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--port", type=int, required=True)
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--served-model-name", default="smol")
-    p.add_argument("--speculative-config")
     p.add_argument("--gap", type=float, default=0.010)
     p.add_argument("--gap-per-draft", type=float, default=0.0045)
     p.add_argument("--ttft", type=float, default=0.010)
-    a, _ = p.parse_known_args()
+    a = engine_flags(p)
     spec = json.loads(a.speculative_config) if a.speculative_config else {}
     k = spec.get("num_speculative_tokens")
     if not spec:

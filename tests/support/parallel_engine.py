@@ -2,14 +2,13 @@
 k = num_speculative_tokens, else 1) and can kill its parent, the worker, after N requests
 (FAKE_KILL_PARENT_AFTER; once, FAKE_MARKER)."""
 
-import argparse
 import json
 import os
 import signal
 
 from aiohttp import web
 
-from tests.support.scripted_server import Script, ScriptedServer
+from tests.support.scripted_server import Script, ScriptedServer, engine_flags
 
 
 class Server(ScriptedServer):
@@ -25,12 +24,7 @@ class Server(ScriptedServer):
 
 
 def main() -> None:
-    p = argparse.ArgumentParser()
-    p.add_argument("--port", type=int, required=True)
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--served-model-name", default="smol")
-    p.add_argument("--speculative-config")
-    a, _ = p.parse_known_args()
+    a = engine_flags()
     spec = json.loads(a.speculative_config) if a.speculative_config else None
     k = spec["num_speculative_tokens"] if spec else None
     script = Script(pattern=[1, 2, k + 1] if k else [1], k=k,

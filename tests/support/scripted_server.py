@@ -373,6 +373,17 @@ async def start(script: Script, host: str = "127.0.0.1", port: int = 0) -> tuple
     return server, runner, url
 
 
+def engine_flags(parser: argparse.ArgumentParser | None = None) -> argparse.Namespace:
+    """The vLLM flags a scripted engine started through a launcher YAML reads (the rest it ignores):
+    ``--port``, ``--host``, ``--served-model-name``, ``--speculative-config``, plus any ``parser`` adds."""
+    p = parser or argparse.ArgumentParser()
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--served-model-name", default="smol")
+    p.add_argument("--speculative-config")
+    return p.parse_known_args()[0]
+
+
 class ScriptedServers:
     """Servers started in the running loop for one test: ``await servers(**script)`` gives (server, URL) of a
     ScriptedServer, ``await servers.serve(server)`` the URL of any (subclass) instance; ``close()`` stops all,

@@ -11,7 +11,6 @@ different per config, so a pass has a real spread over prompts (its own bootstra
 
 from __future__ import annotations
 
-import argparse
 import contextvars
 import json
 import os
@@ -19,7 +18,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from tests.support.scripted_server import Script, ScriptedServer
+from tests.support.scripted_server import Script, ScriptedServer, engine_flags
 
 SPREAD = (1.0, 1.5, 0.6, 1.3, 0.7, 1.4, 0.5, 1.2)
 _GAP: contextvars.ContextVar[float] = contextvars.ContextVar("gap", default=0.005)
@@ -54,12 +53,7 @@ class VarianceEngine(ScriptedServer):
 
 
 def main() -> None:
-    p = argparse.ArgumentParser()
-    p.add_argument("--port", type=int, required=True)
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--served-model-name", default="smol")
-    p.add_argument("--speculative-config")
-    a, _ = p.parse_known_args()
+    a = engine_flags()
     spec = json.loads(a.speculative_config) if a.speculative_config else {}
     config = os.environ["FAKE_CONFIG"]
     schedule = Path(os.environ["FAKE_SCHEDULE"])
