@@ -114,7 +114,7 @@ def read_run(path: str | Path) -> Run:
         notes.append(f"{path}: no {PHASES}: acceptance and NVML ids —")
     if bad:
         notes.append(f"{path}/{PHASES}: {len(bad)} unreadable line(s) skipped")
-    return Run(path, results.rows, results.meta, [PhaseInfo.from_dict(d) for _, d in lines], notes)
+    return Run(path, results.rows, results.meta, [p for _, p in lines if isinstance(p, PhaseInfo)], notes)
 
 
 def repeat_throughputs(row: ResultRow) -> list[float | None] | None:

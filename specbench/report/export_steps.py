@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 
 from ..measure.steplog import StepLog
-from ..run.rundir import PHASES, scan_lines
+from ..run.rundir import read_phases
 from ..run.steplog import pass_steps, pass_tokens, read_launch
 from ..schemas.cell import Cell
 from ..schemas.phase import PhaseInfo
@@ -31,10 +31,6 @@ TOKEN_COLUMNS = IDENTITY + ["step", "wall", "req", "batch", "draft_pos", "ctx", 
 
 #: the cell's identity columns but start (gpu, target, split, drafter, k, c), as export.tables names them
 Identity = Callable[[Cell], dict[str, Any] | None]
-
-
-def read_phases(run: Path) -> list[PhaseInfo]:
-    return [PhaseInfo.from_dict(d) for _, d in scan_lines(run / PHASES, PHASES)[0]]
 
 
 def logged_passes(run: Path, phases: Sequence[PhaseInfo],

@@ -19,9 +19,10 @@ from typing import Any
 
 from ..errors import ResultsError
 from ..schemas.meta import RunMeta
+from ..schemas.record import RowError
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
-from ..schemas.row_read import read_row, refusal, show
+from ..schemas.row_read import read_row, refusal
 from ..schemas.run_files import META, REQUESTS, REQUESTS_GZ, RESULTS
 from ..util.jsonio import read_json
 from ..util.numbers import is_number
@@ -103,37 +104,6 @@ def load_results(paths: list[str | Path]) -> RunResults:
 
 # ----------------------------------------------------------------------------- requests.jsonl
 
-_REQUEST_TYPES: dict[str, tuple[type, ...]] = {
-    "prompt_id": (str,), "dataset": (str,), "config": (str,), "turn": (int,), "phase": (str,),
-    "send_time": (int, float), "chunk_times": (list,), "chunk_tokens": (list,), "repeat": (int,),
-    "category": (str, type(None)), "prompt_tokens": (int, type(None)), "output_tokens": (int, type(None)),
-    "error": (str, type(None)), "concurrency": (int, type(None)), "output_token_ids": (list, type(None)),
-    "text": (str,), "finish_reason": (str, type(None)), "request_rate": (int, float, type(None)),
-}
-
-
-def request_problem(data: Any) -> str | None:
-    """Why a requests.jsonl line cannot be a measured request, or None when it can."""
-    if not isinstance(data, dict):
-        return f"expected an object, got {type(data).__name__}"
-    for key in ("prompt_id", "dataset", "config"):
-        if key not in data:
-            return f"key {key!r} missing"
-    for key, types in _REQUEST_TYPES.items():
-        if key not in data:
-            continue
-        value = data[key]
-        if isinstance(value, bool) or not isinstance(value, types):
-            return f"{key}: expected {'/'.join(t.__name__ for t in types)}, got {show(value)}"
-        if isinstance(value, float) and not is_number(value):
-            return f"{key}: expected a finite number, got {show(value)}"
-    if not all(is_number(t) for t in data.get("chunk_times", [])):
-        return "chunk_times: expected finite numbers"
-    if not all(isinstance(n, int) and not isinstance(n, bool) for n in data.get("chunk_tokens", [])):
-        return "chunk_tokens: expected integers"
-    return None
-
-
 def read_requests(run_dir: Path, *, quiet: bool = False) -> list[RequestRecord] | None:
     """``requests.jsonl`` of a run directory, or the ``requests.jsonl.gz`` of one archived compressed
     (None when there is neither). A line cut by a crash ends the file (as the run's own reader does);
@@ -158,11 +128,10 @@ def read_requests(run_dir: Path, *, quiet: bool = False) -> list[RequestRecord] 
         except (json.JSONDecodeError, RecursionError):
             problems.append(f"{path}:{n}: not valid JSON; this line and the {len([x for x in lines[n:] if x.strip()])} after it are not read")
             break
-        why = request_problem(data)
-        if why:
-            problems.append(f"{path}:{n}: {why}; request skipped")
-            continue
-        out.append(RequestRecord.from_dict(data))
+        try:
+            out.append(RequestRecord.from_line(data))
+        except RowError as err:
+            problems.append(f"{path}:{n}: {err}; request skipped")
     if not quiet:
         warn(problems)
     return out

@@ -22,56 +22,57 @@ from __future__ import annotations
 import json
 import shutil
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import ResultsError, RunDirError
 from ..schemas.cell import Cell
 from ..schemas.meta import RunMeta
-from ..schemas.phase import PhaseInfo
+from ..schemas.phase import PhaseInfo, SupersededPhase
+from ..schemas.record import RowError
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
 from ..schemas.run_files import LAUNCHED, LOGS, META, PHASES, QUARANTINE, REQUESTS, RESULTS, RESULTS_MD, RUN_FILES, SLO_PROBES
 from ..util.diskio import append_text, write_atomic, writing
 from ..util.jsonio import dumps, write_json
-from ..util.numbers import is_number
 
-_NUMBER = (int, float)
-#: per raw file: key → (allowed types, required); a line failing these would break grouping or metrics
-_SHAPE: dict[str, dict[str, tuple[tuple[type, ...], bool]]] = {
-    REQUESTS: {"prompt_id": ((str,), True), "dataset": ((str,), True), "config": ((str,), True),
-               "phase": ((str,), False), "concurrency": ((int, type(None)), False), "repeat": ((int,), False),
-               "request_rate": ((*_NUMBER, type(None)), False), "send_time": (_NUMBER, False),
-               "chunk_times": ((list,), False), "chunk_tokens": ((list,), False),
-               "output_tokens": ((int, type(None)), False)},
-    PHASES: {"config": ((str,), True), "dataset": ((str,), True), "concurrency": ((int,), True),
-             "request_rate": ((*_NUMBER, type(None)), True), "repeat": ((int,), True), "wall_s": (_NUMBER, True),
-             "acceptance": ((dict,), False), "server": ((dict,), False), "requests": ((int, type(None)), False)},
-}
+#: the record each raw file's lines are: its declaration is the line's only reader
+LINE_RECORDS: dict[str, type[RequestRecord] | type[PhaseInfo]] = {REQUESTS: RequestRecord, PHASES: PhaseInfo}
 
-def line_problem(name: str, raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
-    """A raw line → (its object, None) or (None, why it cannot be used)."""
+
+@dataclass(frozen=True)
+class BadLine:
+    """A raw line that cannot be read as its record, as the quarantine file keeps it."""
+
+    line: int
+    reason: str
+    text: str
+
+    def to_dict(self) -> dict[str, int | str]:
+        return {"line": self.line, "reason": self.reason, "text": self.text}
+
+
+def line_problem(name: str, raw: bytes) -> tuple[RequestRecord | PhaseInfo | None, str | None]:
+    """A raw line → (its record, None) or (None, why it cannot be used)."""
     try:
         obj = json.loads(raw.decode())
     except UnicodeDecodeError:
         return None, "not UTF-8"
     except json.JSONDecodeError as err:
         return None, f"not JSON ({err.msg} at column {err.colno})"
+    except RecursionError:
+        return None, "not JSON (nested too deep)"
     if not isinstance(obj, dict):
         return None, f"not a JSON object (a {type(obj).__name__})"
-    for key, (types, required) in _SHAPE[name].items():
-        if key not in obj:
-            if required:
-                return None, f"no {key!r}"
-            continue
-        value = obj[key]
-        if isinstance(value, bool) or not isinstance(value, types) or (isinstance(value, float) and not is_number(value)):
-            return None, f"{key!r} has the wrong type: {value!r:.40}"
-    return obj, None
+    try:
+        return LINE_RECORDS[name].from_line(obj), None
+    except RowError as err:
+        return None, str(err)
 
 
-def scan_lines(path: Path, name: str) -> tuple[list[tuple[bytes, dict[str, Any]]], list[dict[str, Any]]]:
-    """Every intact line of a raw file (raw, object) and every bad one (line number, reason, text)."""
+def scan_lines(path: Path, name: str) -> tuple[list[tuple[bytes, RequestRecord | PhaseInfo]], list[BadLine]]:
+    """Every intact line of a raw file (raw, record) and every bad one."""
     if not path.exists():
         return [], []
     good, bad = [], []
@@ -80,10 +81,15 @@ def scan_lines(path: Path, name: str) -> tuple[list[tuple[bytes, dict[str, Any]]
             continue
         obj, why = line_problem(name, raw)
         if obj is None:
-            bad.append({"line": number, "reason": why, "text": raw.decode(errors="replace")})
+            bad.append(BadLine(number, why or "unreadable", raw.decode(errors="replace")))
         else:
             good.append((raw, obj))
     return good, bad
+
+
+def read_phases(run: Path) -> list[PhaseInfo]:
+    """The intact lines of a run directory's phases.jsonl."""
+    return [p for _, p in scan_lines(Path(run) / PHASES, PHASES)[0] if isinstance(p, PhaseInfo)]
 
 
 def backfill_rates(records: list[RequestRecord], phases: list[PhaseInfo]) -> None:
@@ -102,7 +108,7 @@ def backfill_rates(records: list[RequestRecord], phases: list[PhaseInfo]) -> Non
 
 
 def split_incomplete(phases: list[PhaseInfo], records: list[RequestRecord]) -> tuple[
-        list[PhaseInfo], list[dict[str, Any]], list[str]]:
+        list[PhaseInfo], list[SupersededPhase], list[str]]:
     """The complete phases, the phases to measure again (as written, with why where it is not plain)
     and the notes; measured requests without a complete phase are marked ``superseded`` in place."""
     measured = Counter((Cell.of_record(r), r.repeat) for r in records if r.phase == "measure")
@@ -110,14 +116,13 @@ def split_incomplete(phases: list[PhaseInfo], records: list[RequestRecord]) -> t
     for p in phases:
         have = measured[(p.cell, p.repeat)]
         if p.complete and p.requests is not None and have != p.requests:
-            entry = {**p.to_dict(), "superseded_because": f"{p.requests - have} of its {p.requests} "
-                                                          "measured request records are unreadable"}
-            notes.append(f"{p.cell} (repeat {p.repeat}): {entry['superseded_because']}; measured again")
-            cut.append(entry)
+            because = f"{p.requests - have} of its {p.requests} measured request records are unreadable"
+            notes.append(f"{p.cell} (repeat {p.repeat}): {because}; measured again")
+            cut.append(SupersededPhase.of(p, because))
         elif p.complete:
             complete.append(p)
         else:
-            cut.append(p.to_dict())
+            cut.append(SupersededPhase.of(p))
     done = {(p.cell, p.repeat) for p in complete}
     for r in records:
         if r.phase == "measure" and (Cell.of_record(r), r.repeat) not in done:
@@ -255,10 +260,10 @@ class RunDir(LaunchedServers):
         _append_lines(self.path / SLO_PROBES, [json.dumps({**r.to_dict(), "probe_rate": rate}) + "\n" for r in records])
 
     def load_phases(self) -> list[PhaseInfo]:
-        return [PhaseInfo.from_dict(d) for _, d in scan_lines(self.path / PHASES, PHASES)[0]]
+        return read_phases(self.path)
 
     def load_requests(self) -> list[RequestRecord]:
-        records = [RequestRecord.from_dict(d) for _, d in scan_lines(self.path / REQUESTS, REQUESTS)[0]]
+        records = [r for _, r in scan_lines(self.path / REQUESTS, REQUESTS)[0] if isinstance(r, RequestRecord)]
         if any(r.request_rate is None and r.phase != "warmup" for r in records):
             backfill_rates(records, self.load_phases())
         return records
@@ -271,13 +276,13 @@ class RunDir(LaunchedServers):
             good, bad = scan_lines(self.path / name, name)
             if not bad:
                 continue
-            _append_lines(self.path / target, [dumps(entry) + "\n" for entry in bad])
+            _append_lines(self.path / target, [dumps(entry.to_dict()) + "\n" for entry in bad])
             write_atomic(self.path / name, "".join(raw.decode() + "\n" for raw, _ in good))
-            where = ", ".join(f"line {b['line']} ({b['reason']})" for b in bad[:5]) + (" …" if len(bad) > 5 else "")
+            where = ", ".join(f"line {b.line} ({b.reason})" for b in bad[:5]) + (" …" if len(bad) > 5 else "")
             notes.append(f"{name}: {len(bad)} unreadable line(s) moved to {target}: {where}")
         return notes
 
-    def supersede_incomplete(self) -> tuple[list[dict[str, Any]], list[str]]:
+    def supersede_incomplete(self) -> tuple[list[SupersededPhase], list[str]]:
         """Before re-measuring: keep only complete phases in phases.jsonl and mark ``superseded`` every
         measured request without a complete phase (cut by a stop, a dead server, or a crash that tore
         the phase line): nothing is deleted, nothing counted twice. A phase that lost request records

@@ -23,7 +23,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..util.jsonio import read_json, write_json
+from .phase import SupersededPhase
 from .record import Record
+from .run_files import META
 
 
 @dataclass
@@ -150,7 +152,7 @@ class Timing(Record):
 class RunMeta(Record):
     """meta.json: one field per top-level key (see the module's docstring for versions)."""
 
-    SCHEMA_VERSION: ClassVar[int] = 1
+    FILE: ClassVar[str] = META
 
     specbench_version: str | None = None
     suite: SuiteInfo | None = None
@@ -164,7 +166,7 @@ class RunMeta(Record):
     servers: dict[str, ServerMeta] | None = None
     failed_configs: dict[str, str] | None = None
     runs: list[RunStart] | None = None
-    superseded_phases: list[dict[str, Any]] | None = None
+    superseded_phases: list[SupersededPhase] | None = None
     run_dir_notes: list[str] | None = None
     restarts: dict[str, int] | None = None
     chunk_clock: dict[str, str] | None = None
@@ -206,7 +208,7 @@ class RunMeta(Record):
             "started_at": started_at, "resume": resume, "overwrite": overwrite,
             **({"stopped_leftovers": stopped_leftovers} if stopped_leftovers else {})}, "runs"))
 
-    def set_aside(self, cut: list[dict[str, Any]], notes: list[str]) -> None:
+    def set_aside(self, cut: list[SupersededPhase], notes: list[str]) -> None:
         """Phases to measure again (``superseded_phases``) and what the run dir's repair said."""
         if cut:
             self.grown("superseded_phases", []).extend(cut)

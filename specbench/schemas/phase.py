@@ -5,60 +5,71 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from .acceptance import AcceptanceWindow
 from .cell import Cell
+from .record import Record, key
 from .request import RequestRecord
+from .run_files import META, PHASES
 
 
 @dataclass
-class PhaseInfo:
-    """What one measured phase left behind besides its request records (stored in phases.jsonl)."""
+class PhaseInfo(Record):
+    """What one measured phase left behind besides its request records (a line of phases.jsonl)."""
 
-    config: str
-    dataset: str
-    concurrency: int
-    request_rate: float | None
-    repeat: int
-    wall_s: float
-    acceptance: AcceptanceWindow = field(default_factory=AcceptanceWindow)
-    server: dict[str, Any] = field(default_factory=dict)
-    interrupted: bool = False
-    server_died: bool = False
-    requests: int | None = None  # measured records stored with it: --resume re-measures a phase that lost one
-    telemetry: dict[str, Any] = field(default_factory=dict)  # GPU energy and samples (telemetry.py)
-    generation: dict[str, Any] = field(default_factory=dict)  # the server's generated-token counter over the window (keepup.py)
-    server_start: int | None = None  # which start of the config's server measured it (run/servers.py); null: given by URL
-    #: the window's two /metrics scrapes (Unix time, taken with the server idle): the step log is cut by them
-    scraped_before: float | None = None
-    scraped_after: float | None = None
-    steplog: str | None = None  # the server launch's step-log folder, relative to the run dir (docs/steplog.md)
+    FILE: ClassVar[str] = f"{PHASES} line"
+    KEEP_NONE: ClassVar[bool] = True
+
+    config: str = key("the config (server) measured", required=True)
+    dataset: str = key("the data set", required=True)
+    concurrency: int = key("streams in flight (closed loop) or the in-flight cap (open loop; 0 = none)", required=True,
+                           low=0)
+    request_rate: float | None = key("open loop: the arrival rate per second; null: closed loop", required=True, low=0)
+    repeat: int = key("the repeat of the cell, from 0", required=True, low=0)
+    wall_s: float = key("the timed window's wall time, first send to last end", required=True, low=0)
+    acceptance: AcceptanceWindow = key("the server's spec-decode counters over the window (two /metrics scrapes)",
+                                       factory=AcceptanceWindow)
+    server: dict[str, Any] = key("the server that measured it: engine, url, version", factory=dict)
+    interrupted: bool = key("cut by a stop (Ctrl-C, SIGTERM): measured again on --resume", default=False)
+    server_died: bool = key("cut by the server's death: measured again on --resume", default=False)
+    requests: int | None = key("measured request records stored with it: --resume re-measures a phase that lost one",
+                               low=0)
+    telemetry: dict[str, Any] = key("GPU energy and samples over the window (measure/telemetry.py)", factory=dict)
+    generation: dict[str, Any] = key("the server's generated-token counter over the window (measure/keepup.py)",
+                                     factory=dict)
+    server_start: int | None = key("which start of the config's server measured it (run/servers.py); absent: a "
+                                   "server given by URL", low=0, omit_none=True)
+    scraped_before: float | None = key("Unix time of the window's first /metrics scrape (the step log is cut by it)")
+    scraped_after: float | None = key("Unix time of the window's last /metrics scrape")
+    steplog: str | None = key("the server launch's step-log folder, relative to the run directory (docs/steplog.md)")
 
     @property
     def complete(self) -> bool:
         """Counts as done for --resume and restarts: not cut by a stop or by the server's death."""
         return not (self.interrupted or self.server_died)
 
-    def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["acceptance"] = self.acceptance.to_dict()
-        if out["server_start"] is None:  # a server given by URL: phases.jsonl as before server starts were counted
-            del out["server_start"]
-        return out
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> PhaseInfo:
-        fields = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
-        if "acceptance" in fields:  # not an object (a hand-edited line): nothing measured
-            a = fields["acceptance"]
-            fields["acceptance"] = AcceptanceWindow.from_dict(a) if isinstance(a, dict) else AcceptanceWindow()
-        return cls(**fields)
-
     @property
     def cell(self) -> Cell:
         return Cell.of_phase(self)
+
+
+@dataclass
+class SupersededPhase(PhaseInfo):
+    """A phase ``--resume`` set aside to measure again (meta.json ``superseded_phases``): the line as
+    phases.jsonl held it, and why where the reason is not plain (cut by a stop or a dead server)."""
+
+    FILE: ClassVar[str] = f"{META} superseded_phases entry"
+
+    superseded_because: str | None = key("why a complete phase is measured again (it lost request records)",
+                                         omit_none=True)
+
+    @classmethod
+    def of(cls, phase: PhaseInfo, because: str | None = None) -> SupersededPhase:
+        out = cls.from_dict(phase.to_dict(), "superseded phase")
+        out.superseded_because = because
+        return out
 
 
 def by_cell(phases: Sequence[PhaseInfo], records: Sequence[RequestRecord]) -> tuple[dict[Cell, list[RequestRecord]],

@@ -6,8 +6,11 @@ client, and the pure metric functions read nothing else.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from .record import Record, key
+from .run_files import REQUESTS
 
 
 @dataclass(frozen=True)
@@ -26,34 +29,40 @@ class Prompt:
 
 
 @dataclass
-class RequestRecord:
-    """Everything measured about one streamed request; times are ``time.perf_counter()`` seconds."""
+class RequestRecord(Record):
+    """Everything measured about one streamed request (a line of requests.jsonl); times are
+    ``time.perf_counter()`` seconds on the client's clock."""
 
-    prompt_id: str
-    dataset: str
-    config: str
-    turn: int = 0
-    category: str | None = None
-    phase: str = "measure"  # "warmup" records are written but never counted
-    send_time: float = 0.0
-    chunk_times: list[float] = field(default_factory=list)
-    chunk_tokens: list[int] = field(default_factory=list)
-    token_source: str = "none"
-    token_warning: str | None = None  # the server's counts contradicted the stream; says which source was used
-    prompt_tokens: int | None = None
-    output_tokens: int | None = None
-    text: str = ""
-    finish_reason: str | None = None
-    error: str | None = None
-    spec_stats: dict[str, Any] | None = None
-    output_token_ids: list[int] | None = None
-    concurrency: int | None = None
-    repeat: int = 0
-    request_rate: float | None = None  # open loop: the phase's arrival rate (part of the cell's identity)
-    grade: dict[str, Any] | None = None  # the grader's verdict on the answer (load.grade), else None
-    end_time: float | None = None  # when it ended: the read that ended its stream, else when the client gave up on it
-    prompt_tokens_o200k: int | None = None  # o200k_base tokens of the texts it sent (measure/o200k.py), set after its pass
-    chunk_read_times: list[float] | None = None  # openai SDK only: when the read that completed each chunk came off the transport
+    FILE: ClassVar[str] = f"{REQUESTS} line"
+    KEEP_NONE: ClassVar[bool] = True
+
+    prompt_id: str = key("the prompt's id in its data set", required=True)
+    dataset: str = key("the data set's name", required=True)
+    config: str = key("the config (server) it was sent to", required=True)
+    turn: int = key("the turn of a multi-turn conversation, from 0", default=0, low=0)
+    category: str | None = key("the prompt's category, where its data set has them")
+    phase: str = key('"measure", "warmup" (written, never counted) or "superseded" (cut by a stop; measured again)',
+                     default="measure")
+    send_time: float = key("when the request was handed to the transport", default=0.0)
+    chunk_times: list[float] = key("when each streamed chunk arrived", factory=list)
+    chunk_tokens: list[int] = key("tokens in each chunk (``token_source`` says counted how)", factory=list)
+    token_source: str = key("where the chunk token counts came from: usage, logprobs, token ids, text", default="none")
+    token_warning: str | None = key("the server's counts contradicted the stream; says which source was used")
+    prompt_tokens: int | None = key("prompt tokens, as the server's usage reported them", low=0)
+    output_tokens: int | None = key("output tokens", low=0)
+    text: str = key("the generated text", default="")
+    finish_reason: str | None = key("the server's finish reason")
+    error: str | None = key("why the request failed (null: it did not)")
+    spec_stats: dict[str, Any] | None = key("the engine's own per-request speculation stats, where it sends them")
+    output_token_ids: list[int] | None = key("the generated token ids, where the server returned them")
+    concurrency: int | None = key("streams in flight (closed loop) or the in-flight cap (open loop) of its phase", low=0)
+    repeat: int = key("the repeat of its cell, from 0", default=0, low=0)
+    request_rate: float | None = key("open loop: the phase's arrival rate per second (part of the cell's identity)")
+    grade: dict[str, Any] | None = key("the grader's verdict on the answer (load.grade)")
+    end_time: float | None = key("when it ended: the read that ended its stream, else when the client gave up on it")
+    prompt_tokens_o200k: int | None = key("o200k_base tokens of the texts it sent (measure/o200k.py)", low=0)
+    chunk_read_times: list[float] | None = key("openai SDK client only: when the read that completed each chunk "
+                                               "came off the transport")
 
     @property
     def ok(self) -> bool:
@@ -67,10 +76,3 @@ class RequestRecord:
     def latency(self) -> float | None:
         return self.chunk_times[-1] - self.send_time if self.chunk_times else None
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RequestRecord:
-        known = {f for f in cls.__dataclass_fields__}
-        return cls(**{k: v for k, v in data.items() if k in known})

@@ -6,13 +6,13 @@ each known key holds, and a key this version does not know is checked by its nam
 
 from __future__ import annotations
 
-import json
 import re
 import typing
 from typing import Any, cast
 
 from ..errors import ResultsError
 from ..util.numbers import finite, is_number
+from .record import show
 from .row import FIELD_NAMES, ResultRow
 
 
@@ -48,12 +48,6 @@ def expected_kind(key: str) -> str | None:
     if key in FIELD_KINDS:
         return FIELD_KINDS[key]
     return "number" if _NUMBER.search(key) else None
-
-
-def show(value: Any) -> str:
-    """A value as an error line quotes it: JSON, cut at 40 characters."""
-    text = json.dumps(value, allow_nan=True, default=str) if not isinstance(value, str) else repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def refusal(problems: list[str]) -> str:

@@ -3,8 +3,11 @@ version wrote the line (each engine family writes its own keys, in its own order
 
 import json
 
+import pytest
+
 from specbench.schemas.acceptance import AcceptanceWindow
 from specbench.schemas.phase import PhaseInfo
+from specbench.schemas.record import RowError
 from specbench.util.jsonio import dumps
 from tests.support.paths import ROOT
 
@@ -35,7 +38,11 @@ def test_fields_read_by_attribute():
     assert AcceptanceWindow.from_dict({"a_future_key": [1]}).extra == {"a_future_key": [1]}
     line = {"config": "c", "dataset": "d", "concurrency": 1, "request_rate": None, "repeat": 0, "wall_s": 1.0}
     assert PhaseInfo.from_dict(line).acceptance == AcceptanceWindow()  # a line without one: null, never a dict
-    assert PhaseInfo.from_dict({**line, "acceptance": [3.0]}).acceptance.mean_acceptance_length is None
+    problems: list[str] = []  # not an object (a hand-edited line): nothing measured, and said
+    assert PhaseInfo.from_dict({**line, "acceptance": [3.0]}, "phases.jsonl", problems).acceptance == AcceptanceWindow()
+    assert problems == ["phases.jsonl: acceptance: expected an object, got [3.0]; ignored"]
+    with pytest.raises(RowError, match="acceptance: expected an object"):
+        PhaseInfo.from_line({**line, "acceptance": [3.0]})
 
 
 def test_with_error_keeps_the_key_in_its_place():

@@ -101,7 +101,7 @@ def test_a_key_read_as_null_stays_null():
 
 
 def test_the_record_is_versioned_and_reads_a_file_without_the_newer_keys():
-    assert RunMeta.SCHEMA_VERSION == 1
+    assert RunMeta.VERSION == 1
     old = {"specbench_version": "0.1.0", "suite": {"name": "s", "path": "s.yaml", "raw": {"name": "s"}},
            "comparability": {"model": "m"}, "started_at": "t", "finished_at": "t", "host": {}, "failed_configs": {}}
     meta = RunMeta.from_dict(old)
