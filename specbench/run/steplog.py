@@ -77,10 +77,10 @@ def _read_launch(folder: Path) -> StepLog:
     headers: list[StepHeader] = []
     for path in sorted(folder.glob("header-*.json")):
         try:
-            headers.append(StepHeader.read(json.loads(path.read_bytes()[:MAX_LINE])))
+            headers.append(StepHeader.of_file(json.loads(path.read_bytes()[:MAX_LINE])))
         except (OSError, ValueError, RecursionError) as err:
             skipped[f"header: {_reason(err) if isinstance(err, RowError) else 'unreadable'}"] += 1
-    steps = join(_rows(folder, "sched", SchedRow.read, skipped), _rows(folder, "gpu", GpuRow.read, skipped), skipped)
+    steps = join(_rows(folder, "sched", SchedRow.from_line, skipped), _rows(folder, "gpu", GpuRow.from_line, skipped), skipped)
     return StepLog(steps=steps, headers=tuple(headers), skipped=dict(skipped))
 
 
@@ -101,7 +101,7 @@ def pass_tokens(folder: Path, phase: PhaseInfo) -> tuple[list[TokenRow], dict[st
     skipped: Counter[str] = Counter()
     if phase.scraped_before is None or phase.scraped_after is None:
         return [], {}
-    rows = _rows(folder, "tokens", TokenRow.read, skipped)
+    rows = _rows(folder, "tokens", TokenRow.from_line, skipped)
     return [r for r in rows if phase.scraped_before <= r.wall <= phase.scraped_after], dict(skipped)
 
 

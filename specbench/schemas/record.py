@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import types
 import typing
 from collections.abc import Callable
@@ -84,11 +85,12 @@ class Reader:
 
 
 def key(doc: str = "", *, default: Any = None, factory: Callable[[], Any] | None = None, required: bool = False,
-        low: float | None = None, high: float | None = None, max_len: int | None = None,
+        low: float | None = None, high: float | None = None, max_len: int | None = None, length: int | None = None,
         omit_none: bool = False) -> Any:
-    """A record field with its meaning (``doc``, for docs/records.md) and its range: numbers within
-    [``low``, ``high``], text and lists at most ``max_len`` long. ``required``: no default."""
-    meta = {"doc": doc, "low": low, "high": high, "max_len": max_len, "omit_none": omit_none}
+    """A record field with its meaning (``doc``, for docs/records.md) and its range: numbers (and a
+    list's numbers) within [``low``, ``high``], text and lists at most ``max_len`` long, a list of
+    exactly ``length``. ``required``: no default."""
+    meta = {"doc": doc, "low": low, "high": high, "max_len": max_len, "length": length, "omit_none": omit_none}
     if required:
         return field(metadata=meta)
     if factory is not None:
@@ -113,68 +115,122 @@ def type_name(hint: Any) -> str:
 _SCALAR: dict[Any, Callable[[Any], bool]] = {
     bool: lambda v: isinstance(v, bool), int: lambda v: isinstance(v, int) and not isinstance(v, bool),
     float: is_number, str: lambda v: isinstance(v, str)}
+ValueReader = Callable[[Any, str, Reader], Any]
+_COMPILED: dict[Any, ValueReader] = {}
+
+
+def value_reader(hint: Any) -> ValueReader:
+    """The function that reads a value as ``hint`` holds it (a nested record read, a JSON pair as a
+    tuple) or raises ``_Wrong``: built once per hint, since a run reads 10⁵ lines and more."""
+    if hint not in _COMPILED:
+        _COMPILED[hint] = _compile(hint)
+    return _COMPILED[hint]
+
+
+def _compile(hint: Any) -> ValueReader:
+    expected = type_name(hint)
+    scalar = _SCALAR.get(hint)
+    if hint is Any:
+        return lambda v, path, reader: v
+    if scalar is not None:
+        def read_scalar(v: Any, path: str, reader: Reader) -> Any:
+            if not scalar(v):
+                raise _Wrong(expected)
+            return v
+        return read_scalar
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (Union, types.UnionType):
+        options = [value_reader(a) for a in args if a is not _NONE]
+
+        def read_union(v: Any, path: str, reader: Reader) -> Any:
+            if v is None and _NONE in args:
+                return None
+            for option in options:
+                try:
+                    return option(v, path, reader)
+                except _Wrong:
+                    pass
+            raise _Wrong(expected)
+        return read_union
+    if isinstance(hint, type) and (issubclass(hint, Record) or hasattr(hint, "from_dict")):
+        record: Any = hint
+        nested = issubclass(hint, Record)
+
+        def read_object(v: Any, path: str, reader: Reader) -> Any:
+            if not isinstance(v, dict):
+                raise _Wrong("an object")
+            return record.read(v, reader, path + ".") if nested else record.from_dict(v)
+        return read_object
+    if origin in (list, tuple):
+        return _compile_list(hint, origin, args, expected)
+    if origin is dict:
+        item_reader = value_reader(args[1])
+
+        def read_dict(v: Any, path: str, reader: Reader) -> Any:
+            if not isinstance(v, dict):
+                raise _Wrong("an object")
+            try:
+                return {k: item_reader(x, f"{path}.{k}", reader) for k, x in v.items()}
+            except _Wrong as err:
+                raise _Wrong(f"an object of {err.expected.removeprefix('an ').removeprefix('a ')} values") from None
+        return read_dict
+    return lambda v, path, reader: _raise(expected)
+
+
+def _raise(expected: str) -> Any:
+    raise _Wrong(expected)
+
+
+def _compile_list(hint: Any, origin: Any, args: tuple[Any, ...], expected: str) -> ValueReader:
+    variadic = origin is list or (len(args) == 2 and args[1] is Ellipsis)
+    make = list if origin is list else tuple
+    item = _SCALAR.get(args[0]) if variadic else None
+    if item is not None:  # a list of numbers: one pass, no call per item (requests carry thousands)
+        def read_numbers(v: Any, path: str, reader: Reader) -> Any:
+            if not isinstance(v, list) or not all(item(x) for x in v):
+                raise _Wrong(expected)
+            return make(v)
+        return read_numbers
+    readers = [value_reader(a) for a in (args[:1] if variadic else args)]
+
+    def read_items(v: Any, path: str, reader: Reader) -> Any:
+        if not isinstance(v, list) or (not variadic and len(v) != len(args)):
+            raise _Wrong(expected)
+        try:
+            return make(readers[0 if variadic else i](x, f"{path}[{i}]", reader) for i, x in enumerate(v))
+        except _Wrong:
+            raise _Wrong(expected) from None
+    return read_items
 
 
 def read_value(value: Any, hint: Any, path: str, reader: Reader) -> Any:
-    """``value`` as ``hint`` holds it (a nested record read, a JSON pair as a tuple); else ``_Wrong``."""
-    if hint is Any:
-        return value
-    scalar = _SCALAR.get(hint)
-    if scalar is not None:
-        if not scalar(value):
-            raise _Wrong(type_name(hint))
-        return value
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin in (Union, types.UnionType):
-        if value is None and _NONE in args:
-            return None
-        for arg in args:
-            if arg is not _NONE:
-                try:
-                    return read_value(value, arg, path, reader)
-                except _Wrong:
-                    pass
-        raise _Wrong(type_name(hint))
-    if isinstance(hint, type) and issubclass(hint, Record):
-        if not isinstance(value, dict):
-            raise _Wrong("an object")
-        return hint.read(value, reader, path + ".")
-    if isinstance(hint, type) and hasattr(hint, "from_dict"):
-        if not isinstance(value, dict):
-            raise _Wrong("an object")
-        return hint.from_dict(value)
-    if origin in (list, tuple):
-        variadic = origin is list or (len(args) == 2 and args[1] is Ellipsis)
-        if not isinstance(value, list) or (not variadic and len(value) != len(args)):
-            raise _Wrong(type_name(hint))
-        item = _SCALAR.get(args[0]) if variadic else None
-        if item is not None:  # a list of numbers: one pass, no recursion (requests carry thousands)
-            if not all(item(v) for v in value):
-                raise _Wrong(type_name(hint))
-            return list(value) if origin is list else tuple(value)
-        try:
-            items = [read_value(v, args[0] if variadic else args[i], f"{path}[{i}]", reader) for i, v in enumerate(value)]
-        except _Wrong:
-            raise _Wrong(type_name(hint)) from None
-        return items if origin is list else tuple(items)
-    if origin is dict:
-        if not isinstance(value, dict):
-            raise _Wrong("an object")
-        try:
-            return {k: read_value(v, args[1], f"{path}.{k}", reader) for k, v in value.items()}
-        except _Wrong as err:
-            raise _Wrong(f"an object of {err.expected.removeprefix('an ').removeprefix('a ')} values") from None
-    raise _Wrong(type_name(hint))
+    """``value`` as ``hint`` holds it; else ``_Wrong``."""
+    return value_reader(hint)(value, path, reader)
+
+
+def _range(low: float | None, high: float | None) -> str:
+    if high is None:
+        return f"≥ {low:g}"
+    return f"in [{'' if low is None else f'{low:g}'}, {high:g}]"
 
 
 def _in_range(value: Any, meta: typing.Mapping[str, Any]) -> str | None:
     """What ``value`` should have been when outside its field's range, else None."""
-    low, high, max_len = meta.get("low"), meta.get("high"), meta.get("max_len")
-    if is_number(value) and not isinstance(value, bool):
+    low, high, max_len, length = meta.get("low"), meta.get("high"), meta.get("max_len"), meta.get("length")
+    if isinstance(value, (list, tuple)):
+        if length is not None and len(value) != length:
+            return f"a list of {length} items"
+        if max_len is not None and len(value) > max_len:
+            return f"a list of at most {max_len} items"
+        if (low is not None or high is not None) and any(
+                is_number(v) and ((low is not None and v < low) or (high is not None and v > high)) for v in value):
+            return f"a list of numbers {_range(low, high)}"
+    elif isinstance(value, str):
+        if max_len is not None and len(value) > max_len:
+            return f"at most {max_len} characters"
+    elif is_number(value) and not isinstance(value, bool):
         if (low is not None and value < low) or (high is not None and value > high):
-            return f"a number in [{'' if low is None else f'{low:g}'}, {'' if high is None else f'{high:g}'}]"
-    elif max_len is not None and isinstance(value, (str, list, tuple)) and len(value) > max_len:
-        return f"at most {max_len} {'characters' if isinstance(value, str) else 'items'}"
+            return f"a number {_range(low, high)}"
     return None
 
 
@@ -197,10 +253,51 @@ class FieldSpec:
     hint: Any
     required: bool
     meta: typing.Mapping[str, Any]
+    read: ValueReader
+    nullable: bool
+    ranged: bool
+    default: Any = None
+    factory: Callable[[], Any] | None = None
 
     @property
     def doc(self) -> str:
         return str(self.meta.get("doc") or "")
+
+    def empty(self) -> Any:
+        return self.factory() if self.factory is not None else self.default
+
+
+def _field_reader(hint: Any, meta: typing.Mapping[str, Any]) -> ValueReader:
+    """``value_reader(hint)`` and the field's range in one function; a number in range takes one test."""
+    base = value_reader(hint)
+    if all(meta.get(k) is None for k in ("low", "high", "max_len", "length")):
+        return base
+    low, high = meta.get("low"), meta.get("high")
+    lo, hi = -math.inf if low is None else low, math.inf if high is None else high
+    fast = next((t for t in (int, float) if hint in (t, t | None)), None)
+    ints = typing.get_origin(hint) if hint in (tuple[int, ...], list[int]) else None
+    length, most = meta.get("length"), meta.get("max_len") or math.inf
+
+    def read_in_range(v: Any, path: str, reader: Reader) -> Any:
+        if type(v) is fast and lo <= v <= hi:
+            return v
+        if ints is not None and type(v) is list and (length is None or len(v) == length) and len(v) <= most \
+                and all(type(x) is int and lo <= x <= hi for x in v):
+            return ints(v)
+        v = base(v, path, reader)
+        expected = None if v is None else _in_range(v, meta)
+        if expected:
+            raise _Wrong(expected)
+        return v
+    return read_in_range
+
+
+def _spec(f: Any, hint: Any) -> FieldSpec:
+    ranged = any(f.metadata.get(k) is not None for k in ("low", "high", "max_len", "length"))
+    return FieldSpec(f.name, hint, f.default is MISSING and f.default_factory is MISSING, f.metadata,
+                     _field_reader(hint, f.metadata), hint is Any or _NONE in typing.get_args(hint), ranged,
+                     None if f.default is MISSING else f.default,
+                     None if f.default_factory is MISSING else f.default_factory)
 
 
 _SPECS: dict[type, dict[str, FieldSpec]] = {}
@@ -228,8 +325,7 @@ class Record:
         """JSON key → its spec, one per field (``unknown`` is not a key), in declaration order."""
         if cls not in _SPECS:
             resolved = typing.get_type_hints(cls)
-            _SPECS[cls] = {f.name: FieldSpec(f.name, resolved[f.name], f.default is MISSING and f.default_factory is MISSING,
-                                             f.metadata) for f in fields(cls) if f.name != "unknown"}
+            _SPECS[cls] = {f.name: _spec(f, resolved[f.name]) for f in fields(cls) if f.name != "unknown"}
         return _SPECS[cls]
 
     @classmethod
@@ -262,12 +358,13 @@ class Record:
             spec = specs.get(name)
             if spec is None:
                 unknown[name] = value
+            elif value is None and reader.line and not spec.nullable:
+                if spec.required:
+                    reader.wrong(f"{prefix}{name}", value, type_name(spec.hint))
+                continue  # a line's null where no null belongs: the field's default
             elif value is not None:
                 try:
-                    value = read_value(value, spec.hint, f"{prefix}{name}", reader)
-                    expected = _in_range(value, spec.meta) if spec.meta else None
-                    if expected:
-                        raise _Wrong(expected)
+                    value = spec.read(value, prefix + name if prefix else name, reader)
                 except _Wrong as err:
                     reader.wrong(f"{prefix}{name}", value, err.expected)
                     if reader.repair != "null":
@@ -280,9 +377,20 @@ class Record:
         for spec in specs.values():
             if spec.required and spec.name not in known:
                 reader.missing(f"{prefix}{spec.name}")
-        obj = cls(**known, unknown=unknown)
-        obj.__dict__["_keys"] = keys
+        obj = cls.__new__(cls)  # the fields set directly: no __setattr__ key tracking, no __post_init__
+        state = obj.__dict__
+        for name, spec in specs.items():
+            state[name] = known[name] if name in known else spec.empty()
+        state["unknown"], state["_keys"] = unknown, keys
+        if reader.line:
+            why = obj.problem()
+            if why:
+                raise RowError(why)
         return obj
+
+    def problem(self) -> str | None:
+        """Why a record whose every key is of its type still cannot be (a rule across keys), else None."""
+        return None
 
     @classmethod
     def from_dict(cls: type[R], data: Any, where: str | Path = "", problems: list[str] | None = None) -> R:

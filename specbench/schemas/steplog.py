@@ -1,107 +1,59 @@
-"""The step log's rows as typed records (docs/steplog.md; the files' ``SCHEMA`` below), one per line format,
-each with a strict reader: a value of the wrong type or out of range rejects the row with the reason
-(the engine's processes wrote it, and a killed server can leave a torn last line)."""
+"""The step log's rows as typed records (docs/steplog.md, docs/records.md; the files' ``SCHEMA`` below),
+one per line format: a value of the wrong type or out of range rejects the row with the reason (the
+engine's processes wrote it, and a killed server can leave a torn last line)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
-from ..util.numbers import is_number
+from .record import Record, RowError, key
 
 SCHEMA = "specbench.steplog/1"
 HIST_LEN = 17  # hist index 0..16: tokens a request committed in the step (accepted guesses plus one)
 #: the runner's marks, ms from the step's start (the gpu row's ``t_<point>``)
 TIME_POINTS = ("fwd", "fwd_end", "lg0", "lg1", "samp", "d0", "d1", "exec_end", "end")
 MAX_MS = 3.6e6  # an hour: a mark later than that within one step is not a time
+WALL_LOW, WALL_HIGH = 1e9, 1e10  # Unix time: 2001 to 2286
+
+__all__ = ["HIST_LEN", "MAX_MS", "SCHEMA", "TIME_POINTS", "GpuRow", "RowError", "SchedRow", "StepHeader", "TokenRow"]
 
 
-class RowError(ValueError):
-    """Why one line of a step-log file cannot be used (one short reason, the key named)."""
+def _ms(doc: str) -> Any:
+    return key(doc, low=0.0, high=MAX_MS)
 
 
-def _int(obj: dict[str, Any], key: str, *, low: int = 0, null: bool = False) -> int | None:
-    value = obj.get(key)
-    if type(value) is int and value >= low:  # the common case first: a run reads 10⁵ rows and more
-        return value
-    if value is None and null:
-        return None
-    if not isinstance(value, int) or isinstance(value, bool) or value < low:
-        raise RowError(f"{key}: expected an integer ≥ {low}, got {str(value)[:40]}")
-    return value
-
-
-def _float(obj: dict[str, Any], key: str, *, low: float = 0.0, high: float = MAX_MS, null: bool = True) -> float | None:
-    value = obj.get(key)
-    if type(value) is float and low <= value <= high:  # NaN fails the comparison, ±inf the range
-        return value
-    if value is None and null:
-        return None
-    if not is_number(value) or not low <= value <= high:
-        raise RowError(f"{key}: expected a number in [{low:g}, {high:g}], got {str(value)[:40]}")
-    return float(value)
-
-
-def _wall(obj: dict[str, Any]) -> float:
-    wall = _float(obj, "wall", low=1e9, high=1e10, null=False)  # Unix time: 2001 to 2286
-    assert wall is not None
-    return wall
-
-
-def _ints(obj: dict[str, Any], key: str, length: int | None = None) -> tuple[int, ...]:
-    value = obj.get(key)
-    if not isinstance(value, list) or (length is not None and len(value) != length) or len(value) > 64 or any(
-            not isinstance(v, int) or isinstance(v, bool) or v < 0 for v in value):
-        raise RowError(f"{key}: expected a list of {length or 'at most 64'} integers ≥ 0")
-    return tuple(value)
-
-
-@dataclass(frozen=True)
-class SchedRow:
+@dataclass
+class SchedRow(Record):
     """One engine step as the scheduler saw it (``sched-<pid>.jsonl``)."""
 
-    step: int
-    wall: float
-    num_reqs: int
-    num_tokens: int
-    decode_reqs: int
-    spec_tokens: int
-    prefill_tokens: int
-    ctx_tokens: int
-    hist: tuple[int, ...]
-    running: int | None = None
-    waiting: int | None = None
-    kv_usage: float | None = None
-    drafts: int | None = None
-    draft_tokens: int | None = None
-    accepted: int | None = None
-    accepted_per_pos: tuple[int, ...] = ()
-    graph_mode: str | None = None
-    padded_tokens: int | None = None
-    unpadded_tokens: int | None = None
+    FILE: ClassVar[str] = "step log sched-<pid>.jsonl line"
 
-    @classmethod
-    def read(cls, obj: Any) -> SchedRow:
-        if not isinstance(obj, dict):
-            raise RowError(f"expected a JSON object, got {type(obj).__name__}")
-        mode = obj.get("graph_mode")
-        if mode is not None and (not isinstance(mode, str) or len(mode) > 40):
-            raise RowError("graph_mode: expected a short string or null")
-        accepted, draft_tokens = _int(obj, "accepted", null=True), _int(obj, "draft_tokens", null=True)
-        if accepted is not None and draft_tokens is not None and accepted > draft_tokens:
-            raise RowError(f"accepted {accepted} > draft_tokens {draft_tokens}")
-        per_pos = obj.get("accepted_per_pos")
-        return cls(
-            step=_int(obj, "step", low=1) or 0, wall=_wall(obj),
-            **{k: _int(obj, k) or 0 for k in ("num_reqs", "num_tokens", "decode_reqs", "spec_tokens",
-                                                "prefill_tokens", "ctx_tokens")},
-            hist=_ints(obj, "hist", HIST_LEN),
-            running=_int(obj, "running", null=True), waiting=_int(obj, "waiting", null=True),
-            kv_usage=_float(obj, "kv_usage", high=1.0),
-            drafts=_int(obj, "drafts", null=True), draft_tokens=draft_tokens, accepted=accepted,
-            accepted_per_pos=() if per_pos in (None, []) else _ints(obj, "accepted_per_pos"),
-            graph_mode=mode, padded_tokens=_int(obj, "padded_tokens", null=True),
-            unpadded_tokens=_int(obj, "unpadded_tokens", null=True))
+    step: int = key("the engine step, from 1 per process", required=True, low=1)
+    wall: float = key("Unix time the step ended", required=True, low=WALL_LOW, high=WALL_HIGH)
+    num_reqs: int = key("requests scheduled in the step", required=True, low=0)
+    num_tokens: int = key("tokens scheduled (prefill, decode and guesses to verify)", required=True, low=0)
+    decode_reqs: int = key("requests decoding (not prefilling)", required=True, low=0)
+    spec_tokens: int = key("guessed tokens sent to the target to verify", required=True, low=0)
+    prefill_tokens: int = key("prompt tokens prefilled", required=True, low=0)
+    ctx_tokens: int = key("context tokens over the scheduled requests", required=True, low=0)
+    hist: tuple[int, ...] = key("requests per tokens committed: hist[j] requests committed j tokens (0..16)",
+                                required=True, low=0, length=HIST_LEN)
+    running: int | None = key("requests running after the step", low=0)
+    waiting: int | None = key("requests waiting after the step", low=0)
+    kv_usage: float | None = key("KV-cache share in use", low=0.0, high=1.0)
+    drafts: int | None = key("drafts verified in the step (the step's SpecDecodingStats)", low=0)
+    draft_tokens: int | None = key("guessed tokens verified", low=0)
+    accepted: int | None = key("guessed tokens accepted (≤ draft_tokens)", low=0)
+    accepted_per_pos: tuple[int, ...] = key("accepted guesses per draft position", factory=tuple, low=0, max_len=64)
+    graph_mode: str | None = key("the CUDA graph mode the step ran in", max_len=40)
+    padded_tokens: int | None = key("tokens after padding to the captured graph size", low=0)
+    unpadded_tokens: int | None = key("tokens before padding", low=0)
+
+    def problem(self) -> str | None:
+        if self.accepted is not None and self.draft_tokens is not None and self.accepted > self.draft_tokens:
+            return f"accepted {self.accepted} > draft_tokens {self.draft_tokens}"
+        return None
 
     @property
     def committed(self) -> int:
@@ -114,103 +66,76 @@ class SchedRow:
         return sum((j - 1) * n for j, n in enumerate(self.hist) if j >= 1)
 
 
-@dataclass(frozen=True)
-class GpuRow:
+@dataclass
+class GpuRow(Record):
     """One step's runner times (``gpu-<pid>.jsonl``, the ``timing`` level): ms from the step's start."""
 
-    step: int
-    wall: float
-    t_fwd: float | None = None
-    t_fwd_end: float | None = None
-    t_lg0: float | None = None
-    t_lg1: float | None = None
-    t_samp: float | None = None
-    t_d0: float | None = None
-    t_d1: float | None = None
-    t_exec_end: float | None = None
-    t_end: float | None = None
-    since_prev_ms: float | None = None
+    FILE: ClassVar[str] = "step log gpu-<pid>.jsonl line"
 
-    @classmethod
-    def read(cls, obj: Any) -> GpuRow:
-        if not isinstance(obj, dict):
-            raise RowError(f"expected a JSON object, got {type(obj).__name__}")
-        times = {f"t_{p}": _float(obj, f"t_{p}") for p in TIME_POINTS}
-        return cls(step=_int(obj, "step", low=1) or 0, wall=_wall(obj), **times,
-                   since_prev_ms=_float(obj, "since_prev_ms"))
+    step: int = key("the engine step it timed", required=True, low=1)
+    wall: float = key("Unix time the step ended", required=True, low=WALL_LOW, high=WALL_HIGH)
+    t_fwd: float | None = _ms("the target's forward began")
+    t_fwd_end: float | None = _ms("the target's forward ended")
+    t_lg0: float | None = _ms("the LM head began")
+    t_lg1: float | None = _ms("the LM head ended")
+    t_samp: float | None = _ms("sampling and verification ended")
+    t_d0: float | None = _ms("the drafter's propose began")
+    t_d1: float | None = _ms("the drafter's propose ended")
+    t_exec_end: float | None = _ms("execute_model returned")
+    t_end: float | None = _ms("the step's output was ready")
+    since_prev_ms: float | None = _ms("ms since the previous step ended: the host gap")
 
 
-@dataclass(frozen=True)
-class StepHeader:
+@dataclass
+class StepHeader(Record):
     """``header-<pid>.json``: which hooks one process installed, and why any is missing."""
 
-    pid: int
-    level: str
-    vllm_version: str | None
-    runner: str | None
-    clock: str | None
-    hooks: dict[str, str]
-    notes: tuple[str, ...] = ()
+    FILE: ClassVar[str] = "step log header-<pid>.json"
+
+    schema: str = key(f"the log's format: {SCHEMA!r}", required=True)
+    pid: int = key("the engine process", required=True, low=0)
+    level: str = key("off, steps, timing or tokens", default="off", max_len=100)
+    vllm_version: str | None = key("the engine's vLLM version", max_len=100)
+    runner: str | None = key("the model runner hooked: v1 or v2", max_len=100)
+    clock: str | None = key("what timed the runner: CUDA events or perf_counter", max_len=100)
+    hooks: dict[str, str] = key("hook name → installed, or why not", factory=dict)
+    notes: list[str] = key("what the hooks said while installing", factory=list)
+
+    def problem(self) -> str | None:
+        return None if self.schema == SCHEMA else f"schema: expected {SCHEMA!r}, got {self.schema[:40]!r}"
 
     @classmethod
-    def read(cls, obj: Any) -> StepHeader:
-        if not isinstance(obj, dict):
-            raise RowError(f"expected a JSON object, got {type(obj).__name__}")
-        if obj.get("schema") != SCHEMA:
-            raise RowError(f"schema: expected {SCHEMA!r}, got {str(obj.get('schema'))[:40]!r}")
-        strings = {}
-        for key in ("level", "vllm_version", "runner", "clock"):
-            value = obj.get(key)
-            if value is not None and (not isinstance(value, str) or len(value) > 100):
-                raise RowError(f"{key}: expected a short string or null")
-            strings[key] = value
-        hooks, notes = obj.get("hooks") or {}, obj.get("notes") or []
-        if not isinstance(hooks, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in hooks.items()):
-            raise RowError("hooks: expected a mapping of hook name to state")
-        if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
-            raise RowError("notes: expected a list of strings")
-        return cls(pid=_int(obj, "pid") or 0, level=strings["level"] or "off", vllm_version=strings["vllm_version"],
-                   runner=strings["runner"], clock=strings["clock"],
-                   hooks={k[:100]: v[:300] for k, v in hooks.items()}, notes=tuple(n[:300] for n in notes))
+    def of_file(cls, obj: Any) -> StepHeader:
+        """The header as a process wrote it; a hook's long state or note is cut, never a reason to lose the log."""
+        header = cls.from_line(obj)
+        header.hooks = {k[:100]: v[:300] for k, v in header.hooks.items()}
+        header.notes = [n[:300] for n in header.notes]
+        return header
 
 
-def _prob(obj: dict[str, Any], key: str, high: float = 1.0) -> float | None:
-    return _float(obj, key, low=0.0, high=high)
+def _prob(doc: str, high: float = 1.0) -> Any:
+    return key(doc, low=0.0, high=high)
 
 
-@dataclass(frozen=True)
-class TokenRow:
+@dataclass(kw_only=True)
+class TokenRow(Record):
     """One guess the target verified (``tokens-<pid>.jsonl``, the ``tokens`` level): accuracy runs only."""
 
-    step: int
-    wall: float
-    req_id: str | None
-    batch: int
-    draft_pos: int
-    ctx: int | None
-    out_pos: int | None
-    token: int
-    target_top: int
-    accepted: bool
-    t_prob: float | None
-    t_entropy: float | None
-    t_margin: float | None
-    d_prob: float | None = None
-    d_entropy: float | None = None
-    d_margin: float | None = None
+    FILE: ClassVar[str] = "step log tokens-<pid>.jsonl line"
 
-    @classmethod
-    def read(cls, obj: Any) -> TokenRow:
-        if not isinstance(obj, dict):
-            raise RowError(f"expected a JSON object, got {type(obj).__name__}")
-        req_id, accepted = obj.get("req_id"), obj.get("accepted")
-        if req_id is not None and (not isinstance(req_id, str) or len(req_id) > 300):
-            raise RowError("req_id: expected a short string or null")
-        if not isinstance(accepted, bool):
-            raise RowError("accepted: expected true or false")
-        return cls(step=_int(obj, "step", low=1) or 0, wall=_wall(obj), req_id=req_id,
-                   batch=_int(obj, "batch", low=1) or 0, draft_pos=_int(obj, "draft_pos", low=1) or 0,
-                   ctx=_int(obj, "ctx", null=True), out_pos=_int(obj, "out_pos", null=True),
-                   token=_int(obj, "token") or 0, target_top=_int(obj, "target_top") or 0, accepted=accepted,
-                   t_prob=_prob(obj, "t_prob"), t_entropy=_prob(obj, "t_entropy", 50.0), t_margin=_prob(obj, "t_margin"),
-                   d_prob=_prob(obj, "d_prob"), d_entropy=_prob(obj, "d_entropy", 50.0), d_margin=_prob(obj, "d_margin"))
+    step: int = key("the engine step", required=True, low=1)
+    wall: float = key("Unix time the step ended", required=True, low=WALL_LOW, high=WALL_HIGH)
+    req_id: str | None = key("the engine's request id", max_len=300)
+    batch: int = key("the request's place in the step's batch, from 1", required=True, low=1)
+    draft_pos: int = key("the guess's position in its draft, from 1", required=True, low=1)
+    ctx: int | None = key("the request's context length at the step", low=0)
+    out_pos: int | None = key("the guess's position in the output", low=0)
+    token: int = key("the guessed token", required=True, low=0)
+    target_top: int = key("the target's own top token there", required=True, low=0)
+    accepted: bool = key("kept by the rejection sampler", required=True)
+    t_prob: float | None = _prob("the target's probability of the guess")
+    t_entropy: float | None = _prob("the target's entropy there (nats)", 50.0)
+    t_margin: float | None = _prob("the target's top-1 minus top-2 probability")
+    d_prob: float | None = _prob("the drafter's probability of the guess")
+    d_entropy: float | None = _prob("the drafter's entropy there (nats)", 50.0)
+    d_margin: float | None = _prob("the drafter's top-1 minus top-2 probability")

@@ -12,8 +12,8 @@ def steps(committed_per_step, k=3, since=10.0, timing=True, start=1):
     out = []
     for i, committed in enumerate(committed_per_step):
         n, wall = start + i, WALL0 + (start + i) * since / 1000
-        s = SchedRow.read(sched_row(n, wall, committed, k))
-        g = GpuRow.read(gpu_row(n, wall, since if i else 999.0)) if timing else None
+        s = SchedRow.from_line(sched_row(n, wall, committed, k))
+        g = GpuRow.from_line(gpu_row(n, wall, since if i else 999.0)) if timing else None
         out.append(Step(s, g))
     return tuple(out)
 
@@ -38,7 +38,7 @@ def test_a_counter_mismatch_is_flagged_with_both_numbers():
     stats = cell_stats([PassSteps(steps([[3], [2]]), counter_accepted=4)])
     assert (stats["steplog_accepted"], stats["steplog_counter_accepted"], stats["steplog_accepted_agree"]) == (3, 4, False)
     broken = steps([[3]])
-    bad = Step(SchedRow.read(sched_row(9, WALL0 + 1, [3], 3, accepted=1)), None)
+    bad = Step(SchedRow.from_line(sched_row(9, WALL0 + 1, [3], 3, accepted=1)), None)
     stats = cell_stats([PassSteps(broken + (bad,), counter_accepted=3)])
     assert stats["steplog_hist_agree"] is False and stats["steplog_hist_accepted"] == 4
 
@@ -52,7 +52,7 @@ def test_without_gpu_rows_the_step_time_is_the_schedulers_wall_clock():
 
 
 def test_graph_modes_and_padding():
-    ss = tuple(Step(SchedRow.read(sched_row(i, WALL0 + i, [1], None, graph_mode=m, padded_tokens=8, unpadded_tokens=6)))
+    ss = tuple(Step(SchedRow.from_line(sched_row(i, WALL0 + i, [1], None, graph_mode=m, padded_tokens=8, unpadded_tokens=6)))
                for i, m in ((1, "FULL"), (2, "FULL"), (3, "PIECEWISE"), (4, "NONE")))
     stats = cell_stats([PassSteps(ss, None)])
     assert stats["steplog_graph_modes"] == {"FULL": 0.5, "NONE": 0.25, "PIECEWISE": 0.25}
@@ -61,8 +61,8 @@ def test_graph_modes_and_padding():
 
 def test_join_and_cut():
     from collections import Counter
-    sched = [SchedRow.read(sched_row(n, WALL0 + n, [2], 3)) for n in (2, 1, 3, 3)]
-    gpu = [GpuRow.read(gpu_row(n, WALL0 + n, 5.0)) for n in (1, 3, 3)]
+    sched = [SchedRow.from_line(sched_row(n, WALL0 + n, [2], 3)) for n in (2, 1, 3, 3)]
+    gpu = [GpuRow.from_line(gpu_row(n, WALL0 + n, 5.0)) for n in (1, 3, 3)]
     skipped: Counter[str] = Counter()
     joined = join(sched, gpu, skipped)
     assert [s.sched.step for s in joined] == [1, 2, 3] and joined[1].gpu is None and joined[2].gpu is not None
