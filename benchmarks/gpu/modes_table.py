@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from specbench.errors import ResultsError
-from specbench.report.load import load_run, warn
+from specbench.run.readback import load_run, warn
 from specbench.run.rundir import scan_lines
 from specbench.schemas import PhaseInfo
 from specbench.schemas.cell import Cell, baseline_name

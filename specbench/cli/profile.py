@@ -15,8 +15,8 @@ def profile_cli(args: argparse.Namespace) -> int:
     from ..errors import ProfileError
     from ..measure.profile import FILL_RULE, FORMAT, POSITIONS, profiles_from
     from ..report.explain_tables import profile_markdown
-    from ..report.load import load_run
     from ..run.preflight import now
+    from ..run.readback import load_run
     from ..util.diskio import check_output_file, write_output
     from ..util.jsonio import dumps
 

@@ -2,7 +2,7 @@
 turns rows into a text format, ``formats.FORMATS`` lists every format by name.
 """
 
+from ..run.readback import RunResults, load_results
 from .formats import FORMATS, render
-from .load import RunResults, load_results
 
 __all__ = ["FORMATS", "RunResults", "load_results", "render"]

@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import ResultsError
+from ..run.readback import RunResults, load_run, read_requests
 from ..schemas.cell import Cell
 from ..schemas.meta import RunMeta
 from ..schemas.request import RequestRecord
@@ -20,7 +21,6 @@ from ..schemas.row import ResultRow
 from ..util.diskio import all_or_none
 from .export_files import run_id, slug, write_table
 from .export_steps import export_steps, identities
-from .load import RunResults, load_run, read_requests
 
 RUN_COLUMNS = ["gpu", "target", "split", "drafter", "k", "c", "start", "mode", "throughput_tps", "output_tokens",
                "requests", "steps", "guessed_tokens", "accepted_tokens", "committed_tokens", "elapsed_s",

@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 
 from ..measure.steplog import StepLog
+from ..run.readback import RunResults
 from ..run.rundir import read_phases
 from ..run.steplog import pass_steps, pass_tokens, read_launch
 from ..schemas.cell import Cell
@@ -19,7 +20,6 @@ from ..schemas.phase import PhaseInfo
 from ..schemas.request import RequestRecord
 from ..schemas.steplog import TIME_POINTS, TokenRow
 from .export_files import write_table
-from .load import RunResults
 
 IDENTITY = ["gpu", "target", "split", "drafter", "k", "c", "start"]
 STEP_COLUMNS = IDENTITY + ["wall", "num_reqs", "num_tokens", "decode_reqs", "spec_tokens", "prefill_tokens",

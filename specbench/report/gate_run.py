@@ -12,11 +12,11 @@ from pathlib import Path
 
 from ..errors import ResultsError
 from ..gate.judge import Run, Verdict, comparability_problems, evaluate, index_cells, suite_gate, suite_name
+from ..run.readback import load_run
 from ..schemas.run_files import META, RESULTS
 from ..suite import load_suite
 from ..suite.gate import GateError, GateSpec, cli_spec
 from .history import reference_for
-from .load import load_run
 
 Warn = Callable[[str], None]
 

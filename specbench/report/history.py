@@ -20,12 +20,12 @@ from typing import Any
 
 from ..errors import ResultsError, SpecbenchError
 from ..gate import GateError
+from ..run.readback import load_run, read_meta, refusal
 from ..schemas.cell import Cell, Load, LoadPoint, load_of
 from ..schemas.meta import Comparability, GitState, RunMeta, SuiteFile
 from ..schemas.row import ResultRow
 from ..schemas.run_files import META, RESULTS
 from ..util.diskio import write_output
-from .load import load_run, read_meta, refusal
 
 COMPLETE = "complete"
 

@@ -13,6 +13,7 @@ from ..errors import ResultsError
 from ..gate.judge import comparability_problems
 from ..gate.render import fmt_measure
 from ..gate.runs import RUN_METRICS, compare_runs
+from ..run.readback import load_run
 from ..schemas.meta import RunMeta
 from ..suite.gate import parse_percent
 from .csv_rows import to_csv
@@ -25,7 +26,6 @@ from .history import (
     run_line,
     status_line,
 )
-from .load import load_run
 
 VERDICT_MD = {"better": "better ▲", "worse": "**worse ▼**", "within noise": "within noise"}
 

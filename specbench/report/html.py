@@ -20,6 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..measure.break_even import is_replay
+from ..run.readback import load_run, read_requests
 from ..schemas.cell import baseline_name, load_of, unique
 from ..schemas.meta import Comparability, Host, RunMeta
 from ..schemas.request import RequestRecord
@@ -27,7 +28,6 @@ from ..schemas.row import ResultRow
 from ..util.diskio import write_output
 from .colspec import DASH, DECOMPOSITION_NOTE, Column, Group, is_missing
 from .columns import grouped, has_decomposition
-from .load import load_run, read_requests
 from .model import PALETTE, Model
 from .plots import (
     acceptance_plot,

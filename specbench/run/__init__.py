@@ -1,4 +1,6 @@
-"""Running a suite: the run directory (``rundir``: its files; ``session``: meta.json's life), one
+"""Running a suite: the run directory, whose one owner this package is (``rundir``: writing it and
+reading it to resume; ``readback``: reading it for the report, gate, history and export;
+``session``: meta.json's life; the names in ``schemas/run_files.py``), one
 phase of a cell (``phases``), server lifecycle (``servers``), and the two ways to go through the
 cells: ``sequential`` (one config after another) and ``parallel`` (configs side by side).
 
@@ -6,9 +8,10 @@ Every write to a run directory goes through ``RunSession`` → ``RunDir``.
 """
 
 from .preflight import default_output, load_points, preflight
+from .readback import RunResults, load_results, load_run, read_requests
 from .rundir import RunDir
 from .sequential import RunOutcome, SequentialRun, run_suite
 from .session import RunSession
 
-__all__ = ["RunDir", "RunOutcome", "RunSession", "SequentialRun", "default_output", "load_points", "preflight",
-           "run_suite"]
+__all__ = ["RunDir", "RunOutcome", "RunResults", "RunSession", "SequentialRun", "default_output", "load_points",
+           "load_results", "load_run", "preflight", "read_requests", "run_suite"]

@@ -24,214 +24,20 @@ reader refuses a file whose ``schema_version`` is newer than the one it knows.
 from __future__ import annotations
 
 import copy
-import json
-import math
-import types
 import typing
 from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar, Union
+from typing import Any, ClassVar, TypeVar
 
 from ..errors import ResultsError
-from ..util.numbers import finite, is_number
+from ..util.numbers import finite
+from .record_values import Reader, RowError, ValueReader, WrongValue, field_reader, key, read_value, show, type_name
+
+__all__ = ["VERSION_KEY", "FieldSpec", "Reader", "Record", "RowError", "key", "plain", "read_value", "show", "type_name"]
 
 R = TypeVar("R", bound="Record")
-_NONE = type(None)
 VERSION_KEY = "schema_version"
-
-
-class RowError(ValueError):
-    """Why one JSON line cannot be read as its record: one short reason naming the key."""
-
-
-class _Wrong(Exception):
-    """A value that is not of its key's type; ``expected`` says what it should have been."""
-
-    def __init__(self, expected: str) -> None:
-        super().__init__(expected)
-        self.expected = expected
-
-
-def show(value: Any) -> str:
-    """A value as an error line quotes it: JSON, cut at 40 characters."""
-    text = json.dumps(value, allow_nan=True, default=str) if not isinstance(value, str) else repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-@dataclass
-class Reader:
-    """Where a record is read from, and what a wrong value does: strict (``problems`` None) raises
-    ``error`` (a ``ResultsError`` naming ``where``, or a ``RowError`` for a line), lenient drops the
-    key or (``repair`` "null") keeps it as null, and says so in ``problems``."""
-
-    where: str
-    problems: list[str] | None = None
-    repair: str = "drop"
-    line: bool = False
-
-    def wrong(self, path: str, value: Any, expected: str) -> None:
-        if self.line:
-            raise RowError(f"{path}: expected {expected}, got {show(value)}")
-        line = f"{self.where}: {path}: expected {expected}, got {show(value)}"
-        if self.problems is None:
-            raise ResultsError(line)
-        self.problems.append(line + ("; shown as —" if self.repair == "null" else "; ignored"))
-
-    def missing(self, path: str) -> None:
-        if self.line:
-            raise RowError(f"no {path!r}")
-        raise ResultsError(f"{self.where}: {path}: missing")
-
-
-def key(doc: str = "", *, default: Any = None, factory: Callable[[], Any] | None = None, required: bool = False,
-        low: float | None = None, high: float | None = None, max_len: int | None = None, length: int | None = None,
-        omit_none: bool = False) -> Any:
-    """A record field with its meaning (``doc``, for docs/records.md) and its range: numbers (and a
-    list's numbers) within [``low``, ``high``], text and lists at most ``max_len`` long, a list of
-    exactly ``length``. ``required``: no default."""
-    meta = {"doc": doc, "low": low, "high": high, "max_len": max_len, "length": length, "omit_none": omit_none}
-    if required:
-        return field(metadata=meta)
-    if factory is not None:
-        return field(default_factory=factory, metadata=meta)
-    return field(default=default, metadata=meta)
-
-
-def type_name(hint: Any) -> str:
-    """What a type hint holds, as an error line says it."""
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin in (Union, types.UnionType):
-        return " or ".join(type_name(a) for a in args if a is not _NONE)
-    if origin is list or (origin is tuple and len(args) == 2 and args[1] is Ellipsis):
-        return f"a list of {type_name(args[0])}s".replace("a list of an ", "a list of ").replace("a list of a ", "a list of ")
-    if origin is tuple:
-        return f"[{', '.join(type_name(a) for a in args)}]"
-    if origin is dict or (isinstance(hint, type) and (issubclass(hint, Record) or hasattr(hint, "from_dict"))):
-        return "an object"
-    return {str: "text", int: "an integer", float: "a number", bool: "true/false"}.get(hint, "a value")
-
-
-_SCALAR: dict[Any, Callable[[Any], bool]] = {
-    bool: lambda v: isinstance(v, bool), int: lambda v: isinstance(v, int) and not isinstance(v, bool),
-    float: is_number, str: lambda v: isinstance(v, str)}
-ValueReader = Callable[[Any, str, Reader], Any]
-_COMPILED: dict[Any, ValueReader] = {}
-
-
-def value_reader(hint: Any) -> ValueReader:
-    """The function that reads a value as ``hint`` holds it (a nested record read, a JSON pair as a
-    tuple) or raises ``_Wrong``: built once per hint, since a run reads 10⁵ lines and more."""
-    if hint not in _COMPILED:
-        _COMPILED[hint] = _compile(hint)
-    return _COMPILED[hint]
-
-
-def _compile(hint: Any) -> ValueReader:
-    expected = type_name(hint)
-    scalar = _SCALAR.get(hint)
-    if hint is Any:
-        return lambda v, path, reader: v
-    if scalar is not None:
-        def read_scalar(v: Any, path: str, reader: Reader) -> Any:
-            if not scalar(v):
-                raise _Wrong(expected)
-            return v
-        return read_scalar
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin in (Union, types.UnionType):
-        options = [value_reader(a) for a in args if a is not _NONE]
-
-        def read_union(v: Any, path: str, reader: Reader) -> Any:
-            if v is None and _NONE in args:
-                return None
-            for option in options:
-                try:
-                    return option(v, path, reader)
-                except _Wrong:
-                    pass
-            raise _Wrong(expected)
-        return read_union
-    if isinstance(hint, type) and (issubclass(hint, Record) or hasattr(hint, "from_dict")):
-        record: Any = hint
-        nested = issubclass(hint, Record)
-
-        def read_object(v: Any, path: str, reader: Reader) -> Any:
-            if not isinstance(v, dict):
-                raise _Wrong("an object")
-            return record.read(v, reader, path + ".") if nested else record.from_dict(v)
-        return read_object
-    if origin in (list, tuple):
-        return _compile_list(hint, origin, args, expected)
-    if origin is dict:
-        item_reader = value_reader(args[1])
-
-        def read_dict(v: Any, path: str, reader: Reader) -> Any:
-            if not isinstance(v, dict):
-                raise _Wrong("an object")
-            try:
-                return {k: item_reader(x, f"{path}.{k}", reader) for k, x in v.items()}
-            except _Wrong as err:
-                raise _Wrong(f"an object of {err.expected.removeprefix('an ').removeprefix('a ')} values") from None
-        return read_dict
-    return lambda v, path, reader: _raise(expected)
-
-
-def _raise(expected: str) -> Any:
-    raise _Wrong(expected)
-
-
-def _compile_list(hint: Any, origin: Any, args: tuple[Any, ...], expected: str) -> ValueReader:
-    variadic = origin is list or (len(args) == 2 and args[1] is Ellipsis)
-    make = list if origin is list else tuple
-    item = _SCALAR.get(args[0]) if variadic else None
-    if item is not None:  # a list of numbers: one pass, no call per item (requests carry thousands)
-        def read_numbers(v: Any, path: str, reader: Reader) -> Any:
-            if not isinstance(v, list) or not all(item(x) for x in v):
-                raise _Wrong(expected)
-            return make(v)
-        return read_numbers
-    readers = [value_reader(a) for a in (args[:1] if variadic else args)]
-
-    def read_items(v: Any, path: str, reader: Reader) -> Any:
-        if not isinstance(v, list) or (not variadic and len(v) != len(args)):
-            raise _Wrong(expected)
-        try:
-            return make(readers[0 if variadic else i](x, f"{path}[{i}]", reader) for i, x in enumerate(v))
-        except _Wrong:
-            raise _Wrong(expected) from None
-    return read_items
-
-
-def read_value(value: Any, hint: Any, path: str, reader: Reader) -> Any:
-    """``value`` as ``hint`` holds it; else ``_Wrong``."""
-    return value_reader(hint)(value, path, reader)
-
-
-def _range(low: float | None, high: float | None) -> str:
-    if high is None:
-        return f"≥ {low:g}"
-    return f"in [{'' if low is None else f'{low:g}'}, {high:g}]"
-
-
-def _in_range(value: Any, meta: typing.Mapping[str, Any]) -> str | None:
-    """What ``value`` should have been when outside its field's range, else None."""
-    low, high, max_len, length = meta.get("low"), meta.get("high"), meta.get("max_len"), meta.get("length")
-    if isinstance(value, (list, tuple)):
-        if length is not None and len(value) != length:
-            return f"a list of {length} items"
-        if max_len is not None and len(value) > max_len:
-            return f"a list of at most {max_len} items"
-        if (low is not None or high is not None) and any(
-                is_number(v) and ((low is not None and v < low) or (high is not None and v > high)) for v in value):
-            return f"a list of numbers {_range(low, high)}"
-    elif isinstance(value, str):
-        if max_len is not None and len(value) > max_len:
-            return f"at most {max_len} characters"
-    elif is_number(value) and not isinstance(value, bool):
-        if (low is not None and value < low) or (high is not None and value > high):
-            return f"a number {_range(low, high)}"
-    return None
 
 
 def plain(value: Any) -> Any:
@@ -267,40 +73,47 @@ class FieldSpec:
         return self.factory() if self.factory is not None else self.default
 
 
-def _field_reader(hint: Any, meta: typing.Mapping[str, Any]) -> ValueReader:
-    """``value_reader(hint)`` and the field's range in one function; a number in range takes one test."""
-    base = value_reader(hint)
-    if all(meta.get(k) is None for k in ("low", "high", "max_len", "length")):
-        return base
-    low, high = meta.get("low"), meta.get("high")
-    lo, hi = -math.inf if low is None else low, math.inf if high is None else high
-    fast = next((t for t in (int, float) if hint in (t, t | None)), None)
-    ints = typing.get_origin(hint) if hint in (tuple[int, ...], list[int]) else None
-    length, most = meta.get("length"), meta.get("max_len") or math.inf
-
-    def read_in_range(v: Any, path: str, reader: Reader) -> Any:
-        if type(v) is fast and lo <= v <= hi:
-            return v
-        if ints is not None and type(v) is list and (length is None or len(v) == length) and len(v) <= most \
-                and all(type(x) is int and lo <= x <= hi for x in v):
-            return ints(v)
-        v = base(v, path, reader)
-        expected = None if v is None else _in_range(v, meta)
-        if expected:
-            raise _Wrong(expected)
-        return v
-    return read_in_range
-
-
 def _spec(f: Any, hint: Any) -> FieldSpec:
     ranged = any(f.metadata.get(k) is not None for k in ("low", "high", "max_len", "length"))
     return FieldSpec(f.name, hint, f.default is MISSING and f.default_factory is MISSING, f.metadata,
-                     _field_reader(hint, f.metadata), hint is Any or _NONE in typing.get_args(hint), ranged,
+                     field_reader(hint, f.metadata), hint is Any or type(None) in typing.get_args(hint), ranged,
                      None if f.default is MISSING else f.default,
                      None if f.default_factory is MISSING else f.default_factory)
 
 
 _SPECS: dict[type, dict[str, FieldSpec]] = {}
+
+
+def read_keys(specs: dict[str, FieldSpec], data: dict[str, Any], reader: Reader,
+              prefix: str) -> tuple[dict[str, Any], dict[str, Any], dict[str, None]]:
+    """A JSON object's keys as a record's fields (read), its unknown keys, and the order it had them."""
+    known: dict[str, Any] = {}
+    unknown: dict[str, Any] = {}
+    keys: dict[str, None] = {}
+    for name, value in data.items():
+        spec = specs.get(name)
+        if spec is None:
+            unknown[name] = value
+        elif value is None and reader.line and not spec.nullable:
+            if spec.required:
+                reader.wrong(f"{prefix}{name}", value, type_name(spec.hint))
+            continue  # a line's null where no null belongs: the field's default
+        elif value is not None:
+            try:
+                value = spec.read(value, prefix + name if prefix else name, reader)
+            except WrongValue as err:
+                reader.wrong(f"{prefix}{name}", value, err.expected)
+                if reader.repair != "null":
+                    continue
+                value = None
+            known[name] = value
+        else:
+            known[name] = value
+        keys[name] = None
+    for spec in specs.values():
+        if spec.required and spec.name not in known:
+            reader.missing(f"{prefix}{spec.name}")
+    return known, unknown, keys
 
 
 @dataclass
@@ -347,36 +160,11 @@ class Record:
     def read(cls: type[R], data: dict[str, Any], reader: Reader, prefix: str = "") -> R:
         """A record from a JSON object, its key order kept; a wrong value goes to ``reader``."""
         specs = cls.specs()
-        known: dict[str, Any] = {}
-        unknown: dict[str, Any] = {}
-        keys: dict[str, None] = {}
         version = data.get(VERSION_KEY)
         if isinstance(version, int) and version > cls.VERSION:
             raise ResultsError(f"{reader.where}: {prefix}{VERSION_KEY} {version}: written by a newer specbench "
                                f"(this one reads {cls.FILE or cls.__name__} up to version {cls.VERSION}): upgrade specbench")
-        for name, value in data.items():
-            spec = specs.get(name)
-            if spec is None:
-                unknown[name] = value
-            elif value is None and reader.line and not spec.nullable:
-                if spec.required:
-                    reader.wrong(f"{prefix}{name}", value, type_name(spec.hint))
-                continue  # a line's null where no null belongs: the field's default
-            elif value is not None:
-                try:
-                    value = spec.read(value, prefix + name if prefix else name, reader)
-                except _Wrong as err:
-                    reader.wrong(f"{prefix}{name}", value, err.expected)
-                    if reader.repair != "null":
-                        continue
-                    value = None
-                known[name] = value
-            else:
-                known[name] = value
-            keys[name] = None
-        for spec in specs.values():
-            if spec.required and spec.name not in known:
-                reader.missing(f"{prefix}{spec.name}")
+        known, unknown, keys = read_keys(specs, data, reader, prefix)
         obj = cls.__new__(cls)  # the fields set directly: no __setattr__ key tracking, no __post_init__
         state = obj.__dict__
         for name, spec in specs.items():

@@ -208,3 +208,17 @@ def test_the_readme_says_how_many_of_the_demo_tables_columns_it_shows() -> None:
     assert set(demo_main) <= main
     assert int(said[1]) == sum(h in main for h in shown) and int(said[2]) == len(demo_main)
     assert said[3] == {1: "one", 2: "two", 3: "three"}[sum(h in why for h in shown)]
+
+
+def test_the_records_page_is_what_the_declarations_say():
+    """docs/records.md comes from the record declarations (reader, writer, version and docs from one
+    place): a field added, retyped or re-documented without the page fails here. To rewrite the page:
+    ``SPECBENCH_WRITE_RECORDS=1 pytest tests/unit/test_docs.py -k records``."""
+    import os
+
+    from specbench.schemas.docs import records_markdown
+
+    page = DOCS / "records.md"
+    if os.environ.get("SPECBENCH_WRITE_RECORDS"):
+        page.write_text(records_markdown())
+    assert page.read_text() == records_markdown()

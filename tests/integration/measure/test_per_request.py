@@ -8,7 +8,7 @@ import pytest
 
 from specbench.measure.per_request import SOURCE_STATS, SOURCE_STREAM, acceptance_summary, request_lengths, slower_share
 from specbench.report.html import read_requests, render_html
-from specbench.report.load import load_run
+from specbench.run.readback import load_run
 from specbench.schemas.request import RequestRecord
 from specbench.schemas.row_read import rows_from
 from specbench.suite import load_suite

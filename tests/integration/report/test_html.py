@@ -36,8 +36,8 @@ from specbench.report.html import (
     render_html,
     write_html,
 )
-from specbench.report.load import load_run
 from specbench.report.markdown import COLUMNS
+from specbench.run.readback import load_run
 from specbench.schemas.row_read import rows_from
 from tests.support.paths import DATA
 

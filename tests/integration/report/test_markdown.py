@@ -244,7 +244,7 @@ def test_requests_of_a_run_archived_compressed_are_read_and_lines_end_at_newline
     line ends at \\n only, so a text holding U+2028 stays one request."""
     import gzip
 
-    from specbench.report.load import read_requests
+    from specbench.run.readback import read_requests
 
     rec = {"prompt_id": "p1", "dataset": "d", "config": "c", "send_time": 1.0, "chunk_times": [1.1, 1.2],
            "chunk_tokens": [1, 2], "text": "a\u2028b\u0085c"}

@@ -5,9 +5,9 @@ only when it has something measured, then the sweep / what-if / tune tables and 
 import re
 
 from specbench.report.html import table_html
-from specbench.report.load import load_run
 from specbench.report.markdown import DECOMPOSITION_NOTE, markdown
 from specbench.report.model import Model
+from specbench.run.readback import load_run
 from specbench.schemas.row_read import rows_from
 from tests.support.md_tables import tables_of
 from tests.support.paths import DATA, ROOT

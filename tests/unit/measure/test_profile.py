@@ -12,7 +12,7 @@ from specbench.cli import main
 from specbench.errors import ProfileError
 from specbench.measure.profile import FILL_RULE, FORMAT, conditional, fill_positions, profiles_from, rates_problem
 from specbench.measure.replay import choose, read_profile
-from specbench.report.load import load_run
+from specbench.run.readback import load_run
 from specbench.schemas.row_read import rows_from
 from tests.support.paths import ROOT
 

@@ -13,7 +13,7 @@ import pytest
 from specbench.errors import ResultsError
 from specbench.measure.best_k import tune_analysis
 from specbench.measure.tune_result import Schedule, TuneResult
-from specbench.report.load import read_requests
+from specbench.run.readback import read_requests
 from specbench.schemas.meta import RunMeta, ServerMeta
 from specbench.schemas.row_read import rows_from
 from specbench.util.jsonio import dumps
@@ -154,7 +154,7 @@ def test_is_number_is_a_finite_int_or_float_never_a_bool(value, number):
 
 def test_the_gate_and_the_report_share_the_one_rule():
     from specbench import gate
-    from specbench.report import load
+    from specbench.run import readback as load
     from specbench.schemas import row_read
 
     assert gate.is_number is is_number and load.is_number is is_number and row_read.is_number is is_number

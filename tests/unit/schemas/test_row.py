@@ -12,7 +12,7 @@ from specbench.errors import ResultsError
 from specbench.measure.quality import add_quality
 from specbench.measure.slo import attach_capacity
 from specbench.measure.summarize import add_comparisons, summarize_cell
-from specbench.report.load import load_run
+from specbench.run.readback import load_run
 from specbench.schemas.cell import Cell
 from specbench.schemas.row import FIELD_NAMES, REFERENCE_KEYS, ResultRow
 from specbench.schemas.row_read import read_row

@@ -1,4 +1,6 @@
-"""Read results back: a run directory (results.json + meta.json) or a bare results.json.
+"""The run directory read back by the stages after the run (report, gate, history, export): its
+results.json + meta.json, or a bare results.json, and its requests.jsonl. The run stage owns the
+directory: ``rundir.py`` writes it and reads it to resume, this module reads it for everyone after.
 
 Results files are input like any other: edited by hand, cut by a full disk, written by another
 tool. What cannot be a table at all (not JSON, not a list of objects, a record without its

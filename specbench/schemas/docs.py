@@ -1,0 +1,77 @@
+"""docs/records.md, written from the record declarations themselves: every file and line specbench
+writes, each key with what it holds (type and range, from its annotation and ``key(...)``) and what it
+means (``key``'s doc). ``tests/unit/test_docs.py`` keeps the page equal to what this renders."""
+
+from __future__ import annotations
+
+import typing
+
+from .meta import Comparability, GitState, Host, PromptSet, RunMeta, RunStart, ServerMeta, SuiteFile, SuiteInfo, Timing
+from .phase import PhaseInfo, SupersededPhase
+from .record import FieldSpec, Record, type_name
+from .request import RequestRecord
+from .steplog import GpuRow, SchedRow, StepHeader, TokenRow
+
+#: (title, records) in the page's order: a record nested in another follows it
+SECTIONS: tuple[tuple[str, tuple[type[Record], ...]], ...] = (
+    ("The raw data: one line per request and per measured phase",
+     (RequestRecord, PhaseInfo)),
+    ("meta.json: the run's metadata",
+     (RunMeta, SuiteInfo, SuiteFile, GitState, Comparability, PromptSet, Host, ServerMeta, RunStart, Timing,
+      SupersededPhase)),
+    ("The step log (logs/steplog/, docs/steplog.md)",
+     (StepHeader, SchedRow, GpuRow, TokenRow)),
+)
+
+
+def _range(spec: FieldSpec) -> str:
+    low, high, most, length = (spec.meta.get(k) for k in ("low", "high", "max_len", "length"))
+    parts = []
+    if length is not None:
+        parts.append(f"exactly {length} items")
+    if low is not None and high is not None:
+        parts.append(f"in [{low:g}, {high:g}]")
+    elif low is not None:
+        parts.append(f"≥ {low:g}")
+    elif high is not None:
+        parts.append(f"≤ {high:g}")
+    if most is not None:
+        parts.append(f"at most {most} {'characters' if spec.hint in (str, str | None) else 'items'}")
+    return ", ".join(parts)
+
+
+def holds(spec: FieldSpec) -> str:
+    """What a key holds, as the page says it: its type, its range, null where null is allowed."""
+    text = type_name(spec.hint)
+    bounds = _range(spec)
+    if bounds:
+        text += f" ({bounds})"
+    if spec.nullable and spec.hint is not typing.Any:
+        text += " or null"
+    return text + ("; required" if spec.required else "")
+
+
+def record_markdown(record: type[Record]) -> str:
+    doc = " ".join((record.__doc__ or "").split())
+    own = {name: spec for name, spec in record.specs().items()
+           if not any(name in base.specs() for base in record.__mro__[1:] if isinstance(base, type)
+                      and issubclass(base, Record) and base is not Record)}
+    lines = [f"### {record.FILE or record.__name__} — `{record.__name__}`, version {record.VERSION}", "", doc, "",
+             "| key | holds | meaning |", "| --- | --- | --- |"]
+    lines += [f"| `{name}` | {holds(spec)} | {spec.doc or '—'} |" for name, spec in own.items()]
+    return "\n".join(lines)
+
+
+def records_markdown() -> str:
+    """The whole page."""
+    out = ["# Records: every file and line specbench writes", "",
+           "Written from the declarations in `specbench/schemas/` (`schemas/docs.py`); do not edit by hand. "
+           "Each record is read strictly (a wrong type or a value out of its range is one line naming the key), "
+           "keys a newer version adds are kept and written back, and version 1 is implied by the absence of "
+           "`schema_version` (a later version writes it first). results.json's keys and their definitions are in "
+           "[metrics.md](metrics.md).", ""]
+    for title, records in SECTIONS:
+        out += [f"## {title}", ""]
+        for record in records:
+            out += [record_markdown(record), ""]
+    return "\n".join(out)
