@@ -194,6 +194,26 @@ class Record:
             raise RowError(f"expected a JSON object, got {type(data).__name__}")
         return cls.read(data, Reader("", line=True))
 
+    @classmethod
+    def empty(cls: type[R]) -> R:
+        """A record with every field at its default and no key yet: each key set afterwards joins it."""
+        obj = cls.__new__(cls)
+        state = obj.__dict__
+        for name, spec in cls.specs().items():
+            state[name] = spec.empty()
+        state["unknown"], state["_keys"] = {}, {}
+        return obj
+
+    def has(self, key: str) -> bool:
+        """Whether ``key`` is one the record carries (``to_dict`` writes it)."""
+        return key in self.__dict__.get("_keys", {}) and (key in self.specs() or key in self.unknown)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """The value of ``key`` (a field or a kept unknown key), ``default`` when the record does not carry it."""
+        if not self.has(key):
+            return default
+        return getattr(self, key) if key in self.specs() else self.unknown[key]
+
     def keys(self) -> list[str]:
         """The keys ``to_dict`` writes, in its order."""
         specs = self.specs()

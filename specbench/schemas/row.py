@@ -9,7 +9,7 @@ loader checks a value from a file against), and, to show it in the tables, one e
 A row keeps which keys it carries and in what order, exactly as the dicts it replaces did: a key
 is written when it was set (a comparison key only where there is a baseline, for instance), and a
 file's keys this version does not know (from a newer or older specbench, or another tool) are kept
-in ``extra`` and written back. ``to_dict`` is therefore byte-for-byte today's results.json row.
+in ``unknown`` and written back. ``to_dict`` is therefore byte-for-byte today's results.json row.
 
 ``from_dict`` is the only way a row is read from a file. What cannot be a row (not an object, no
 ``run``/``dataset``) is a one-line ``ResultsError``; a value of the wrong type, and NaN/±Infinity
@@ -19,8 +19,11 @@ anywhere, become ``None`` (the cell renders ``—``), each said as one line nami
 from __future__ import annotations
 
 import typing
-from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from .record import Record
+from .run_files import RESULTS
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -281,34 +284,24 @@ class StepLogStats:
 
 @dataclass(eq=False)
 class ResultRow(StepLogStats, RepeatSpread, O200kLengths, ClientLag, QualityAndCost, AgainstBaseline, Provenance, Acceptance,
-                LatencyAndLoad, ReferenceKeys):
-    """One cell's results (``measure.summarize_cell``): the fields of its bases, grouped by where they are
-    measured, in results.json's order.
+                LatencyAndLoad, ReferenceKeys, Record):
+    """One cell's results (``measure.summarize_cell``), a line of results.json: the fields of its bases,
+    grouped by where they are measured, in results.json's order, on the one record machinery
+    (``schemas/record.py``): it carries the keys set on it, in the order they were set or read, a
+    key set to null stays (``KEEP_NONE``), and keys this version has no field for (acceptance_pos_4..,
+    a newer version's) are kept in ``unknown`` and written back.
 
-    Adding a metric: its function returns ``{key: value}`` (``update`` takes it), one field in a group
-    above, and one column entry in ``report/columns.py`` to show it. ``start`` builds a row that
-    carries only the keys set on it (as results.json writes them); the constructor sets every field;
-    ``from_dict`` reads one from a file (``row_read.py``)."""
+    ``start`` builds a row that carries only ``dataset`` and ``run``; the constructor sets every field;
+    ``row_read.read_row`` reads one from a file, leniently, since results files come from other tools
+    and versions too."""
 
-    #: keys this version has no field for (acceptance_pos_4.., a newer version's), kept as read
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_keys", [f for f in FIELD_NAMES if f in self.__dict__] + list(self.extra))
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        object.__setattr__(self, name, value)
-        keys = self.__dict__.get("_keys")
-        if keys is not None and name in FIELD_SET and name not in keys:
-            keys.append(name)
+    FILE: ClassVar[str] = f"{RESULTS} row"
+    KEEP_NONE: ClassVar[bool] = True
 
     @classmethod
     def start(cls, dataset: str, run: str) -> ResultRow:
         """A row carrying only ``dataset`` and ``run``; each key set afterwards joins it, in that order."""
-        row = cls.__new__(cls)
-        for f in FIELDS:
-            object.__setattr__(row, f.name, {} if f.name == "extra" else f.default)
-        object.__setattr__(row, "_keys", [])
+        row = cls.empty()
         row.dataset, row.run = dataset, run
         return row
 
@@ -317,44 +310,16 @@ class ResultRow(StepLogStats, RepeatSpread, O200kLengths, ClientLag, QualityAndC
         """``status``; a row without the key (from another tool) counts as "ok", a null one does not."""
         return self.status if self.has("status") else "ok"
 
-    # ---- keys by name: for metric functions' dicts and keys made at run time (acceptance_pos_N)
-    def has(self, key: str) -> bool:
-        return key in self._keys
-
-    def get(self, key: str, default: Any = None) -> Any:
-        """The value of ``key`` (a field or a kept extra), ``default`` when the row does not carry it."""
-        if key not in self._keys:
-            return default
-        return getattr(self, key) if key in FIELD_SET else self.extra[key]
-
-    def set(self, key: str, value: Any) -> None:
-        if key in FIELD_SET:
-            setattr(self, key, value)
-            return
-        if key not in self._keys:
-            self._keys.append(key)
-        self.extra[key] = value
-
-    def update(self, values: typing.Mapping[str, Any]) -> None:
-        for key, value in values.items():
-            self.set(key, value)
-
-    def keys(self) -> list[str]:
-        return list(self._keys)
-
     def to_dict(self, reference_first: bool = True) -> dict[str, Any]:
         """The results.json object: the reference keys first (null when unset), then every other key
         the row carries, in the order it was set or read. ``reference_first=False``: only the keys
         carried, in that order (a file echoed as it was read)."""
         out = {k: self.get(k) for k in REFERENCE_KEYS} if reference_first else {}
-        out.update({k: self.get(k) for k in self._keys if k not in out})
+        out.update({k: self.get(k) for k in self.keys() if k not in out})
         return out
 
-    _keys: list[str] = field(init=False, repr=False, default_factory=list)
 
-
-FIELDS = [f for f in fields(ResultRow) if f.name != "_keys"]
-FIELD_NAMES = [f.name for f in FIELDS if f.name != "extra"]
+FIELD_NAMES = list(ResultRow.specs())
 FIELD_SET = frozenset(FIELD_NAMES)
 
 

@@ -135,8 +135,7 @@ class Checker:
             if not isinstance(record[key], str) or not record[key]:
                 raise ResultsError(f"{self.where}: record {i}: {key}: expected text, got {show(record[key])}")
         at = f"record {i} ({record['run']} / {record['dataset']})"
-        row = ResultRow.start(record["dataset"], record["run"])
-        row._keys.clear()
+        row = ResultRow.empty()
         for k, v in record.items():
             row.set(k, v if k in ("run", "dataset") else self.value(at, k, v))
         return row

@@ -67,7 +67,7 @@ def test_a_row_read_back_writes_the_same_json(tmp_path):
 def test_unknown_keys_are_kept_in_place_and_known_ones_typed():
     data = {"run": "spec", "zz_newer_metric": {"a": 1}, "dataset": "d", "acceptance_pos_4": 0.5, "output_throughput_tps": 12.5}
     row = read_row(data, where="x/results.json")
-    assert row.output_throughput_tps == 12.5 and row.extra == {"zz_newer_metric": {"a": 1}, "acceptance_pos_4": 0.5}
+    assert row.output_throughput_tps == 12.5 and row.unknown == {"zz_newer_metric": {"a": 1}, "acceptance_pos_4": 0.5}
     assert row.to_dict(reference_first=False) == data and list(row.to_dict(reference_first=False)) == list(data)
     assert list(row.to_dict())[:len(REFERENCE_KEYS)] == REFERENCE_KEYS
 

@@ -25,5 +25,5 @@ def test_groups_set_their_fields_in_order():
                                      "sm_clock_mean_mhz", "telemetry_gpus", "telemetry_error"]
     row = ResultRow.start("d", "c")
     row.update(row_keys(group))
-    assert row.energy_j == 5.0 and row.telemetry_error == "x" and not row.extra
+    assert row.energy_j == 5.0 and row.telemetry_error == "x" and not row.unknown
     assert set(StreamSummary.__dataclass_fields__) <= FIELD_SET
