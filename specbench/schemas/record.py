@@ -141,11 +141,6 @@ class Record:
             _SPECS[cls] = {f.name: _spec(f, resolved[f.name]) for f in fields(cls) if f.name != "unknown"}
         return _SPECS[cls]
 
-    @classmethod
-    def hints(cls) -> dict[str, Any]:
-        """JSON key → type hint, one per field."""
-        return {name: spec.hint for name, spec in cls.specs().items()}
-
     def __setattr__(self, name: str, value: Any) -> None:
         object.__setattr__(self, name, value)
         spec = self.specs().get(name)
@@ -165,11 +160,8 @@ class Record:
             raise ResultsError(f"{reader.where}: {prefix}{VERSION_KEY} {version}: written by a newer specbench "
                                f"(this one reads {cls.FILE or cls.__name__} up to version {cls.VERSION}): upgrade specbench")
         known, unknown, keys = read_keys(specs, data, reader, prefix)
-        obj = cls.__new__(cls)  # the fields set directly: no __setattr__ key tracking, no __post_init__
-        state = obj.__dict__
-        for name, spec in specs.items():
-            state[name] = known[name] if name in known else spec.empty()
-        state["unknown"], state["_keys"] = unknown, keys
+        obj = cls.empty()  # the fields set directly: no __setattr__ key tracking, no __post_init__
+        obj.__dict__.update(known, unknown=unknown, _keys=keys)
         if reader.line:
             why = obj.problem()
             if why:

@@ -18,7 +18,6 @@ anywhere, become ``None`` (the cell renders ``—``), each said as one line nami
 
 from __future__ import annotations
 
-import typing
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, ClassVar
 
