@@ -34,7 +34,7 @@ SHOWN_FORMATS = ("markdown", "json", "csv", "html")
 
 
 @dataclass(frozen=True)
-class Provenance:
+class RunProvenance:
     """Which run this is: suite, times, engine versions, suite-file hash and git state; ``asdict`` of it is
     the run's object in ``report DIR --format json`` and in a comparison's JSON."""
 
@@ -75,11 +75,11 @@ class RunEntry:
         """Runs are grouped by suite name; a run without one (no meta.json) is a group of its own."""
         return self.suite if self.suite is not None else f"(no suite recorded) {self.path}"
 
-    def provenance(self) -> Provenance:
+    def provenance(self) -> RunProvenance:
         meta = self.meta or RunMeta()
         source = meta.suite_file or SuiteFile()
         git = source.git or GitState()
-        return Provenance(str(self.path), self.suite, self.status, self.reason or None, meta.started_at,
+        return RunProvenance(str(self.path), self.suite, self.status, self.reason or None, meta.started_at,
                           meta.finished_at, tuple(engines(self.records or [], meta)), meta.specbench_version,
                           source.sha256, git.commit, git.dirty)
 
