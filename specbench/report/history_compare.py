@@ -141,6 +141,18 @@ def comparison_csv(pairs: Sequence[tuple[str, RunEntry, RunEntry]], tolerance: f
     return to_csv(rows)
 
 
+def comparison_text(old: RunEntry, new: RunEntry, fmt: str, tolerance: float = 0.0) -> str:
+    """``specbench compare OLD NEW`` as ``fmt`` (markdown, json, csv); a run that is not complete is said under
+    the markdown."""
+    if fmt == "json":
+        return json.dumps(comparison_json(old, new, tolerance), indent=2)
+    if fmt == "csv":
+        return comparison_csv([(new.suite or old.suite or "", old, new)], tolerance)
+    text = comparison_markdown(old, new, f"## {old.path} → {new.path}", tolerance)
+    notes = [status_line(r) for r in (old, new) if not r.complete]
+    return text + ("\n\n⚠ not complete (its numbers may be partial):\n" + "\n".join(notes) if notes else "")
+
+
 def compare_report(histories: Sequence[SuiteHistory], fmt: str, tolerance: float = 0.0) -> str:
     """``report DIR --compare``: per suite, the latest complete run against the previous one."""
     pairs = [(h, h.latest_pair) for h in histories]
