@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
@@ -12,25 +11,15 @@ TOLERANCE_HELP = ("changes smaller than PCT%% are never better/worse (the gate's
 
 
 def compare_cli(args: argparse.Namespace) -> int:
-    from ..report.csv_rows import to_csv
-    from ..report.history import emit, status_line
-    from ..report.history_compare import comparison_dict, comparison_markdown, comparison_rows, parse_tolerance, read_named_run
+    from ..report.history import emit
+    from ..report.history_compare import comparison_text, parse_tolerance, read_named_run
     from ..util.diskio import check_output_file
 
     if args.output:
         check_output_file(Path(args.output))
     tolerance = parse_tolerance(args.tolerance)
     old, new = read_named_run(Path(args.old)), read_named_run(Path(args.new))
-    if args.format == "json":
-        text = json.dumps(comparison_dict(old, new, tolerance), indent=2)
-    elif args.format == "csv":
-        text = to_csv(comparison_rows(new.suite or old.suite or "", old, new, tolerance))
-    else:
-        notes = [status_line(r) for r in (old, new) if not r.complete]
-        text = comparison_markdown(old, new, f"## {old.path} → {new.path}", tolerance)
-        if notes:
-            text += "\n\n⚠ not complete (its numbers may be partial):\n" + "\n".join(notes)
-    emit(text, args.output)
+    emit(comparison_text(old, new, args.format, tolerance), args.output)
     return 0
 
 

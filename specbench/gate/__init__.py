@@ -8,9 +8,9 @@ See docs/gate.md for the threshold syntax and the noise rule.
 
 from ..suite.gate import Check, GateError, GateSpec, Selector, cli_spec, lower_is_better, parse_cli_threshold
 from ..util.numbers import is_number
-from .judge import CellKey, Measure, Run, Verdict, evaluate, index_cells, judge_drop, judge_floor, read_ci
+from .judge import Measure, Run, Verdict, evaluate, index_cells, judge_drop, judge_floor, read_ci
 from .render import render_markdown
 
-__all__ = ["CellKey", "Check", "GateError", "GateSpec", "Measure", "Run", "Selector", "Verdict", "cli_spec", "evaluate",
+__all__ = ["Check", "GateError", "GateSpec", "Measure", "Run", "Selector", "Verdict", "cli_spec", "evaluate",
            "index_cells", "is_number", "judge_drop", "judge_floor", "lower_is_better",
            "parse_cli_threshold", "read_ci", "render_markdown"]

@@ -7,41 +7,19 @@ A crossed threshold is a regression only if the favourable end of the 95% CI cro
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import ResultsError
 from ..schemas.cell import Cell
-from ..schemas.meta import RunMeta
+from ..schemas.meta import Comparability, RunMeta
 from ..schemas.row import ResultRow
 from ..suite.gate import Check, GateError, Outcome
 from ..util.numbers import is_number
 
-
-@dataclass(frozen=True)
-class CellKey(Cell):
-    """A ``Cell`` (``Cell.of_row`` is its identity) named the gate's way: ``config@dataset (concurrency 8)``,
-    ``(rate 4/s)``, or no load point where the results recorded none (concurrency 0)."""
-
-    @classmethod
-    def of_row(cls, row: ResultRow) -> CellKey:
-        cell = Cell.of_row(row)
-        return cls(cell.config, cell.dataset, cell.concurrency, cell.request_rate)
-
-    @property
-    def load(self) -> str | None:
-        if self.request_rate is not None:
-            return f"rate {self.request_rate:g}/s"
-        return f"concurrency {self.concurrency}" if self.concurrency else None
-
-    def __str__(self) -> str:
-        text = f"{self.config}@{self.dataset}"
-        return text if self.load is None else f"{text} ({self.load})"
-
-
-Cells = Mapping[CellKey, ResultRow]
+Cells = Mapping[Cell, ResultRow]
 
 
 @dataclass(frozen=True)
@@ -66,7 +44,7 @@ class Verdict:
     """One row of the verdict table: a check applied to one cell."""
 
     check: Check
-    cell: CellKey
+    cell: Cell
     candidate: Measure
     reference: Measure | None
     limit: float
@@ -83,51 +61,51 @@ class Verdict:
 
 @dataclass(frozen=True)
 class Run:
-    """A loaded run: its cells by key and its meta.json (None for old runs without one)."""
+    """A loaded run: its rows by cell and its meta.json (None for old runs without one)."""
 
     path: Path
     cells: Cells
     meta: RunMeta | None
 
 
-def index_cells(rows: Sequence[ResultRow], where: str) -> dict[CellKey, ResultRow]:
-    """Key rows by (run, dataset, load point); duplicates would make a verdict ambiguous."""
-    cells: dict[CellKey, ResultRow] = {}
+def index_cells(rows: Sequence[ResultRow], where: str) -> dict[Cell, ResultRow]:
+    """Key rows by their cell (config, data set, load point); duplicates would make a verdict ambiguous."""
+    cells: dict[Cell, ResultRow] = {}
     for i, row in enumerate(rows):
         concurrency = row.concurrency
         if concurrency is not None and type(concurrency) is not int:
             raise ResultsError(f"{where}: record {i}: concurrency is not an integer: {concurrency!r}")
-        key = CellKey.of_row(row)
-        if key in cells:
-            raise ResultsError(f"{where}: duplicate cell {key}")
-        cells[key] = row
+        cell = Cell.of_row(row)
+        if cell in cells:
+            raise ResultsError(f"{where}: duplicate cell {cell}")
+        cells[cell] = row
     return cells
 
 
-def is_baseline(cell: ResultRow) -> bool:
-    return cell.method == "baseline"
+def is_baseline(row: ResultRow) -> bool:
+    return row.method == "baseline"
 
 
-def read_measure(cell: ResultRow, metric: str, side: str, key: CellKey) -> Measure:
-    """The metric (named by the user) and its ci95 from one cell; null is never read as 0, it makes
-    the gate unusable."""
-    if not cell.has(metric):
-        raise GateError(f"{side} cell {key} has no metric {metric!r}")
-    value = cell.get(metric)
+def read_measure(row: ResultRow, metric: str, side: str, cell: Cell) -> Measure:
+    """The metric (named by the user) and its ci95 from one cell's row; null is never read as 0, it
+    makes the gate unusable."""
+    if not row.has(metric):
+        raise GateError(f"{side} cell {cell} has no metric {metric!r}")
+    value = row.get(metric)
     if value is None or (isinstance(value, float) and math.isnan(value)):
-        raise GateError(f"{metric} is null in {side} cell {key}")
+        raise GateError(f"{metric} is null in {side} cell {cell}")
     if not is_number(value):  # an infinite speedup or latency is damage, never a measurement
         finite = "finite " if isinstance(value, float) else ""
-        raise GateError(f"{metric} in {side} cell {key} is not a {finite}number: {value!r}")
-    return Measure(float(value), read_ci(cell, metric, side, key))
+        raise GateError(f"{metric} in {side} cell {cell} is not a {finite}number: {value!r}")
+    return Measure(float(value), read_ci(row, metric, side, cell))
 
 
-def read_ci(cell: ResultRow, metric: str, side: str, key: CellKey) -> tuple[float, float] | None:
-    table = cell.ci95
+def read_ci(row: ResultRow, metric: str, side: str, cell: Cell) -> tuple[float, float] | None:
+    table = row.ci95
     if table is None:
         return None
     if not isinstance(table, Mapping):
-        raise GateError(f"{side} cell {key}: ci95 is not a mapping")
+        raise GateError(f"{side} cell {cell}: ci95 is not a mapping")
     bounds = table.get(metric)
     if bounds is None or (isinstance(bounds, list) and all(b is None for b in bounds)):
         return None
@@ -138,7 +116,7 @@ def read_ci(cell: ResultRow, metric: str, side: str, key: CellKey) -> tuple[floa
         and bounds[0] <= bounds[1]
     )
     if not ok:
-        raise GateError(f"{side} cell {key}: ci95.{metric} is not [low, high]: {bounds!r}")
+        raise GateError(f"{side} cell {cell}: ci95.{metric} is not [low, high]: {bounds!r}")
     return (float(bounds[0]), float(bounds[1]))
 
 
@@ -175,17 +153,17 @@ def judge_drop(cand: Measure, ref: Measure, drop: float, lower_better: bool) -> 
     return limit, judge(cand.value >= limit, cand.best_high >= noise_limit)
 
 
-def select_cells(check: Check, cand: Cells, ref: Cells | None) -> list[CellKey]:
+def select_cells(check: Check, cand: Cells, ref: Cells | None) -> list[Cell]:
     """Matching cells in results order; a drop check also needs every matching reference cell."""
     pool = list(cand) + (list(ref) if check.kind == "max_drop" and ref is not None else [])
-    keys = [k for k in dict.fromkeys(pool) if check.selector.matches(k)]
-    if not keys:
+    cells = [c for c in dict.fromkeys(pool) if check.selector.matches(c)]
+    if not cells:
         scope = f"config {check.selector.config!r}" if check.selector.config else "any config"
         if check.selector.dataset:
             scope += f" on data set {check.selector.dataset!r}"
         where = "candidate or reference" if check.kind == "max_drop" and ref else "candidate"
         raise GateError(f"{check.describe()}: no cell for {scope} in the {where}")
-    return keys
+    return cells
 
 
 def skip_wildcard(check: Check, cand: ResultRow, ref: ResultRow | None) -> bool:
@@ -199,43 +177,43 @@ def skip_wildcard(check: Check, cand: ResultRow, ref: ResultRow | None) -> bool:
 
 
 def evaluate_cell(
-    check: Check, key: CellKey, cand_cells: Cells, ref_cells: Cells | None
+    check: Check, cell: Cell, cand_cells: Cells, ref_cells: Cells | None
 ) -> Verdict | None:
     """One row, or None for a baseline cell a wildcard skips; GateError when it cannot be judged."""
-    cand = cand_cells.get(key)
-    ref = ref_cells.get(key) if ref_cells is not None else None
+    cand = cand_cells.get(cell)
+    ref = ref_cells.get(cell) if ref_cells is not None else None
     if cand is None:
-        raise GateError(f"cell {key} needed by {check.describe()} is missing in the candidate")
+        raise GateError(f"cell {cell} needed by {check.describe()} is missing in the candidate")
     if check.kind == "max_drop" and ref is None:
-        raise GateError(f"cell {key} needed by {check.describe()} is missing in the reference")
+        raise GateError(f"cell {cell} needed by {check.describe()} is missing in the reference")
     if skip_wildcard(check, cand, ref):
         return None
-    require_ok(cand, "candidate", key, check)
+    require_ok(cand, "candidate", cell, check)
     if check.kind == "max_drop" and ref is not None:
-        require_ok(ref, "reference", key, check)
-    measured = read_measure(cand, check.metric, "candidate", key)
+        require_ok(ref, "reference", cell, check)
+    measured = read_measure(cand, check.metric, "candidate", cell)
     reference: Measure | None
     if check.kind == "max_drop" and ref is not None:
-        reference = read_measure(ref, check.metric, "reference", key)
+        reference = read_measure(ref, check.metric, "reference", cell)
         limit, outcome = judge_drop(measured, reference, check.value, check.lower_is_better)
-        return Verdict(check, key, measured, reference, limit, outcome)
-    reference = context_measure(ref, check.metric, key)
+        return Verdict(check, cell, measured, reference, limit, outcome)
+    reference = context_measure(ref, check.metric, cell)
     judge_limit = judge_floor if check.kind == "min" else judge_ceiling
-    return Verdict(check, key, measured, reference, check.value, judge_limit(measured, check.value))
+    return Verdict(check, cell, measured, reference, check.value, judge_limit(measured, check.value))
 
 
-def require_ok(cell: ResultRow, side: str, key: CellKey, check: Check) -> None:
+def require_ok(row: ResultRow, side: str, cell: Cell, check: Check) -> None:
     """A failed cell has no trustworthy numbers; judging it either way would be a guess."""
-    if cell.cell_status != "ok":
-        raise GateError(f"{side} cell {key} has status {cell.cell_status!r}; {check.describe()} cannot be judged")
+    if row.cell_status != "ok":
+        raise GateError(f"{side} cell {cell} has status {row.cell_status!r}; {check.describe()} cannot be judged")
 
 
-def context_measure(ref: ResultRow | None, metric: str, key: CellKey) -> Measure | None:
+def context_measure(ref: ResultRow | None, metric: str, cell: Cell) -> Measure | None:
     """The reference value shown beside a floor or ceiling; such checks do not need one."""
     if ref is None or ref.cell_status != "ok":
         return None
     try:
-        return read_measure(ref, metric, "reference", key)
+        return read_measure(ref, metric, "reference", cell)
     except GateError:
         return None
 
@@ -244,8 +222,7 @@ def evaluate(check: Check, cand_cells: Cells, ref_cells: Cells | None) -> list[V
     """Apply one check to every cell it selects; raises GateError when input cannot be judged."""
     if check.kind == "max_drop" and ref_cells is None:
         raise GateError(f"{check.describe()} needs --reference")
-    keys = select_cells(check, cand_cells, ref_cells)
-    rows = (evaluate_cell(check, key, cand_cells, ref_cells) for key in keys)
+    rows = (evaluate_cell(check, cell, cand_cells, ref_cells) for cell in select_cells(check, cand_cells, ref_cells))
     verdicts = [v for v in rows if v is not None]
     if not verdicts:
         raise GateError(
@@ -261,33 +238,44 @@ def comparability_problems(cand_meta: RunMeta, ref_meta: RunMeta) -> list[str]:
     if cand_name is not None and ref_name is not None and cand_name != ref_name:
         problems.append(f"suite name {cand_name!r} vs {ref_name!r}")
     if cand_meta.comparability is not None and ref_meta.comparability is not None:
-        cand_comp, ref_comp = flatten(cand_meta.comparability.to_dict()), flatten(ref_meta.comparability.to_dict())
-        if problems:
-            cand_comp.pop("suite", None)
-            ref_comp.pop("suite", None)
-        differing = [
-            f"{k} ({show_value(cand_comp, k)} vs {show_value(ref_comp, k)})"
-            for k in sorted(set(cand_comp) | set(ref_comp))
-            if k not in cand_comp or k not in ref_comp or cand_comp[k] != ref_comp[k]
-        ]
+        differing = [str(d) for d in differences(cand_meta.comparability, ref_meta.comparability)
+                     if not (problems and d.key == "suite")]
         if differing:
             problems.append("comparability differs in " + ", ".join(differing))
     return problems
 
 
-def flatten(mapping: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested keys as dotted paths, so a message names ``configs.dspark_k3``, not all configs."""
-    flat: dict[str, Any] = {}
+@dataclass(frozen=True)
+class Difference:
+    """A comparability key whose value differs between two runs, nested keys dotted so that a message
+    names ``configs.dspark_k3``, not all configs; each value as shown (``missing`` where a run lacks it)."""
+
+    key: str
+    candidate: str
+    reference: str
+
+    def __str__(self) -> str:
+        return f"{self.key} ({self.candidate} vs {self.reference})"
+
+
+def differences(cand: Comparability, ref: Comparability) -> list[Difference]:
+    """The differing keys of two runs' comparability, in key order."""
+    cand_leaves, ref_leaves = dict(_leaves(cand.to_dict())), dict(_leaves(ref.to_dict()))
+    return [Difference(k, _shown(cand_leaves, k), _shown(ref_leaves, k))
+            for k in sorted(set(cand_leaves) | set(ref_leaves))
+            if k not in cand_leaves or k not in ref_leaves or cand_leaves[k] != ref_leaves[k]]
+
+
+def _leaves(mapping: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
     for key, value in mapping.items():
         if isinstance(value, Mapping) and value:
-            flat.update(flatten(value, f"{prefix}{key}."))
+            yield from _leaves(value, f"{prefix}{key}.")
         else:
-            flat[f"{prefix}{key}"] = value
-    return flat
+            yield f"{prefix}{key}", value
 
 
-def show_value(mapping: Mapping[str, Any], key: str) -> str:
-    return repr(mapping[key]) if key in mapping else "missing"
+def _shown(leaves: Mapping[str, Any], key: str) -> str:
+    return repr(leaves[key]) if key in leaves else "missing"
 
 
 def suite_name(meta: RunMeta | None) -> str | None:

@@ -52,16 +52,15 @@ def render_markdown(verdicts: Sequence[Verdict], candidate: str, reference: str 
         f"{fails} regressed, {noisy} within noise.",
         "",
     ]
-    with_conc = any(v.cell.load is not None for v in verdicts)
-    header = ["Metric", "Config", "Data set"] + (["Concurrency"] if with_conc else [])
+    with_load = any(v.cell.point.recorded for v in verdicts)
+    header = ["Metric", "Config", "Data set"] + (["Load"] if with_load else [])
     header += ["Reference", "Candidate", "Change", "Threshold", "Verdict"]
     lines += ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     for v in verdicts:
         change = "—" if v.change is None else f"{v.change * 100:+.1f}%"
         row = [v.check.metric, v.cell.config, v.cell.dataset]
-        if with_conc:
-            row.append("—" if v.cell.load is None else
-                       str(v.cell.concurrency) if v.cell.request_rate is None else v.cell.load)
+        if with_load:
+            row.append(v.cell.point.label if v.cell.point.recorded else "—")
         row += [fmt_measure(v.reference), fmt_measure(v.candidate), change]
         row += [fmt_threshold(v), VERDICT_TEXT[v.outcome]]
         lines.append("| " + " | ".join(row) + " |")
@@ -78,7 +77,7 @@ def failure_line(verdicts: Sequence[Verdict], shown: int = 3) -> str:
     """One stderr line naming the regressions."""
     fails = [v for v in verdicts if v.outcome == "fail"]
     parts = [
-        f"{v.check.metric} {v.cell} {fmt(v.candidate.value)} vs {fmt_threshold(v)}"
+        f"{v.cell}: {v.check.metric} {fmt(v.candidate.value)} vs {fmt_threshold(v)}"
         for v in fails[:shown]
     ]
     more = f"; +{len(fails) - shown} more" if len(fails) > shown else ""

@@ -7,11 +7,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..errors import ResultsError
-from ..schemas.cell import Cell, Load
+from ..schemas.cell import Cell
 from ..schemas.row import ResultRow
 from ..suite.gate import GateError, lower_is_better
 from ..util.numbers import is_number
-from .judge import CellKey, Measure, judge_drop, read_ci
+from .judge import Measure, judge_drop, read_ci
 
 #: (results.json key, label) of the metrics compared between two runs of a suite
 RUN_METRICS: tuple[tuple[str, str], ...] = (
@@ -24,21 +24,6 @@ RUN_METRICS: tuple[tuple[str, str], ...] = (
 
 ChangeVerdict = str  # "better" | "worse" | "within noise" | "not measured" | "not comparable"
 BASELINE_ITSELF = "the baseline: 1.0 by definition"
-
-
-@dataclass(frozen=True)
-class RunCell(Cell):
-    """A ``Cell`` (``Cell.of_row`` is its identity) named as the comparison names it: ``config / dataset / C=2``."""
-
-    @property
-    def load(self) -> Load:
-        """The load point as the report's plots and tables name it (no concurrency recorded: no value)."""
-        if self.request_rate is not None:
-            return Load("rate", float(self.request_rate))
-        return Load("concurrency", float(self.concurrency) if self.concurrency else None)
-
-    def __str__(self) -> str:
-        return f"{self.config} / {self.dataset} / {self.load.label}"
 
 
 @dataclass(frozen=True)
@@ -69,7 +54,7 @@ class MetricChange:
 
 @dataclass(frozen=True)
 class CellChange:
-    cell: RunCell
+    cell: Cell
     metrics: tuple[MetricChange, ...]
 
 
@@ -78,8 +63,8 @@ class RunComparison:
     """Every cell of two runs: compared where both have it, listed where only one has it."""
 
     cells: tuple[CellChange, ...]
-    only_old: tuple[RunCell, ...]
-    only_new: tuple[RunCell, ...]
+    only_old: tuple[Cell, ...]
+    only_new: tuple[Cell, ...]
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -87,11 +72,6 @@ class RunComparison:
             for m in c.metrics:
                 out[m.verdict] = out.get(m.verdict, 0) + 1
         return out
-
-
-def run_cell(row: ResultRow) -> RunCell:
-    cell = Cell.of_row(row)
-    return RunCell(cell.config, cell.dataset, cell.concurrency, cell.request_rate)
 
 
 def change_verdict(old: Measure, new: Measure, metric: str, tolerance: float = 0.0) -> ChangeVerdict:
@@ -110,24 +90,24 @@ def change_verdict(old: Measure, new: Measure, metric: str, tolerance: float = 0
     return "within noise"
 
 
-def _measure(record: ResultRow, metric: str, cell: RunCell, where: str) -> Measure | None:
-    value = record.get(metric)
+def _measure(row: ResultRow, metric: str, cell: Cell, where: str) -> Measure | None:
+    value = row.get(metric)
     if not is_number(value):
         return None
     try:
-        ci = read_ci(record, metric, where, CellKey(cell.config, cell.dataset, 0))
+        ci = read_ci(row, metric, where, cell)
     except GateError as err:
-        raise ResultsError(f"{where}: {cell}: {err}") from None
+        raise ResultsError(str(err)) from None
     return Measure(float(value), ci)
 
 
-def _metric_change(old_rec: ResultRow, new_rec: ResultRow, metric: str, cell: RunCell, where: tuple[str, str],
+def _metric_change(old_row: ResultRow, new_row: ResultRow, metric: str, cell: Cell, where: tuple[str, str],
                    tolerance: float) -> MetricChange:
-    old, new = _measure(old_rec, metric, cell, where[0]), _measure(new_rec, metric, cell, where[1])
+    old, new = _measure(old_row, metric, cell, where[0]), _measure(new_row, metric, cell, where[1])
     if metric == "speedup_vs_baseline" and all(r.method == "baseline" and r.get(metric) in (1.0, None)
-                                               for r in (old_rec, new_rec)):
+                                               for r in (old_row, new_row)):
         return MetricChange(metric, old, new, "not measured", BASELINE_ITSELF)
-    bad = [f"{side} cell {r.status}" for side, r in (("old", old_rec), ("new", new_rec))
+    bad = [f"{side} cell {r.status}" for side, r in (("old", old_row), ("new", new_row))
            if r.cell_status != "ok"]
     if bad:
         return MetricChange(metric, old, new, "not comparable", ", ".join(bad))
@@ -144,8 +124,8 @@ def compare_runs(old: Sequence[ResultRow], new: Sequence[ResultRow], where: tupl
     ``where`` names the two runs in error messages (a malformed ``ci95`` is a ResultsError);
     ``tolerance`` is the relative change (0.05 = 5%) below which a move is never better or worse.
     """
-    old_cells = {run_cell(r): r for r in old}
-    new_cells = {run_cell(r): r for r in new}
+    old_cells = {Cell.of_row(r): r for r in old}
+    new_cells = {Cell.of_row(r): r for r in new}
     both = [c for c in new_cells if c in old_cells]
     changes = tuple(CellChange(c, tuple(_metric_change(old_cells[c], new_cells[c], m, c, where, tolerance)
                                           for m in metrics))

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from ..schemas.cell import Load, baseline_name, load_of
+from ..schemas.cell import LoadPoint, baseline_name, load_of
 from ..schemas.meta import RunMeta
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
@@ -138,7 +138,7 @@ def tune_analysis(records: Sequence[ResultRow], requests: Sequence[RequestRecord
     cfgs: dict[str, dict[str, Any]] = plan.get("configs") or {}
     base = baseline_name(records, meta)
     by_cell = _records_by_cell(requests) if requests is not None else None
-    rows: dict[tuple[str, str, Load], dict[int, ResultRow]] = defaultdict(dict)
+    rows: dict[tuple[str, str, LoadPoint], dict[int, ResultRow]] = defaultdict(dict)
     for r in records:
         p = cfgs.get(r.run)
         if isinstance(p, dict):

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..schemas.cell import Load, load_of
+from ..schemas.cell import LoadPoint, load_of
 from ..schemas.meta import RunMeta
 from ..schemas.row import ResultRow
 
@@ -52,7 +52,7 @@ class Curve:
 
     dataset: str
     config: str
-    load: Load
+    load: LoadPoint
     k: int | None
     points: list[Point] = field(default_factory=list)
     real: ResultRow | None = None
@@ -121,7 +121,7 @@ def whatif_curves(records: Sequence[ResultRow], meta: RunMeta | None) -> list[Cu
     if is_replay(meta):
         return []  # a profile's replay (measure.replay), not a grid of lengths
     plan = whatif_plan(meta).get("configs") or {}
-    curves: dict[tuple[str, str, Load], Curve] = {}
+    curves: dict[tuple[str, str, LoadPoint], Curve] = {}
     for r in records:
         p = plan.get(r.run)
         if not isinstance(p, dict) or "of" not in p:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ProfileError
-from ..schemas.cell import Load, load_of
+from ..schemas.cell import LoadPoint, load_of
 from ..schemas.meta import RunMeta
 from ..schemas.row import ResultRow
 from ..util.numbers import is_number
@@ -36,7 +36,7 @@ class Entry:
     rates: tuple[float, ...]
     length: float
     estimated: tuple[int, ...]
-    load: Load
+    load: LoadPoint
     speedup: float | None
     ci: tuple[float, float] | None
     drafts: int | None
@@ -68,7 +68,7 @@ def read_entry(e: Any, i: int, where: str) -> Entry:
     if not isinstance(est, list) or not all(isinstance(j, int) and not isinstance(j, bool) and 1 <= j <= k for j in est):
         raise ProfileError(f"{at}.estimated_positions: expected 1-based positions in 1..{k}, got {est!r}")
     rate, conc = e.get("request_rate"), e.get("concurrency")
-    load = Load("rate", rate) if is_number(rate) else Load("concurrency", conc if is_number(conc) else None)
+    load = LoadPoint.of("rate", rate) if is_number(rate) else LoadPoint.of("concurrency", conc if is_number(conc) else None)
     ci = e.get("speedup_ci95")
     return Entry(i, e["config"], e["dataset"], k, tuple(float(p) for p in rates), float(length), tuple(est), load,
                  float(e["speedup_vs_baseline"]) if is_number(e.get("speedup_vs_baseline")) else None,
@@ -138,7 +138,7 @@ class ReplayPoint:
     config: str  # the suite's config the replay is of
     run: str  # the derived config that ran it
     k: int | None
-    load: Load
+    load: LoadPoint
     mode: str  # "rates": every position replayed (vLLM); "mean_length": the mean only (SGLang)
     predicted: float | None  # the replay's speedup_vs_baseline
     ci: tuple[float, float] | None
@@ -169,12 +169,12 @@ def _pair(v: Any) -> tuple[float, float] | None:
     return (float(v[0]), float(v[1])) if isinstance(v, list) and len(v) == 2 and all(map(is_number, v)) else None
 
 
-def _profile_speedup(p: dict[str, Any], load: Load) -> tuple[float | None, tuple[float, float] | None, bool]:
+def _profile_speedup(p: dict[str, Any], load: LoadPoint) -> tuple[float | None, tuple[float, float] | None, bool]:
     speedups = [s for s in p.get("profile_speedups") or [] if isinstance(s, dict)]
 
-    def load_of_entry(s: dict[str, Any]) -> Load:
+    def load_of_entry(s: dict[str, Any]) -> LoadPoint:
         rate, conc = s.get("request_rate"), s.get("concurrency")
-        return Load("rate", rate) if is_number(rate) else Load("concurrency", conc if is_number(conc) else None)
+        return LoadPoint.of("rate", rate) if is_number(rate) else LoadPoint.of("concurrency", conc if is_number(conc) else None)
 
     for s in speedups:
         if load_of_entry(s).value is not None and load_of_entry(s) == load.uncapped:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ..schemas.cell import Load
+from ..schemas.cell import LoadPoint
 from ..schemas.record import Record
 
 
@@ -42,8 +42,8 @@ class KCell(Record):
     indistinguishable: list[int] = field(default_factory=list)
 
     @property
-    def load_point(self) -> Load:
-        return Load(self.kind, self.load)
+    def load_point(self) -> LoadPoint:
+        return LoadPoint.of(self.kind, self.load)
 
     def by_k(self) -> dict[int, Candidate]:
         return {c.k: c for c in self.candidates}

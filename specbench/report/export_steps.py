@@ -6,6 +6,7 @@ runs and requests, timed passes only."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,34 +30,47 @@ OUTPUT_COLUMNS = IDENTITY + ["req", "question_id", "category", "prompt_tokens", 
 TOKEN_COLUMNS = IDENTITY + ["step", "wall", "req", "batch", "draft_pos", "ctx", "out_pos", "token", "target_top", "accepted",
                             "t_prob", "t_entropy", "t_margin", "d_prob", "d_entropy", "d_margin"]
 
-#: the cell's identity columns but start (gpu, target, split, drafter, k, c), as export.tables names them
-Identity = Callable[[Cell], dict[str, Any] | None]
+
+@dataclass(frozen=True)
+class TableKey:
+    """A cell's identity columns in every exported table but ``start``, as ``export.tables`` names them."""
+
+    gpu: str
+    target: str
+    split: str
+    drafter: str
+    k: int
+    c: int
+
+
+#: a cell's key in the tables; None for a cell the ``runs`` table does not have
+Identity = Callable[[Cell], TableKey | None]
 
 
 def logged_passes(run: Path, phases: Sequence[PhaseInfo],
-                  identity: Identity) -> Iterator[tuple[PhaseInfo, dict[str, Any], Path]]:
-    """Each complete timed pass that ran with a step log, its identity columns, and its launch folder (one
-    inside the run directory: phases.jsonl is a file like any other)."""
+                  identity: Identity) -> Iterator[tuple[PhaseInfo, TableKey, Path]]:
+    """Each complete timed pass that ran with a step log, its cell's key in the tables, and its launch
+    folder (one inside the run directory: phases.jsonl is a file like any other)."""
     for p in phases:
-        ident = identity(p.cell)
-        if not p.steplog or not p.complete or ident is None:
+        key = identity(p.cell)
+        if not p.steplog or not p.complete or key is None:
             continue
         folder = (run / p.steplog).resolve()
         if folder.is_relative_to(run.resolve()) and folder.is_dir():
-            yield p, ident, folder
+            yield p, key, folder
 
 
 def steps_frame(run: Path, phases: Sequence[PhaseInfo], identity: Identity) -> pd.DataFrame:
     """One row per engine step of every complete timed pass run with the step log."""
     rows: list[dict[str, Any]] = []
     logs: dict[str, StepLog] = {}
-    for p, ident, folder in logged_passes(run, phases, identity):
+    for p, key, folder in logged_passes(run, phases, identity):
         assert p.steplog is not None
         log = logs.get(p.steplog) or logs.setdefault(p.steplog, read_launch(folder))
         for s in pass_steps(log, p) or ():
             g, sc = s.gpu, s.sched
             times = {f"t_{t}": getattr(g, f"t_{t}") if g else None for t in TIME_POINTS if t != "exec_end"}
-            rows.append({**ident, "start": p.repeat, "wall": sc.wall, "num_reqs": sc.num_reqs,
+            rows.append({**asdict(key), "start": p.repeat, "wall": sc.wall, "num_reqs": sc.num_reqs,
                          "num_tokens": sc.num_tokens, "decode_reqs": sc.decode_reqs, "spec_tokens": sc.spec_tokens,
                          "prefill_tokens": sc.prefill_tokens, "ctx_tokens": sc.ctx_tokens,
                          "full_graph": None if sc.graph_mode is None else sc.graph_mode == "FULL",
@@ -82,7 +96,7 @@ def tokens_frame(run: Path, phases: Sequence[PhaseInfo], requests: Sequence[Requ
     """One row per verified guess of every complete timed pass run at the ``tokens`` level; ``req`` matches
     ``outputs``' (found by the guesses kept: they are the output's tokens at their positions)."""
     rows: list[dict[str, Any]] = []
-    for p, ident, folder in logged_passes(run, phases, identity):
+    for p, key, folder in logged_passes(run, phases, identity):
         tokens, _ = pass_tokens(folder, p)
         candidates = {i: r for i, r in enumerate(requests)
                       if r.phase == "measure" and r.repeat == p.repeat and Cell.of_record(r) == p.cell}
@@ -90,7 +104,7 @@ def tokens_frame(run: Path, phases: Sequence[PhaseInfo], requests: Sequence[Requ
         for t in tokens:
             by_req.setdefault(t.req_id, []).append(t)
         req_of = {rid: _request_of(ts, candidates) for rid, ts in by_req.items()}
-        rows += [{**ident, "start": p.repeat, **{k: getattr(t, k) for k in TOKEN_COLUMNS[len(IDENTITY):] if k != "req"},
+        rows += [{**asdict(key), "start": p.repeat, **{k: getattr(t, k) for k in TOKEN_COLUMNS[len(IDENTITY):] if k != "req"},
                   "req": req_of[t.req_id]} for t in tokens]
     return pd.DataFrame(rows, columns=TOKEN_COLUMNS)
 
@@ -99,24 +113,24 @@ def outputs_frame(requests: Sequence[RequestRecord], identity: Identity) -> pd.D
     """Each measured request's output token ids; ``req`` is its index in requests.jsonl."""
     rows = []
     for i, r in enumerate(requests):
-        ident = identity(Cell.of_record(r))
-        if r.phase != "measure" or ident is None:
+        key = identity(Cell.of_record(r))
+        if r.phase != "measure" or key is None:
             continue
-        rows.append({**ident, "start": r.repeat, "req": i,
+        rows.append({**asdict(key), "start": r.repeat, "req": i,
                      "question_id": f"{r.prompt_id}#{r.turn}" if r.turn else r.prompt_id,
                      "category": r.category, "prompt_tokens": r.prompt_tokens, "output_ids": r.output_token_ids})
     return pd.DataFrame(rows, columns=OUTPUT_COLUMNS)
 
 
 def identities(results: RunResults, runs: pd.DataFrame) -> Identity:
-    """Each cell's identity columns as the ``runs`` frame (one row per results row, in order) has them."""
-    key_of = {Cell.of_row(row): {k: rec[k] for k in IDENTITY[:-1]}
+    """Each cell's key as the ``runs`` frame (one row per results row, in order) has it."""
+    key_of = {Cell.of_row(row): TableKey(**{k: rec[k] for k in IDENTITY[:-1]})
               for row, rec in zip(results.rows, runs.to_dict("records"))}
     return key_of.get
 
 
 def export_steps(requests: Sequence[RequestRecord], run: Path, out: Path, identity: Identity, run_name: str) -> list[Path]:
-    """``steps/`` and ``outputs/`` under ``out``; ``identity`` maps a cell to export's identity columns;
+    """``steps/`` and ``outputs/`` under ``out``; ``identity`` maps a cell to its key in the tables;
     files named per ``run_name`` as every exported table is (``export_files.write_table``)."""
     written = []
     phases = read_phases(Path(run))

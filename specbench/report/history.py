@@ -21,7 +21,7 @@ from typing import Any
 from ..errors import ResultsError, SpecbenchError
 from ..gate import GateError
 from ..run.readback import load_run, read_meta, refusal
-from ..schemas.cell import Cell, Load, LoadPoint, load_of
+from ..schemas.cell import Cell, LoadPoint, load_of
 from ..schemas.meta import Comparability, GitState, RunMeta, SuiteFile
 from ..schemas.row import ResultRow
 from ..schemas.run_files import META, RESULTS
@@ -31,6 +31,24 @@ COMPLETE = "complete"
 
 
 SHOWN_FORMATS = ("markdown", "json", "csv", "html")
+
+
+@dataclass(frozen=True)
+class RunProvenance:
+    """Which run this is: suite, times, engine versions, suite-file hash and git state; ``asdict`` of it is
+    the run's object in ``report DIR --format json`` and in a comparison's JSON."""
+
+    path: str
+    suite: str | None
+    status: str
+    reason: str | None
+    started_at: str | None
+    finished_at: str | None
+    engine: tuple[str, ...]
+    specbench_version: str | None
+    suite_sha256: str | None
+    git_commit: str | None
+    git_dirty: bool | None
 
 
 @dataclass(eq=False)
@@ -57,24 +75,13 @@ class RunEntry:
         """Runs are grouped by suite name; a run without one (no meta.json) is a group of its own."""
         return self.suite if self.suite is not None else f"(no suite recorded) {self.path}"
 
-    def provenance(self) -> dict[str, Any]:
-        """Which run this is: suite, times, engine versions, suite-file hash and git state."""
+    def provenance(self) -> RunProvenance:
         meta = self.meta or RunMeta()
         source = meta.suite_file or SuiteFile()
         git = source.git or GitState()
-        return {
-            "path": str(self.path),
-            "suite": self.suite,
-            "status": self.status,
-            "reason": self.reason or None,
-            "started_at": meta.started_at,
-            "finished_at": meta.finished_at,
-            "engine": engines(self.records or [], meta),
-            "specbench_version": meta.specbench_version,
-            "suite_sha256": source.sha256,
-            "git_commit": git.commit,
-            "git_dirty": git.dirty,
-        }
+        return RunProvenance(str(self.path), self.suite, self.status, self.reason or None, meta.started_at,
+                          meta.finished_at, tuple(engines(self.records or [], meta)), meta.specbench_version,
+                          source.sha256, git.commit, git.dirty)
 
 
 def engines(records: Sequence[ResultRow], meta: RunMeta) -> list[str]:
@@ -152,8 +159,8 @@ def _as_list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, (list, tuple)) else [value]
 
 
-def expected_cells(meta: RunMeta) -> set[tuple[str, str, Load]] | None:
-    """Every cell the suite asked for, from the suite copy in meta.json; None when it cannot be told."""
+def expected_cells(meta: RunMeta) -> set[Cell] | None:
+    """Every cell the suite asked for (uncapped), from the suite copy in meta.json; None when it cannot be told."""
     comp = meta.comparability or Comparability()
     configs, datasets = comp.configs, comp.datasets
     load = meta.raw.load or {}
@@ -166,7 +173,7 @@ def expected_cells(meta: RunMeta) -> set[tuple[str, str, Load]] | None:
             points = [LoadPoint(_count(v)) for v in _as_list(load.get("concurrency", 1))]
     except (TypeError, ValueError):
         return None
-    return {(c, d, Load.of(Cell.at(c, d, p)).uncapped) for c in configs for d in datasets for p in points}
+    return {Cell.at(c, d, p) for c in configs for d in datasets for p in points}
 
 
 def _count(value: Any) -> int:
@@ -174,10 +181,6 @@ def _count(value: Any) -> int:
     if not number.is_integer():
         raise ValueError(f"{value!r} is not a count")
     return int(number)
-
-
-def _cell_name(r: ResultRow) -> str:
-    return f"{r.run} / {r.dataset} / {load_of(r).label}"
 
 
 def classify(meta: RunMeta | None, records: list[ResultRow] | None) -> tuple[str, str]:
@@ -190,23 +193,23 @@ def classify(meta: RunMeta | None, records: list[ResultRow] | None) -> tuple[str
         return "unfinished", f"{len(records)} cell(s) written but no finished_at in meta.json: still running, or killed"
     meta = meta or RunMeta()
     failed_configs = meta.failed_configs or {}
-    failed = [_cell_name(r) for r in records if r.status == "failed"]
+    failed = [str(Cell.of_row(r)) for r in records if r.status == "failed"]
     if failed_configs or failed:
         parts = [f"config {name} failed: {str(err).splitlines()[0] if str(err) else '?'}"
                  for name, err in failed_configs.items()]
         parts += [f"cell {c} failed" for c in failed[:3]] + ([f"+{len(failed) - 3} more"] if len(failed) > 3 else [])
         return "failed", "; ".join(parts)
-    cut = [_cell_name(r) for r in records if r.status not in (None, "ok")]
+    cut = [str(Cell.of_row(r)) for r in records if r.status not in (None, "ok")]
     expected = expected_cells(meta)
-    present = {(r.run, r.dataset, load_of(r).uncapped) for r in records}
+    present = {Cell.at(r.run, r.dataset, load_of(r).uncapped) for r in records}
     missing = len(expected - present) if expected is not None else 0
     repeats = (meta.raw.load or {}).get("repeats", 1)
-    short = [_cell_name(r) for r in records if isinstance(repeats, int) and isinstance(r.repeats, int)
+    short = [str(Cell.of_row(r)) for r in records if isinstance(repeats, int) and isinstance(r.repeats, int)
              and r.repeats < repeats]
     if cut or missing or short:
         total = len(expected) if expected is not None else len(records)
         parts = [f"{len(present & expected) if expected is not None else len(records)} of {total} cells measured"]
-        parts += [f"cell {c} {next(r.status for r in records if _cell_name(r) == c)}" for c in cut[:3]]
+        parts += [f"cell {c} {next(r.status for r in records if str(Cell.of_row(r)) == c)}" for c in cut[:3]]
         parts += [f"cell {c} has fewer than {repeats} repeats" for c in short[:3]]
         return "interrupted", "; ".join(parts)
     return COMPLETE, ""
@@ -312,13 +315,13 @@ def run_line(run: RunEntry) -> str:
     """Which run a table comes from, in one markdown line."""
     p = run.provenance()
     parts = [f"`{run.path}`", f"started {show_time(run.started)}"]
-    if p["engine"]:
-        parts.append("engine " + ", ".join(p["engine"]))
-    if p["suite_sha256"]:
-        parts.append(f"suite file sha256 `{p['suite_sha256'][:12]}`")
-    if p["git_commit"]:
-        parts.append(f"git `{p['git_commit'][:10]}`" + (" (suite file differs from that commit)" if p["git_dirty"] else ""))
-    if not p["suite_sha256"] and not p["git_commit"] and run.meta:
+    if p.engine:
+        parts.append("engine " + ", ".join(p.engine))
+    if p.suite_sha256:
+        parts.append(f"suite file sha256 `{p.suite_sha256[:12]}`")
+    if p.git_commit:
+        parts.append(f"git `{p.git_commit[:10]}`" + (" (suite file differs from that commit)" if p.git_dirty else ""))
+    if not p.suite_sha256 and not p.git_commit and run.meta:
         parts.append("suite file hash and git commit not recorded (run made before they were)")
     if not run.meta:
         parts.append(f"no {META}")

@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from ..errors import ResultsError
-from ..gate.judge import comparability_problems
+from ..gate.judge import Measure, comparability_problems
 from ..gate.render import fmt_measure
-from ..gate.runs import RUN_METRICS, compare_runs
+from ..gate.runs import RUN_METRICS, MetricChange, RunComparison, compare_runs
 from ..run.readback import load_run
+from ..schemas.cell import Cell
 from ..schemas.meta import RunMeta
 from ..suite.gate import parse_percent
 from .csv_rows import to_csv
@@ -30,7 +32,7 @@ from .history import (
 VERDICT_MD = {"better": "better ▲", "worse": "**worse ▼**", "within noise": "within noise"}
 
 
-def comparison_of(old: RunEntry, new: RunEntry, tolerance: float = 0.0):
+def comparison_of(old: RunEntry, new: RunEntry, tolerance: float = 0.0) -> RunComparison:
     return compare_runs(old.records or [], new.records or [], (str(old.path), str(new.path)), tolerance=tolerance)
 
 
@@ -56,7 +58,7 @@ def comparability(old_meta: RunMeta | None, new_meta: RunMeta | None) -> list[st
     return comparability_problems(new_meta, old_meta)
 
 
-def verdict_text(m, markup: dict[str, str] | None = None) -> str:
+def verdict_text(m: MetricChange, markup: dict[str, str] | None = None) -> str:
     text = (markup or {}).get(m.verdict, m.verdict)
     notes = [m.why] if m.why else []
     if m.point_only and m.verdict in ("better", "worse"):
@@ -84,7 +86,7 @@ def comparison_markdown(old: RunEntry, new: RunEntry, title: str, tolerance: flo
                 continue
             change = "—" if m.change is None else f"{m.change * 100:+.1f}%"
             verdict = verdict_text(m, VERDICT_MD)
-            out.append(f"| {cell.cell.config} | {cell.cell.dataset} | {cell.cell.load.label} | {labels[m.metric]} | "
+            out.append(f"| {cell.cell.config} | {cell.cell.dataset} | {cell.cell.point.label} | {labels[m.metric]} | "
                        f"{fmt_measure(m.old)} | {fmt_measure(m.new)} | {change} | {verdict} |")
     for side, cells in (("old", comp.only_old), ("new", comp.only_new)):
         if cells:
@@ -92,60 +94,73 @@ def comparison_markdown(old: RunEntry, new: RunEntry, title: str, tolerance: flo
     return "\n".join(out)
 
 
-def _ci(m) -> list[float] | None:
+def _ci(m: Measure | None) -> list[float] | None:
     return None if m is None or m.ci is None else list(m.ci)
 
 
-def comparison_dict(old: RunEntry, new: RunEntry, tolerance: float = 0.0) -> dict[str, Any]:
+def cell_json(cell: Cell) -> dict[str, str | float | None]:
+    """A cell's columns in a comparison's JSON and CSV: its load point as a results row writes it."""
+    concurrency, rate = cell.point.columns
+    return {"config": cell.config, "dataset": cell.dataset, "concurrency": concurrency, "request_rate": rate}
+
+
+def comparison_json(old: RunEntry, new: RunEntry, tolerance: float = 0.0) -> dict[str, Any]:
+    """The object ``--format json`` writes for two runs."""
     comp = comparison_of(old, new, tolerance)
-
-    def cell_dict(c) -> dict[str, Any]:
-        load = {"concurrency": None, "request_rate": None}
-        if c.load.value is not None:
-            load["request_rate" if c.load.kind == "rate" else "concurrency"] = c.load.value
-        return {"config": c.config, "dataset": c.dataset, **load}
-
     return {
-        "old": old.provenance(), "new": new.provenance(),
+        "old": asdict(old.provenance()), "new": asdict(new.provenance()),
         "not_comparable": comparability(old.meta, new.meta),
         "tolerance": tolerance,
         "counts": comp.counts(),
-        "cells": [{**cell_dict(c.cell), "metrics": {m.metric: {
+        "cells": [{**cell_json(c.cell), "metrics": {m.metric: {
             "old": None if m.old is None else m.old.value, "old_ci95": _ci(m.old),
             "new": None if m.new is None else m.new.value, "new_ci95": _ci(m.new),
             "change": m.change, "verdict": m.verdict, "why": m.why or None, "point_only": m.point_only}
             for m in c.metrics}} for c in comp.cells],
-        "only_old": [cell_dict(c) for c in comp.only_old],
-        "only_new": [cell_dict(c) for c in comp.only_new],
+        "only_old": [cell_json(c) for c in comp.only_old],
+        "only_new": [cell_json(c) for c in comp.only_new],
     }
 
 
-def comparison_rows(suite: str, old: RunEntry, new: RunEntry, tolerance: float = 0.0) -> list[dict[str, Any]]:
-    d = comparison_dict(old, new, tolerance)
-    head = {"suite": suite, "old_run": d["old"]["path"], "new_run": d["new"]["path"]}
-    rows = []
-    for c in d["cells"]:
-        key = {k: c[k] for k in ("config", "dataset", "concurrency", "request_rate")}
-        for metric, m in c["metrics"].items():
-            rows.append({**head, **key, "metric": metric, "old": m["old"],
-                         "old_ci_low": (m["old_ci95"] or [None])[0], "old_ci_high": (m["old_ci95"] or [None, None])[1],
-                         "new": m["new"], "new_ci_low": (m["new_ci95"] or [None])[0],
-                         "new_ci_high": (m["new_ci95"] or [None, None])[1], "change": m["change"],
-                         "verdict": m["verdict"], "why": m["why"]})
-    for side in ("old", "new"):
-        for c in d[f"only_{side}"]:
-            rows.append({**head, **c, "verdict": f"only in the {side} run"})
-    return rows
+def comparison_csv(pairs: Sequence[tuple[str, RunEntry, RunEntry]], tolerance: float = 0.0) -> str:
+    """``--format csv``: one row per cell and metric of each (suite, old, new), then one per cell in one run only."""
+    rows: list[dict[str, Any]] = []
+    for suite, old, new in pairs:
+        comp = comparison_of(old, new, tolerance)
+        head = {"suite": suite, "old_run": str(old.path), "new_run": str(new.path)}
+        for c in comp.cells:
+            for m in c.metrics:
+                old_ci, new_ci = m.old.ci if m.old else None, m.new.ci if m.new else None
+                rows.append({**head, **cell_json(c.cell), "metric": m.metric, "old": None if m.old is None else m.old.value,
+                             "old_ci_low": old_ci[0] if old_ci else None, "old_ci_high": old_ci[1] if old_ci else None,
+                             "new": None if m.new is None else m.new.value,
+                             "new_ci_low": new_ci[0] if new_ci else None, "new_ci_high": new_ci[1] if new_ci else None,
+                             "change": m.change, "verdict": m.verdict, "why": m.why or None})
+        for side, cells in (("old", comp.only_old), ("new", comp.only_new)):
+            rows += [{**head, **cell_json(cell), "verdict": f"only in the {side} run"} for cell in cells]
+    return to_csv(rows)
+
+
+def comparison_text(old: RunEntry, new: RunEntry, fmt: str, tolerance: float = 0.0) -> str:
+    """``specbench compare OLD NEW`` as ``fmt`` (markdown, json, csv); a run that is not complete is said under
+    the markdown."""
+    if fmt == "json":
+        return json.dumps(comparison_json(old, new, tolerance), indent=2)
+    if fmt == "csv":
+        return comparison_csv([(new.suite or old.suite or "", old, new)], tolerance)
+    text = comparison_markdown(old, new, f"## {old.path} → {new.path}", tolerance)
+    notes = [status_line(r) for r in (old, new) if not r.complete]
+    return text + ("\n\n⚠ not complete (its numbers may be partial):\n" + "\n".join(notes) if notes else "")
 
 
 def compare_report(histories: Sequence[SuiteHistory], fmt: str, tolerance: float = 0.0) -> str:
     """``report DIR --compare``: per suite, the latest complete run against the previous one."""
     pairs = [(h, h.latest_pair) for h in histories]
     if fmt == "json":
-        return json.dumps({"suites": [{"suite": h.name, **(comparison_dict(*p, tolerance) if p else {
+        return json.dumps({"suites": [{"suite": h.name, **(comparison_json(*p, tolerance) if p else {
             "note": f"{len(h.complete)} complete run(s): nothing to compare"})} for h, p in pairs]}, indent=2)
     if fmt == "csv":
-        return to_csv([row for h, p in pairs if p for row in comparison_rows(h.name, *p, tolerance)])
+        return comparison_csv([(h.name, *p) for h, p in pairs if p], tolerance)
     out = []
     for h, p in pairs:
         title = heading(h) + ": latest complete run vs the one before"

@@ -60,7 +60,7 @@ def _comparison_html(old: RunEntry, new: RunEntry, tolerance: float) -> str:
             verdict = verdict_text(m)
             cls = f' class="{m.verdict}"' if m.verdict in ("better", "worse") else ""
             rows.append("<tr>" + "".join(f"<td>{esc(v)}</td>" for v in (
-                cell.cell.config, cell.cell.dataset, cell.cell.load.label, labels[m.metric], fmt_measure(m.old),
+                cell.cell.config, cell.cell.dataset, cell.cell.point.label, labels[m.metric], fmt_measure(m.old),
                 fmt_measure(m.new), change)) + f"<td{cls}>{esc(verdict)}</td></tr>")
     out = [f'<p class="run">Old: {_md_inline(run_line(old))}<br>New: {_md_inline(run_line(new))}</p>']
     problems = comparability(old.meta, new.meta)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +43,7 @@ def as_json(histories: Sequence[SuiteHistory], roots: Sequence[Path], show_all: 
     for h in histories:
         runs = []
         for run in h.runs:
-            entry = {**run.provenance(), "shown": run in h.shown}
+            entry = {**asdict(run.provenance()), "shown": run in h.shown}
             if run in h.shown:
                 entry["records"] = [r.to_dict(reference_first=False) for r in run.records or []]
             runs.append(entry)

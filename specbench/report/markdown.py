@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from ..measure.compare import crossover
 from ..measure.keepup import LAG_LIMIT_MS
-from ..schemas.cell import cell_where, load_label
+from ..schemas.cell import Cell, load_label
 from ..schemas.meta import RunMeta
 from ..schemas.row import ResultRow
 from .colspec import DASH, DECOMPOSITION_NOTE
@@ -50,7 +50,7 @@ def warnings(records: Sequence[ResultRow]) -> list[str]:
     """Lines that must travel with the table: disagreeing sources, failed or cut cells."""
     out = []
     for r in records:
-        where = cell_where(r)
+        where = str(Cell.of_row(r))
         if r.acceptance_sources_agree is False:
             out.append(f"⚠ {where}: accepted tokens seen in the stream differ from the server counters by "
                        f"{r.acceptance_tokens_diff} (other traffic in the window, or steps merged into one chunk)")
@@ -94,7 +94,7 @@ def cell_notes(records: Sequence[ResultRow]) -> list[str]:
         if r.accuracy is None and r.accuracy_error:
             notes.append(f"⚠ Accuracy (graded) not measured: {r.accuracy_error}")
         for note in notes:
-            where = cell_where(r)
+            where = str(Cell.of_row(r))
             cells.setdefault(str(note), []).append(where)
     return [("⚠ " if note.startswith("⚠ ") else "") + f"{', '.join(where)}: {note.removeprefix('⚠ ')}"
             for note, where in cells.items()]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..schemas.cell import Load, baseline_name, load_of, unique
+from ..schemas.cell import LoadPoint, baseline_name, load_of, unique
 from ..schemas.meta import RunMeta
 from ..schemas.row import ResultRow
 
@@ -27,7 +27,7 @@ class Model:
             self.configs.insert(0, self.baseline)
         self.spec_configs = [c for c in self.configs if c != self.baseline and not self._is_plain(c)]
         self.datasets = unique(r.dataset for r in self.rows)
-        self.loads = sorted(unique(load_of(r) for r in self.rows), key=Load.sort_key)
+        self.loads = sorted(unique(load_of(r) for r in self.rows), key=LoadPoint.sort_key)
         self.colour = {}
         self.dash = {}
         i = 0
@@ -43,11 +43,11 @@ class Model:
         rows = [r for r in self.rows if r.run == config]
         return all(r.method == "baseline" and r.num_speculative_tokens is None for r in rows)
 
-    def row(self, config: str, dataset: str, load: Load) -> ResultRow | None:
+    def row(self, config: str, dataset: str, load: LoadPoint) -> ResultRow | None:
         return next((r for r in self.rows if r.run == config and r.dataset == dataset
                      and load_of(r) == load), None)
 
-    def loads_of(self, dataset: str) -> list[Load]:
+    def loads_of(self, dataset: str) -> list[LoadPoint]:
         return [ld for ld in self.loads if any(r.dataset == dataset and load_of(r) == ld for r in self.rows)]
 
     def sweep_kind(self) -> str | None:

@@ -171,8 +171,7 @@ def _planned(config: str, dataset: str, k: int, engine: Engine, choice: Choice, 
         "acceptance_length": choice.length, "replayed_length": s.replayed_length,
         "profile_entries": [e.index for e in choice.entries], "profile_config": choice.entries[0].config,
         "pooled": choice.pooled, "speculative": s.speculative, "env": s.env, "note": s.note,
-        "profile_speedups": [{"concurrency": e.load.value if e.load.kind == "concurrency" else None,
-                              "request_rate": e.load.value if e.load.kind == "rate" else None,
+        "profile_speedups": [{"concurrency": e.load.columns[0], "request_rate": e.load.columns[1],
                               "speedup_vs_baseline": e.speedup, "ci": list(e.ci) if e.ci else None}
                              for e in choice.entries],
     }

@@ -2,7 +2,8 @@
 a request rate.
 
 Every place that groups, compares, resumes or gates cells builds its key here, so two request rates
-at one concurrency cap (an open-loop sweep) can never fold into one cell.
+at one concurrency cap (an open-loop sweep) can never fold into one cell; every place that names a
+cell or a load point says it as ``str(cell)`` and ``LoadPoint.label``.
 """
 
 from __future__ import annotations
@@ -19,15 +20,57 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class LoadPoint:
     """Closed loop: ``concurrency`` streams. Open loop: Poisson ``request_rate`` per second, with
-    ``concurrency`` the cap on requests in flight (0 = none)."""
+    ``concurrency`` the cap on requests in flight (0 = none). A closed-loop point at concurrency 0 is
+    a load not recorded (results written before rows carried one): labels and cell names leave it out.
+
+    Also the x axis of every plot and table over load: ``kind`` and ``value`` are the axis, the cap
+    keeps two caps at one rate two points."""
 
     concurrency: int
     request_rate: float | None = None
 
+    @classmethod
+    def of(cls, kind: str, value: float | None) -> LoadPoint:
+        """A point as a tune or profile file keeps it, (kind, value): an open-loop point without its cap."""
+        if kind == "rate" and value is not None:
+            return cls(0, value)
+        return cls(0 if value is None else int(value))
+
+    @property
+    def kind(self) -> str:
+        return "rate" if self.request_rate is not None else "concurrency"
+
+    @property
+    def value(self) -> float | None:
+        """The point on a load axis: the rate, else the concurrency; None when no load was recorded."""
+        if self.request_rate is not None:
+            return float(self.request_rate)
+        return float(self.concurrency) if self.concurrency else None
+
+    @property
+    def recorded(self) -> bool:
+        return self.value is not None
+
     @property
     def label(self) -> str:
-        return load_label("rate" if self.request_rate is not None else "concurrency",
-                          self.request_rate if self.request_rate is not None else self.concurrency)
+        return load_label(self.kind, self.value)
+
+    @property
+    def columns(self) -> tuple[int | None, float | None]:
+        """(concurrency, request_rate) as a results row writes them: an open-loop row keeps its cap in
+        ``max_concurrency``, not in ``concurrency``; no load recorded is (None, None)."""
+        if self.request_rate is not None:
+            return None, self.request_rate
+        return self.concurrency or None, None
+
+    def sort_key(self) -> tuple[str, float, int]:
+        return (self.kind, -1 if self.value is None else self.value,
+                self.concurrency if self.request_rate is not None else 0)
+
+    @property
+    def uncapped(self) -> LoadPoint:
+        """The point without its in-flight cap (a suite's load block gives one cap for all its rates)."""
+        return LoadPoint(0, self.request_rate) if self.request_rate is not None else self
 
 
 def load_label(kind: str, value: float | None) -> str:
@@ -39,6 +82,9 @@ def load_label(kind: str, value: float | None) -> str:
 
 @dataclass(frozen=True)
 class Cell:
+    """The one identity of a cell, named ``config / dataset / C=8`` (``4 req/s`` open loop; no load part
+    when none was recorded) in tables, warnings, errors, the gate and the comparison of two runs."""
+
     config: str
     dataset: str
     concurrency: int
@@ -73,7 +119,8 @@ class Cell:
         return replace(self, config=config)
 
     def __str__(self) -> str:
-        return f"{self.config} / {self.dataset} / {self.point.label}"
+        point = self.point
+        return f"{self.config} / {self.dataset}" + (f" / {point.label}" if point.recorded else "")
 
 
 def find_baseline(names: list[str], marked: list[str]) -> str | None:
@@ -103,45 +150,6 @@ def baseline_name(records: Sequence[ResultRow], meta: RunMeta | None) -> str | N
     return found or next((r.run for r in records if r.method == "baseline"), None)
 
 
-@dataclass(frozen=True)
-class Load:
-    """A cell's load point as a plot axis sees it: closed-loop concurrency, or an open-loop request
-    rate (with its in-flight cap, so two caps at one rate stay two points). Always taken from the
-    row's or request's ``Cell``, the one identity of a cell."""
-
-    kind: str  # "concurrency" | "rate"
-    value: float | None
-    cap: int | None = None
-
-    @classmethod
-    def of(cls, cell: Cell, recorded: bool = True) -> Load:
-        if cell.request_rate is not None:
-            return cls("rate", float(cell.request_rate), cell.concurrency)
-        return cls("concurrency", float(cell.concurrency) if recorded else None)
-
-    @property
-    def label(self) -> str:
-        return load_label(self.kind, self.value)
-
-    def sort_key(self) -> tuple[str, float, int]:
-        return (self.kind, -1 if self.value is None else self.value, self.cap or 0)
-
-    @property
-    def uncapped(self) -> Load:
-        """The point without its in-flight cap (a suite's load block gives one cap for all its rates)."""
-        return Load(self.kind, self.value)
-
-
-def load_of(r: ResultRow) -> Load:
-    return Load.of(Cell.of_row(r), recorded=r.request_rate is not None or r.concurrency is not None)
-
-
-def load_of_request(r: Any) -> Load:
-    """The load point of a request record (``request_rate`` set in open-loop phases)."""
-    return Load.of(Cell.of_record(r))
-
-
-def cell_where(r: ResultRow) -> str:
-    """A row's cell as warnings and notes name it: ``run / dataset / C=2`` (no load part when none was recorded)."""
-    load = load_of(r)
-    return f"{r.run} / {r.dataset}" + (f" / {load.label}" if load.value is not None else "")
+def load_of(r: ResultRow) -> LoadPoint:
+    """A results row's load point (its cell's)."""
+    return Cell.of_row(r).point

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import SpecbenchError, SuiteError
+from ..schemas.cell import Cell
 from ..util.numbers import is_number
 
 Kind = Literal["min", "max", "max_drop"]
@@ -65,8 +66,7 @@ class Selector:
             text += f"@{self.dataset}"
         return text
 
-    def matches(self, cell: Any) -> bool:
-        """``cell``: a ``judge.CellKey`` (anything with ``config`` and ``dataset``)."""
+    def matches(self, cell: Cell) -> bool:
         return (self.config is None or self.config == cell.config) and (
             self.dataset is None or self.dataset == cell.dataset
         )

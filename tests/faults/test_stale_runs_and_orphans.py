@@ -413,7 +413,7 @@ def test_gate_keeps_rate_cells_apart():
             for rate in (4.0, 16.0)]
     cells = index_cells([read_row(r) for r in rows], "results.json")
     assert len(cells) == 2
-    assert sorted(str(k) for k in cells) == ["spec@d (rate 16/s)", "spec@d (rate 4/s)"]
+    assert sorted(str(k) for k in cells) == ["spec / d / 16 req/s", "spec / d / 4 req/s"]
 
 
 def test_cell_keys_agree_across_phase_record_and_row():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...schemas.cell import Load
+from ...schemas.cell import LoadPoint
 from ...schemas.row import ResultRow
 from ...util.numbers import is_number
 from ..model import PALETTE, Model
@@ -44,7 +44,7 @@ def num_or_none(v: Any) -> float | None:
     return float(v) if is_number(v) else None
 
 
-def panel_loads(m: Model, dataset: str) -> list[Load]:
+def panel_loads(m: Model, dataset: str) -> list[LoadPoint]:
     loads = [ld for ld in m.loads_of(dataset) if ld.value is not None]
     kinds = {ld.kind for ld in loads}
     kind = "concurrency" if "concurrency" in kinds else "rate"

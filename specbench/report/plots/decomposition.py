@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ...schemas.cell import Load, load_of
+from ...schemas.cell import LoadPoint, load_of
 from ..model import Model
 from ..svg import (
     INK,
@@ -24,7 +24,7 @@ from .common import num_or_none, panel_loads
 Series = dict[str, list[tuple[float, float]]]
 
 
-def _series(m: Model, c: str, d: str, loads: list[Load], xs: list[float], vals: list[float],
+def _series(m: Model, c: str, d: str, loads: list[LoadPoint], xs: list[float], vals: list[float],
             missing: list[str]) -> Series | None:
     """One config's tokens per step, step cost and speed-up over the loads; None when it has none."""
     s: Series = {"al": [], "cost": [], "speedup": []}
@@ -46,7 +46,7 @@ def _series(m: Model, c: str, d: str, loads: list[Load], xs: list[float], vals: 
     return s if any(s.values()) else None
 
 
-def _draw(svg: Svg, m: Model, sx: Scale, sy: Scale, c: str, d: str, s: Series, loads: list[Load], xs: list[float],
+def _draw(svg: Svg, m: Model, sx: Scale, sy: Scale, c: str, d: str, s: Series, loads: list[LoadPoint], xs: list[float],
           log: bool) -> list[str]:
     """One config's three lines and crossovers; the summary lines that say what they show."""
     summary = []

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ...measure.latency import token_itl, tpot
-from ...schemas.cell import Load, load_of_request
+from ...schemas.cell import Cell, LoadPoint
 from ...schemas.request import RequestRecord
 from ..model import Model
 from ..svg import (
@@ -120,9 +120,9 @@ def latency_plot(m: Model, requests: Sequence[RequestRecord] | None) -> str:
     if not requests:
         return figure(plot, title, empty_plot(plot, "requests.jsonl not available for these results"), caption)
     measured = [r for r in requests if r.phase == "measure" and r.config in m.colour]  # only configs of the table
-    groups: dict[tuple[str, Load], dict[str, list[RequestRecord]]] = {}
+    groups: dict[tuple[str, LoadPoint], dict[str, list[RequestRecord]]] = {}
     for r in measured:
-        groups.setdefault((r.dataset, load_of_request(r)), {}).setdefault(r.config, []).append(r)
+        groups.setdefault((r.dataset, Cell.of_record(r).point), {}).setdefault(r.config, []).append(r)
     if not groups:
         return figure(plot, title, empty_plot(plot, "no measured request in requests.jsonl"), caption)
     dorder = {d: i for i, d in enumerate(m.datasets)}
@@ -135,7 +135,6 @@ def latency_plot(m: Model, requests: Sequence[RequestRecord] | None) -> str:
                          key=lambda c: order.get(c, 99))
         samples = {c: samples_ms(by_config.get(c, [])) for c in configs}
         width = 3 * pw
-        where = f"concurrency {load.value:g}" if load.kind == "concurrency" else load.label
         svg = Svg(width, ph, f"latency CDFs: {d} {load.label}", plot)
         for j, (key, label, _) in enumerate(METRICS):
             _panel(svg, m, j * pw, configs, {c: samples[c][key] for c in configs}, label)
@@ -151,6 +150,6 @@ def latency_plot(m: Model, requests: Sequence[RequestRecord] | None) -> str:
         if absent:
             svg.height = ph + 20
             svg.not_measured(8, ph + 12, ", ".join(absent) + " (no successful request)", size=12, listing=True)
-        blocks.append(f'<div class="cdf-block"><h4>{esc(d)} · {where}</h4>{legend(items)}'
+        blocks.append(f'<div class="cdf-block"><h4>{esc(d)} · {load.label}</h4>{legend(items)}'
                       f'<div class="svg-wrap">{svg.render()}</div></div>')
     return figure(plot, title, "".join(blocks), caption)

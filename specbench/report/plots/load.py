@@ -6,7 +6,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ...schemas.cell import Load
+from ...schemas.cell import LoadPoint
 from ..model import Model
 from ..svg import (
     INK,
@@ -62,7 +62,7 @@ def _ci_caveat(pts: Sequence[tuple[float, float, tuple[float, float] | None]], a
 Points = list[tuple[float, float, tuple[float, float] | None]]
 
 
-def _points(m: Model, c: str, d: str, loads: list[Load], xs: list[float], missing: list[str],
+def _points(m: Model, c: str, d: str, loads: list[LoadPoint], xs: list[float], missing: list[str],
             vals: list[float]) -> Points:
     """One config's measured speed-ups over the loads; what is null goes to ``missing``."""
     pts = []

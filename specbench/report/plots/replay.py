@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ...measure.replay import LENGTH_FLAG, ReplayPoint, replay_points
-from ...schemas.cell import Load
+from ...schemas.cell import LoadPoint
 from ..explain_tables import REPLAY_NOTE, measured_length_text, profile_speedup_text, replayed_text
 from ..model import Model
 from ..svg import INK, Scale, Svg, esc, figure, legend, linear_axis, y_axis
@@ -40,7 +40,7 @@ def replay_section(m: Model) -> str | None:
 def _panel(dataset: str, points: Sequence[ReplayPoint], colour: dict[str, str]) -> str:
     pw, ph = 520.0, 320.0
     left, right, top, bottom = 62.0, 20.0, 32.0, 56.0
-    loads = sorted({p.load for p in points}, key=Load.sort_key)
+    loads = sorted({p.load for p in points}, key=LoadPoint.sort_key)
     slot = {ld: i for i, ld in enumerate(loads)}
     sx = Scale(-0.5, len(loads) - 0.5, left, pw - right)
     ys = [y for p in points for y in (p.predicted, p.profile_speedup) if y is not None]

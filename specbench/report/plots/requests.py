@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from ...measure.latency import tpot
 from ...measure.per_request import request_lengths
-from ...schemas.cell import Load, load_of
+from ...schemas.cell import LoadPoint, load_of
 from ...schemas.request import RequestRecord
 from ..model import PALETTE, Model
 from ..svg import (
@@ -65,7 +65,7 @@ def request_scatter(m: Model, requests: Sequence[RequestRecord] | None) -> str:
 def _load(m: Model, config: str, dataset: str, conc: int) -> str:
     row = next((r for r in m.rows if r.run == config and r.dataset == dataset
                 and ((r.concurrency or r.max_concurrency or 0) == conc)), None)
-    return load_of(row).label if row else Load("concurrency", float(conc)).label
+    return load_of(row).label if row else LoadPoint(conc).label
 
 
 def _panel(plot: str, name: str, pts: list[tuple[float, float, str]], colour: dict[str, str],

@@ -10,7 +10,7 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ...schemas.cell import Load, load_of
+from ...schemas.cell import LoadPoint, load_of
 from ...schemas.meta import RunMeta
 from ...schemas.row import ResultRow
 from ..model import Model
@@ -51,7 +51,7 @@ def _time_label(started: dt.datetime | None) -> str:
     return "start unknown" if started is None else started.astimezone(dt.UTC).strftime("%m-%d %H:%M")
 
 
-def _panel(title: str, metric: str, axis: str, runs: Sequence[TrendRun], m: Model, dataset: str, load: Load,
+def _panel(title: str, metric: str, axis: str, runs: Sequence[TrendRun], m: Model, dataset: str, load: LoadPoint,
            configs: Sequence[str]) -> str:
     pw, ph = 440.0, 290.0
     left, right, top, bottom = 62.0, 18.0, 30.0, 66.0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...measure.best_k import analysis_of
 from ...measure.tune_result import KCell
-from ...schemas.cell import Load
+from ...schemas.cell import LoadPoint
 from ..model import Model
 from ..svg import (
     INK,
@@ -34,7 +34,7 @@ def tune_section(m: Model) -> str | None:
     groups: dict[tuple[str, str], list[KCell]] = {}
     for cell in result.cells:
         groups.setdefault((cell.dataset, cell.family), []).append(cell)
-    all_loads = sorted({c.load_point for c in result.cells}, key=Load.sort_key)
+    all_loads = sorted({c.load_point for c in result.cells}, key=LoadPoint.sort_key)
     colour = {ld: LOAD_COLOURS[i % len(LOAD_COLOURS)] for i, ld in enumerate(all_loads)}
     panels = []
     pw, ph = 560.0, 320.0

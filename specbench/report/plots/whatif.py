@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...measure.break_even import is_replay, verdict, whatif_curves
-from ...schemas.cell import Load
+from ...schemas.cell import LoadPoint
 from ..explain_tables import WHATIF_NOTE
 from ..model import Model
 from ..svg import (
@@ -46,7 +46,7 @@ def whatif_section(m: Model) -> str | None:
     panels, notes = [], []
     pw, ph = 560.0, 330.0
     left, right, top, bottom = 62.0, 20.0, 32.0, 64.0
-    all_loads = sorted({c.load for c in curves}, key=Load.sort_key)
+    all_loads = sorted({c.load for c in curves}, key=LoadPoint.sort_key)
     colour = {ld: LOAD_COLOURS[i % len(LOAD_COLOURS)] for i, ld in enumerate(all_loads)}
     for (dataset, config), cs in groups.items():
         xs = [p.x for c in cs for p in c.points if p.speedup is not None]

@@ -98,7 +98,7 @@ def test_floor_regression_returns_1(tmp_path, capsys):
     captured = capsys.readouterr()
     assert "❌ FAIL" in captured.out
     assert captured.err.strip().count("\n") == 0
-    assert "1 regression(s): speedup_vs_baseline dspark_k3@math500 1.100 vs ≥ 1.2" in captured.err
+    assert "1 regression(s): dspark_k3 / math500: speedup_vs_baseline 1.100 vs ≥ 1.2" in captured.err
 
 
 def test_drop_regression_returns_1(tmp_path, capsys):
@@ -127,7 +127,7 @@ def test_within_noise_passes(capsys):
     out = capsys.readouterr().out
     assert code == 0
     row = next(line for line in out.splitlines() if "within noise" in line and "speedup" in line)
-    assert "| dspark_k3 | math500 | 8 |" in row
+    assert "| dspark_k3 | math500 | C=8 |" in row
     assert "-7.1%" in row
     assert "_within noise_" in out
 
@@ -149,7 +149,7 @@ def test_missing_cell_returns_2(tmp_path, capsys):
     assert gate(cand, "--min", "speedup_vs_baseline:dspark_k3=1.2") == 2
     assert "no cell for config 'dspark_k3'" in capsys.readouterr().err
     assert gate(cand, "-r", ref, "--max-drop", "speedup_vs_baseline=5%") == 2
-    assert "cell dspark_k3@math500 needed by --max-drop speedup_vs_baseline=5% is missing in the candidate" \
+    assert "cell dspark_k3 / math500 needed by --max-drop speedup_vs_baseline=5% is missing in the candidate" \
         in capsys.readouterr().err
     assert gate(ref, "-r", cand, "--max-drop", "speedup_vs_baseline=5%") == 2
     assert "missing in the reference" in capsys.readouterr().err
@@ -159,7 +159,7 @@ def test_concurrency_is_part_of_the_cell_key(tmp_path, capsys):
     cand = write_run(tmp_path / "cand", [c | {"concurrency": 16} for c in two_cells()])
     ref = write_run(tmp_path / "ref", [c | {"concurrency": 8} for c in two_cells()])
     assert gate(cand, "-r", ref, "--max-drop", "speedup_vs_baseline:dspark_k3=5%") == 2
-    assert "(concurrency" in capsys.readouterr().err
+    assert "cell dspark_k3 / math500 / C=16 needed by" in capsys.readouterr().err
 
 
 def test_mismatched_suites_return_2_naming_keys(tmp_path, capsys):
@@ -186,7 +186,7 @@ def test_different_suite_name_returns_2(tmp_path, capsys):
 def test_null_metric_where_needed_returns_2(tmp_path, capsys):
     cand = write_run(tmp_path / "cand", two_cells(accept=None))
     assert gate(cand, "--min", "mean_acceptance_length:dspark_k3=1.5") == 2
-    assert "mean_acceptance_length is null in candidate cell dspark_k3@math500" in capsys.readouterr().err
+    assert "mean_acceptance_length is null in candidate cell dspark_k3 / math500" in capsys.readouterr().err
 
 
 def test_wildcard_skips_baseline_where_metric_is_meaningless(tmp_path, capsys):
@@ -369,7 +369,7 @@ def test_example_results_floors_pass_and_fail(capsys):
     capsys.readouterr()
     assert gate(EXAMPLE, "--min", "speedup_vs_baseline:dspark_k7=1.2") == 1
     err = capsys.readouterr().err
-    assert "2 regression(s)" in err and "dspark_k7@gsm8k" in err and "dspark_k7@mt_bench" in err
+    assert "2 regression(s)" in err and "dspark_k7 / gsm8k: speedup_vs_baseline 1.049" in err and "dspark_k7 / mt_bench:" in err
 
 
 def test_example_results_against_itself(tmp_path):

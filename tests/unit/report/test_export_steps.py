@@ -2,12 +2,12 @@
 
 import json
 
-from specbench.report.export_steps import STEP_COLUMNS, TOKEN_COLUMNS, outputs_frame, steps_frame, tokens_frame
+from specbench.report.export_steps import STEP_COLUMNS, TOKEN_COLUMNS, TableKey, outputs_frame, steps_frame, tokens_frame
 from specbench.schemas.phase import PhaseInfo
 from specbench.schemas.request import RequestRecord
 from tests.support.steplog import WALL0, gpu_row, sched_row, write_launch
 
-IDENT = {"gpu": "H200", "target": "t", "split": "d", "drafter": "dspark", "k": 3, "c": 1}
+IDENT = TableKey(gpu="H200", target="t", split="d", drafter="dspark", k=3, c=1)
 
 
 def test_steps_are_the_passes_rows_with_the_seeds_columns(tmp_path):

@@ -94,8 +94,9 @@ def test_every_key_the_golden_rows_carry_is_a_field_or_a_run_time_position():
 #: reference columns + Conc + CI, Why / Per request / Quality & cost / Checks below it, the all-— Accuracy column
 #: left out with its reason under the tables; the HTML table groups the same columns under one header row, every
 #: header with its definition as tooltip; no number changed; then the Speedup 95% CI tooltip names the
-#: "varies between servers" flag)
-PAGE_SHA256 = "8335885309febffc785cf465c93acb2454ca476b1260a3873d04868f484251f3"
+#: "varies between servers" flag; then the latency CDF headings say the load point by its one label, C=8, not
+#: "concurrency 8")
+PAGE_SHA256 = "33b69f48fb4dcab1a20be976c0f631d29f1bdcd45a2fb44fb12ea99cb2f9a2bb"
 
 
 def test_report_pages_render_byte_identical_from_typed_rows(tmp_path):
@@ -118,15 +119,15 @@ def test_plots_take_load_points_from_the_cell_and_keep_two_caps_at_one_rate_apar
     """An open-loop sweep at one rate with two in-flight caps is two cells; the report model used to
     key plots by (kind, value) alone and merged them."""
     from specbench.report.model import Model
-    from specbench.schemas.cell import Cell, Load, load_of
+    from specbench.schemas.cell import Cell, LoadPoint, load_of
     from specbench.schemas.row_read import rows_from
 
     base = {"dataset": "d", "run": "baseline", "method": "baseline", "request_rate": 4.0, "concurrency": None,
             "status": "ok", "output_throughput_tps": 10.0}
     rows = rows_from([{**base, "max_concurrency": 8}, {**base, "max_concurrency": 32, "output_throughput_tps": 20.0}])
     m = Model(rows, None)
-    assert [ld.cap for ld in m.loads] == [8, 32]
-    assert m.row("baseline", "d", Load("rate", 4.0, 32)).output_throughput_tps == 20.0
-    assert load_of(rows[0]) == Load.of(Cell.of_row(rows[0]))
+    assert [ld.concurrency for ld in m.loads] == [8, 32]
+    assert m.row("baseline", "d", LoadPoint(32, 4.0)).output_throughput_tps == 20.0
+    assert load_of(rows[0]) == Cell.of_row(rows[0]).point
     closed = rows_from([{**base, "request_rate": None, "concurrency": None}])[0]
     assert load_of(closed).label == "load not recorded"
