@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import shutil
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,27 +29,16 @@ from ..errors import ResultsError, RunDirError
 from ..schemas.cell import Cell
 from ..schemas.meta import RunMeta
 from ..schemas.phase import PhaseInfo, SupersededPhase
+from ..schemas.quarantine import QuarantinedLine
 from ..schemas.record import RowError
-from ..schemas.request import RequestRecord
+from ..schemas.request import RequestRecord, SloProbe
 from ..schemas.row import ResultRow
 from ..schemas.run_files import LAUNCHED, LOGS, META, PHASES, QUARANTINE, REQUESTS, RESULTS, RESULTS_MD, RUN_FILES, SLO_PROBES
 from ..util.diskio import append_text, write_atomic, writing
-from ..util.jsonio import dumps, write_json
+from ..util.jsonio import write_json
 
 #: the record each raw file's lines are: its declaration is the line's only reader
 LINE_RECORDS: dict[str, type[RequestRecord] | type[PhaseInfo]] = {REQUESTS: RequestRecord, PHASES: PhaseInfo}
-
-
-@dataclass(frozen=True)
-class BadLine:
-    """A raw line that cannot be read as its record, as the quarantine file keeps it."""
-
-    line: int
-    reason: str
-    text: str
-
-    def to_dict(self) -> dict[str, int | str]:
-        return {"line": self.line, "reason": self.reason, "text": self.text}
 
 
 def line_problem(name: str, raw: bytes) -> tuple[RequestRecord | PhaseInfo | None, str | None]:
@@ -71,7 +59,7 @@ def line_problem(name: str, raw: bytes) -> tuple[RequestRecord | PhaseInfo | Non
         return None, str(err)
 
 
-def scan_lines(path: Path, name: str) -> tuple[list[tuple[bytes, RequestRecord | PhaseInfo]], list[BadLine]]:
+def scan_lines(path: Path, name: str) -> tuple[list[tuple[bytes, RequestRecord | PhaseInfo]], list[QuarantinedLine]]:
     """Every intact line of a raw file (raw, record) and every bad one."""
     if not path.exists():
         return [], []
@@ -81,7 +69,7 @@ def scan_lines(path: Path, name: str) -> tuple[list[tuple[bytes, RequestRecord |
             continue
         obj, why = line_problem(name, raw)
         if obj is None:
-            bad.append(BadLine(number, why or "unreadable", raw.decode(errors="replace")))
+            bad.append(QuarantinedLine(line=number, reason=why or "unreadable", text=raw.decode(errors="replace")))
         else:
             good.append((raw, obj))
     return good, bad
@@ -252,12 +240,12 @@ class RunDir(LaunchedServers):
     def append_phase(self, info: PhaseInfo, records: list[RequestRecord]) -> None:
         """Requests first, then the phase line: a phase counts as done only once both are on disk."""
         info.requests = sum(1 for r in records if r.phase == "measure")
-        _append_lines(self.path / REQUESTS, [dumps(r.to_dict()) + "\n" for r in records])
-        _append_lines(self.path / PHASES, [dumps(info.to_dict()) + "\n"])
+        _append_lines(self.path / REQUESTS, [r.to_line() for r in records])
+        _append_lines(self.path / PHASES, [info.to_line()])
 
     def append_probes(self, records: list[RequestRecord], rate: float) -> None:
         """One SLO search probe's requests, each with the rate it was sent at."""
-        _append_lines(self.path / SLO_PROBES, [json.dumps({**r.to_dict(), "probe_rate": rate}) + "\n" for r in records])
+        _append_lines(self.path / SLO_PROBES, [SloProbe.of(r, rate).to_line() for r in records])
 
     def load_phases(self) -> list[PhaseInfo]:
         return read_phases(self.path)
@@ -276,7 +264,7 @@ class RunDir(LaunchedServers):
             good, bad = scan_lines(self.path / name, name)
             if not bad:
                 continue
-            _append_lines(self.path / target, [dumps(entry.to_dict()) + "\n" for entry in bad])
+            _append_lines(self.path / target, [entry.to_line() for entry in bad])
             write_atomic(self.path / name, "".join(raw.decode() + "\n" for raw, _ in good))
             where = ", ".join(f"line {b.line} ({b.reason})" for b in bad[:5]) + (" …" if len(bad) > 5 else "")
             notes.append(f"{name}: {len(bad)} unreadable line(s) moved to {target}: {where}")
@@ -291,8 +279,8 @@ class RunDir(LaunchedServers):
         notes = self.quarantine()
         records = self.load_requests()
         complete, cut, more = split_incomplete(self.load_phases(), records)
-        write_atomic(self.path / REQUESTS, "".join(dumps(r.to_dict()) + "\n" for r in records))
-        write_atomic(self.path / PHASES, "".join(dumps(p.to_dict()) + "\n" for p in complete))
+        write_atomic(self.path / REQUESTS, "".join(r.to_line() for r in records))
+        write_atomic(self.path / PHASES, "".join(p.to_line() for p in complete))
         return cut, notes + more
 
     # ---- derived files ----

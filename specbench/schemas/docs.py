@@ -8,14 +8,15 @@ import typing
 
 from .meta import Comparability, GitState, Host, PromptSet, RunMeta, RunStart, ServerMeta, SuiteFile, SuiteInfo, Timing
 from .phase import PhaseInfo, SupersededPhase
+from .quarantine import QuarantinedLine
 from .record import FieldSpec, Record, type_name
-from .request import RequestRecord
+from .request import RequestRecord, SloProbe
 from .steplog import GpuRow, SchedRow, StepHeader, TokenRow
 
 #: (title, records) in the page's order: a record nested in another follows it
 SECTIONS: tuple[tuple[str, tuple[type[Record], ...]], ...] = (
     ("The raw data: one line per request and per measured phase",
-     (RequestRecord, PhaseInfo)),
+     (RequestRecord, PhaseInfo, SloProbe, QuarantinedLine)),
     ("meta.json: the run's metadata",
      (RunMeta, SuiteInfo, SuiteFile, GitState, Comparability, PromptSet, Host, ServerMeta, RunStart, Timing,
       SupersededPhase)),

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 from ..errors import ResultsError
+from ..util.jsonio import dumps
 from ..util.numbers import finite
 from .record_values import Reader, RowError, ValueReader, WrongValue, field_reader, key, read_value, show, type_name
 
@@ -190,10 +191,7 @@ class Record:
     def empty(cls: type[R]) -> R:
         """A record with every field at its default and no key yet: each key set afterwards joins it."""
         obj = cls.__new__(cls)
-        state = obj.__dict__
-        for name, spec in cls.specs().items():
-            state[name] = spec.empty()
-        state["unknown"], state["_keys"] = {}, {}
+        obj.__dict__.update({name: spec.empty() for name, spec in cls.specs().items()}, unknown={}, _keys={})
         return obj
 
     def has(self, key: str) -> bool:
@@ -214,6 +212,10 @@ class Record:
     def to_dict(self) -> dict[str, Any]:
         specs = self.specs()
         return {k: plain(getattr(self, k) if k in specs else self.unknown[k]) for k in self.keys()}
+
+    def to_line(self) -> str:
+        """The record as one JSONL line (NaN/±Infinity written as null: JSON has neither)."""
+        return dumps(self.to_dict()) + "\n"
 
     def set(self, key: str, value: Any) -> None:
         """``key`` set by name: its field, or an unknown key (written after the others)."""

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from .record import Record, key
-from .run_files import REQUESTS
+from .run_files import REQUESTS, SLO_PROBES
 
 
 @dataclass(frozen=True)
@@ -76,3 +76,17 @@ class RequestRecord(Record):
     def latency(self) -> float | None:
         return self.chunk_times[-1] - self.send_time if self.chunk_times else None
 
+
+
+@dataclass
+class SloProbe(RequestRecord):
+    """One request of the SLO capacity search (a line of slo_probes.jsonl): a request record and the
+    arrival rate its probe sent it at."""
+
+    FILE: ClassVar[str] = f"{SLO_PROBES} line"
+
+    probe_rate: float | None = key("the probe's arrival rate per second", low=0)
+
+    @classmethod
+    def of(cls, record: RequestRecord, rate: float) -> SloProbe:
+        return cls(**{name: getattr(record, name) for name in RequestRecord.specs()}, probe_rate=rate)
