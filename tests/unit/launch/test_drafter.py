@@ -14,7 +14,7 @@ from specbench.cli import main
 from specbench.errors import SpecbenchError
 from specbench.launch.drafter import RECORD as DRAFTER_RECORD
 from specbench.launch.drafter import millions, plan_for
-from specbench.launch.shape import RECORD, make_shape, read_tokenizer
+from specbench.launch.shape import RECORD, Change, make_shape, read_tokenizer
 from specbench.util.tensorfile import TensorSpec, bf16_bits, bf16_to_float32, file_size, header_bytes, read_header, write_random
 from tests.support.paths import DATA, ROOT
 
@@ -134,7 +134,7 @@ def test_shape_keeps_ids_inside_the_vocabulary_and_trims_id_lists(tmp_path):
     cfg.write_text(json.dumps({"architectures": ["LlamaForCausalLM"], "vocab_size": 23, "bos_token_id": 1,
                                "eos_token_id": [5, 128009], "pad_token_id": 99}))
     record = make_shape(cfg, TOKENIZER, tmp_path / "out", log=lambda s: None)
-    assert record["changed"] == {"eos_token_id": {"old": [5, 128009], "new": [5]}, "pad_token_id": {"old": 99, "new": 22}}
+    assert record.changed == {"eos_token_id": Change(old=[5, 128009], new=[5]), "pad_token_id": Change(old=99, new=22)}
 
 
 def test_shape_refuses_a_tokenizer_without_chat_template(tmp_path):
@@ -156,7 +156,7 @@ def test_shape_takes_the_template_inside_tokenizer_config(tmp_path):
     (tok / "chat_template.jinja").unlink()
     cfg = json.loads((tok / "tokenizer_config.json").read_text())
     (tok / "tokenizer_config.json").write_text(json.dumps({**cfg, "chat_template": "{{ messages[0]['content'] }}"}))
-    assert make_shape(QWEN3_8B, tok, tmp_path / "out", log=lambda s: None)["chat_template"].endswith("(chat_template)")
+    assert make_shape(QWEN3_8B, tok, tmp_path / "out", log=lambda s: None).chat_template.endswith("(chat_template)")
 
 
 @pytest.mark.parametrize("text, expect", [("{", "not valid JSON"), ('{"vocab_size": 10}', "architectures: required")])
