@@ -190,8 +190,8 @@ def test_vllm_cpu_extends_vllm():
     assert eng.env == {"VLLM_CPU_KVCACHE_SPACE": "2", "VLLM_TARGET_DEVICE": "cpu"}
     assert eng.gpu_env is None
     # inherited from vllm.yaml
-    assert eng.data["metrics"] == load_engine("vllm").data["metrics"]
-    assert eng.data["request_extra"] == {"return_token_ids": True}
+    assert eng.launcher.metrics == load_engine("vllm").launcher.metrics
+    assert eng.launcher.request_extra == {"return_token_ids": True}
     ngram = ServerConfig(name="n", method="ngram", num_speculative_tokens=3, speculative={"prompt_lookup_max": 4})
     sj = spec_json(eng.argv(config=ngram, model="smol", model_path=None, host=HOST, port=PORT))
     assert sj == {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4}
