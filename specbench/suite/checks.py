@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 from urllib.parse import urlparse
 
 from ..hooks import STEPLOG_LEVELS  # the engine step log a launched server writes (docs/steplog.md)
@@ -33,6 +33,84 @@ LOAD_KEYS: dict[str, type | tuple[type, ...]] = {
     "client_processes": (int, str), "client": str, "slo": dict, "max_rate_at_slo": (str, int, float, dict),
     "grade": (bool, list), "tiktoken_file": str, "restart": bool, "target_ci": (int, float, str), "max_repeats": int,
 }
+
+class TopBlock(TypedDict, total=False):
+    """A suite file's top level once ``check_keys`` kept the keys of ``TOP_KEYS`` of their types."""
+
+    name: str
+    model: str
+    endpoint: str
+    engine: str
+    configs: list[Any]
+    datasets: list[Any]
+    load: dict[Any, Any]
+    server: dict[Any, Any]
+    data_dir: str
+    api_key_env: str
+    gate: dict[Any, Any]
+    description: str
+    cost: dict[Any, Any]
+
+
+class ConfigBlock(TypedDict, total=False):
+    """One ``configs:`` entry, checked against ``CONFIG_KEYS``."""
+
+    name: str
+    url: str
+    method: str
+    num_speculative_tokens: int
+    drafter: str
+    speculative: dict[Any, Any]
+    baseline: bool
+    engine: str
+    args: list[Any]
+    env: dict[Any, Any]
+    port: int
+    gpus: str | int
+    load_format: str
+    datasets: list[Any]
+    steplog: str
+
+
+class LoadBlock(TypedDict, total=False):
+    """The ``load:`` block, checked against ``LOAD_KEYS``."""
+
+    concurrency: int | list[Any]
+    request_rate: float | list[Any]
+    max_tokens: int
+    temperature: float
+    top_p: float
+    ignore_eos: bool
+    warmup: int | str
+    repeats: int
+    timeout_s: float
+    seed: int
+    extra_body: dict[Any, Any]
+    workload: str
+    client_processes: int | str
+    client: str
+    slo: dict[Any, Any]
+    max_rate_at_slo: str | float | dict[Any, Any]
+    grade: bool | list[Any]
+    tiktoken_file: str
+    restart: bool
+    target_ci: float | str
+    max_repeats: int
+
+
+class ServerBlock(TypedDict, total=False):
+    """The ``server:`` block, checked against ``SERVER_KEYS``."""
+
+    model_path: str
+    python: str
+    args: list[Any]
+    env: dict[Any, Any]
+    startup_timeout_s: float
+    host: str
+    gpus_per_server: int
+    load_format: str
+    steplog: str
+
 WORKLOADS = ("fixed", "profilings")
 CLIENTS = ("auto", "socket", "aiohttp", "openai")
 SERVER_KEYS: dict[str, type | tuple[type, ...]] = {
