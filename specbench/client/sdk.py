@@ -197,7 +197,7 @@ def headers(spec: RequestSpec) -> dict[str, str | openai.Omit]:
     """The other transports' headers; no Authorization, OpenAI-Organization or OpenAI-Project the SDK
     would otherwise take from the environment."""
     sent: dict[str, str | openai.Omit] = {"Authorization": openai.Omit(), "OpenAI-Organization": openai.Omit(),
-                            "OpenAI-Project": openai.Omit()}
+                                          "OpenAI-Project": openai.Omit()}
     sent.update((k, v) for k, v in spec.headers().items() if k != "Content-Type")
     return sent
 

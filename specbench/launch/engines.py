@@ -77,15 +77,18 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Engine:
+    """An engine: its launcher, read and checked, and the adapter that turns a config into its flags."""
+
     name: str
     adapter: str
     launcher: Launcher = field(repr=False)
     path: Path | None = None  # the launcher YAML it was read from
 
     def need(self, value: T | None, key: str) -> T:
-        """A launcher key that launching needs; absent is one line naming the launcher and the key."""
+        """A launcher key this use of the engine needs (to launch, to probe); absent is one line naming it."""
         if value is None:
-            raise LaunchError(f"{self.path}: {key}: required to launch a server of engine {self.name}")
+            raise LaunchError(f"{self.path}: {key}: required by engine {self.name}, and its launcher (with what it "
+                              "extends) has none")
         return value
 
     @property
