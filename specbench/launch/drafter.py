@@ -21,7 +21,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from .. import __version__
 from ..errors import SpecbenchError
@@ -197,10 +196,12 @@ class DrafterRecord:
 
 
 def make_drafter(method: str, target: Path, out: Path, *, weights: bool = True, seed: int = 0, force: bool = False,
-                 log: Callable[[str], None] = print, **shape: Any) -> DrafterRecord:
+                 log: Callable[[str], None] = print, layers: int | None = None, block_size: int = 7, markov_rank: int = 64,
+                 eagle3_arch: str = "llama") -> DrafterRecord:
     """Write the drafter folder ``out`` for the target folder ``target``; its record (also ``out/specbench_drafter.json``)."""
     where = target / "config.json"
-    plan = plan_for(method, read_json(where, "target config"), where, weights=weights, **shape)
+    plan = plan_for(method, read_json(where, "target config"), where, layers=layers, block_size=block_size,
+                    markov_rank=markov_rank, eagle3_arch=eagle3_arch, weights=weights)
     check_output(out, force, target)
     with config_last(out):
         make_output_dir(out)
