@@ -119,7 +119,7 @@ class Launcher:
             raise top.wrong("default_port", "a port number") from None
         ready, version, spec, metrics = top.block("ready"), top.block("version"), top.block("speculative"), top.block("metrics")
         synthetic = spec.data.get("synthetic_acceptance")
-        counters = metrics.block("counters")
+        counters, k_flags = metrics.block("counters"), spec.block("k_flags")
         return cls(
             name=top.string("name", name), adapter=adapter,
             command=top.texts("command") if "command" in data else None, args=top.texts("args"),
@@ -134,7 +134,7 @@ class Launcher:
                 needs_drafter=spec.texts("needs_drafter"), flag=spec.text("flag"), drafter_key=spec.text("drafter_key"),
                 k_key=spec.text("k_key"), extra_flags=spec.texts("extra_flags"), algorithm_flag=spec.text("algorithm_flag"),
                 drafter_flag=spec.text("drafter_flag"),
-                k_flags={str(k): spec.block("k_flags").texts(str(k)) for k in spec.mapping("k_flags")},
+                k_flags={str(k): k_flags.texts(str(k)) for k in k_flags.data},
                 synthetic_acceptance=synthetic if isinstance(synthetic, (bool, str)) else None),
             metrics=Metrics(counters={str(k): counters.string(str(k), "") for k in counters.data},
                             acceptance_source=metrics.string("acceptance_source", ""),
