@@ -48,7 +48,7 @@ def shape_cli(args: argparse.Namespace) -> int:
     record = make_shape(Path(args.config), Path(args.tokenizer), Path(args.output),
                         chat_template=Path(args.chat_template) if args.chat_template else None, force=args.force,
                         log=lambda s: print(s, file=sys.stderr))
-    print(f"{args.output}: {', '.join(record['files'])} ({len(record['changed'])} config key(s) changed: {args.output}/{RECORD}); "
+    print(f"{args.output}: {', '.join(record.files)} ({len(record.changed)} config key(s) changed: {args.output}/{RECORD}); "
           f"no weights: serve it with `server: {{model_path: {args.output}, load_format: dummy}}`")
     return 0
 
@@ -59,9 +59,9 @@ def drafter_cli(args: argparse.Namespace) -> int:
     record = make_drafter(args.method, Path(args.target), Path(args.output), weights=not args.no_weights, seed=args.seed,
                           force=args.force, log=lambda s: print(s, file=sys.stderr), layers=args.layers,
                           block_size=args.block_size, markov_rank=args.markov_rank, eagle3_arch=args.eagle3_arch)
-    size = f"model.safetensors {megabytes(record['file_bytes'])}" if "file_bytes" in record else \
+    size = f"model.safetensors {megabytes(record.file_bytes)}" if record.file_bytes is not None else \
         "config.json only (serve the target with load_format: dummy)"
-    print(f"{args.output}: {args.method} drafter, {millions(record['parameters'])} parameters, {size}; {record['detail']}")
+    print(f"{args.output}: {args.method} drafter, {millions(record.parameters)} parameters, {size}; {record.detail}")
     return 0
 
 

@@ -3,8 +3,6 @@ per-request spec stats that must fit the stream they came with."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..schemas.request import RequestRecord
 
 #: a bound on a count when the request set no max_tokens (no server streams this many in one answer)
@@ -18,7 +16,8 @@ class BadValue(Exception):
     """A server value of the wrong type or out of range: fails the request that carried it."""
 
 
-def checked_stats(stats: Any, where: str) -> dict[str, Any]:
+def checked_stats(stats: object, where: str) -> dict[str, object]:
+    """A server's per-request spec stats, as it sent them, once their counts are checked."""
     if not isinstance(stats, dict):
         raise BadValue(f"{where} = {stats!r:.60} is not an object")
     for key in STATS_KEYS:

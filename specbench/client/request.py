@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,24 +69,46 @@ class RequestSpec:
         limit = extra.get("max_completion_tokens") or extra.get("max_tokens", self.max_tokens)
         return limit if type(limit) is int and 0 < limit <= TOKEN_CAP else TOKEN_CAP
 
-    def payload(self, messages: list[dict[str, str]]) -> dict[str, Any]:
-        body: dict[str, Any] = {
+    def payload(self, messages: list[dict[str, str]]) -> RequestBody:
+        return RequestBody(model=self.model, max_tokens=self.max_tokens, temperature=self.temperature,
+                           messages=messages if self.endpoint == "chat" else None,
+                           prompt=None if self.endpoint == "chat" else completion_prompt(messages),
+                           top_p=self.top_p, ignore_eos=self.ignore_eos, extra=self.extra_body or {})
+
+
+@dataclass(frozen=True)
+class RequestBody:
+    """One request's JSON body: the chat ``messages`` or the completions ``prompt``, the sampling
+    settings, and the suite's ``extra_body`` over them (its keys win, as a server would read them)."""
+
+    model: str
+    max_tokens: int
+    temperature: float
+    messages: list[dict[str, str]] | None
+    prompt: str | None
+    top_p: float | None
+    ignore_eos: bool
+    extra: Mapping[str, object]
+
+    def to_dict(self) -> dict[str, object]:
+        """The body as it is sent: streamed, with usage on every chunk."""
+        body: dict[str, object] = {
             "model": self.model,
             "stream": True,
             "stream_options": {"include_usage": True, "continuous_usage_stats": True},
             "max_tokens": self.max_tokens,
             "temperature": self.temperature,
         }
-        if self.endpoint == "chat":
-            body["messages"] = messages
+        if self.messages is not None:
+            body["messages"] = self.messages
         else:
-            body["prompt"] = completion_prompt(messages)
+            body["prompt"] = self.prompt
         if self.top_p is not None:
             body["top_p"] = self.top_p
         if self.ignore_eos:
             body["ignore_eos"] = True
-        if self.extra_body:
-            body.update(self.extra_body)
+        if self.extra:
+            body.update(self.extra)
         return body
 
 

@@ -38,7 +38,7 @@ from typing import Any
 import openai
 
 from .failures import ERROR_BODY_LIMIT, EncodedResponse, TooMuch, http_error
-from .request import RequestSpec
+from .request import RequestBody, RequestSpec
 from .sse import BODY_LIMIT, LINE_LIMIT
 from .stream import ResponseStream
 
@@ -193,11 +193,11 @@ class Sdk:
         self.clients.clear()
 
 
-def headers(spec: RequestSpec) -> dict[str, Any]:
+def headers(spec: RequestSpec) -> dict[str, str | openai.Omit]:
     """The other transports' headers; no Authorization, OpenAI-Organization or OpenAI-Project the SDK
     would otherwise take from the environment."""
-    sent: dict[str, Any] = {"Authorization": openai.Omit(), "OpenAI-Organization": openai.Omit(),
-                            "OpenAI-Project": openai.Omit()}
+    sent: dict[str, str | openai.Omit] = {"Authorization": openai.Omit(), "OpenAI-Organization": openai.Omit(),
+                                          "OpenAI-Project": openai.Omit()}
     sent.update((k, v) for k, v in spec.headers().items() if k != "Content-Type")
     return sent
 
@@ -206,20 +206,23 @@ async def over_sdk(sdk: Sdk, spec: RequestSpec, messages: list[dict[str, str]], 
     """One streamed request through the SDK; SDK exceptions propagate (``sdk_error`` names them)."""
     client = sdk.client(spec)
     body = spec.payload(messages)
-    model, _ = body.pop("model"), body.pop("stream")
     stream.record.send_time = time.perf_counter()  # a request that never reaches the transport keeps this one
     stamps = Stamps()
     token = _stamps.set(stamps)  # until the body's end: its reads happen in this task
     try:
-        await _exchange(client, spec, model, body, stream, stamps)
+        await _exchange(client, spec, body, stream, stamps)
     finally:
         _stamps.reset(token)
 
 
-async def _exchange(client: openai.AsyncOpenAI, spec: RequestSpec, model: str, body: dict[str, Any],
-                    stream: ResponseStream, stamps: Stamps) -> None:
+async def _exchange(client: openai.AsyncOpenAI, spec: RequestSpec, request: RequestBody, stream: ResponseStream,
+                    stamps: Stamps) -> None:
+    """The body's ``model`` and messages (or prompt) as the SDK's arguments, the rest of it as ``extra_body``:
+    the JSON the other transports send."""
     perf = time.perf_counter
     record = stream.record
+    body: dict[str, Any] = request.to_dict()
+    model, _ = body.pop("model"), body.pop("stream")
     chunks: Any
     try:
         if spec.endpoint == "chat":

@@ -66,11 +66,11 @@ async def stream_request(
     try:
         async with asyncio.timeout(spec.timeout_s):
             if isinstance(transport, Wire):
-                await _over_wire(transport, spec, orjson.dumps(spec.payload(messages)), stream)
+                await _over_wire(transport, spec, orjson.dumps(spec.payload(messages).to_dict()), stream)
             elif isinstance(transport, Sdk):
                 await over_sdk(transport, spec, messages, stream)
             else:
-                await _over_aiohttp(transport, spec, orjson.dumps(spec.payload(messages)), stream)
+                await _over_aiohttp(transport, spec, orjson.dumps(spec.payload(messages).to_dict()), stream)
         if not record.chunk_times and record.error is None:
             record.error = "no content chunk received"
     except TimeoutError:

@@ -70,6 +70,20 @@ OPTION_CHECKS: dict[str, Callable[[Any], Any]] = {
 
 
 @dataclass(frozen=True)
+class DatasetChoices:
+    """A data set as the loader resolves it (``DatasetSpec.describe``)."""
+
+    name: str
+    source: str
+    path: str | None
+    requests: int | None
+    selection: str
+    seed: int
+    recipe: str
+    options: dict[str, object]
+
+
+@dataclass(frozen=True)
 class DatasetSpec:
     """A prompt set as the suite asks for it; ``options`` holds only the set-specific keys given."""
 
@@ -91,18 +105,17 @@ class DatasetSpec:
         return self.recipe or self.definition.default_recipe
 
     @property
-    def effective_options(self) -> dict[str, Any]:
-        """Set defaults overlaid with the suite's options: what the loader actually uses."""
+    def effective_options(self) -> Mapping[str, Any]:
+        """Set defaults overlaid with the suite's options: what the loader actually uses (each set's own
+        keys, as ``registry.DatasetDef.options`` declares them)."""
         return {**COMMON_OPTIONS, **self.definition.options, **self.options}
 
-    def describe(self) -> dict[str, Any]:
-        """Plain-data record of the resolved choices, for stamping into results."""
+    def describe(self) -> DatasetChoices:
+        """The resolved choices: defaults filled in, options unset left out."""
         opts = {k: list(v) if isinstance(v, tuple) else v for k, v in self.effective_options.items() if v is not None}
-        return {
-            "name": self.name, "source": self.source, "path": str(self.path) if self.path else None,
-            "requests": self.requests, "selection": self.selection, "seed": self.seed,
-            "recipe": self.effective_recipe, "options": opts,
-        }
+        return DatasetChoices(name=self.name, source=self.source, path=str(self.path) if self.path else None,
+                              requests=self.requests, selection=self.selection, seed=self.seed,
+                              recipe=self.effective_recipe, options=opts)
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any] | str, where: str, base_dir: Path) -> DatasetSpec:

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import yaml
 
 from ..errors import LaunchError, SuiteError
 from ..util.redact import redact_argv
+from .launcher import Launcher
 from .setup_cpu import cache_dir
 
 BUILTIN_LAUNCHERS = Path(__file__).resolve().parents[1] / "launchers"
@@ -44,19 +46,24 @@ def known_engines() -> list[str]:
     return sorted({p.stem for d in launcher_dirs() for p in d.glob("*.yaml")})
 
 
-def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+def _merge(base: Mapping[str, object], over: Mapping[str, object]) -> dict[str, object]:
+    """``over`` on ``base``, mapping by mapping (``env`` is replaced whole)."""
     out = dict(base)
     for k, v in over.items():
-        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) and k != "env" else v
+        old = out.get(k)
+        out[k] = _merge(old, v) if isinstance(v, dict) and isinstance(old, dict) and k != "env" else v
     return out
 
 
-def _read(name: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
+def _read(name: str, seen: tuple[str, ...] = ()) -> dict[str, object]:
+    """Launcher ``name``'s YAML, merged over the launchers it ``extends`` (checked by ``Launcher.of``)."""
     path = launcher_path(name)
     if path is None:
         searched = ", ".join(str(d) for d in launcher_dirs())
         raise SuiteError(f"engine {name!r}: no {name}.yaml in {searched} (known: {', '.join(known_engines())})")
     data = yaml.safe_load(path.read_text()) or {}
+    if not isinstance(data, dict):
+        raise SuiteError(f"{path}: expected a mapping, got {type(data).__name__}")
     parent = data.pop("extends", None)
     if parent:
         if parent in seen:
@@ -65,74 +72,85 @@ def _read(name: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
     return data
 
 
+T = TypeVar("T")
+
+
 @dataclass(frozen=True)
 class Engine:
+    """An engine: its launcher, read and checked, and the adapter that turns a config into its flags."""
+
     name: str
     adapter: str
-    data: dict[str, Any] = field(repr=False)
+    launcher: Launcher = field(repr=False)
     path: Path | None = None  # the launcher YAML it was read from
+
+    def need(self, value: T | None, key: str) -> T:
+        """A launcher key this use of the engine needs (to launch, to probe); absent is one line naming it."""
+        if value is None:
+            raise LaunchError(f"{self.path}: {key}: required by engine {self.name}, and its launcher (with what it "
+                              "extends) has none")
+        return value
 
     @property
     def default_port(self) -> int:
-        return int(self.data.get("default_port", 8000))
+        return self.launcher.default_port
 
     def python(self, override: str | None = None) -> str:
-        chosen = override or os.environ.get("SPECBENCH_ENGINE_PYTHON") or self.data.get("python", "python3")
+        chosen = override or os.environ.get("SPECBENCH_ENGINE_PYTHON") or self.launcher.python
         return _expand(chosen)
 
     def model_path(self, override: str | None, model: str) -> str:
-        return _expand(override or self.data.get("model_path") or model)
+        return _expand(override or self.launcher.model_path or model)
 
     @property
     def prepare(self) -> str | None:
         """The preparation (``launch.prepare.PREPARATIONS``) that makes this engine's Python and model."""
-        return self.data.get("prepare")
+        return self.launcher.prepare
 
     @property
     def health_path(self) -> str:
-        return self.data["ready"]["health"]
+        return self.need(self.launcher.health_path, "ready.health")
 
     @property
     def models_path(self) -> str:
-        return self.data["ready"]["models"]
+        return self.need(self.launcher.models_path, "ready.models")
 
     @property
     def version_path(self) -> tuple[str, str]:
-        v = self.data.get("version", {})
-        return v.get("path", "/version"), v.get("key", "version")
+        return self.launcher.version_path
 
     @property
     def gpu_env(self) -> str | None:
-        return self.data.get("gpu_env")
+        return self.launcher.gpu_env
 
     @property
     def env(self) -> dict[str, str]:
-        return {str(k): str(v) for k, v in (self.data.get("env") or {}).items()}
+        return dict(self.launcher.env)
 
     @property
     def secret_flags(self) -> list[str]:
-        return list(self.data.get("secret_flags", []))
+        return list(self.launcher.secret_flags)
 
     @property
     def acceptance_reads_server_info(self) -> bool:
         """Whether acceptance needs the version endpoint's JSON (SGLang's cumulative average)."""
-        return "server_info" in self.data.get("metrics", {})
+        return self.launcher.metrics.server_info_key is not None
 
     @property
     def generation_counter(self) -> str | None:
         """The /metrics sample counting every token the server generated (``keepup.py`` checks the client's count against it)."""
-        return (self.data.get("metrics", {}).get("counters") or {}).get("generation_tokens")
+        return self.launcher.metrics.counters.get("generation_tokens")
 
     @property
     def acceptance_source(self) -> str:
-        return self.data.get("metrics", {}).get("acceptance_source", "")
+        return self.launcher.metrics.acceptance_source
 
     def argv(self, *, config, model: str, model_path: str | None, host: str, port: int,
              python: str | None = None, extra: tuple[str, ...] = ()) -> list[str]:
         """The full argv of one config's server (a list, never a shell string)."""
         values = {"python": self.python(python), "model_path": self.model_path(model_path, model),
                   "model": model, "host": host, "port": str(port)}
-        base = [str(x).format(**values) for x in self.data["command"] + self.data.get("args", [])]
+        base = [x.format(**values) for x in self.need(self.launcher.command, "command") + self.launcher.args]
         base += self.load_format_args(config) + self.steplog_flags(config)
         if not config.method:
             return base + list(extra) + list(config.args)
@@ -148,7 +166,7 @@ class Engine:
         fmt = getattr(config, "load_format", "auto")
         if fmt == "auto":
             return []
-        flag = self.data.get("load_format_flag")
+        flag = self.launcher.load_format_flag
         if not flag:
             raise LaunchError(f"config {config.name!r}: load_format {fmt!r}: engine {self.name} cannot load other weights "
                               f"(its launcher {self.path} has no load_format_flag)")
@@ -163,7 +181,7 @@ class Engine:
         if self.adapter not in STEPLOG_ADAPTERS:
             raise SuiteError(f"config {config.name!r}: steplog {level!r}: engine {self.name} ({self.adapter}) has no "
                              "per-step hook specbench can use (docs/steplog.md); set steplog: off for this config")
-        return [str(x) for x in self.data.get("steplog_flags", [])]
+        return list(self.launcher.steplog_flags)
 
     def redact(self, argv: list[str]) -> list[str]:
         """argv with the values of secret flags (this launcher's and any secret-looking) replaced, for logs and metadata."""
@@ -179,14 +197,16 @@ def _expand(path: str) -> str:
 def load_engine(name: str) -> Engine:
     data = _read(name)
     adapter = data.get("adapter", name)
-    if adapter not in ADAPTERS:
+    if not isinstance(adapter, str) or adapter not in ADAPTERS:
         raise SuiteError(f"{launcher_path(name)}: adapter {adapter!r} unknown (known: {', '.join(ADAPTERS)})")
-    return Engine(name=data.get("name", name), adapter=adapter, data=data, path=launcher_path(name))
+    path = launcher_path(name)
+    launcher = Launcher.of(data, name, adapter, path)
+    return Engine(name=launcher.name, adapter=adapter, launcher=launcher, path=path)
 
 
 def _needs_drafter(engine: Engine, config) -> None:
     method = (config.method or "").lower()
-    if method in engine.data["speculative"].get("needs_drafter", []) and not (config.drafter or config.speculative.get("model")):
+    if method in engine.launcher.speculative.needs_drafter and not (config.drafter or config.speculative.get("model")):
         raise LaunchError(f"config {config.name!r}: method {config.method!r} on {engine.name} needs `drafter:` (the draft model path)")
 
 
@@ -217,15 +237,17 @@ class VllmAdapter:
 
     @staticmethod
     def spec_args(engine: Engine, config) -> list[str]:
-        spec = engine.data["speculative"]
+        spec = engine.launcher.speculative
+        drafter_key = engine.need(spec.drafter_key, "speculative.drafter_key")
+        k_key = engine.need(spec.k_key, "speculative.k_key")
         body: dict[str, Any] = {"method": config.method}
         if config.drafter:
-            body[spec["drafter_key"]] = os.path.expanduser(config.drafter)
+            body[drafter_key] = os.path.expanduser(config.drafter)
         if config.num_speculative_tokens is not None:
-            body[spec["k_key"]] = config.num_speculative_tokens
+            body[k_key] = config.num_speculative_tokens
         body.update(config.speculative)
-        _check_dspark_block(config, body.get(spec["drafter_key"]), body.get(spec["k_key"]))
-        return [spec["flag"], json.dumps(body, separators=(",", ":")), *spec.get("extra_flags", [])]
+        _check_dspark_block(config, body.get(drafter_key), body.get(k_key))
+        return [engine.need(spec.flag, "speculative.flag"), json.dumps(body, separators=(",", ":")), *spec.extra_flags]
 
 
 class SglangAdapter:
@@ -233,17 +255,19 @@ class SglangAdapter:
 
     @staticmethod
     def spec_args(engine: Engine, config) -> list[str]:
-        spec = engine.data["speculative"]
+        spec = engine.launcher.speculative
         method = config.method.lower()
         extras = dict(config.speculative)
         drafter = config.drafter or extras.pop("model", None)
-        out = [spec["algorithm_flag"], method.upper()]
+        out = [engine.need(spec.algorithm_flag, "speculative.algorithm_flag"), method.upper()]
         if drafter:
-            out += [spec["drafter_flag"], os.path.expanduser(drafter)]
+            out += [engine.need(spec.drafter_flag, "speculative.drafter_flag"), os.path.expanduser(drafter)]
         flags: dict[str, str | None] = {}  # flag → value (None: a bare store_true flag); extras override K's
         if config.num_speculative_tokens is not None:
             k = config.num_speculative_tokens
-            template = [str(x).format(k=k, k1=k + 1) for x in spec["k_flags"].get(method, spec["k_flags"]["default"])]
+            k_flags = spec.k_flags[method] if method in spec.k_flags else \
+                engine.need(spec.k_flags.get("default"), "speculative.k_flags.default")
+            template = [x.format(k=k, k1=k + 1) for x in k_flags]
             flags.update(zip(template[::2], template[1::2]))
         for key, value in extras.items():
             flag = f"--speculative-{key.replace('_', '-')}"

@@ -11,10 +11,9 @@ old → new, in ``specbench_shape.json`` beside config.json.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from .. import __version__
 from ..errors import SpecbenchError
@@ -36,7 +35,7 @@ class Tokenizer:
     chat_template: str | None = None  # where the template is, or None
 
 
-def _ids(tok: dict[str, Any], where: Path) -> dict[str, int]:
+def _ids(tok: Mapping[str, object], where: Path) -> dict[str, int]:
     """token → id of tokenizer.json's model vocabulary (a mapping, or Unigram's [piece, score] list) and added tokens."""
     model = tok.get("model")
     vocab = model.get("vocab") if isinstance(model, dict) else None
@@ -46,7 +45,8 @@ def _ids(tok: dict[str, Any], where: Path) -> dict[str, int]:
         ids = {str(p[0]): i for i, p in enumerate(vocab) if isinstance(p, list) and p}
     else:
         raise SpecbenchError(f"{where}: model.vocab: expected a mapping or a list, got {type(vocab).__name__}")
-    for added in tok.get("added_tokens") or []:
+    added_tokens = tok.get("added_tokens")
+    for added in added_tokens if isinstance(added_tokens, list) else []:
         if isinstance(added, dict) and isinstance(added.get("id"), int) and isinstance(added.get("content"), str):
             ids[added["content"]] = added["id"]
     if not ids:
@@ -54,14 +54,14 @@ def _ids(tok: dict[str, Any], where: Path) -> dict[str, int]:
     return ids
 
 
-def _token(value: Any) -> str | None:
+def _token(value: object) -> str | None:
     """A special token as tokenizer_config.json writes it: a string, or {"content": ...}."""
     if isinstance(value, dict):
         value = value.get("content")
     return value if isinstance(value, str) else None
 
 
-def _chat_template(d: Path, config: dict[str, Any]) -> str | None:
+def _chat_template(d: Path, config: Mapping[str, object]) -> str | None:
     if (d / "chat_template.jinja").is_file():
         return str(d / "chat_template.jinja")
     if (d / "chat_template.json").is_file() and read_json(d / "chat_template.json", "chat template").get("chat_template"):
@@ -84,27 +84,36 @@ def read_tokenizer(d: Path) -> Tokenizer:
     else:
         raise SpecbenchError(f"{d}: no tokenizer.json or vocab.json (a tokenizer.model-only folder: save it with "
                              "transformers' save_pretrained first, which writes tokenizer.json)")
-    config = read_json(d / "tokenizer_config.json", "tokenizer config") if (d / "tokenizer_config.json").is_file() else {}
+    config: dict[str, object] = read_json(d / "tokenizer_config.json", "tokenizer config") if (d / "tokenizer_config.json").is_file() else {}
     if not any(_token(config.get(k)) for k in SPECIAL_IDS.values()) and (d / "special_tokens_map.json").is_file():
         config = {**read_json(d / "special_tokens_map.json", "special tokens map"), **config}
     specials = {name: ids.get(_token(config.get(name)) or "") for name in SPECIAL_IDS.values()}
     return Tokenizer(path=d, size=max(ids.values()) + 1, special_ids=specials, chat_template=_chat_template(d, config))
 
 
-def _in_range(value: Any, size: int) -> bool:
+def _in_range(value: object, size: int) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < size
 
 
-def reconcile(config: dict[str, Any], tok: Tokenizer) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    """``config`` agreeing with ``tok``, and each changed key's {"old", "new"}."""
+@dataclass(frozen=True)
+class Change:
+    """One config key reconciled with the tokenizer: its value before and after (None: absent or null)."""
+
+    old: object
+    new: object
+
+
+def reconcile(config: Mapping[str, object], tok: Tokenizer) -> tuple[dict[str, object], dict[str, Change]]:
+    """``config`` (a model's config.json, written back whole) agreeing with ``tok``, and each changed key's change."""
     out = dict(config)
-    changed: dict[str, dict[str, Any]] = {}
+    changed: dict[str, Change] = {}
     if out.get("vocab_size") != tok.size:
         out["vocab_size"] = tok.size
     for key, token in SPECIAL_IDS.items():
         if key not in out:
             continue
         old = out[key]
+        new: object
         if isinstance(old, list):
             kept = [v for v in old if _in_range(v, tok.size)]
             new = kept if kept else tok.special_ids.get(token)
@@ -115,12 +124,32 @@ def reconcile(config: dict[str, Any], tok: Tokenizer) -> tuple[dict[str, Any], d
         out[key] = new
     for key in out:
         if out[key] != config.get(key):
-            changed[key] = {"old": config.get(key), "new": out[key]}
+            changed[key] = Change(old=config.get(key), new=out[key])
     return out, changed
 
 
+@dataclass(frozen=True)
+class ShapeRecord:
+    """What ``setup shape`` made (``specbench_shape.json``, beside the shaped config.json)."""
+
+    made_by: str
+    config: str
+    tokenizer: str
+    tokenizer_size: int
+    chat_template: str  # the file given, else where the tokenizer has it
+    changed: dict[str, Change]
+    files: list[str]
+    weights: str
+
+    def to_dict(self) -> dict[str, object]:
+        return {"made_by": self.made_by, "config": self.config, "tokenizer": self.tokenizer,
+                "tokenizer_size": self.tokenizer_size, "chat_template": self.chat_template,
+                "changed": {k: {"old": c.old, "new": c.new} for k, c in self.changed.items()}, "files": self.files,
+                "weights": self.weights}
+
+
 def make_shape(config_path: Path, tokenizer: Path, out: Path, *, chat_template: Path | None = None, force: bool = False,
-               log: Callable[[str], None] = print) -> dict[str, Any]:
+               log: Callable[[str], None] = print) -> ShapeRecord:
     """Write the shape folder ``out``; the record (also ``out/specbench_shape.json``)."""
     config = read_json(config_path, "model config")
     for key, kind in (("architectures", list), ("vocab_size", int)):
@@ -136,7 +165,7 @@ def make_shape(config_path: Path, tokenizer: Path, out: Path, *, chat_template: 
     check_output(out, force, tokenizer)
     shaped, changed = reconcile(config, tok)
     for key, change in changed.items():
-        log(f"{config_path}: {key} {change['old']!r} → {change['new']!r} (to agree with the tokenizer in {tokenizer}, "
+        log(f"{config_path}: {key} {change.old!r} → {change.new!r} (to agree with the tokenizer in {tokenizer}, "
             f"{tok.size} tokens)")
     with config_last(out):
         make_output_dir(out)
@@ -144,12 +173,12 @@ def make_shape(config_path: Path, tokenizer: Path, out: Path, *, chat_template: 
         if chat_template is not None:
             write_output(out / "chat_template.jinja", chat_template.read_bytes())
             files = sorted({*files, "chat_template.jinja"})
-        record = {
-            "made_by": f"specbench {__version__} setup shape", "config": str(config_path), "tokenizer": str(tokenizer),
-            "tokenizer_size": tok.size, "chat_template": str(chat_template) if chat_template else tok.chat_template,
-            "changed": changed, "files": ["config.json", *files],
-            "weights": "none: serve with load_format: dummy (random weights from config.json)",
-        }
-        write_json(out / RECORD, record)
+        record = ShapeRecord(
+            made_by=f"specbench {__version__} setup shape", config=str(config_path), tokenizer=str(tokenizer),
+            tokenizer_size=tok.size, chat_template=str(chat_template) if chat_template else str(tok.chat_template),
+            changed=changed, files=["config.json", *files],
+            weights="none: serve with load_format: dummy (random weights from config.json)",
+        )
+        write_json(out / RECORD, record.to_dict())
         write_json(out / "config.json", shaped)
     return record

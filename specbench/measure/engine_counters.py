@@ -17,7 +17,7 @@ from .acceptance import CounterNames, counter_acceptance, counter_deltas, empty_
 def vllm_acceptance(engine: Engine, before: MetricsSnapshot, after: MetricsSnapshot, k: int | None,
                     server_info: Any = None) -> AcceptanceWindow:
     """vLLM: acceptance from the four spec_decode counters."""
-    c = engine.data["metrics"]["counters"]
+    c = engine.launcher.metrics.counters
     names = CounterNames(c["drafts"], c["draft_tokens"], c["accepted"], c.get("accepted_per_pos"))
     out = counter_acceptance(before, after, names, k)
     out["acceptance_source"] = engine.acceptance_source if out["mean_acceptance_length"] is not None else None
@@ -35,8 +35,7 @@ def sglang_acceptance(engine: Engine, before: MetricsSnapshot, after: MetricsSna
 def _sglang_window(engine: Engine, before: MetricsSnapshot, after: MetricsSnapshot, k: int | None,
                    server_info: Any) -> dict[str, Any]:
     out = empty_acceptance(k)
-    m = engine.data["metrics"]
-    c = m["counters"]
+    c = engine.launcher.metrics.counters
     out.update(acceptance_source=None, acceptance_error=None, sglang_generation_tokens=None,
                sglang_verify_calls=None, sglang_finished_requests=None)
     d, error = counter_deltas(before, after, {"tokens": c["generation_tokens"], "steps": c["verify_calls"],
@@ -56,8 +55,9 @@ def _sglang_window(engine: Engine, before: MetricsSnapshot, after: MetricsSnapsh
             out.update(verify_step_acceptance(d["tokens"], d["steps"], requests, k))
             out["acceptance_source"] = SGLANG_COUNTERS
         return out
-    if server_info is not None:
-        value, why = _server_info_length(server_info, m["server_info"]["key"])
+    key = engine.launcher.metrics.server_info_key
+    if server_info is not None and key is not None:
+        value, why = _server_info_length(server_info, key)
         if why:
             out["acceptance_error"] = f"/get_server_info: {why}"
         elif value is not None:

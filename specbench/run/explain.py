@@ -63,6 +63,6 @@ def derived_suite(suite: Suite, suffix: str, configs: list[dict[str, Any]], data
 
 def raw_config(suite: Suite, config: ServerConfig) -> dict[str, Any]:
     raw = suite.raw_config(config.name)
-    return copy.deepcopy(raw) if raw else {"name": config.name}
+    return dict(copy.deepcopy(raw)) if raw else {"name": config.name}
 
 

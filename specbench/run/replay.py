@@ -58,7 +58,7 @@ def replay_support(engine: Engine, python: str | None = None) -> str | None:
     SGLANG_SIMULATE_ACC_LEN (a launcher's ``speculative.synthetic_acceptance`` declares either); else why not."""
     if engine.adapter != "sglang":
         return synthetic_support(engine, python, "synthetic_acceptance_rates")
-    declared = (engine.data.get("speculative") or {}).get("synthetic_acceptance")
+    declared = engine.launcher.speculative.synthetic_acceptance
     if declared is True:
         return None
     if isinstance(declared, str) and declared:

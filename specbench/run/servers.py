@@ -175,7 +175,7 @@ def auth_headers(suite: Suite) -> dict[str, str]:
 
 def request_spec(suite: Suite, server: Server) -> RequestSpec:
     api_key = os.environ.get(suite.api_key_env) or None if suite.api_key_env else None
-    extra = {**(server.engine.data.get("request_extra") or {}), **suite.load.extra_body}
+    extra = {**server.engine.launcher.request_extra, **suite.load.extra_body}
     return RequestSpec(base_url=server.url, model=suite.model, endpoint=suite.endpoint,
                        max_tokens=suite.load.max_tokens, temperature=suite.load.temperature, top_p=suite.load.top_p,
                        ignore_eos=suite.load.ignore_eos, timeout_s=suite.load.timeout_s, extra_body=extra,

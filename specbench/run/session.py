@@ -38,7 +38,7 @@ Render = Callable[[list[ResultRow], RunMeta], str]
 def changed_comparability(suite: Suite, previous: RunMeta, phases: list[PhaseInfo]) -> list[str]:
     """The comparability keys a resumed suite changed; of configs and data sets only those with
     measured cells must stay the same (a config that never ran may be fixed)."""
-    old, new = previous.comparability.to_dict() if previous.comparability else {}, suite.comparability()
+    old, new = previous.comparability.to_dict() if previous.comparability else {}, suite.comparability().to_dict()
     changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k) and k not in ("configs", "datasets"))
     measured = {"configs": {p.config for p in phases}, "datasets": {p.dataset for p in phases}}
     for group in ("configs", "datasets"):
@@ -76,7 +76,7 @@ def new_meta(suite: Suite, prompts: dict[str, list[Prompt]]) -> RunMeta:
         "specbench_version": __version__,
         "suite": {"name": suite.name, "path": str(suite.path), "raw": redact_raw(suite.raw)},
         "suite_file": suite_file_provenance(suite.path),
-        "comparability": suite.comparability(),
+        "comparability": suite.comparability().to_dict(),
         "prompts": {name: p.to_dict() for name, p in prompt_prints(suite, prompts).items()},
         **weights_meta(suite),
         "started_at": now(),

@@ -50,7 +50,7 @@ def synthetic_support(engine: Engine, python: str | None = None, option: str = "
     otherwise a vLLM engine's own source is read, without importing vLLM: ``option`` must be in
     ``config/speculative.py``, and a CPU build must not carry the CPU sampler's refusal.
     """
-    declared = (engine.data.get("speculative") or {}).get("synthetic_acceptance")
+    declared = engine.launcher.speculative.synthetic_acceptance
     if declared is True:
         return None
     if isinstance(declared, str) and declared:

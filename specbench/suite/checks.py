@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TypedDict
 from urllib.parse import urlparse
 
 from ..hooks import STEPLOG_LEVELS  # the engine step log a launched server writes (docs/steplog.md)
@@ -15,26 +16,104 @@ from ..util.redact import redact_url
 NAME_RE = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}")
 ENDPOINTS = ("chat", "completions")
 
-TOP_KEYS = {
+TOP_KEYS: dict[str, type | tuple[type, ...]] = {
     "name": str, "model": str, "endpoint": str, "engine": str, "configs": list, "datasets": list,
     "load": dict, "server": dict, "data_dir": str, "api_key_env": str, "gate": dict, "description": str,
     "cost": dict,
 }
-CONFIG_KEYS = {
+CONFIG_KEYS: dict[str, type | tuple[type, ...]] = {
     "name": str, "url": str, "method": str, "num_speculative_tokens": int, "drafter": str,
     "speculative": dict, "baseline": bool, "engine": str, "args": list, "env": dict, "port": int,
     "gpus": (str, int), "load_format": str, "datasets": list, "steplog": str,
 }
-LOAD_KEYS = {
+LOAD_KEYS: dict[str, type | tuple[type, ...]] = {
     "concurrency": (int, list), "request_rate": (int, float, list), "max_tokens": int,
     "temperature": (int, float), "top_p": (int, float), "ignore_eos": bool, "warmup": (int, str),
     "repeats": int, "timeout_s": (int, float), "seed": int, "extra_body": dict, "workload": str,
     "client_processes": (int, str), "client": str, "slo": dict, "max_rate_at_slo": (str, int, float, dict),
     "grade": (bool, list), "tiktoken_file": str, "restart": bool, "target_ci": (int, float, str), "max_repeats": int,
 }
+
+class TopBlock(TypedDict, total=False):
+    """A suite file's top level once ``check_keys`` kept the keys of ``TOP_KEYS`` of their types."""
+
+    name: str
+    model: str
+    endpoint: str
+    engine: str
+    configs: list[Any]
+    datasets: list[Any]
+    load: dict[Any, Any]
+    server: dict[Any, Any]
+    data_dir: str
+    api_key_env: str
+    gate: dict[Any, Any]
+    description: str
+    cost: dict[Any, Any]
+
+
+class ConfigBlock(TypedDict, total=False):
+    """One ``configs:`` entry, checked against ``CONFIG_KEYS``."""
+
+    name: str
+    url: str
+    method: str
+    num_speculative_tokens: int
+    drafter: str
+    speculative: dict[Any, Any]
+    baseline: bool
+    engine: str
+    args: list[Any]
+    env: dict[Any, Any]
+    port: int
+    gpus: str | int
+    load_format: str
+    datasets: list[Any]
+    steplog: str
+
+
+class LoadBlock(TypedDict, total=False):
+    """The ``load:`` block, checked against ``LOAD_KEYS``."""
+
+    concurrency: int | list[Any]
+    request_rate: float | list[Any]
+    max_tokens: int
+    temperature: float
+    top_p: float
+    ignore_eos: bool
+    warmup: int | str
+    repeats: int
+    timeout_s: float
+    seed: int
+    extra_body: dict[Any, Any]
+    workload: str
+    client_processes: int | str
+    client: str
+    slo: dict[Any, Any]
+    max_rate_at_slo: str | float | dict[Any, Any]
+    grade: bool | list[Any]
+    tiktoken_file: str
+    restart: bool
+    target_ci: float | str
+    max_repeats: int
+
+
+class ServerBlock(TypedDict, total=False):
+    """The ``server:`` block, checked against ``SERVER_KEYS``."""
+
+    model_path: str
+    python: str
+    args: list[Any]
+    env: dict[Any, Any]
+    startup_timeout_s: float
+    host: str
+    gpus_per_server: int
+    load_format: str
+    steplog: str
+
 WORKLOADS = ("fixed", "profilings")
 CLIENTS = ("auto", "socket", "aiohttp", "openai")
-SERVER_KEYS = {
+SERVER_KEYS: dict[str, type | tuple[type, ...]] = {
     "model_path": str, "python": str, "args": list, "env": dict, "startup_timeout_s": (int, float),
     "host": str, "gpus_per_server": int, "load_format": str, "steplog": str,
 }
@@ -49,7 +128,9 @@ def _type_name(t: type | tuple[type, ...]) -> str:
             "list": "a list", "dict": "a mapping"}.get(names[0], names[0]) if len(names) == 1 else " or ".join(names)
 
 
-def check_keys(data: Any, schema: dict[str, Any], where: str, problems: list[str]) -> dict[str, Any]:
+def check_keys(data: Any, schema: Mapping[str, type | tuple[type, ...]], where: str, problems: list[str]) -> dict[str, Any]:
+    """The keys of the block ``data`` that ``schema`` allows, each of its type (a YAML block as read: its
+    values are the schema's types, per key); one line per other key."""
     if not isinstance(data, dict):
         problems.append(f"{where}: expected a mapping, got {type(data).__name__}")
         return {}

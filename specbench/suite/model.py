@@ -5,12 +5,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..datasets import DatasetSpec
 from ..schemas.cell import find_baseline
+from ..schemas.meta import Comparability
 from ..util.redact import redact_mapping
 
 
@@ -158,9 +160,9 @@ class Suite:
         name = find_baseline([c.name for c in self.configs], [c.name for c in self.configs if c.baseline])
         return next((c for c in self.configs if c.name == name), None)
 
-    def comparability(self) -> dict[str, Any]:
+    def comparability(self) -> Comparability:
         """What must match between two runs for their numbers to be compared (resume, gate)."""
-        return {
+        return Comparability.from_dict({
             "suite": self.name,
             "model": self.model,
             "endpoint": self.endpoint,
@@ -176,15 +178,17 @@ class Suite:
             **({"load_format": self.server.load_format} if self.server.load_format != "auto" else {}),
             "datasets": {d.name: _fingerprint(self.raw_dataset(d.name)) for d in self.datasets},
             "configs": {c.name: _fingerprint(redact_mapping(self.raw_config(c.name))) for c in self.configs},
-        }
+        }, f"{self.path}: comparability")
 
-    def raw_dataset(self, name: str) -> dict[str, Any]:
+    def raw_dataset(self, name: str) -> Mapping[str, object]:
+        """The ``datasets:`` entry ``name`` as the suite file has it ({} when there is none)."""
         entries = [d if isinstance(d, dict) else {"name": d} for d in self.raw.get("datasets", [])]
         return next((d for d in entries if d.get("name") == name), {})
 
-    def raw_config(self, name: str) -> dict[str, Any]:
+    def raw_config(self, name: str) -> Mapping[str, object]:
+        """The ``configs:`` entry ``name`` as the suite file has it ({} when there is none)."""
         return next((c for c in self.raw.get("configs", []) if c.get("name") == name), {})
 
 
-def _fingerprint(obj: Any) -> str:
+def _fingerprint(obj: object) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:12]

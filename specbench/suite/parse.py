@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlparse
 
 from ..datasets import DatasetSpec
@@ -20,6 +20,10 @@ from .checks import (
     SERVER_KEYS,
     TOP_KEYS,
     WORKLOADS,
+    ConfigBlock,
+    LoadBlock,
+    ServerBlock,
+    TopBlock,
     check_keys,
     check_load_format,
     check_name,
@@ -42,7 +46,7 @@ def parse_suite(data: Any, path: Path) -> Suite:
     non_finite(data, "", bad_numbers)
     if bad_numbers:
         raise SuiteError("\n".join(f"{where}: {p}" for p in bad_numbers))
-    top = check_keys(data, TOP_KEYS, where, problems)
+    top = cast(TopBlock, check_keys(data, TOP_KEYS, where, problems))
     if "name" in top:
         check_name(top["name"], f"{where}.name", problems)
     for key in ("name", "model", "configs", "datasets"):
@@ -57,12 +61,8 @@ def parse_suite(data: Any, path: Path) -> Suite:
     configs = _configs(top, where, problems, server.load_format, server.steplog)
     datasets = _datasets(top, where, base, problems)
     _configs_on_datasets(configs, datasets, where, problems)
-    lraw = check_keys(top.get("load", {}), LOAD_KEYS, f"{where}: load", problems)
-    load = _load(lraw, datasets, where, problems)
-    if "tiktoken_file" in lraw:
-        load["tiktoken_file"] = str((base / os.path.expanduser(lraw["tiktoken_file"])).resolve())
-        if not os.path.isfile(load["tiktoken_file"]):
-            problems.append(f"{where}: load.tiktoken_file: file not found: {load['tiktoken_file']}")
+    lraw = cast(LoadBlock, check_keys(top.get("load", {}), LOAD_KEYS, f"{where}: load", problems))
+    load = _load(lraw, datasets, base, where, problems)
     data_dir = None
     if "data_dir" in top:
         data_dir = (base / os.path.expanduser(top["data_dir"])).resolve()
@@ -83,13 +83,13 @@ def parse_suite(data: Any, path: Path) -> Suite:
         raise SuiteError("\n".join(problems))
     return Suite(
         name=top["name"], model=top["model"], endpoint=endpoint, configs=tuple(configs),
-        datasets=tuple(datasets), load=LoadSpec(**load), path=path,
+        datasets=tuple(datasets), load=load, path=path,
         engine=top.get("engine", "vllm"), server=server, data_dir=data_dir,
         api_key_env=top.get("api_key_env"), gate=gate, raw=data, cost=cost,
     )
 
 
-def _configs(top: dict[str, Any], where: str, problems: list[str], load_format: str = "auto",
+def _configs(top: TopBlock, where: str, problems: list[str], load_format: str = "auto",
              steplog: str = "off") -> list[ServerConfig]:
     """The ``configs:`` entries; a launched one without its own ``load_format`` or ``steplog`` takes the
     ``server:`` block's (a config with ``url:`` is not launched: its ``load_format`` only says how that
@@ -97,7 +97,7 @@ def _configs(top: dict[str, Any], where: str, problems: list[str], load_format: 
     configs: list[ServerConfig] = []
     for i, raw in enumerate(top.get("configs") or []):
         cwhere = f"{where}: configs[{i}]"
-        c = check_keys(raw, CONFIG_KEYS, cwhere, problems)
+        c = cast(ConfigBlock, check_keys(raw, CONFIG_KEYS, cwhere, problems))
         if "name" not in c:
             problems.append(f"{cwhere}.name: required key missing")
             continue
@@ -159,7 +159,7 @@ def _configs_on_datasets(configs: list[ServerConfig], datasets: list[DatasetSpec
                                 f"(data sets: {', '.join(known)})")
 
 
-def _datasets(top: dict[str, Any], where: str, base: Path, problems: list[str]) -> list[DatasetSpec]:
+def _datasets(top: TopBlock, where: str, base: Path, problems: list[str]) -> list[DatasetSpec]:
     datasets: list[DatasetSpec] = []
     for i, raw in enumerate(top.get("datasets") or []):
         try:
@@ -174,8 +174,8 @@ def _datasets(top: dict[str, Any], where: str, base: Path, problems: list[str]) 
     return datasets
 
 
-def _load(lraw: dict[str, Any], datasets: list[DatasetSpec], where: str, problems: list[str]) -> dict[str, Any]:
-    """``LoadSpec`` keyword arguments from the checked ``load:`` block."""
+def _load(lraw: LoadBlock, datasets: list[DatasetSpec], base: Path, where: str, problems: list[str]) -> LoadSpec:
+    """The checked ``load:`` block as a ``LoadSpec`` (a tiktoken file relative to the suite's folder ``base``)."""
     load_kwargs: dict[str, Any] = {k: v for k, v in lraw.items() if k not in ("concurrency", "request_rate", "slo",
                                                                                 "max_rate_at_slo", "grade")}
     if "concurrency" in lraw:
@@ -213,13 +213,21 @@ def _load(lraw: dict[str, Any], datasets: list[DatasetSpec], where: str, problem
             problems.append(f"{where}: load.max_rate_at_slo: needs load.slo (the bounds the rate must meet)")
     if "grade" in lraw:
         load_kwargs["grade"] = parse_grade(lraw["grade"], datasets, f"{where}: load.grade", problems)
-    _repeat_keys(lraw, load_kwargs, where, problems)
-    return load_kwargs
+    target_ci = _repeat_keys(lraw, where, problems)
+    if target_ci is not None:
+        load_kwargs["target_ci"] = target_ci
+    if "tiktoken_file" in lraw:
+        load_kwargs["tiktoken_file"] = str((base / os.path.expanduser(lraw["tiktoken_file"])).resolve())
+        if not os.path.isfile(load_kwargs["tiktoken_file"]):
+            problems.append(f"{where}: load.tiktoken_file: file not found: {load_kwargs['tiktoken_file']}")
+    return LoadSpec(**load_kwargs)
 
 
-def _repeat_keys(lraw: dict[str, Any], load_kwargs: dict[str, Any], where: str, problems: list[str]) -> None:
+def _repeat_keys(lraw: LoadBlock, where: str, problems: list[str]) -> float | None:
     """``restart``, ``target_ci`` (3% or 0.03) and ``max_repeats``: adaptive repeats run in rounds of
-    fresh servers (docs/measurement.md), so a target needs ``restart`` and a cap at or above the first stage."""
+    fresh servers (docs/measurement.md), so a target needs ``restart`` and a cap at or above the first stage.
+    The target, when it is one."""
+    target_ci = None
     if "target_ci" in lraw:
         raw = lraw["target_ci"]
         text = raw.strip() if isinstance(raw, str) else None
@@ -230,7 +238,7 @@ def _repeat_keys(lraw: dict[str, Any], load_kwargs: dict[str, Any], where: str, 
         if not 0 < value < 1:
             problems.append(f"{where}: load.target_ci: expected a relative half-width such as 3% or 0.03, got {raw!r}")
         else:
-            load_kwargs["target_ci"] = value
+            target_ci = value
         if not lraw.get("restart"):
             problems.append(f"{where}: load.target_ci: needs load.restart: true (adaptive repeats run in rounds of fresh servers)")
         if "max_repeats" not in lraw:
@@ -242,10 +250,11 @@ def _repeat_keys(lraw: dict[str, Any], load_kwargs: dict[str, Any], where: str, 
         elif lraw["max_repeats"] < first:
             problems.append(f"{where}: load.max_repeats: expected at least {first} (the first stage: load.repeats, "
                             f"and never fewer than {MIN_ADAPTIVE_REPEATS}), got {lraw['max_repeats']}")
+    return target_ci
 
 
-def _server(top: dict[str, Any], where: str, problems: list[str]) -> LaunchSettings:
-    sraw = check_keys(top.get("server", {}), SERVER_KEYS, f"{where}: server", problems)
+def _server(top: TopBlock, where: str, problems: list[str]) -> LaunchSettings:
+    sraw = cast(ServerBlock, check_keys(top.get("server", {}), SERVER_KEYS, f"{where}: server", problems))
     if "gpus_per_server" in sraw and sraw["gpus_per_server"] < 0:
         problems.append(f"{where}: server.gpus_per_server: expected 0 or more, got {sraw['gpus_per_server']}")
     if "load_format" in sraw:
@@ -262,7 +271,7 @@ def _server(top: dict[str, Any], where: str, problems: list[str]) -> LaunchSetti
     )
 
 
-def _urls_against_settings(top: dict[str, Any], lraw: dict[str, Any], configs: list[ServerConfig], where: str,
+def _urls_against_settings(top: TopBlock, lraw: LoadBlock, configs: list[ServerConfig], where: str,
                            problems: list[str]) -> None:
     """Config URLs that contradict suite-wide settings (credentials twice, https over the socket client)."""
     if top.get("api_key_env"):

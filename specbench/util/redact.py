@@ -85,9 +85,9 @@ def redact_argv(argv: Sequence[Any], extra_flags: Iterable[str] = ()) -> list[An
     return out
 
 
-def redact_env(env: Mapping[str, Any]) -> dict[str, Any]:
+def redact_env(env: Mapping[str, str]) -> dict[str, str]:
     """Environment variables with secret-named values masked (the names stay, to show they were set)."""
-    return {k: (MASK if is_secret_name(k) else redact_value(v)) for k, v in env.items()}
+    return {k: (MASK if is_secret_name(k) else redact_url(v)) for k, v in env.items()}
 
 
 def redact_mapping(data: Any) -> Any:

@@ -111,8 +111,28 @@ def write_random(path: Path, specs: Sequence[TensorSpec], *, seed: int = 0, dtyp
     return path.stat().st_size
 
 
-def read_header(path: Path) -> tuple[dict[str, Any], int]:
-    """The JSON header of a safetensors file and where its data starts, checked: every tensor's bytes
+@dataclass(frozen=True)
+class StoredTensor:
+    """One tensor of a safetensors file: its dtype, shape and bytes ``begin``–``end`` after the header."""
+
+    dtype: str
+    shape: tuple[int, ...]
+    begin: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Header:
+    """A safetensors file's header: its tensors in file order, its ``__metadata__`` (None: none), and the
+    byte where the tensors' data starts."""
+
+    tensors: dict[str, StoredTensor]
+    metadata: object
+    start: int
+
+
+def read_header(path: Path) -> Header:
+    """The JSON header of a safetensors file, checked: every tensor's bytes
     match its dtype and shape, back to back, filling the file exactly. Bad → one-line error."""
     with open(path, "rb") as f:
         prefix = f.read(8)
@@ -129,6 +149,7 @@ def read_header(path: Path) -> tuple[dict[str, Any], int]:
     if not isinstance(head, dict):
         raise SpecbenchError(f"{path}: safetensors header is not a JSON object")
     start, end = 8 + n, 0
+    stored: dict[str, StoredTensor] = {}
     try:
         tensors = sorted(((k, v) for k, v in head.items() if k != "__metadata__"), key=lambda kv: kv[1]["data_offsets"][0])
         for name, t in tensors:
@@ -136,9 +157,10 @@ def read_header(path: Path) -> tuple[dict[str, Any], int]:
             if t["dtype"] not in ITEM_BYTES or begin != end or stop - begin != math.prod(t["shape"]) * ITEM_BYTES[t["dtype"]]:
                 raise SpecbenchError(f"{path}: tensor {name!r}: offsets {t['data_offsets']} do not fit {t['dtype']} "
                                      f"{t['shape']} after byte {end}")
+            stored[name] = StoredTensor(t["dtype"], tuple(t["shape"]), begin, stop)
             end = stop
     except (KeyError, TypeError, ValueError) as err:
         raise SpecbenchError(f"{path}: safetensors header entry without dtype/shape/data_offsets ({type(err).__name__}: {err})") from None
     if start + end != path.stat().st_size:
         raise SpecbenchError(f"{path}: {path.stat().st_size} bytes, the header describes {start + end}")
-    return head, start
+    return Header(tensors=stored, metadata=head.get("__metadata__"), start=start)

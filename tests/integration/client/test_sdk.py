@@ -44,7 +44,7 @@ async def test_the_sdk_sends_the_socket_clients_body_and_headers(scripted, monke
         rec = await _request(kind, spec)
         assert rec.ok and rec.output_tokens == 6, (kind, rec.error)
     socket_body, sdk_body = server.bodies[-2:]
-    assert sdk_body == socket_body == json.loads(json.dumps(spec.payload(MSGS)))
+    assert sdk_body == socket_body == json.loads(json.dumps(spec.payload(MSGS).to_dict()))
     sent = {k.lower(): v for k, v in server.headers[-1].items()}
     assert sent["x-stainless-package-version"] == openai.__version__
     assert sent["accept-encoding"] == "identity"

@@ -328,7 +328,7 @@ async def test_payload_options_and_extra_body(session, scripted):
 def test_request_spec_url_and_defaults():
     assert RequestSpec("http://h:1/", "m").url == "http://h:1/v1/chat/completions"
     assert RequestSpec("http://h:1", "m", endpoint="completions").url == "http://h:1/v1/completions"
-    body = RequestSpec("http://h:1", "m").payload([{"role": "user", "content": "q"}])
+    body = RequestSpec("http://h:1", "m").payload([{"role": "user", "content": "q"}]).to_dict()
     assert "top_p" not in body and "ignore_eos" not in body
     assert RequestSpec("http://h:1", "m").headers() == {"Content-Type": "application/json", "Accept-Encoding": "identity"}
 

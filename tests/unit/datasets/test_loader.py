@@ -294,7 +294,7 @@ def test_from_mapping_defaults_and_describe():
     s = spec({"name": "easy", "source": "mbpp", "requests": 5})
     assert (s.name, s.source, s.selection, s.seed, s.recipe, s.options) == ("easy", "mbpp", "first", 0, None, {})
     assert s.effective_recipe == "plain" and s.effective_options["variant"] == "sanitized"
-    assert s.describe()["options"] == {"variant": "sanitized"}
+    assert s.describe().options == {"variant": "sanitized"}
     assert spec("mt_bench") == spec({"name": "mt_bench"})
     assert set(REGISTRY) >= {"builtin", "gsm8k", "math500", "humaneval", "mbpp", "mt_bench", "ultrachat",
                              "speed_bench", "spec_bench", "file"}

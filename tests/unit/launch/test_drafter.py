@@ -14,8 +14,8 @@ from specbench.cli import main
 from specbench.errors import SpecbenchError
 from specbench.launch.drafter import RECORD as DRAFTER_RECORD
 from specbench.launch.drafter import millions, plan_for
-from specbench.launch.shape import RECORD, make_shape, read_tokenizer
-from specbench.util.tensorfile import TensorSpec, bf16_bits, bf16_to_float32, file_size, header_bytes, read_header, write_random
+from specbench.launch.shape import RECORD, Change, make_shape, read_tokenizer
+from specbench.util.tensorfile import StoredTensor, TensorSpec, bf16_bits, bf16_to_float32, file_size, header_bytes, read_header, write_random
 from tests.support.paths import DATA, ROOT
 
 TOKENIZER = DATA / "tokenizer"  # a 23-token byte-level BPE: ids 0-19 in model.vocab, 20-22 added (<|endoftext|>, <|im_start|>, <|im_end|>)
@@ -52,10 +52,12 @@ def test_written_file_is_header_then_bytes(tmp_path):
     raw = path.read_bytes()
     (n,) = struct.unpack("<Q", raw[:8])
     assert n % 8 == 0 and size == len(raw) == 8 + n + 2 * (15 + 7 + 2) == file_size(specs, metadata={"format": "pt"})
-    head, start = read_header(path)
-    assert head["__metadata__"] == {"format": "pt"}
-    assert head["a.weight"] == {"dtype": "BF16", "shape": [3, 5], "data_offsets": [0, 30]}
-    assert head["b.weight"]["data_offsets"] == [30, 44] and head["c.bias"]["data_offsets"] == [44, 48]
+    head = read_header(path)
+    start = head.start
+    assert head.metadata == {"format": "pt"}
+    assert head.tensors["a.weight"] == StoredTensor("BF16", (3, 5), 0, 30)
+    assert (head.tensors["b.weight"].begin, head.tensors["b.weight"].end) == (30, 44)
+    assert (head.tensors["c.bias"].begin, head.tensors["c.bias"].end) == (44, 48)
     ones = np.frombuffer(raw[start + 30:start + 44], dtype="<u2")
     assert bf16_to_float32(ones).tolist() == [1.0] * 7
     weights = bf16_to_float32(np.frombuffer(raw[start:start + 30], dtype="<u2"))
@@ -134,7 +136,7 @@ def test_shape_keeps_ids_inside_the_vocabulary_and_trims_id_lists(tmp_path):
     cfg.write_text(json.dumps({"architectures": ["LlamaForCausalLM"], "vocab_size": 23, "bos_token_id": 1,
                                "eos_token_id": [5, 128009], "pad_token_id": 99}))
     record = make_shape(cfg, TOKENIZER, tmp_path / "out", log=lambda s: None)
-    assert record["changed"] == {"eos_token_id": {"old": [5, 128009], "new": [5]}, "pad_token_id": {"old": 99, "new": 22}}
+    assert record.changed == {"eos_token_id": Change(old=[5, 128009], new=[5]), "pad_token_id": Change(old=99, new=22)}
 
 
 def test_shape_refuses_a_tokenizer_without_chat_template(tmp_path):
@@ -156,7 +158,7 @@ def test_shape_takes_the_template_inside_tokenizer_config(tmp_path):
     (tok / "chat_template.jinja").unlink()
     cfg = json.loads((tok / "tokenizer_config.json").read_text())
     (tok / "tokenizer_config.json").write_text(json.dumps({**cfg, "chat_template": "{{ messages[0]['content'] }}"}))
-    assert make_shape(QWEN3_8B, tok, tmp_path / "out", log=lambda s: None)["chat_template"].endswith("(chat_template)")
+    assert make_shape(QWEN3_8B, tok, tmp_path / "out", log=lambda s: None).chat_template.endswith("(chat_template)")
 
 
 @pytest.mark.parametrize("text, expect", [("{", "not valid JSON"), ('{"vocab_size": 10}', "architectures: required")])
@@ -248,9 +250,9 @@ def test_drafter_command_writes_a_file_the_plan_describes(tmp_path, capsys):
     target, out = tiny_target(tmp_path), tmp_path / "dspark"
     assert main(["setup", "drafter", "--method", "dspark", "--target", str(target), "-o", str(out)]) == 0
     plan = plan_for("dspark", json.loads((target / "config.json").read_text()), target / "config.json")
-    head, _ = read_header(out / "model.safetensors")
-    assert {k: tuple(v["shape"]) for k, v in head.items() if k != "__metadata__"} == {t.name: t.shape for t in plan.tensors}
-    assert all(v["dtype"] == "BF16" for k, v in head.items() if k != "__metadata__")
+    head = read_header(out / "model.safetensors").tensors
+    assert {k: v.shape for k, v in head.items()} == {t.name: t.shape for t in plan.tensors}
+    assert all(v.dtype == "BF16" for v in head.values())
     size = (out / "model.safetensors").stat().st_size
     assert size == file_size(plan.tensors, metadata={"format": "pt"})
     assert json.loads((out / "config.json").read_text()) == plan.config
@@ -270,8 +272,8 @@ def test_draft_model_folder_carries_the_target_tokenizer(tmp_path):
     target, out = tiny_target(tmp_path, "llama", tie_word_embeddings=True), tmp_path / "small"
     assert main(["setup", "drafter", "--method", "draft_model", "--target", str(target), "--layers", "1", "-o", str(out)]) == 0
     assert (out / "tokenizer.json").exists()
-    head, _ = read_header(out / "model.safetensors")
-    assert "lm_head.weight" not in head and head["model.embed_tokens.weight"]["shape"] == [23, 16]
+    head = read_header(out / "model.safetensors").tensors
+    assert "lm_head.weight" not in head and head["model.embed_tokens.weight"].shape == (23, 16)
 
 
 def test_drafter_needs_a_readable_target(tmp_path, capsys):

@@ -190,8 +190,8 @@ def test_vllm_cpu_extends_vllm():
     assert eng.env == {"VLLM_CPU_KVCACHE_SPACE": "2", "VLLM_TARGET_DEVICE": "cpu"}
     assert eng.gpu_env is None
     # inherited from vllm.yaml
-    assert eng.data["metrics"] == load_engine("vllm").data["metrics"]
-    assert eng.data["request_extra"] == {"return_token_ids": True}
+    assert eng.launcher.metrics == load_engine("vllm").launcher.metrics
+    assert eng.launcher.request_extra == {"return_token_ids": True}
     ngram = ServerConfig(name="n", method="ngram", num_speculative_tokens=3, speculative={"prompt_lookup_max": 4})
     sj = spec_json(eng.argv(config=ngram, model="smol", model_path=None, host=HOST, port=PORT))
     assert sj == {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4}
@@ -314,3 +314,22 @@ def test_steplog_on_sglang_is_refused_in_one_line_naming_engine_and_config():
                                    host=HOST, port=PORT)
     assert "'sg'" in str(info.value) and "sglang" in str(info.value) and "\n" not in str(info.value)
     assert load_engine("sglang").steplog_flags(ServerConfig(name="sg")) == []
+
+
+def test_launcher_value_of_the_wrong_type_is_one_line_naming_file_and_key(tmp_path, monkeypatch):
+    (tmp_path / "odd.yaml").write_text("extends: vllm\nspeculative: {flag: [not, a, string]}\n")
+    monkeypatch.setenv("SPECBENCH_LAUNCHERS", str(tmp_path))
+    with pytest.raises(SuiteError) as err:
+        load_engine("odd")
+    assert "\n" not in str(err.value) and str(tmp_path / "odd.yaml") in str(err.value)
+    assert "speculative.flag: expected a string" in str(err.value)
+
+
+def test_launcher_without_command_refuses_to_launch_in_one_line(tmp_path, monkeypatch):
+    (tmp_path / "reader.yaml").write_text("adapter: vllm\nready: {health: /health, models: /v1/models}\n")
+    monkeypatch.setenv("SPECBENCH_LAUNCHERS", str(tmp_path))
+    eng = load_engine("reader")  # reading a server at a URL needs no command
+    assert eng.models_path == "/v1/models"
+    with pytest.raises(LaunchError) as err:
+        eng.argv(config=ServerConfig(name="b"), model="m", model_path="/m", host=HOST, port=PORT)
+    assert "\n" not in str(err.value) and "command: required by engine reader" in str(err.value)

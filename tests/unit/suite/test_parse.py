@@ -318,28 +318,28 @@ def test_baseline_by_name_or_flag(tmp_path, prompts):
 
 def test_comparability_changes_with_max_tokens(tmp_path, prompts):
     data = valid(prompts)
-    first = load_suite(write(tmp_path, data)).comparability()
-    assert load_suite(write(tmp_path, data)).comparability() == first  # deterministic
+    first = load_suite(write(tmp_path, data)).comparability().to_dict()
+    assert load_suite(write(tmp_path, data)).comparability().to_dict() == first  # deterministic
     data["load"]["max_tokens"] = 65
-    second = load_suite(write(tmp_path, data)).comparability()
+    second = load_suite(write(tmp_path, data)).comparability().to_dict()
     assert second["max_tokens"] == 65 and first["max_tokens"] == 64
     assert {k for k in first if first[k] != second[k]} == {"max_tokens"}
 
 
 def test_comparability_fingerprints_configs_and_datasets(tmp_path, prompts):
     data = valid(prompts)
-    first = load_suite(write(tmp_path, data)).comparability()
+    first = load_suite(write(tmp_path, data)).comparability().to_dict()
     assert set(first["configs"]) == {"baseline", "dspark_k3"} and set(first["datasets"]) == {"p", "builtin"}
     data["configs"][1]["num_speculative_tokens"] = 7
     data["datasets"][0]["requests"] = 1
-    second = load_suite(write(tmp_path, data)).comparability()
+    second = load_suite(write(tmp_path, data)).comparability().to_dict()
     assert first["configs"]["baseline"] == second["configs"]["baseline"]
     assert first["configs"]["dspark_k3"] != second["configs"]["dspark_k3"]
     assert first["datasets"]["p"] != second["datasets"]["p"]
     assert first["datasets"]["builtin"] == second["datasets"]["builtin"]
     # load shape is not part of it (more load points may be added on resume)
     data["load"]["concurrency"] = [1, 4, 16]
-    assert load_suite(write(tmp_path, data)).comparability() == second
+    assert load_suite(write(tmp_path, data)).comparability().to_dict() == second
 
 
 @pytest.mark.parametrize("change", ["extra_body", "model_path", "engine"])
@@ -361,13 +361,13 @@ def test_load_format_dummy_suite_wide_and_per_config(tmp_path, prompts):
     data = valid(prompts)
     real = load_suite(write(tmp_path, data))
     assert [c.load_format for c in real.configs] == ["auto", "auto"] and real.dummy_configs == []
-    assert "load_format" not in real.comparability()  # runs from before the key stay comparable
+    assert "load_format" not in real.comparability().to_dict()  # runs from before the key stay comparable
     data["server"]["load_format"] = "dummy"
     data["configs"].append({"name": "real", "load_format": "auto"})
     suite = load_suite(write(tmp_path, data))
     assert [(c.name, c.load_format) for c in suite.configs] == [("baseline", "auto"), ("dspark_k3", "dummy"), ("real", "auto")]
     assert suite.server.load_format == "dummy" and suite.dummy_configs == ["dspark_k3"]
-    assert suite.comparability()["load_format"] == "dummy"
+    assert suite.comparability().load_format == "dummy"
     data["configs"][0]["load_format"] = "dummy"
     assert load_suite(write(tmp_path, data)).dummy_configs == ["baseline", "dspark_k3"]
 
@@ -390,7 +390,7 @@ def test_dummy_and_real_runs_are_not_comparable(tmp_path, prompts):
     real = load_suite(write(tmp_path, data)).comparability()
     data["server"]["load_format"] = "dummy"
     dummy = load_suite(write(tmp_path, data)).comparability()
-    assert comparability_problems(RunMeta.from_dict({"comparability": dummy}), RunMeta.from_dict({"comparability": real})) == [
+    assert comparability_problems(RunMeta(comparability=dummy), RunMeta(comparability=real)) == [
         "comparability differs in load_format ('dummy' vs missing)"]
 
 
