@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from ..schemas.cell import Load, load_of
 from ..schemas.meta import RunMeta
+from ..schemas.plans import WhatifPlan
 from ..schemas.row import ResultRow
 
 
@@ -107,28 +108,29 @@ def _ci(r: ResultRow, key: str) -> tuple[float, float] | None:
     return (float(ci[0]), float(ci[1])) if isinstance(ci, list) and len(ci) == 2 and None not in ci else None
 
 
-def whatif_plan(meta: RunMeta | None) -> dict[str, Any]:
-    """meta.json's ``whatif`` (the plan ``run.whatif`` wrote), {} for a run of another command."""
-    return (meta.whatif if meta else None) or {}
+def whatif_plan(meta: RunMeta | None) -> WhatifPlan:
+    """meta.json's ``whatif`` (the plan ``run.whatif`` wrote), empty for a run of another command."""
+    return (meta.whatif if meta else None) or WhatifPlan()
 
 
 def is_replay(meta: RunMeta | None) -> bool:
     """A what-if run that replayed a profile's acceptance (``measure.replay``), not a grid of lengths."""
-    return bool(whatif_plan(meta).get("profile"))
+    return whatif_plan(meta).is_replay
 
 
 def whatif_curves(records: Sequence[ResultRow], meta: RunMeta | None) -> list[Curve]:
-    if is_replay(meta):
+    plan = whatif_plan(meta)
+    if plan.is_replay:
         return []  # a profile's replay (measure.replay), not a grid of lengths
-    plan = whatif_plan(meta).get("configs") or {}
+    lengths = plan.lengths()
     curves: dict[tuple[str, str, Load], Curve] = {}
     for r in records:
-        p = plan.get(r.run)
-        if not isinstance(p, dict) or "of" not in p:
+        p = lengths.get(r.run)
+        if p is None or p.of is None or p.acceptance_length is None:
             continue
-        key = (r.dataset, p["of"], load_of(r))
-        curve = curves.setdefault(key, Curve(r.dataset, p["of"], load_of(r), p.get("k")))
-        curve.points.append(Point(r.run, float(p["acceptance_length"]), r.mean_acceptance_length,
+        key = (r.dataset, p.of, load_of(r))
+        curve = curves.setdefault(key, Curve(r.dataset, p.of, load_of(r), p.k))
+        curve.points.append(Point(r.run, p.acceptance_length, r.mean_acceptance_length,
                                   r.speedup_vs_baseline, _ci(r, "speedup_vs_baseline")))
     for (dataset, config, load), curve in curves.items():
         curve.points.sort(key=lambda p: p.target)

@@ -104,7 +104,7 @@ def synthetic_configs(meta: RunMeta | None) -> set[str]:
     """Configs of a run whose acceptance was fixed by the engine (whatif's replays): not a drafter's profile."""
     if meta is None:
         return set()
-    out = set((meta.whatif or {}).get("configs") or {})
+    out = set(meta.whatif.configs if meta.whatif else {})
     for c in meta.raw.configs or []:
         if ((c.get("speculative") or {}).get("rejection_sample_method") == "synthetic"
                 or SYNTHETIC_ENV in (c.get("env") or {})):

@@ -16,6 +16,7 @@ from typing import Any
 from ..errors import ProfileError
 from ..schemas.cell import Load, load_of
 from ..schemas.meta import RunMeta
+from ..schemas.plans import ProfileRef, ReplayedConfig
 from ..schemas.row import ResultRow
 from ..util.numbers import is_number
 from .break_even import whatif_plan
@@ -165,43 +166,55 @@ class ReplayPoint:
         return gap is not None and abs(gap) > LENGTH_FLAG
 
 
-def _pair(v: Any) -> tuple[float, float] | None:
+def _pair(v: object) -> tuple[float, float] | None:
     return (float(v[0]), float(v[1])) if isinstance(v, list) and len(v) == 2 and all(map(is_number, v)) else None
 
 
-def _profile_speedup(p: dict[str, Any], load: Load) -> tuple[float | None, tuple[float, float] | None, bool]:
-    speedups = [s for s in p.get("profile_speedups") or [] if isinstance(s, dict)]
-
-    def load_of_entry(s: dict[str, Any]) -> Load:
-        rate, conc = s.get("request_rate"), s.get("concurrency")
-        return Load("rate", rate) if is_number(rate) else Load("concurrency", conc if is_number(conc) else None)
-
-    for s in speedups:
-        if load_of_entry(s).value is not None and load_of_entry(s) == load.uncapped:
-            return (s.get("speedup_vs_baseline") if is_number(s.get("speedup_vs_baseline")) else None), _pair(s.get("ci")), True
-    for s in speedups:
-        if load_of_entry(s).value is None:
-            return (s.get("speedup_vs_baseline") if is_number(s.get("speedup_vs_baseline")) else None), _pair(s.get("ci")), False
+def _profile_speedup(p: ReplayedConfig, load: Load) -> tuple[float | None, tuple[float, float] | None, bool]:
+    """The profile's own speedup at ``load`` (True: at that load), else at a load it does not say (False)."""
+    for s in p.profile_speedups:
+        if s.load.value is not None and s.load == load.uncapped:
+            return s.speedup_vs_baseline, s.ci, True
+    for s in p.profile_speedups:
+        if s.load.value is None:
+            return s.speedup_vs_baseline, s.ci, False
     return None, None, True
 
 
 def replay_points(records: Sequence[ResultRow], meta: RunMeta | None) -> list[ReplayPoint]:
     """One point per replayed config × data set × load, in data set, config, load order."""
     plan = whatif_plan(meta)
-    if not plan.get("profile"):
+    if not plan.is_replay:
         return []
-    configs = plan.get("configs") or {}
+    configs = plan.replayed()
     out = []
     for r in records:
         p = configs.get(r.run)
-        if not isinstance(p, dict) or not is_number(p.get("acceptance_length")):
+        if p is None or p.acceptance_length is None:
             continue
         load = load_of(r)
         sp, sp_ci, known = _profile_speedup(p, load)
-        rates = p.get("acceptance_per_position")
+        rates = p.acceptance_per_position
         out.append(ReplayPoint(
-            r.dataset, str(p.get("of")), r.run, p.get("k"), load, str(p.get("mode") or "rates"), r.speedup_vs_baseline,
-            _pair((r.ci95 or {}).get("speedup_vs_baseline")), r.mean_acceptance_length, float(p["acceptance_length"]),
-            float(p.get("replayed_length") or p["acceptance_length"]), sp, sp_ci, known,
-            tuple(rates) if isinstance(rates, list) else None, tuple(p.get("estimated_positions") or ()), p.get("note")))
+            r.dataset, str(p.of), r.run, p.k, load, p.mode or "rates", r.speedup_vs_baseline,
+            _pair((r.ci95 or {}).get("speedup_vs_baseline")), r.mean_acceptance_length, float(p.acceptance_length),
+            float(p.replayed_length or p.acceptance_length), sp, sp_ci, known,
+            tuple(rates) if rates is not None else None, tuple(p.estimated_positions), p.note))
     return sorted(out, key=lambda x: (x.dataset, x.config, x.load.sort_key()))
+
+
+@dataclass(frozen=True)
+class Replay:
+    """A profile's replay: its points, the profile file, and the data sets it had no entry for."""
+
+    points: list[ReplayPoint]
+    profile: ProfileRef
+    skipped: list[str]
+
+
+def replay_of(records: Sequence[ResultRow], meta: RunMeta | None) -> Replay | None:
+    """The replay of a `whatif --profile` run (None: a run of another kind)."""
+    plan = whatif_plan(meta)
+    if plan.profile is None:
+        return None
+    return Replay(replay_points(records, meta), plan.profile, list(plan.skipped_datasets or []))

@@ -7,12 +7,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..measure.best_k import analysis_of
-from ..measure.break_even import Point, is_replay, verdict, whatif_curves, whatif_plan
-from ..measure.replay import LENGTH_FLAG, ReplayPoint, replay_points
-from ..measure.tune_result import Candidate
-from ..schemas.meta import RunMeta
-from ..schemas.row import ResultRow
+from ..measure.break_even import Curve, Point, verdict
+from ..measure.explained import Explained
+from ..measure.replay import LENGTH_FLAG, Replay, ReplayPoint
+from ..schemas.plans import Candidate, TuneResult
 
 
 def _cell(p: Point | None) -> str:
@@ -33,10 +31,14 @@ WHATIF_NOTE = (
     "those rows.")
 
 
-def whatif_markdown(records: Sequence[ResultRow], meta: RunMeta | None) -> str:
-    if is_replay(meta):
-        return replay_markdown(records, meta)
-    curves = whatif_curves(records, meta)
+def explain_markdown(explained: Explained) -> list[str]:
+    """The what-if map (or a profile's replay) and the best-K table of runs made by ``specbench whatif`` / ``tune``."""
+    out = [replay_markdown(explained.replay) if explained.replay else whatif_markdown(explained.curves),
+           tune_markdown(explained.tune)]
+    return [part for part in out if part]
+
+
+def whatif_markdown(curves: Sequence[Curve]) -> str:
     if not curves:
         return ""
     targets = sorted({p.target for c in curves for p in c.points})
@@ -63,8 +65,7 @@ def _fmt(cand: Candidate | None) -> str:
     return text
 
 
-def tune_markdown(records: Sequence[ResultRow], meta: RunMeta | None) -> str:
-    result = analysis_of(records, meta)
+def tune_markdown(result: TuneResult | None) -> str:
     if not result or not result.cells:
         return ""
     ks = result.ks()
@@ -157,8 +158,8 @@ REPLAY_NOTE = (
     "and accuracy do not apply to these rows.")
 
 
-def replay_markdown(records: Sequence[ResultRow], meta: RunMeta | None) -> str:
-    points = replay_points(records, meta)
+def replay_markdown(replay: Replay) -> str:
+    points = replay.points
     if not points:
         return ""
     header = ["Dataset", "Config", "k", "Load", "Predicted speedup", "Profile speedup", "Profile AL", "Measured AL",
@@ -168,9 +169,9 @@ def replay_markdown(records: Sequence[ResultRow], meta: RunMeta | None) -> str:
         lines.append("| " + " | ".join([
             p.dataset, p.config, "—" if p.k is None else str(p.k), p.load.label, _x(p.predicted, p.ci),
             profile_speedup_text(p), f"{p.profile_length:.2f}", measured_length_text(p), replayed_text(p)]) + " |")
-    profile = whatif_plan(meta).get("profile") or {}
-    src = f"Profile {profile.get('path')} (sha256 {str(profile.get('sha256'))[:12]}…)" if profile.get("path") else "Profile"
-    skipped = whatif_plan(meta).get("skipped_datasets") or []
+    profile = replay.profile
+    src = f"Profile {profile.path} (sha256 {str(profile.sha256)[:12]}…)" if profile.path else "Profile"
+    skipped = replay.skipped
     notes = [REPLAY_NOTE] + ([f"Not replayed (the profile has no entry for them): {', '.join(skipped)}."] if skipped else [])
     return (f"What-if: predicted speedup at the profile's acceptance\n\n{src}\n\n" + "\n".join(lines)
             + "".join(f"\n\n- {n}" for n in notes))

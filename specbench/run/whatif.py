@@ -11,10 +11,10 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 from ..errors import SuiteError
 from ..launch import Engine, load_engine
+from ..schemas.plans import SyntheticLength, WhatifPlan
 from ..suite import Suite
 from .explain import derived_suite, raw_config, spec_configs
 
@@ -100,17 +100,17 @@ def derived_name(config: str, length: float) -> str:
 
 def expand_whatif(suite: Suite, lengths: Sequence[float] | None = None, only: Sequence[str] | None = None,
                   include_real: bool = True,
-                  check: Callable[[Engine, str | None], str | None] = synthetic_support) -> tuple[Suite, dict[str, Any]]:
+                  check: Callable[[Engine, str | None], str | None] = synthetic_support) -> tuple[Suite, WhatifPlan]:
     """The suite to run (baseline, the real configs, one config per acceptance length) and its plan.
 
-    ``plan["configs"]`` maps each derived config to ``{"of": real config, "acceptance_length": L,
-    "k": k}``; it is what ``whatif_curves`` reads back from ``meta.json``.
+    ``plan.configs`` maps each derived config to its ``SyntheticLength`` (the real config, L, k); it is what
+    ``whatif_curves`` reads back from ``meta.json``.
     """
     chosen = spec_configs(suite, only, "whatif")
     base = suite.baseline
     assert base is not None  # spec_configs raised otherwise
     configs = [raw_config(suite, base)]
-    plan: dict[str, Any] = {"configs": {}, "real": include_real}
+    plan = WhatifPlan(real=include_real)
     derived = []
     for c in chosen:
         _, k = synthetic_config(suite, c, check, "whatif needs num_speculative_tokens (synthetic acceptance is defined "
@@ -133,5 +133,5 @@ def expand_whatif(suite: Suite, lengths: Sequence[float] | None = None, only: Se
             raw["speculative"] = {**raw.get("speculative", {}), "rejection_sample_method": "synthetic",
                                   "synthetic_acceptance_length": float(length)}
             derived.append(raw)
-            plan["configs"][raw["name"]] = {"of": c.name, "acceptance_length": float(length), "k": k}
+            plan.configs[raw["name"]] = SyntheticLength(c.name, float(length), k)
     return derived_suite(suite, "whatif", configs + derived), plan

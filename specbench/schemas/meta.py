@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..util.jsonio import read_json, write_json
+from .plans import ScheduleCheck, TunePlan, WhatifPlan
 from .record import Record
 
 
@@ -170,9 +171,9 @@ class RunMeta(Record):
     chunk_clock: dict[str, str] | None = None
     slo_search: dict[str, dict[str, Any]] | None = None
     parallel: dict[str, Any] | None = None
-    whatif: dict[str, Any] | None = None
-    tune: dict[str, Any] | None = None
-    schedule: dict[str, Any] | None = None
+    whatif: WhatifPlan | None = None
+    tune: TunePlan | None = None
+    schedule: ScheduleCheck | None = None
     updated_at: str | None = None
     notes: list[str] | None = None
     finished_at: str | None = None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ...measure.best_k import analysis_of
-from ...measure.tune_result import KCell
+from ...schemas.plans import KCell
 from ...schemas.cell import Load
 from ..model import Model
 from ..svg import (
