@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SuiteError
-from ..schemas.plans import ScheduleCheck
 from ..run.tune import expand_tune, read_schedule, verify_suite, write_schedule
+from ..schemas.plans import ScheduleCheck
 from .common import parse_numbers, run_with_plan
 
 

@@ -11,16 +11,16 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from ..errors import ProfileError
+from ..errors import ProfileError, ResultsError
 from ..schemas.cell import Load, load_of
 from ..schemas.meta import RunMeta
 from ..schemas.plans import ProfileRef, ReplayedConfig
+from ..schemas.profile_file import FORMAT, ProfileEntry, ProfileFile
 from ..schemas.row import ResultRow
 from ..util.numbers import is_number
 from .break_even import whatif_plan
-from .profile import FORMAT, LENGTH_TOLERANCE, rates_problem
+from .profile import LENGTH_TOLERANCE, rates_problem
 
 #: measured vs the profile's acceptance length: a larger relative gap is flagged ⚠ beside the replay
 LENGTH_FLAG = 0.03
@@ -43,50 +43,53 @@ class Entry:
     drafts: int | None
 
 
-def read_entry(e: Any, i: int, where: str) -> Entry:
+def read_entry(e: ProfileEntry, i: int, where: str) -> Entry:
+    """One entry of a profile file (its types already read strictly), checked as vLLM checks its rates."""
     at = f"{where}: profiles[{i}]"
-    if not isinstance(e, dict):
-        raise ProfileError(f"{at}: expected an object, got {type(e).__name__}")
-    for key in ("dataset", "config"):
-        if not isinstance(e.get(key), str) or not e[key]:
-            raise ProfileError(f"{at}.{key}: expected a name, got {e.get(key)!r}")
-    k = e.get("num_speculative_tokens")
-    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+    for key, name in (("dataset", e.dataset), ("config", e.config)):
+        if not name:
+            raise ProfileError(f"{at}.{key}: expected a name, got {name!r}")
+    k = e.num_speculative_tokens
+    if k is None or k < 1:
         raise ProfileError(f"{at}.num_speculative_tokens: expected a positive integer, got {k!r}")
-    rates = e.get("acceptance_per_position")
-    if not isinstance(rates, list):
-        raise ProfileError(f"{at}.acceptance_per_position: expected a list of k = {k} rates, got {rates!r}")
+    rates = e.acceptance_per_position
+    if rates is None:
+        raise ProfileError(f"{at}.acceptance_per_position: expected a list of k = {k} rates, got None")
     why = rates_problem(rates, k)
     if why:
         raise ProfileError(f"{at}.acceptance_per_position: {why}")
-    length = e.get("mean_acceptance_length")
+    length = e.mean_acceptance_length
     if length is None:
         length = 1 + math.fsum(rates)
-    if not is_number(length) or abs(1 + math.fsum(rates) - length) > LENGTH_TOLERANCE:
+    if abs(1 + math.fsum(rates) - length) > LENGTH_TOLERANCE:
         raise ProfileError(f"{at}.mean_acceptance_length: expected 1 + Σ acceptance_per_position = "
                            f"{1 + math.fsum(rates):.4f}, got {length!r}")
-    est = e.get("estimated_positions") or []
-    if not isinstance(est, list) or not all(isinstance(j, int) and not isinstance(j, bool) and 1 <= j <= k for j in est):
+    est = e.estimated_positions or []
+    if not all(1 <= j <= k for j in est):
         raise ProfileError(f"{at}.estimated_positions: expected 1-based positions in 1..{k}, got {est!r}")
-    rate, conc = e.get("request_rate"), e.get("concurrency")
-    load = Load("rate", rate) if is_number(rate) else Load("concurrency", conc if is_number(conc) else None)
-    ci = e.get("speedup_ci95")
-    return Entry(i, e["config"], e["dataset"], k, tuple(float(p) for p in rates), float(length), tuple(est), load,
-                 float(e["speedup_vs_baseline"]) if is_number(e.get("speedup_vs_baseline")) else None,
-                 (float(ci[0]), float(ci[1])) if isinstance(ci, list) and len(ci) == 2 and all(map(is_number, ci)) else None,
-                 e["spec_drafts"] if isinstance(e.get("spec_drafts"), int) and e["spec_drafts"] > 0 else None)
+    load = Load("rate", e.request_rate) if e.request_rate is not None else Load("concurrency", e.concurrency)
+    ci = e.speedup_ci95
+    return Entry(i, e.config or "", e.dataset or "", k, tuple(float(p) for p in rates), float(length), tuple(est), load,
+                 None if e.speedup_vs_baseline is None else float(e.speedup_vs_baseline),
+                 (float(ci[0]), float(ci[1])) if ci is not None and len(ci) == 2 and ci[0] is not None and ci[1] is not None
+                 else None,
+                 e.spec_drafts if e.spec_drafts is not None and e.spec_drafts > 0 else None)
 
 
-def read_profile(data: Any, where: str) -> list[Entry]:
-    """A parsed profile file's entries, each checked as vLLM checks synthetic_acceptance_rates; ProfileError (one
-    line naming the file and key) otherwise."""
+def read_profile(data: object, where: str) -> list[Entry]:
+    """A parsed profile file's entries, read strictly (``ProfileFile``) and each checked as vLLM checks
+    synthetic_acceptance_rates; ProfileError (one line naming the file and key) otherwise."""
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         got = data.get("format") if isinstance(data, dict) else type(data).__name__
         raise ProfileError(f"{where}: format: expected {FORMAT!r} (a file written by specbench profile), got {got!r}")
     entries = data.get("profiles")
     if not isinstance(entries, list) or not entries:
         raise ProfileError(f"{where}: profiles: expected a non-empty list, got {entries!r}")
-    return [read_entry(e, i, where) for i, e in enumerate(entries)]
+    try:
+        profile = ProfileFile.from_dict(data, where)
+    except ResultsError as err:
+        raise ProfileError(str(err)) from None
+    return [read_entry(e, i, where) for i, e in enumerate(profile.profiles)]
 
 
 @dataclass(frozen=True)

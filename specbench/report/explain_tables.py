@@ -5,12 +5,12 @@ points, ``measure.best_k`` analyses and profile entries."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from ..measure.break_even import Curve, Point, verdict
 from ..measure.explained import Explained
 from ..measure.replay import LENGTH_FLAG, Replay, ReplayPoint
 from ..schemas.plans import Candidate, TuneResult
+from ..schemas.profile_file import ProfileEntry
 
 
 def _cell(p: Point | None) -> str:
@@ -100,10 +100,11 @@ def rates_text(rates: Sequence[float | None] | None, estimated: Sequence[int] = 
     return " ".join("—" if p is None else f"{p:.3f}" + (ESTIMATED if i in estimated else "") for i, p in enumerate(rates, 1))
 
 
-def _x(value: float | None, ci: Sequence[float] | None = None) -> str:
+def _x(value: float | None, ci: Sequence[float | None] | None = None) -> str:
     if value is None:
         return "—"
-    return f"{value:.3f}x" + (f" [{ci[0]:.2f}–{ci[1]:.2f}]" if ci else "")
+    low, high = ci if ci and len(ci) == 2 else (None, None)
+    return f"{value:.3f}x" + (f" [{low:.2f}–{high:.2f}]" if low is not None and high is not None else "")
 
 
 PROFILE_NOTE = (
@@ -113,18 +114,17 @@ PROFILE_NOTE = (
     "speedup_vs_baseline [95% CI].")
 
 
-def profile_markdown(profiles: Sequence[dict[str, Any]]) -> str:
+def profile_markdown(profiles: Sequence[ProfileEntry]) -> str:
     header = ["Config", "Dataset", "Load", "k", "p_1…p_k", "Conditional", "Mean AL", "Speedup", "Categories"]
     lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(["---"] * len(header)) + " |"]
     for p in profiles:
-        est = p.get("estimated_positions") or []
-        cats = p.get("categories") or {}
-        cat = ", ".join(f"{c} {v['mean_acceptance_length']:.2f}" for c, v in cats.items()
-                        if v.get("mean_acceptance_length") is not None)
+        est = p.estimated_positions or []
+        cat = ", ".join(f"{c} {v.mean_acceptance_length:.2f}" for c, v in (p.categories or {}).items()
+                        if v.mean_acceptance_length is not None)
         lines.append("| " + " | ".join([
-            p["config"], p["dataset"], p.get("load") or "—", str(p["num_speculative_tokens"]),
-            rates_text(p["acceptance_per_position"], est), rates_text(p.get("acceptance_conditional"), est),
-            f"{p['mean_acceptance_length']:.3f}", _x(p.get("speedup_vs_baseline"), p.get("speedup_ci95")),
+            str(p.config), str(p.dataset), p.load or "—", str(p.num_speculative_tokens),
+            rates_text(p.acceptance_per_position, est), rates_text(p.acceptance_conditional, est),
+            "—" if p.mean_acceptance_length is None else f"{p.mean_acceptance_length:.3f}", _x(p.speedup_vs_baseline, p.speedup_ci95),
             (cat + " (stream)") if cat else "—"]) + " |")
     return "Acceptance profiles\n\n" + "\n".join(lines) + "\n\n- " + PROFILE_NOTE
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from ...measure.best_k import analysis_of
-from ...schemas.plans import KCell
 from ...schemas.cell import Load
+from ...schemas.plans import KCell
 from ..model import Model
 from ..svg import (
     INK,

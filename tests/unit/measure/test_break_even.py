@@ -16,11 +16,11 @@ from specbench.launch import load_engine
 from specbench.measure.best_k import Candidate, best_candidate, engine_flag, indistinguishable, schedule_ranges, tune_analysis
 from specbench.measure.break_even import break_even, verdict, whatif_curves
 from specbench.report.explain_tables import whatif_markdown
-from specbench.schemas.plans import TuneFamily
 from specbench.report.html import render_html
 from specbench.run.tune import expand_tune, families, family_name
 from specbench.run.whatif import default_lengths, expand_whatif, synthetic_support
 from specbench.schemas.meta import RunMeta
+from specbench.schemas.plans import TuneFamily
 from specbench.schemas.row import ResultRow
 from specbench.schemas.row_read import rows_from
 from specbench.suite import parse_suite

@@ -12,14 +12,14 @@ import yaml
 from specbench.cli import main
 from specbench.errors import ProfileError, SuiteError
 from specbench.launch import load_engine
-from specbench.measure.profile import FORMAT
-from specbench.measure.replay import read_profile, replay_of, replay_points
 from specbench.measure.explained import explain
+from specbench.measure.replay import read_profile, replay_of, replay_points
 from specbench.report.explain_tables import explain_markdown, replay_markdown
 from specbench.report.html import render_html
 from specbench.run.replay import expand_replay, load_profile, replay_support
 from specbench.schemas.meta import RunMeta
 from specbench.schemas.plans import ProfileRef
+from specbench.schemas.profile_file import FORMAT
 from specbench.schemas.row_read import rows_from
 from specbench.suite import parse_suite
 

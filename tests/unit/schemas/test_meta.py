@@ -12,9 +12,9 @@ import pytest
 
 from specbench.errors import ResultsError
 from specbench.measure.best_k import tune_analysis
-from specbench.schemas.plans import Schedule, TuneResult
 from specbench.report.load import read_requests
 from specbench.schemas.meta import RunMeta, ServerMeta
+from specbench.schemas.plans import Schedule, TuneResult
 from specbench.schemas.row_read import rows_from
 from specbench.util.jsonio import dumps
 from specbench.util.numbers import finite, is_number
