@@ -29,7 +29,7 @@ from ..measure.profile import SYNTHETIC_ENV, rates_problem
 from ..measure.replay import LENGTH_FLAG, Choice, Entry, choose, read_profile
 from ..schemas.plans import ProfileRef, ProfileSpeedup, ReplayedConfig, WhatifPlan
 from ..suite import ServerConfig, Suite
-from .explain import derived_suite, raw_config, spec_configs
+from .explain import DerivedConfig, derived_suite, spec_configs
 from .whatif import SYNTHETIC_KEYS, package_root, read_text, synthetic_config, synthetic_support
 
 SGLANG_METHODS = ("EAGLE", "EAGLE3", "STANDALONE", "NGRAM", "DSPARK")
@@ -136,31 +136,23 @@ def expand_replay(suite: Suite, entries: Sequence[Entry], profile: ProfileRef, o
     if not used:
         raise ProfileError(f"{where}: no profile for any data set of {suite.path} ({', '.join(names)}); the profile has "
                            f"{', '.join(sorted({e.dataset for e in entries}))}")
-    configs, derived = [raw_config(suite, base)], []
+    configs, derived = [DerivedConfig(base)], []
     plan = WhatifPlan(real=include_real, profile=profile, skipped_datasets=[d for d in names if d not in used])
     for c in chosen:
         engine, k = synthetic_config(suite, c, check, "whatif --profile needs num_speculative_tokens (a profile is "
                                      "chosen per data set and k)")
         _refuse_set(suite, c)
         if include_real:
-            configs.append(raw_config(suite, c))
+            configs.append(DerivedConfig(c))
         for dataset in (d for d in used if c.runs_on(d)):
             choice = choose(entries, dataset, k, where, c.name)
             assert choice is not None  # ``used`` holds only data sets the profile has
             at = f"{where}: profiles[{choice.entries[0].index}]"
             s = engine_settings(engine.adapter, c.method or "", k, choice, at)
-            raw = raw_config(suite, c)
-            raw["name"] = replay_name(c.name, dataset)
-            raw.pop("port", None)
-            raw.pop("baseline", None)
-            raw["datasets"] = [dataset]
-            if s.speculative:
-                raw["speculative"] = {**raw.get("speculative", {}), **s.speculative}
-            if s.env:
-                raw["env"] = {**raw.get("env", {}), **s.env}
-            derived.append(raw)
-            plan.configs[raw["name"]] = _planned(c.name, dataset, k, engine, choice, s)
-    derived.sort(key=lambda raw: used.index(raw["datasets"][0]))  # data set by data set: a run cut short holds whole data sets
+            name = replay_name(c.name, dataset)
+            derived.append(DerivedConfig(c, name, datasets=(dataset,), speculative=s.speculative, env=s.env))
+            plan.configs[name] = _planned(c.name, dataset, k, engine, choice, s)
+    derived.sort(key=lambda d: [used.index(x) for x in d.datasets or ()])  # data set by data set: a run cut short holds whole data sets
     return derived_suite(suite, "whatif", configs + derived, used), plan
 
 

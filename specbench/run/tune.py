@@ -18,7 +18,7 @@ from ..schemas.plans import ScheduleFile, TunedConfig, TuneFamily, TunePlan
 from ..schemas.run_files import SCHEDULE
 from ..suite import ServerConfig, Suite, load_suite
 from ..util.jsonio import write_json
-from .explain import derived_suite, raw_config, spec_configs
+from .explain import DerivedConfig, derived_suite, spec_configs
 
 
 def _family_key(c: ServerConfig) -> str:
@@ -53,7 +53,7 @@ def expand_tune(suite: Suite, ks: Sequence[int], only: Sequence[str] | None = No
                          "the baseline and always a candidate)")
     chosen = spec_configs(suite, only, "tune")
     assert suite.baseline is not None  # spec_configs raised otherwise
-    configs = [raw_config(suite, suite.baseline)]
+    configs = [DerivedConfig(suite.baseline)]
     plan = TunePlan(list(ks))
     pool = [c for c in suite.configs if c is not suite.baseline and c.method and c.launched]
     for fam, members in families(pool).items():
@@ -64,15 +64,8 @@ def expand_tune(suite: Suite, ks: Sequence[int], only: Sequence[str] | None = No
         plan.families[fam] = TuneFamily([c.name for c in members], engine.name, engine.adapter, first.method,
                                         first.drafter, {k: v for k, v in first.speculative.items() if k not in K_KEYS})
         for k in ks:
-            raw = raw_config(suite, first)
-            raw["name"] = f"{fam}_k{k}"
-            raw["num_speculative_tokens"] = k
-            raw.pop("port", None)
-            raw.pop("baseline", None)
-            if raw.get("speculative"):
-                raw["speculative"] = {key: v for key, v in raw["speculative"].items() if key not in K_KEYS}
-            configs.append(raw)
-            plan.configs[raw["name"]] = TunedConfig(fam, k)
+            configs.append(DerivedConfig(first, f"{fam}_k{k}", k, drop_speculative=K_KEYS))
+            plan.configs[f"{fam}_k{k}"] = TunedConfig(fam, k)
     return derived_suite(suite, "tune", configs), plan
 
 
@@ -109,7 +102,7 @@ def read_schedule(path: Path) -> ScheduleFile:
 def verify_suite(schedule: ScheduleFile, where: str) -> Suite:
     """Baseline + one config per family serving its schedule, from the suite the schedule was tuned on."""
     suite = load_suite(str(schedule.suite))  # read_schedule refused a file without it
-    configs = [raw_config(suite, suite.baseline)] if suite.baseline else []
+    configs = [DerivedConfig(suite.baseline)] if suite.baseline else []
     if not configs:
         raise SuiteError(f"{schedule.suite}: no baseline config to verify the schedule against")
     by_family = families([c for c in suite.configs if c is not suite.baseline and c.method and c.launched])
@@ -120,13 +113,10 @@ def verify_suite(schedule: ScheduleFile, where: str) -> Suite:
         members = by_family.get(s.family)
         if not members:
             raise SuiteError(f"{where}: family {s.family!r} no longer matches a config of {schedule.suite}")
-        raw = raw_config(suite, members[0])
-        raw["name"] = f"{s.family}_schedule"
-        raw["num_speculative_tokens"] = spec["num_speculative_tokens"]
-        raw.pop("port", None)
-        raw["speculative"] = {**{k: v for k, v in (raw.get("speculative") or {}).items() if k not in K_KEYS},
-                              "num_speculative_tokens_per_batch_size": spec["num_speculative_tokens_per_batch_size"]}
-        configs.append(raw)
+        configs.append(DerivedConfig(
+            members[0], f"{s.family}_schedule", spec["num_speculative_tokens"],
+            speculative={"num_speculative_tokens_per_batch_size": spec["num_speculative_tokens_per_batch_size"]},
+            drop_speculative=K_KEYS, drop_keys=("port",)))
     if len(configs) == 1:
         raise SuiteError(f"{where}: no schedule with an engine flag to verify (speculation off everywhere, or an "
                          "engine without a per-batch-size K)")

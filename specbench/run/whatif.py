@@ -16,7 +16,7 @@ from ..errors import SuiteError
 from ..launch import Engine, load_engine
 from ..schemas.plans import SyntheticLength, WhatifPlan
 from ..suite import Suite
-from .explain import derived_suite, raw_config, spec_configs
+from .explain import DerivedConfig, derived_suite, spec_configs
 
 SYNTHETIC_KEYS = ("rejection_sample_method", "synthetic_acceptance_length", "synthetic_acceptance_rates")
 
@@ -109,7 +109,7 @@ def expand_whatif(suite: Suite, lengths: Sequence[float] | None = None, only: Se
     chosen = spec_configs(suite, only, "whatif")
     base = suite.baseline
     assert base is not None  # spec_configs raised otherwise
-    configs = [raw_config(suite, base)]
+    configs = [DerivedConfig(base)]
     plan = WhatifPlan(real=include_real)
     derived = []
     for c in chosen:
@@ -124,14 +124,10 @@ def expand_whatif(suite: Suite, lengths: Sequence[float] | None = None, only: Se
             raise SuiteError(f"--lengths: {bad[0]:g} is outside [1, {k + 1}] for config {c.name!r} (k={k}): a step "
                              f"carries 1 to k+1 tokens")
         if include_real:
-            configs.append(raw_config(suite, c))
+            configs.append(DerivedConfig(c))
         for length in grid:
-            raw = raw_config(suite, c)
-            raw["name"] = derived_name(c.name, length)
-            raw.pop("port", None)
-            raw.pop("baseline", None)
-            raw["speculative"] = {**raw.get("speculative", {}), "rejection_sample_method": "synthetic",
-                                  "synthetic_acceptance_length": float(length)}
-            derived.append(raw)
-            plan.configs[raw["name"]] = SyntheticLength(c.name, float(length), k)
+            name = derived_name(c.name, length)
+            derived.append(DerivedConfig(c, name, speculative={"rejection_sample_method": "synthetic",
+                                                               "synthetic_acceptance_length": float(length)}))
+            plan.configs[name] = SyntheticLength(c.name, float(length), k)
     return derived_suite(suite, "whatif", configs + derived), plan
