@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..measure.compare import crossover
-from ..measure.explained import Explained, explain
+from ..measure.explained import explain
 from ..measure.keepup import LAG_LIMIT_MS
 from ..schemas.cell import cell_where, load_label
 from ..schemas.meta import RunMeta
@@ -23,15 +23,15 @@ from .tables import md_row, tables_markdown
 __all__ = ["COLUMNS", "DASH", "DECOMPOSITION_NOTE", "has_decomposition", "markdown", "render"]
 
 
-def markdown(records: Sequence[ResultRow], meta: RunMeta | None = None, explained: Explained | None = None) -> str:
+def markdown(records: Sequence[ResultRow], meta: RunMeta | None = None) -> str:
     """The comparison table and the small tables (``tables.py``), the sweep table, the what-if and
-    tune tables (``explained``: the run's analyses, computed once by ``measure.explained``; absent, they
-    are computed here from ``meta``'s plan), and last the notes and warnings."""
+    tune tables (the run's analyses, made once by ``measure.explained``: the tables only format them),
+    and last the notes and warnings."""
     parts = tables_markdown(records)
     sweep = sweep_table(records)
     if sweep:
         parts.append(sweep)
-    parts += explain_markdown(explained or explain(records, meta))
+    parts += explain_markdown(explain(records, meta))
     notes = list((meta.notes if meta else None) or []) + warnings(records)
     if notes:
         parts.append("\n".join(f"- {n}" for n in notes))
