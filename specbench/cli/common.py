@@ -18,14 +18,14 @@ from ..schemas.plans import ScheduleCheck, TunePlan, WhatifPlan
 from ..schemas.run_files import REQUESTS, RESULTS, RESULTS_MD
 from ..suite import Suite
 
-Plan = WhatifPlan | TunePlan | ScheduleCheck
+DerivedPlan = WhatifPlan | TunePlan | ScheduleCheck
 
 
 #: the meta.json key each derived suite's plan is written under
-PLAN_KEYS: dict[type[Plan], str] = {WhatifPlan: "whatif", TunePlan: "tune", ScheduleCheck: "schedule"}
+PLAN_KEYS: dict[type[DerivedPlan], str] = {WhatifPlan: "whatif", TunePlan: "tune", ScheduleCheck: "schedule"}
 
 
-def run_with_plan(suite: Suite, out: Path, plan: Plan, *, resume: bool, quiet: bool) -> tuple[RunOutcome, RunMeta]:
+def run_with_plan(suite: Suite, out: Path, plan: DerivedPlan, *, resume: bool, quiet: bool) -> tuple[RunOutcome, RunMeta]:
     """Run ``suite`` with the normal runner (live progress, Ctrl-C, resume), the plan in meta.json under its key.
     Returns the runner's outcome and the run's meta; prints results.md as ``specbench run`` does."""
     with RunProgress(Console(stderr=True), quiet=quiet) as progress:

@@ -20,7 +20,7 @@ import numpy as np
 from ..datasets import REGISTRY
 from ..schemas.cell import baseline_name, load_of
 from ..schemas.meta import RunMeta, ServerMeta
-from ..schemas.profile_file import CategoryAcceptance, ProfileEntry, Provenance
+from ..schemas.profile_file import CategoryAcceptance, ProfileEntry, ProfileProvenance
 from ..schemas.row import ResultRow
 
 POSITIONS = ("1-based: acceptance_per_position[i-1] = p_i = P(the first i drafts of a step are all accepted), "
@@ -112,7 +112,7 @@ def synthetic_configs(meta: RunMeta | None) -> set[str]:
     return out
 
 
-def provenance(meta: RunMeta | None, row: ResultRow, source: str) -> Provenance:
+def provenance(meta: RunMeta | None, row: ResultRow, source: str) -> ProfileProvenance:
     """Where a profile comes from: engine, model, drafter, method, k, temperature, recipe, suite; ``missing`` lists
     what the input could not say (a results.json without its meta.json says only what its rows carry)."""
     have = meta or RunMeta()
@@ -122,7 +122,7 @@ def provenance(meta: RunMeta | None, row: ResultRow, source: str) -> Provenance:
     spec: Mapping[str, Any] = config["speculative"] if isinstance(config.get("speculative"), dict) else {}
     entries = [d if isinstance(d, dict) else {"name": d} for d in raw.datasets or []]
     entry = next((d for d in entries if d.get("name") == row.dataset), None)
-    out = Provenance(
+    out = ProfileProvenance(
         source, server.engine or row.engine, server.version or row.server_version,
         (raw.server or {}).get("model_path") or raw.model, raw.model, config.get("drafter") or spec.get("model"),
         config.get("method") or row.method, config.get("num_speculative_tokens") or row.num_speculative_tokens,

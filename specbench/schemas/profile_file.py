@@ -27,7 +27,7 @@ class CategoryAcceptance(Record):
 
 
 @dataclass
-class Provenance(Record):
+class ProfileProvenance(Record):
     """Where a profile comes from; ``missing`` lists what the input could not say, ``missing_why`` why (written
     only when there is a reason)."""
 
@@ -76,7 +76,7 @@ class ProfileEntry(Record):
     speedup_ci95: list[float | None] | None = None
     status: str | None = None
     categories: dict[str, CategoryAcceptance] | None = None
-    provenance: Provenance | None = None
+    provenance: ProfileProvenance | None = None
 
 
 @dataclass
