@@ -1,6 +1,6 @@
 """The tables of `specbench whatif` (break-even acceptance per load, or a profile's replay), `specbench tune`
-(best K per load) and `specbench profile`, rendered from ``measure.break_even`` curves, ``measure.replay``
-points, ``measure.best_k`` analyses and profile entries."""
+(best K per load) and `specbench profile`: formatted from a run's analyses (``measure.explained.Explained``: the
+break-even curves, the replay's points, the tune result) and from profile entries; nothing here computes them."""
 
 from __future__ import annotations
 
