@@ -155,18 +155,12 @@ class ReplayPoint:
     rates: tuple[float, ...] | None
     estimated: tuple[int, ...]
     note: str | None
+    length_gap: float | None  # (measured − profile) ÷ profile acceptance length
+    flagged: bool  # the gap is beyond LENGTH_FLAG
 
-    @property
-    def length_gap(self) -> float | None:
-        """(measured − profile) ÷ profile acceptance length."""
-        if self.measured_length is None or not self.profile_length:
-            return None
-        return (self.measured_length - self.profile_length) / self.profile_length
 
-    @property
-    def flagged(self) -> bool:
-        gap = self.length_gap
-        return gap is not None and abs(gap) > LENGTH_FLAG
+def _gap(measured: float | None, profile: float) -> float | None:
+    return None if measured is None or not profile else (measured - profile) / profile
 
 
 def _pair(v: object) -> tuple[float, float] | None:
@@ -198,11 +192,13 @@ def replay_points(records: Sequence[ResultRow], meta: RunMeta | None) -> list[Re
         load = load_of(r)
         sp, sp_ci, known = _profile_speedup(p, load)
         rates = p.acceptance_per_position
+        gap = _gap(r.mean_acceptance_length, float(p.acceptance_length))
         out.append(ReplayPoint(
             r.dataset, str(p.of), r.run, p.k, load, p.mode or "rates", r.speedup_vs_baseline,
             _pair((r.ci95 or {}).get("speedup_vs_baseline")), r.mean_acceptance_length, float(p.acceptance_length),
             float(p.replayed_length or p.acceptance_length), sp, sp_ci, known,
-            tuple(rates) if rates is not None else None, tuple(p.estimated_positions), p.note))
+            tuple(rates) if rates is not None else None, tuple(p.estimated_positions), p.note,
+            gap, gap is not None and abs(gap) > LENGTH_FLAG))
     return sorted(out, key=lambda x: (x.dataset, x.config, x.load.sort_key()))
 
 
