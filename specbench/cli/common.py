@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 
@@ -14,15 +13,24 @@ from ..report.markdown import markdown
 from ..run import RunDir, RunSession, SequentialRun
 from ..run.progress import RunProgress
 from ..run.sequential import RunOutcome
+from ..schemas.meta import RunMeta
+from ..schemas.plans import ScheduleCheck, TunePlan, WhatifPlan
 from ..schemas.run_files import REQUESTS, RESULTS, RESULTS_MD
 from ..suite import Suite
 
+DerivedPlan = WhatifPlan | TunePlan | ScheduleCheck
 
-def run_with_plan(suite: Suite, out: Path, key: str, plan: dict[str, Any], *, resume: bool, quiet: bool):
-    """Run ``suite`` with the normal runner (live progress, Ctrl-C, resume); ``meta.json[key]`` = plan.
+
+#: the meta.json key each derived suite's plan is written under
+PLAN_KEYS: dict[type[DerivedPlan], str] = {WhatifPlan: "whatif", TunePlan: "tune", ScheduleCheck: "schedule"}
+
+
+def run_with_plan(suite: Suite, out: Path, plan: DerivedPlan, *, resume: bool, quiet: bool) -> tuple[RunOutcome, RunMeta]:
+    """Run ``suite`` with the normal runner (live progress, Ctrl-C, resume), the plan in meta.json under its key.
     Returns the runner's outcome and the run's meta; prints results.md as ``specbench run`` does."""
     with RunProgress(Console(stderr=True), quiet=quiet) as progress:
-        session = RunSession(suite, out, render=markdown, resume=resume, progress=progress, extra_meta={key: plan})
+        session = RunSession(suite, out, render=markdown, resume=resume, progress=progress,
+                             extra_meta={PLAN_KEYS[type(plan)]: plan})
         outcome = run_loop(SequentialRun(suite, session, progress=progress).execute())
     print_outcome(outcome, out)
     return outcome, session.meta

@@ -13,10 +13,11 @@ from typing import Any
 def profile_cli(args: argparse.Namespace) -> int:
     from .. import __version__
     from ..errors import ProfileError
-    from ..measure.profile import FILL_RULE, FORMAT, POSITIONS, profiles_from
+    from ..measure.profile import FILL_RULE, POSITIONS, profiles_from
     from ..report.explain_tables import profile_markdown
     from ..run.preflight import now
     from ..run.readback import load_run
+    from ..schemas.profile_file import FORMAT, ProfileEntry, ProfileFile, ProfileSource
     from ..util.diskio import check_output_file, write_output
     from ..util.jsonio import dumps
 
@@ -24,7 +25,7 @@ def profile_cli(args: argparse.Namespace) -> int:
         print(f"specbench profile: {line}", file=sys.stderr)
 
     out = check_output_file(Path(args.output))
-    profiles: list[dict[str, Any]] = []
+    profiles: list[ProfileEntry] = []
     refused: list[str] = []
     sources = []
     for src in args.results:
@@ -33,8 +34,8 @@ def profile_cli(args: argparse.Namespace) -> int:
         got, bad = profiles_from(run.rows, run.meta, src, say)
         profiles += got
         refused += bad
-        sources.append({"path": src, "results": str(run.path), "results_sha256": hashlib.sha256(run.path.read_bytes()).hexdigest(),
-                        "meta": run.meta is not None, "profiles": len(got), "refused": len(bad)})
+        sources.append(ProfileSource(src, str(run.path), hashlib.sha256(run.path.read_bytes()).hexdigest(),
+                                     run.meta is not None, len(got), len(bad)))
     if not profiles and len(refused) == 1:
         raise ProfileError(refused[0])
     for line in refused:
@@ -42,9 +43,8 @@ def profile_cli(args: argparse.Namespace) -> int:
     if not profiles:
         raise ProfileError(f"{', '.join(args.results)}: no profile: no speculative config with acceptance counters"
                            + (f" ({len(refused)} records refused)" if refused else ""))
-    write_output(out, dumps({"format": FORMAT, "positions": POSITIONS, "fill_rule": FILL_RULE, "created_at": now(),
-                             "specbench_version": __version__, "sources": sources, "profiles": profiles},
-                            indent=2, default=str) + "\n")
+    written = ProfileFile(FORMAT, POSITIONS, FILL_RULE, now(), __version__, sources, profiles)
+    write_output(out, dumps(written.to_dict(), indent=2, default=str) + "\n")
     print(profile_markdown(profiles))
     print(f"profile: {out} ({len(profiles)} profiles" + (f", {len(refused)} refused)" if refused else ")"), file=sys.stderr)
     return 1 if refused else 0

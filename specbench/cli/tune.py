@@ -9,6 +9,7 @@ from typing import Any
 
 from ..errors import SuiteError
 from ..run.tune import expand_tune, read_schedule, verify_suite, write_schedule
+from ..schemas.plans import ScheduleCheck
 from .common import parse_numbers, run_with_plan
 
 
@@ -20,15 +21,15 @@ def tune_cli(args: argparse.Namespace) -> int:
         path = Path(args.verify)
         suite = verify_suite(read_schedule(path), str(path))
         out = Path(args.resume or args.output or default_output(suite))
-        outcome, _ = run_with_plan(suite, out, "schedule", {"from": str(path)}, resume=bool(args.resume), quiet=args.quiet)
+        outcome, _ = run_with_plan(suite, out, ScheduleCheck(str(path)), resume=bool(args.resume), quiet=args.quiet)
         return outcome.exit_code
     if not args.suite or not args.k:
         raise SuiteError("tune: give SUITE and --k 1,2,3 (or --verify schedule.json)")
     suite = load_suite(args.suite)
     derived, plan = expand_tune(suite, parse_numbers(args.k, "--k", int), args.config or None)
-    plan["suite"] = str(suite.path)
+    plan.suite = str(suite.path)
     out = Path(args.resume or args.output or default_output(derived))
-    outcome, meta = run_with_plan(derived, out, "tune", plan, resume=bool(args.resume), quiet=args.quiet)
+    outcome, meta = run_with_plan(derived, out, plan, resume=bool(args.resume), quiet=args.quiet)
     schedule = write_schedule(out, suite, meta)  # K is chosen at the run's final write, which an interrupted run still makes
     if schedule is not None:
         print(f"schedule: {schedule} (re-measure it with: specbench tune --verify {schedule})")

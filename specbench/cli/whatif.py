@@ -27,9 +27,9 @@ def whatif_cli(args: argparse.Namespace) -> int:
     else:
         lengths = parse_numbers(args.lengths, "--lengths", float) if args.lengths else None
         derived, plan = expand_whatif(suite, lengths, args.config or None, include_real=not args.no_real)
-    plan["suite"] = str(suite.path)
+    plan.suite = str(suite.path)
     out = Path(args.resume or args.output or default_output(derived))
-    outcome, _ = run_with_plan(derived, out, "whatif", plan, resume=bool(args.resume), quiet=args.quiet)
+    outcome, _ = run_with_plan(derived, out, plan, resume=bool(args.resume), quiet=args.quiet)
     return outcome.exit_code
 
 

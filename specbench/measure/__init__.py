@@ -3,13 +3,13 @@ latency and throughput, acceptance from the counters and from the stream, per-re
 the comparison with the baseline (paired bootstrap, decomposition, fidelity), quality, SLO, energy
 and cost, o200k-normalised lengths, and the analyses behind `whatif`, `tune` and `profile`."""
 
+from ..schemas.plans import TuneResult
 from .break_even import Curve, whatif_curves
 from .compare import paired_decomposition, paired_speedup
 from .engine_counters import read_acceptance
 from .latency import latency_stats, throughput
 from .profile import profiles_from
 from .summarize import add_comparisons, summarize_cell
-from .tune_result import TuneResult
 
 __all__ = ["Curve", "TuneResult", "add_comparisons", "latency_stats", "paired_decomposition", "paired_speedup",
            "profiles_from", "read_acceptance", "summarize_cell", "throughput", "whatif_curves"]

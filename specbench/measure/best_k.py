@@ -15,15 +15,14 @@ import math
 import shlex
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import replace
-from typing import Any
+from dataclasses import dataclass, replace
 
 from ..schemas.cell import LoadPoint, baseline_name, load_of
 from ..schemas.meta import RunMeta
+from ..schemas.plans import Candidate, KCell, Schedule, TuneFamily, TunePlan, TuneResult
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
 from .compare import paired_requests, paired_speedup
-from .tune_result import Candidate, KCell, Schedule, TuneResult
 
 K_KEYS = ("num_speculative_tokens", "num_speculative_tokens_per_batch_size")
 PAIRED_METHOD = ("paired bootstrap of each K's speed ratio to the best K (Σ tokens ÷ Σ latency over the prompts both "
@@ -93,24 +92,33 @@ def schedule_ranges(by_concurrency: dict[int, int]) -> list[list[int]]:
     return out
 
 
-def engine_flag(family: dict[str, Any], ranges: list[list[int]]) -> tuple[dict[str, Any] | None, str | None, str]:
-    """(speculative config, the exact flag, a note) that serve this schedule, where the engine has it."""
+@dataclass(frozen=True)
+class EngineFlag:
+    """What serves a schedule: the speculative config and its exact flag (None: the engine has none), and a note."""
+
+    speculative_config: dict[str, object] | None
+    flag: str | None
+    note: str
+
+
+def engine_flag(family: TuneFamily, ranges: list[list[int]]) -> EngineFlag:
+    """The speculative config, the exact flag and a note that serve this schedule, where the engine has it."""
     max_k = max(k for _, _, k in ranges)
     if max_k == 0:
-        return None, None, "speculation loses at every load measured: serve without speculative decoding"
-    if family.get("adapter") != "vllm":
-        return None, None, (f"engine {family.get('engine')}: no per-batch-size K known to specbench (vLLM has "
-                            "num_speculative_tokens_per_batch_size); serve each load range with its own K")
-    body: dict[str, Any] = {"method": family["method"]}
-    if family.get("drafter"):
-        body["model"] = family["drafter"]
+        return EngineFlag(None, None, "speculation loses at every load measured: serve without speculative decoding")
+    if family.adapter != "vllm":
+        return EngineFlag(None, None, (f"engine {family.engine}: no per-batch-size K known to specbench (vLLM has "
+                                       "num_speculative_tokens_per_batch_size); serve each load range with its own K"))
+    body: dict[str, object] = {"method": family.method}
+    if family.drafter:
+        body["model"] = family.drafter
     body["num_speculative_tokens"] = max_k
-    body.update(family.get("speculative") or {})
+    body.update(family.speculative or {})
     body["num_speculative_tokens_per_batch_size"] = ranges
     note = ("vLLM num_speculative_tokens_per_batch_size: [start, end, K] per running batch size (inclusive; K=0 = no "
             "drafts; K is capped at num_speculative_tokens; the last K carries on beyond the last range; turned off "
             "with data parallelism)")
-    return body, "--speculative-config " + shlex.quote(json.dumps(body, separators=(",", ":"))), note
+    return EngineFlag(body, "--speculative-config " + shlex.quote(json.dumps(body, separators=(",", ":"))), note)
 
 
 def _ci(r: ResultRow | None) -> tuple[float, float] | None:
@@ -134,15 +142,14 @@ def _conc_key(r: ResultRow) -> int:
 def tune_analysis(records: Sequence[ResultRow], requests: Sequence[RequestRecord] | None,
                   meta: RunMeta | None) -> TuneResult:
     """Per data set × family × load: every K's speedup, the best K, the Ks not told apart; the schedules."""
-    plan = (meta.tune if meta else None) or {}
-    cfgs: dict[str, dict[str, Any]] = plan.get("configs") or {}
+    plan = (meta.tune if meta else None) or TunePlan()
     base = baseline_name(records, meta)
     by_cell = _records_by_cell(requests) if requests is not None else None
     rows: dict[tuple[str, str, LoadPoint], dict[int, ResultRow]] = defaultdict(dict)
     for r in records:
-        p = cfgs.get(r.run)
-        if isinstance(p, dict):
-            rows[(r.dataset, p["family"], load_of(r))][int(p["k"])] = r
+        p = plan.configs.get(r.run)
+        if p is not None and p.family is not None and p.k is not None:
+            rows[(r.dataset, p.family, load_of(r))][p.k] = r
     cells = []
     for (dataset, fam, load), by_k in sorted(rows.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2].sort_key())):
         base_row = next((r for r in records if r.run == base and r.dataset == dataset and load_of(r) == load), None)
@@ -169,11 +176,11 @@ def tune_analysis(records: Sequence[ResultRow], requests: Sequence[RequestRecord
     return TuneResult(PAIRED_METHOD if by_cell is not None else OVERLAP_METHOD, cells, schedules(cells, plan))
 
 
-def schedules(cells: Sequence[KCell], plan: dict[str, Any]) -> list[Schedule]:
+def schedules(cells: Sequence[KCell], plan: TunePlan) -> list[Schedule]:
     """Per family: concurrency → K. One data set: its best K. Several: the K with the highest geometric
     mean speedup over the data sets (K=0 counts 1.0), among Ks measured on all of them."""
     out = []
-    for fam, info in (plan.get("families") or {}).items():
+    for fam, info in plan.families.items():
         conc_cells = [c for c in cells if c.family == fam and c.kind == "concurrency" and c.load is not None]
         by_conc: dict[int, int] = {}
         for conc in sorted({int(c.load) for c in conc_cells if c.load is not None}):
@@ -193,17 +200,15 @@ def schedules(cells: Sequence[KCell], plan: dict[str, Any]) -> list[Schedule]:
         if not by_conc:
             continue
         ranges = schedule_ranges(by_conc)
-        spec, flag, note = engine_flag(info, ranges)
-        out.append(Schedule(fam, info.get("engine"), sorted({c.dataset for c in conc_cells}),
-                            {str(c): k for c, k in by_conc.items()}, ranges, spec, flag, note))
+        serve = engine_flag(info, ranges)
+        out.append(Schedule(fam, info.engine, sorted({c.dataset for c in conc_cells}),
+                            {str(c): k for c, k in by_conc.items()}, ranges, serve.speculative_config, serve.flag, serve.note))
     return out
 
 
 def analysis_of(records: Sequence[ResultRow], meta: RunMeta | None) -> TuneResult | None:
     """The stored analysis (paired, written at the end of ``specbench tune``), else one from the rows alone."""
     plan = meta.tune if meta else None
-    if not plan:
+    if plan is None:
         return None
-    if plan.get("result"):
-        return TuneResult.from_dict(plan["result"], "meta.json: tune.result")
-    return tune_analysis(records, None, meta)
+    return plan.result or tune_analysis(records, None, meta)

@@ -5,11 +5,12 @@ drafter's own acceptance sits against that (pure: rows + the plan in meta.json �
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Literal
 
 from ..schemas.cell import LoadPoint, load_of
 from ..schemas.meta import RunMeta
+from ..schemas.plans import WhatifPlan
 from ..schemas.row import ResultRow
 
 
@@ -46,55 +47,30 @@ class Point:
         return self.measured if self.measured is not None else self.target
 
 
-@dataclass
+BreakEven = float | Literal["never", "always"] | None
+
+
+@dataclass(frozen=True)
 class Curve:
-    """One real config on one data set at one load point: speedup vs acceptance length."""
+    """One real config on one data set at one load point: speedup vs acceptance length, and where it crosses 1.0
+    (computed once, by ``whatif_curves``; the report only formats it)."""
 
     dataset: str
     config: str
     load: LoadPoint
     k: int | None
-    points: list[Point] = field(default_factory=list)
-    real: ResultRow | None = None
-
-    @property
-    def break_even(self) -> float | Literal["never", "always"] | None:
-        return break_even(self.grid)
-
-    @property
-    def real_length(self) -> float | None:
-        if self.real is None:
-            return None
-        return next((self.real.get(k) for k in ("mean_acceptance_length", "request_stats_mean_acceptance_length")
-                     if self.real.get(k) is not None), None)
-
-    @property
-    def real_speedup(self) -> float | None:
-        return self.real.speedup_vs_baseline if self.real is not None else None
-
-    @property
-    def grid(self) -> list[tuple[float, float]]:
-        return sorted((p.x, p.speedup) for p in self.points if p.speedup is not None)
-
-    @property
-    def break_even_with_real(self) -> float | Literal["never", "always"] | None:
-        """The break-even over the grid plus the real drafter's own point, when that point lies outside the grid.
-
-        A random or weak drafter sits below the lowest synthetic length; the grid alone cannot place it, but its
-        own measured speedup (same drafter compute, the engine's real sampler) brackets the crossing.
-        """
-        has, sp, grid = self.real_length, self.real_speedup, self.grid
-        if has is None or sp is None or not grid or grid[0][0] <= has <= grid[-1][0]:
-            return None
-        return break_even([*grid, (has, sp)])
-
-    @property
-    def shown_break_even(self) -> tuple[float | Literal["never", "always"] | None, bool]:
-        """What the table and the plot show: the grid's crossing, else one through the real point (True: ≈)."""
-        be, ext = self.break_even, self.break_even_with_real
-        if not isinstance(be, float) and isinstance(ext, float):
-            return ext, True
-        return be, False
+    points: list[Point]  # by target length
+    real: ResultRow | None  # the unmodified config's row at this data set and load
+    grid: list[tuple[float, float]]  # (x, speedup) of the points measured, by x
+    break_even: BreakEven
+    real_length: float | None  # the real drafter's counter acceptance length
+    real_speedup: float | None
+    #: the break-even over the grid plus the real drafter's own point, when that point lies outside the grid: a
+    #: random or weak drafter sits below the lowest synthetic length, and its own measured speedup (same drafter
+    #: compute, the engine's real sampler) brackets the crossing the grid alone cannot place
+    break_even_with_real: BreakEven
+    #: what the table and the plot show: the grid's crossing, else one through the real point (True: ≈)
+    shown_break_even: tuple[BreakEven, bool]
 
     def break_even_text(self) -> str:
         """The Break-even AL cell: ≈ marks a crossing interpolated through the real drafter's own point."""
@@ -102,39 +78,52 @@ class Curve:
         return "—" if be is None else be if isinstance(be, str) else ("≈" if approx else "") + f"{be:.2f}"
 
 
+def curve_of(dataset: str, config: str, load: LoadPoint, k: int | None, points: Sequence[Point], real: ResultRow | None) -> Curve:
+    """A curve and its break-even, from its points and the real config's row."""
+    grid = sorted((p.x, p.speedup) for p in points if p.speedup is not None)
+    be = break_even(grid)
+    has = None if real is None else next(
+        (real.get(k) for k in ("mean_acceptance_length", "request_stats_mean_acceptance_length") if real.get(k) is not None), None)
+    sp = real.speedup_vs_baseline if real is not None else None
+    ext = None if has is None or sp is None or not grid or grid[0][0] <= has <= grid[-1][0] else break_even([*grid, (has, sp)])
+    shown = (ext, True) if not isinstance(be, float) and isinstance(ext, float) else (be, False)
+    return Curve(dataset, config, load, k, sorted(points, key=lambda p: p.target), real, grid, be, has, sp, ext, shown)
+
+
 def _ci(r: ResultRow, key: str) -> tuple[float, float] | None:
     ci = (r.ci95 or {}).get(key)
     return (float(ci[0]), float(ci[1])) if isinstance(ci, list) and len(ci) == 2 and None not in ci else None
 
 
-def whatif_plan(meta: RunMeta | None) -> dict[str, Any]:
-    """meta.json's ``whatif`` (the plan ``run.whatif`` wrote), {} for a run of another command."""
-    return (meta.whatif if meta else None) or {}
+def whatif_plan(meta: RunMeta | None) -> WhatifPlan:
+    """meta.json's ``whatif`` (the plan ``run.whatif`` wrote), empty for a run of another command."""
+    return (meta.whatif if meta else None) or WhatifPlan()
 
 
 def is_replay(meta: RunMeta | None) -> bool:
     """A what-if run that replayed a profile's acceptance (``measure.replay``), not a grid of lengths."""
-    return bool(whatif_plan(meta).get("profile"))
+    return whatif_plan(meta).is_replay
 
 
 def whatif_curves(records: Sequence[ResultRow], meta: RunMeta | None) -> list[Curve]:
-    if is_replay(meta):
+    plan = whatif_plan(meta)
+    if plan.is_replay:
         return []  # a profile's replay (measure.replay), not a grid of lengths
-    plan = whatif_plan(meta).get("configs") or {}
-    curves: dict[tuple[str, str, LoadPoint], Curve] = {}
+    lengths = plan.lengths()
+    points: dict[tuple[str, str, LoadPoint], list[Point]] = {}
+    ks: dict[tuple[str, str, LoadPoint], int | None] = {}
     for r in records:
-        p = plan.get(r.run)
-        if not isinstance(p, dict) or "of" not in p:
+        p = lengths.get(r.run)
+        if p is None or p.of is None or p.acceptance_length is None:
             continue
-        key = (r.dataset, p["of"], load_of(r))
-        curve = curves.setdefault(key, Curve(r.dataset, p["of"], load_of(r), p.get("k")))
-        curve.points.append(Point(r.run, float(p["acceptance_length"]), r.mean_acceptance_length,
-                                  r.speedup_vs_baseline, _ci(r, "speedup_vs_baseline")))
-    for (dataset, config, load), curve in curves.items():
-        curve.points.sort(key=lambda p: p.target)
-        curve.real = next((r for r in records if r.run == config and r.dataset == dataset
-                           and load_of(r) == load), None)
-    return sorted(curves.values(), key=lambda c: (c.dataset, c.config, c.load.sort_key()))
+        key = (r.dataset, p.of, load_of(r))
+        ks.setdefault(key, p.k)
+        points.setdefault(key, []).append(Point(r.run, p.acceptance_length, r.mean_acceptance_length,
+                                                r.speedup_vs_baseline, _ci(r, "speedup_vs_baseline")))
+    curves = [curve_of(dataset, config, load, ks[(dataset, config, load)], pts,
+                       next((r for r in records if r.run == config and r.dataset == dataset and load_of(r) == load), None))
+              for (dataset, config, load), pts in points.items()]
+    return sorted(curves, key=lambda c: (c.dataset, c.config, c.load.sort_key()))
 
 
 def verdict(curve: Curve) -> str:

@@ -11,7 +11,7 @@ Pure: rows + meta → profile entries; the command (cli/profile) reads and write
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,9 +20,9 @@ import numpy as np
 from ..datasets import REGISTRY
 from ..schemas.cell import baseline_name, load_of
 from ..schemas.meta import RunMeta, ServerMeta
+from ..schemas.profile_file import CategoryAcceptance, ProfileEntry, ProfileProvenance
 from ..schemas.row import ResultRow
 
-FORMAT = "specbench-profile/1"
 POSITIONS = ("1-based: acceptance_per_position[i-1] = p_i = P(the first i drafts of a step are all accepted), "
              "unconditional; estimated_positions lists the i whose p_i was filled by fill_rule, not measured")
 FILL_RULE = ("geometric continuation: p_j = p_m · r^(j−m) for each position j > m not given (m = the last given "
@@ -104,7 +104,7 @@ def synthetic_configs(meta: RunMeta | None) -> set[str]:
     """Configs of a run whose acceptance was fixed by the engine (whatif's replays): not a drafter's profile."""
     if meta is None:
         return set()
-    out = set((meta.whatif or {}).get("configs") or {})
+    out = set(meta.whatif.configs if meta.whatif else {})
     for c in meta.raw.configs or []:
         if ((c.get("speculative") or {}).get("rejection_sample_method") == "synthetic"
                 or SYNTHETIC_ENV in (c.get("env") or {})):
@@ -112,39 +112,32 @@ def synthetic_configs(meta: RunMeta | None) -> set[str]:
     return out
 
 
-def provenance(meta: RunMeta | None, row: ResultRow, source: str) -> dict[str, Any]:
+def provenance(meta: RunMeta | None, row: ResultRow, source: str) -> ProfileProvenance:
     """Where a profile comes from: engine, model, drafter, method, k, temperature, recipe, suite; ``missing`` lists
     what the input could not say (a results.json without its meta.json says only what its rows carry)."""
     have = meta or RunMeta()
     raw = have.raw
     config = raw.config(row.run)
     server = (have.servers or {}).get(row.run) or ServerMeta()
-    spec: dict[str, Any] = config["speculative"] if isinstance(config.get("speculative"), dict) else {}
+    spec: Mapping[str, Any] = config["speculative"] if isinstance(config.get("speculative"), dict) else {}
     entries = [d if isinstance(d, dict) else {"name": d} for d in raw.datasets or []]
     entry = next((d for d in entries if d.get("name") == row.dataset), None)
-    out = {
-        "source": source,
-        "engine": server.engine or row.engine,
-        "engine_version": server.version or row.server_version,
-        "target_model": (raw.server or {}).get("model_path") or raw.model,
-        "served_model": raw.model,
-        "drafter": config.get("drafter") or spec.get("model"),
-        "method": config.get("method") or row.method,
-        "num_speculative_tokens": config.get("num_speculative_tokens") or row.num_speculative_tokens,
-        "temperature": have.comparability.temperature if have.comparability else None,
-        "recipe": _recipe(entry),
-        "suite": have.suite.path if have.suite else None,
-        "suite_sha256": have.suite_file.sha256 if have.suite_file else None,
-        "specbench_version": have.specbench_version,
-    }
-    needs_drafter = str(out["method"] or "").lower() not in ("ngram", "")
-    out["missing"] = [k for k, v in out.items() if v is None and (k != "drafter" or needs_drafter)]
+    out = ProfileProvenance(
+        source, server.engine or row.engine, server.version or row.server_version,
+        (raw.server or {}).get("model_path") or raw.model, raw.model, config.get("drafter") or spec.get("model"),
+        config.get("method") or row.method, config.get("num_speculative_tokens") or row.num_speculative_tokens,
+        have.comparability.temperature if have.comparability else None, _recipe(entry),
+        have.suite.path if have.suite else None, have.suite_file.sha256 if have.suite_file else None,
+        have.specbench_version)
+    needs_drafter = str(out.method or "").lower() not in ("ngram", "")
+    out.missing = [k for k, v in out.to_dict().items() if v is None and k != "missing_why" and (k != "drafter" or needs_drafter)]
     if meta is None:
-        out["missing_why"] = "no meta.json beside the results file: only what its rows carry is known"
+        out.missing_why = "no meta.json beside the results file: only what its rows carry is known"
     return out
 
 
-def _recipe(entry: dict[str, Any] | None) -> str | None:
+def _recipe(entry: Mapping[str, Any] | None) -> str | None:
+    """The recipe a suite's data set entry (as written) names, else its source's default."""
     if entry is None:
         return None
     if entry.get("recipe"):
@@ -167,21 +160,21 @@ def _given(row: ResultRow, k: int) -> list[float]:
     return out
 
 
-def _categories(row: ResultRow, k: int) -> dict[str, Any] | None:
+def _categories(row: ResultRow) -> dict[str, CategoryAcceptance] | None:
     """Per category, from the stream's chunk sizes (the counters are per cell): flagged as such."""
     out = {}
     for cat, v in (row.categories or {}).items():
         joint = v.get("stream_acceptance_joint")
         if not joint and v.get("stream_mean_acceptance_length") is None:
             continue
-        out[cat] = {"acceptance_per_position": joint, "mean_acceptance_length": v.get("stream_mean_acceptance_length"),
-                    "acceptance_conditional": v.get("stream_acceptance_conditional") or (conditional(joint) if joint else None),
-                    "requests": v.get("requests"),
-                    "source": "stream chunk sizes (client side; a chunk that merges steps reads as one long step)"}
+        out[cat] = CategoryAcceptance(
+            joint, v.get("stream_mean_acceptance_length"),
+            v.get("stream_acceptance_conditional") or (conditional(joint) if joint else None), v.get("requests"),
+            "stream chunk sizes (client side; a chunk that merges steps reads as one long step)")
     return out or None
 
 
-def profile_entry(row: ResultRow, k: int, meta: RunMeta | None, source: str) -> dict[str, Any]:
+def profile_entry(row: ResultRow, k: int, meta: RunMeta | None, source: str) -> ProfileEntry:
     """One profile from one results row; ValueError (the reason) when its numbers cannot be one."""
     given = _given(row, k)
     length = row.mean_acceptance_length
@@ -192,31 +185,17 @@ def profile_entry(row: ResultRow, k: int, meta: RunMeta | None, source: str) -> 
     filled = fill_positions(given, float(length), k)
     load = load_of(row)
     ci = (row.ci95 or {}).get("speedup_vs_baseline")
-    return {
-        "config": row.run, "dataset": row.dataset,
-        "concurrency": row.concurrency if row.request_rate is None else row.max_concurrency,
-        "request_rate": row.request_rate, "load": load.label,
-        "num_speculative_tokens": k,
-        "acceptance_per_position": filled.rates,
-        "mean_acceptance_length": float(length),
-        "acceptance_conditional": conditional(filled.rates),
-        "estimated_positions": filled.estimated,
-        "fill_rule": FILL_RULE if filled.estimated else None,
-        "fill_ratio": filled.ratio,
-        "measured_positions": len(given),
-        "acceptance_source": row.acceptance_source or (
-            f"{source}: acceptance_pos_1..{len(given)} and mean_acceptance_length as given"),
-        "spec_drafts": row.spec_drafts,
-        "speedup_vs_baseline": row.speedup_vs_baseline,
-        "speedup_ci95": list(ci) if isinstance(ci, list) and len(ci) == 2 else None,
-        "status": row.status,
-        "categories": _categories(row, k),
-        "provenance": provenance(meta, row, source),
-    }
+    return ProfileEntry(
+        row.run, row.dataset, row.concurrency if row.request_rate is None else row.max_concurrency, row.request_rate,
+        load.label, k, filled.rates, float(length), conditional(filled.rates), filled.estimated,
+        FILL_RULE if filled.estimated else None, filled.ratio, len(given),
+        row.acceptance_source or f"{source}: acceptance_pos_1..{len(given)} and mean_acceptance_length as given",
+        row.spec_drafts, row.speedup_vs_baseline, list(ci) if isinstance(ci, list) and len(ci) == 2 else None,
+        row.status, _categories(row), provenance(meta, row, source))
 
 
 def profiles_from(rows: Sequence[ResultRow], meta: RunMeta | None, source: str,
-                  note: Callable[[str], None]) -> tuple[list[dict[str, Any]], list[str]]:
+                  note: Callable[[str], None]) -> tuple[list[ProfileEntry], list[str]]:
     """Every speculative config × data set × load point of a results file → (profiles, refusals, one line each).
 
     The baseline is skipped; configs whose acceptance was synthetic and rows with no acceptance at all are left

@@ -11,15 +11,16 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from ..errors import ProfileError
+from ..errors import ProfileError, ResultsError
 from ..schemas.cell import LoadPoint, load_of
 from ..schemas.meta import RunMeta
+from ..schemas.plans import ProfileRef, ReplayedConfig
+from ..schemas.profile_file import FORMAT, ProfileEntry, ProfileFile
 from ..schemas.row import ResultRow
 from ..util.numbers import is_number
 from .break_even import whatif_plan
-from .profile import FORMAT, LENGTH_TOLERANCE, rates_problem
+from .profile import LENGTH_TOLERANCE, rates_problem
 
 #: measured vs the profile's acceptance length: a larger relative gap is flagged ⚠ beside the replay
 LENGTH_FLAG = 0.03
@@ -42,50 +43,53 @@ class Entry:
     drafts: int | None
 
 
-def read_entry(e: Any, i: int, where: str) -> Entry:
+def read_entry(e: ProfileEntry, i: int, where: str) -> Entry:
+    """One entry of a profile file (its types already read strictly), checked as vLLM checks its rates."""
     at = f"{where}: profiles[{i}]"
-    if not isinstance(e, dict):
-        raise ProfileError(f"{at}: expected an object, got {type(e).__name__}")
-    for key in ("dataset", "config"):
-        if not isinstance(e.get(key), str) or not e[key]:
-            raise ProfileError(f"{at}.{key}: expected a name, got {e.get(key)!r}")
-    k = e.get("num_speculative_tokens")
-    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+    for key, name in (("dataset", e.dataset), ("config", e.config)):
+        if not name:
+            raise ProfileError(f"{at}.{key}: expected a name, got {name!r}")
+    k = e.num_speculative_tokens
+    if k is None or k < 1:
         raise ProfileError(f"{at}.num_speculative_tokens: expected a positive integer, got {k!r}")
-    rates = e.get("acceptance_per_position")
-    if not isinstance(rates, list):
-        raise ProfileError(f"{at}.acceptance_per_position: expected a list of k = {k} rates, got {rates!r}")
+    rates = e.acceptance_per_position
+    if rates is None:
+        raise ProfileError(f"{at}.acceptance_per_position: expected a list of k = {k} rates, got None")
     why = rates_problem(rates, k)
     if why:
         raise ProfileError(f"{at}.acceptance_per_position: {why}")
-    length = e.get("mean_acceptance_length")
+    length = e.mean_acceptance_length
     if length is None:
         length = 1 + math.fsum(rates)
-    if not is_number(length) or abs(1 + math.fsum(rates) - length) > LENGTH_TOLERANCE:
+    if abs(1 + math.fsum(rates) - length) > LENGTH_TOLERANCE:
         raise ProfileError(f"{at}.mean_acceptance_length: expected 1 + Σ acceptance_per_position = "
                            f"{1 + math.fsum(rates):.4f}, got {length!r}")
-    est = e.get("estimated_positions") or []
-    if not isinstance(est, list) or not all(isinstance(j, int) and not isinstance(j, bool) and 1 <= j <= k for j in est):
+    est = e.estimated_positions or []
+    if not all(1 <= j <= k for j in est):
         raise ProfileError(f"{at}.estimated_positions: expected 1-based positions in 1..{k}, got {est!r}")
-    rate, conc = e.get("request_rate"), e.get("concurrency")
-    load = LoadPoint.of("rate", rate) if is_number(rate) else LoadPoint.of("concurrency", conc if is_number(conc) else None)
-    ci = e.get("speedup_ci95")
-    return Entry(i, e["config"], e["dataset"], k, tuple(float(p) for p in rates), float(length), tuple(est), load,
-                 float(e["speedup_vs_baseline"]) if is_number(e.get("speedup_vs_baseline")) else None,
-                 (float(ci[0]), float(ci[1])) if isinstance(ci, list) and len(ci) == 2 and all(map(is_number, ci)) else None,
-                 e["spec_drafts"] if isinstance(e.get("spec_drafts"), int) and e["spec_drafts"] > 0 else None)
+    load = LoadPoint.of("rate", e.request_rate) if e.request_rate is not None else LoadPoint.of("concurrency", e.concurrency)
+    ci = e.speedup_ci95
+    return Entry(i, e.config or "", e.dataset or "", k, tuple(float(p) for p in rates), float(length), tuple(est), load,
+                 None if e.speedup_vs_baseline is None else float(e.speedup_vs_baseline),
+                 (float(ci[0]), float(ci[1])) if ci is not None and len(ci) == 2 and ci[0] is not None and ci[1] is not None
+                 else None,
+                 e.spec_drafts if e.spec_drafts is not None and e.spec_drafts > 0 else None)
 
 
-def read_profile(data: Any, where: str) -> list[Entry]:
-    """A parsed profile file's entries, each checked as vLLM checks synthetic_acceptance_rates; ProfileError (one
-    line naming the file and key) otherwise."""
+def read_profile(data: object, where: str) -> list[Entry]:
+    """A parsed profile file's entries, read strictly (``ProfileFile``) and each checked as vLLM checks
+    synthetic_acceptance_rates; ProfileError (one line naming the file and key) otherwise."""
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         got = data.get("format") if isinstance(data, dict) else type(data).__name__
         raise ProfileError(f"{where}: format: expected {FORMAT!r} (a file written by specbench profile), got {got!r}")
     entries = data.get("profiles")
     if not isinstance(entries, list) or not entries:
         raise ProfileError(f"{where}: profiles: expected a non-empty list, got {entries!r}")
-    return [read_entry(e, i, where) for i, e in enumerate(entries)]
+    try:
+        profile = ProfileFile.from_dict(data, where)
+    except ResultsError as err:
+        raise ProfileError(str(err)) from None
+    return [read_entry(e, i, where) for i, e in enumerate(profile.profiles)]
 
 
 @dataclass(frozen=True)
@@ -151,57 +155,65 @@ class ReplayPoint:
     rates: tuple[float, ...] | None
     estimated: tuple[int, ...]
     note: str | None
-
-    @property
-    def length_gap(self) -> float | None:
-        """(measured − profile) ÷ profile acceptance length."""
-        if self.measured_length is None or not self.profile_length:
-            return None
-        return (self.measured_length - self.profile_length) / self.profile_length
-
-    @property
-    def flagged(self) -> bool:
-        gap = self.length_gap
-        return gap is not None and abs(gap) > LENGTH_FLAG
+    length_gap: float | None  # (measured − profile) ÷ profile acceptance length
+    flagged: bool  # the gap is beyond LENGTH_FLAG
 
 
-def _pair(v: Any) -> tuple[float, float] | None:
+def _gap(measured: float | None, profile: float) -> float | None:
+    return None if measured is None or not profile else (measured - profile) / profile
+
+
+def _pair(v: object) -> tuple[float, float] | None:
     return (float(v[0]), float(v[1])) if isinstance(v, list) and len(v) == 2 and all(map(is_number, v)) else None
 
 
-def _profile_speedup(p: dict[str, Any], load: LoadPoint) -> tuple[float | None, tuple[float, float] | None, bool]:
-    speedups = [s for s in p.get("profile_speedups") or [] if isinstance(s, dict)]
-
-    def load_of_entry(s: dict[str, Any]) -> LoadPoint:
-        rate, conc = s.get("request_rate"), s.get("concurrency")
-        return LoadPoint.of("rate", rate) if is_number(rate) else LoadPoint.of("concurrency", conc if is_number(conc) else None)
-
-    for s in speedups:
-        if load_of_entry(s).value is not None and load_of_entry(s) == load.uncapped:
-            return (s.get("speedup_vs_baseline") if is_number(s.get("speedup_vs_baseline")) else None), _pair(s.get("ci")), True
-    for s in speedups:
-        if load_of_entry(s).value is None:
-            return (s.get("speedup_vs_baseline") if is_number(s.get("speedup_vs_baseline")) else None), _pair(s.get("ci")), False
+def _profile_speedup(p: ReplayedConfig, load: LoadPoint) -> tuple[float | None, tuple[float, float] | None, bool]:
+    """The profile's own speedup at ``load`` (True: at that load), else at a load it does not say (False)."""
+    for s in p.profile_speedups:
+        if s.load.value is not None and s.load == load.uncapped:
+            return s.speedup_vs_baseline, s.ci, True
+    for s in p.profile_speedups:
+        if s.load.value is None:
+            return s.speedup_vs_baseline, s.ci, False
     return None, None, True
 
 
 def replay_points(records: Sequence[ResultRow], meta: RunMeta | None) -> list[ReplayPoint]:
     """One point per replayed config × data set × load, in data set, config, load order."""
     plan = whatif_plan(meta)
-    if not plan.get("profile"):
+    if not plan.is_replay:
         return []
-    configs = plan.get("configs") or {}
+    configs = plan.replayed()
     out = []
     for r in records:
         p = configs.get(r.run)
-        if not isinstance(p, dict) or not is_number(p.get("acceptance_length")):
+        if p is None or p.acceptance_length is None:
             continue
         load = load_of(r)
         sp, sp_ci, known = _profile_speedup(p, load)
-        rates = p.get("acceptance_per_position")
+        rates = p.acceptance_per_position
+        gap = _gap(r.mean_acceptance_length, float(p.acceptance_length))
         out.append(ReplayPoint(
-            r.dataset, str(p.get("of")), r.run, p.get("k"), load, str(p.get("mode") or "rates"), r.speedup_vs_baseline,
-            _pair((r.ci95 or {}).get("speedup_vs_baseline")), r.mean_acceptance_length, float(p["acceptance_length"]),
-            float(p.get("replayed_length") or p["acceptance_length"]), sp, sp_ci, known,
-            tuple(rates) if isinstance(rates, list) else None, tuple(p.get("estimated_positions") or ()), p.get("note")))
+            r.dataset, str(p.of), r.run, p.k, load, p.mode or "rates", r.speedup_vs_baseline,
+            _pair((r.ci95 or {}).get("speedup_vs_baseline")), r.mean_acceptance_length, float(p.acceptance_length),
+            float(p.replayed_length or p.acceptance_length), sp, sp_ci, known,
+            tuple(rates) if rates is not None else None, tuple(p.estimated_positions), p.note,
+            gap, gap is not None and abs(gap) > LENGTH_FLAG))
     return sorted(out, key=lambda x: (x.dataset, x.config, x.load.sort_key()))
+
+
+@dataclass(frozen=True)
+class Replay:
+    """A profile's replay: its points, the profile file, and the data sets it had no entry for."""
+
+    points: list[ReplayPoint]
+    profile: ProfileRef
+    skipped: list[str]
+
+
+def replay_of(records: Sequence[ResultRow], meta: RunMeta | None) -> Replay | None:
+    """The replay of a `whatif --profile` run (None: a run of another kind)."""
+    plan = whatif_plan(meta)
+    if plan.profile is None:
+        return None
+    return Replay(replay_points(records, meta), plan.profile, list(plan.skipped_datasets or []))

@@ -1,18 +1,16 @@
 """The tables of `specbench whatif` (break-even acceptance per load, or a profile's replay), `specbench tune`
-(best K per load) and `specbench profile`, rendered from ``measure.break_even`` curves, ``measure.replay``
-points, ``measure.best_k`` analyses and profile entries."""
+(best K per load) and `specbench profile`: formatted from a run's analyses (``measure.explained.Explained``: the
+break-even curves, the replay's points, the tune result) and from profile entries; nothing here computes them."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-from ..measure.best_k import analysis_of
-from ..measure.break_even import Point, is_replay, verdict, whatif_curves, whatif_plan
-from ..measure.replay import LENGTH_FLAG, ReplayPoint, replay_points
-from ..measure.tune_result import Candidate
-from ..schemas.meta import RunMeta
-from ..schemas.row import ResultRow
+from ..measure.break_even import Curve, Point, verdict
+from ..measure.explained import Explained
+from ..measure.replay import LENGTH_FLAG, Replay, ReplayPoint
+from ..schemas.plans import Candidate, TuneResult
+from ..schemas.profile_file import ProfileEntry
 
 
 def _cell(p: Point | None) -> str:
@@ -33,10 +31,14 @@ WHATIF_NOTE = (
     "those rows.")
 
 
-def whatif_markdown(records: Sequence[ResultRow], meta: RunMeta | None) -> str:
-    if is_replay(meta):
-        return replay_markdown(records, meta)
-    curves = whatif_curves(records, meta)
+def explain_markdown(explained: Explained) -> list[str]:
+    """The what-if map (or a profile's replay) and the best-K table of runs made by ``specbench whatif`` / ``tune``."""
+    out = [replay_markdown(explained.replay) if explained.replay else whatif_markdown(explained.curves),
+           tune_markdown(explained.tune)]
+    return [part for part in out if part]
+
+
+def whatif_markdown(curves: Sequence[Curve]) -> str:
     if not curves:
         return ""
     targets = sorted({p.target for c in curves for p in c.points})
@@ -63,8 +65,7 @@ def _fmt(cand: Candidate | None) -> str:
     return text
 
 
-def tune_markdown(records: Sequence[ResultRow], meta: RunMeta | None) -> str:
-    result = analysis_of(records, meta)
+def tune_markdown(result: TuneResult | None) -> str:
     if not result or not result.cells:
         return ""
     ks = result.ks()
@@ -99,10 +100,11 @@ def rates_text(rates: Sequence[float | None] | None, estimated: Sequence[int] = 
     return " ".join("—" if p is None else f"{p:.3f}" + (ESTIMATED if i in estimated else "") for i, p in enumerate(rates, 1))
 
 
-def _x(value: float | None, ci: Sequence[float] | None = None) -> str:
+def _x(value: float | None, ci: Sequence[float | None] | None = None) -> str:
     if value is None:
         return "—"
-    return f"{value:.3f}x" + (f" [{ci[0]:.2f}–{ci[1]:.2f}]" if ci else "")
+    low, high = ci if ci and len(ci) == 2 else (None, None)
+    return f"{value:.3f}x" + (f" [{low:.2f}–{high:.2f}]" if low is not None and high is not None else "")
 
 
 PROFILE_NOTE = (
@@ -112,18 +114,17 @@ PROFILE_NOTE = (
     "speedup_vs_baseline [95% CI].")
 
 
-def profile_markdown(profiles: Sequence[dict[str, Any]]) -> str:
+def profile_markdown(profiles: Sequence[ProfileEntry]) -> str:
     header = ["Config", "Dataset", "Load", "k", "p_1…p_k", "Conditional", "Mean AL", "Speedup", "Categories"]
     lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(["---"] * len(header)) + " |"]
     for p in profiles:
-        est = p.get("estimated_positions") or []
-        cats = p.get("categories") or {}
-        cat = ", ".join(f"{c} {v['mean_acceptance_length']:.2f}" for c, v in cats.items()
-                        if v.get("mean_acceptance_length") is not None)
+        est = p.estimated_positions or []
+        cat = ", ".join(f"{c} {v.mean_acceptance_length:.2f}" for c, v in (p.categories or {}).items()
+                        if v.mean_acceptance_length is not None)
         lines.append("| " + " | ".join([
-            p["config"], p["dataset"], p.get("load") or "—", str(p["num_speculative_tokens"]),
-            rates_text(p["acceptance_per_position"], est), rates_text(p.get("acceptance_conditional"), est),
-            f"{p['mean_acceptance_length']:.3f}", _x(p.get("speedup_vs_baseline"), p.get("speedup_ci95")),
+            str(p.config), str(p.dataset), p.load or "—", str(p.num_speculative_tokens),
+            rates_text(p.acceptance_per_position, est), rates_text(p.acceptance_conditional, est),
+            "—" if p.mean_acceptance_length is None else f"{p.mean_acceptance_length:.3f}", _x(p.speedup_vs_baseline, p.speedup_ci95),
             (cat + " (stream)") if cat else "—"]) + " |")
     return "Acceptance profiles\n\n" + "\n".join(lines) + "\n\n- " + PROFILE_NOTE
 
@@ -157,8 +158,8 @@ REPLAY_NOTE = (
     "and accuracy do not apply to these rows.")
 
 
-def replay_markdown(records: Sequence[ResultRow], meta: RunMeta | None) -> str:
-    points = replay_points(records, meta)
+def replay_markdown(replay: Replay) -> str:
+    points = replay.points
     if not points:
         return ""
     header = ["Dataset", "Config", "k", "Load", "Predicted speedup", "Profile speedup", "Profile AL", "Measured AL",
@@ -168,9 +169,9 @@ def replay_markdown(records: Sequence[ResultRow], meta: RunMeta | None) -> str:
         lines.append("| " + " | ".join([
             p.dataset, p.config, "—" if p.k is None else str(p.k), p.load.label, _x(p.predicted, p.ci),
             profile_speedup_text(p), f"{p.profile_length:.2f}", measured_length_text(p), replayed_text(p)]) + " |")
-    profile = whatif_plan(meta).get("profile") or {}
-    src = f"Profile {profile.get('path')} (sha256 {str(profile.get('sha256'))[:12]}…)" if profile.get("path") else "Profile"
-    skipped = whatif_plan(meta).get("skipped_datasets") or []
+    profile = replay.profile
+    src = f"Profile {profile.path} (sha256 {str(profile.sha256)[:12]}…)" if profile.path else "Profile"
+    skipped = replay.skipped
     notes = [REPLAY_NOTE] + ([f"Not replayed (the profile has no entry for them): {', '.join(skipped)}."] if skipped else [])
     return (f"What-if: predicted speedup at the profile's acceptance\n\n{src}\n\n" + "\n".join(lines)
             + "".join(f"\n\n- {n}" for n in notes))

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..measure.break_even import is_replay
+from ..measure.explained import explain
 from ..run.readback import load_run, read_requests
 from ..schemas.cell import baseline_name, load_of, unique
 from ..schemas.meta import Comparability, Host, RunMeta
@@ -177,10 +177,11 @@ def render_html(records: list[ResultRow], requests: list[RequestRecord] | None, 
             sections.append(("speedup-load", "Speed-up vs load", lp))
         if has_decomposition(m.rows):
             sections.append(("decomposition", "Why: tokens per step vs step cost", decomposition_plot(m)))
-        replay = is_replay(meta)
-        whatif_title = "Predicted speed-up at a profile's acceptance (what-if)" if replay else "Break-even acceptance (what-if)"
-        for sid, title, content in (("whatif", whatif_title, whatif_section(m)),
-                                    ("tune", "Best K per load", tune_section(m))):
+        explained = explain(records, meta)  # the analyses of a whatif/tune run, once; the sections only draw them
+        whatif_title = ("Predicted speed-up at a profile's acceptance (what-if)" if explained.replay
+                        else "Break-even acceptance (what-if)")
+        for sid, title, content in (("whatif", whatif_title, whatif_section(explained)),
+                                    ("tune", "Best K per load", tune_section(explained.tune))):
             if content:
                 sections.append((sid, title, content))
         sections.append(("acceptance-position", "Acceptance by position", acceptance_plot(m)))

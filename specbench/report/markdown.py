@@ -10,13 +10,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..measure.compare import crossover
+from ..measure.explained import explain
 from ..measure.keepup import LAG_LIMIT_MS
 from ..schemas.cell import Cell, load_label
 from ..schemas.meta import RunMeta
 from ..schemas.row import ResultRow
 from .colspec import DASH, DECOMPOSITION_NOTE
 from .columns import COLUMNS, has_decomposition, num
-from .explain_tables import tune_markdown, whatif_markdown
+from .explain_tables import explain_markdown
 from .tables import md_row, tables_markdown
 
 __all__ = ["COLUMNS", "DASH", "DECOMPOSITION_NOTE", "has_decomposition", "markdown", "render"]
@@ -24,26 +25,17 @@ __all__ = ["COLUMNS", "DASH", "DECOMPOSITION_NOTE", "has_decomposition", "markdo
 
 def markdown(records: Sequence[ResultRow], meta: RunMeta | None = None) -> str:
     """The comparison table and the small tables (``tables.py``), the sweep table, the what-if and
-    tune tables, and last the notes and warnings."""
+    tune tables (the run's analyses, made once by ``measure.explained``: the tables only format them),
+    and last the notes and warnings."""
     parts = tables_markdown(records)
     sweep = sweep_table(records)
     if sweep:
         parts.append(sweep)
-    parts += explain_sections(records, meta)
+    parts += explain_markdown(explain(records, meta))
     notes = list((meta.notes if meta else None) or []) + warnings(records)
     if notes:
         parts.append("\n".join(f"- {n}" for n in notes))
     return "\n\n".join(parts)
-
-
-def explain_sections(records: Sequence[ResultRow], meta: RunMeta | None) -> list[str]:
-    """The what-if map and the best-K table of runs made by ``specbench whatif`` / ``tune``."""
-    out = []
-    if meta and meta.whatif:
-        out.append(whatif_markdown(records, meta))
-    if meta and meta.tune:
-        out.append(tune_markdown(records, meta))
-    return [part for part in out if part]
 
 
 def warnings(records: Sequence[ResultRow]) -> list[str]:

@@ -27,8 +27,9 @@ from ..errors import ProfileError, SuiteError
 from ..launch import Engine
 from ..measure.profile import SYNTHETIC_ENV, rates_problem
 from ..measure.replay import LENGTH_FLAG, Choice, Entry, choose, read_profile
+from ..schemas.plans import ProfileRef, ProfileSpeedup, ReplayedConfig, WhatifPlan
 from ..suite import ServerConfig, Suite
-from .explain import derived_suite, raw_config, spec_configs
+from .explain import DerivedConfig, derived_suite, spec_configs
 from .whatif import SYNTHETIC_KEYS, package_root, read_text, synthetic_config, synthetic_support
 
 SGLANG_METHODS = ("EAGLE", "EAGLE3", "STANDALONE", "NGRAM", "DSPARK")
@@ -36,7 +37,7 @@ SGLANG_ENV = ("SGLANG_SIMULATE_ACC_LEN", "SGLANG_SIMULATE_ACC_METHOD", "SGLANG_S
 MEAN_ONLY = "SGLang replays the mean acceptance length only: per-position shape not reproduced"
 
 
-def load_profile(path: str | Path) -> tuple[list[Entry], dict[str, Any]]:
+def load_profile(path: str | Path) -> tuple[list[Entry], ProfileRef]:
     """The checked entries of a profile file, and what the plan records of it (path, sha256, format)."""
     path = Path(path)
     try:
@@ -50,7 +51,7 @@ def load_profile(path: str | Path) -> tuple[list[Entry], dict[str, Any]]:
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
         raise ProfileError(f"{path}: not a JSON profile file ({type(err).__name__}: {str(err).splitlines()[0]})") from None
     entries = read_profile(parsed, str(path))
-    return entries, {"path": str(path.resolve()), "sha256": hashlib.sha256(data).hexdigest(), "format": parsed["format"]}
+    return entries, ProfileRef(str(path.resolve()), hashlib.sha256(data).hexdigest(), parsed["format"])
 
 
 def replay_support(engine: Engine, python: str | None = None) -> str | None:
@@ -118,15 +119,15 @@ def _refuse_set(suite: Suite, c: ServerConfig) -> None:
                          f"/synthetic_* or env {SYNTHETIC_ENV}…); whatif --profile sets it itself")
 
 
-def expand_replay(suite: Suite, entries: Sequence[Entry], profile: dict[str, Any], only: Sequence[str] | None = None,
+def expand_replay(suite: Suite, entries: Sequence[Entry], profile: ProfileRef, only: Sequence[str] | None = None,
                   include_real: bool = True,
-                  check: Callable[[Engine, str | None], str | None] = replay_support) -> tuple[Suite, dict[str, Any]]:
+                  check: Callable[[Engine, str | None], str | None] = replay_support) -> tuple[Suite, WhatifPlan]:
     """The suite to run (baseline, the real configs, one config per config × data set of the profile) and its plan.
 
-    ``plan["configs"]`` maps each derived config to what it replays (``of``, ``dataset``, ``k``, ``mode``, the rates
+    ``plan.configs`` maps each derived config to its ``ReplayedConfig`` (the config, data set, k, mode, the rates
     and lengths, the server settings, the profile's own speedups per load); ``measure.replay`` reads it back.
     """
-    where = profile["path"]
+    where = str(profile.path)
     chosen = spec_configs(suite, only, "whatif --profile")
     base = suite.baseline
     assert base is not None  # spec_configs raised otherwise
@@ -135,43 +136,30 @@ def expand_replay(suite: Suite, entries: Sequence[Entry], profile: dict[str, Any
     if not used:
         raise ProfileError(f"{where}: no profile for any data set of {suite.path} ({', '.join(names)}); the profile has "
                            f"{', '.join(sorted({e.dataset for e in entries}))}")
-    configs, derived = [raw_config(suite, base)], []
-    plan: dict[str, Any] = {"configs": {}, "real": include_real, "profile": profile,
-                            "skipped_datasets": [d for d in names if d not in used]}
+    configs, derived = [DerivedConfig(base)], []
+    plan = WhatifPlan(real=include_real, profile=profile, skipped_datasets=[d for d in names if d not in used])
     for c in chosen:
         engine, k = synthetic_config(suite, c, check, "whatif --profile needs num_speculative_tokens (a profile is "
                                      "chosen per data set and k)")
         _refuse_set(suite, c)
         if include_real:
-            configs.append(raw_config(suite, c))
+            configs.append(DerivedConfig(c))
         for dataset in (d for d in used if c.runs_on(d)):
             choice = choose(entries, dataset, k, where, c.name)
             assert choice is not None  # ``used`` holds only data sets the profile has
             at = f"{where}: profiles[{choice.entries[0].index}]"
             s = engine_settings(engine.adapter, c.method or "", k, choice, at)
-            raw = raw_config(suite, c)
-            raw["name"] = replay_name(c.name, dataset)
-            raw.pop("port", None)
-            raw.pop("baseline", None)
-            raw["datasets"] = [dataset]
-            if s.speculative:
-                raw["speculative"] = {**raw.get("speculative", {}), **s.speculative}
-            if s.env:
-                raw["env"] = {**raw.get("env", {}), **s.env}
-            derived.append(raw)
-            plan["configs"][raw["name"]] = _planned(c.name, dataset, k, engine, choice, s)
-    derived.sort(key=lambda raw: used.index(raw["datasets"][0]))  # data set by data set: a run cut short holds whole data sets
+            name = replay_name(c.name, dataset)
+            derived.append(DerivedConfig(c, name, datasets=(dataset,), speculative=s.speculative, env=s.env))
+            plan.configs[name] = _planned(c.name, dataset, k, engine, choice, s)
+    derived.sort(key=lambda d: [used.index(x) for x in d.datasets or ()])  # data set by data set: a run cut short holds whole data sets
     return derived_suite(suite, "whatif", configs + derived, used), plan
 
 
-def _planned(config: str, dataset: str, k: int, engine: Engine, choice: Choice, s: Settings) -> dict[str, Any]:
-    return {
-        "of": config, "dataset": dataset, "k": k, "engine": engine.name, "adapter": engine.adapter, "mode": s.mode,
-        "acceptance_per_position": list(choice.rates), "estimated_positions": list(choice.estimated),
-        "acceptance_length": choice.length, "replayed_length": s.replayed_length,
-        "profile_entries": [e.index for e in choice.entries], "profile_config": choice.entries[0].config,
-        "pooled": choice.pooled, "speculative": s.speculative, "env": s.env, "note": s.note,
-        "profile_speedups": [{"concurrency": e.load.columns[0], "request_rate": e.load.columns[1],
-                              "speedup_vs_baseline": e.speedup, "ci": list(e.ci) if e.ci else None}
-                             for e in choice.entries],
-    }
+def _planned(config: str, dataset: str, k: int, engine: Engine, choice: Choice, s: Settings) -> ReplayedConfig:
+    return ReplayedConfig(
+        config, dataset, k, engine.name, engine.adapter, s.mode, list(choice.rates), list(choice.estimated),
+        choice.length, s.replayed_length, [e.index for e in choice.entries], choice.entries[0].config,
+        choice.pooled, s.speculative, s.env, s.note,
+        [ProfileSpeedup(*e.load.columns, e.speedup, e.ci if e.ci else None)
+         for e in choice.entries])

@@ -233,7 +233,7 @@ class RunSession(ServerStarts):
         rows = build_rows(self.suite, self.dir.load_phases(), requests, self.dir.path)
         attach_capacity(rows, self.meta.slo_search, self.suite.baseline.name if self.suite.baseline else None)
         if final and self.meta.tune is not None:  # a tune run: its choice of K, made once, as the run is written
-            self.meta.tune["result"] = tune_analysis(rows, requests, self.meta).to_dict()
+            self.meta.tune.result = tune_analysis(rows, requests, self.meta)
         self.meta.updated_at = now()
         self.meta.notes = run_notes(self.suite, self.meta.chunk_clock) + (self.meta.run_dir_notes or []) + self.meta.failed_notes()
         self.save_meta()

@@ -11,12 +11,12 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 from ..errors import SuiteError
 from ..launch import Engine, load_engine
+from ..schemas.plans import SyntheticLength, WhatifPlan
 from ..suite import Suite
-from .explain import derived_suite, raw_config, spec_configs
+from .explain import DerivedConfig, derived_suite, spec_configs
 
 SYNTHETIC_KEYS = ("rejection_sample_method", "synthetic_acceptance_length", "synthetic_acceptance_rates")
 
@@ -100,17 +100,17 @@ def derived_name(config: str, length: float) -> str:
 
 def expand_whatif(suite: Suite, lengths: Sequence[float] | None = None, only: Sequence[str] | None = None,
                   include_real: bool = True,
-                  check: Callable[[Engine, str | None], str | None] = synthetic_support) -> tuple[Suite, dict[str, Any]]:
+                  check: Callable[[Engine, str | None], str | None] = synthetic_support) -> tuple[Suite, WhatifPlan]:
     """The suite to run (baseline, the real configs, one config per acceptance length) and its plan.
 
-    ``plan["configs"]`` maps each derived config to ``{"of": real config, "acceptance_length": L,
-    "k": k}``; it is what ``whatif_curves`` reads back from ``meta.json``.
+    ``plan.configs`` maps each derived config to its ``SyntheticLength`` (the real config, L, k); it is what
+    ``whatif_curves`` reads back from ``meta.json``.
     """
     chosen = spec_configs(suite, only, "whatif")
     base = suite.baseline
     assert base is not None  # spec_configs raised otherwise
-    configs = [raw_config(suite, base)]
-    plan: dict[str, Any] = {"configs": {}, "real": include_real}
+    configs = [DerivedConfig(base)]
+    plan = WhatifPlan(real=include_real)
     derived = []
     for c in chosen:
         _, k = synthetic_config(suite, c, check, "whatif needs num_speculative_tokens (synthetic acceptance is defined "
@@ -124,14 +124,10 @@ def expand_whatif(suite: Suite, lengths: Sequence[float] | None = None, only: Se
             raise SuiteError(f"--lengths: {bad[0]:g} is outside [1, {k + 1}] for config {c.name!r} (k={k}): a step "
                              f"carries 1 to k+1 tokens")
         if include_real:
-            configs.append(raw_config(suite, c))
+            configs.append(DerivedConfig(c))
         for length in grid:
-            raw = raw_config(suite, c)
-            raw["name"] = derived_name(c.name, length)
-            raw.pop("port", None)
-            raw.pop("baseline", None)
-            raw["speculative"] = {**raw.get("speculative", {}), "rejection_sample_method": "synthetic",
-                                  "synthetic_acceptance_length": float(length)}
-            derived.append(raw)
-            plan["configs"][raw["name"]] = {"of": c.name, "acceptance_length": float(length), "k": k}
+            name = derived_name(c.name, length)
+            derived.append(DerivedConfig(c, name, speculative={"rejection_sample_method": "synthetic",
+                                                               "synthetic_acceptance_length": float(length)}))
+            plan.configs[name] = SyntheticLength(c.name, float(length), k)
     return derived_suite(suite, "whatif", configs + derived), plan

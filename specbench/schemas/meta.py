@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 
 from ..util.jsonio import read_json, write_json
 from .phase import SupersededPhase
+from .plans import ScheduleCheck, TunePlan, WhatifPlan
 from .record import Record
 from .run_files import META
 
@@ -172,9 +173,9 @@ class RunMeta(Record):
     chunk_clock: dict[str, str] | None = None
     slo_search: dict[str, dict[str, Any]] | None = None
     parallel: dict[str, Any] | None = None
-    whatif: dict[str, Any] | None = None
-    tune: dict[str, Any] | None = None
-    schedule: dict[str, Any] | None = None
+    whatif: WhatifPlan | None = None
+    tune: TunePlan | None = None
+    schedule: ScheduleCheck | None = None
     updated_at: str | None = None
     notes: list[str] | None = None
     finished_at: str | None = None

@@ -5,16 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ...measure.replay import LENGTH_FLAG, ReplayPoint, replay_points
+from ...measure.replay import LENGTH_FLAG, Replay, ReplayPoint
 from ...schemas.cell import LoadPoint
 from ..explain_tables import REPLAY_NOTE, measured_length_text, profile_speedup_text, replayed_text
-from ..model import Model
 from ..svg import INK, Scale, Svg, esc, figure, legend, linear_axis, y_axis
 from .common import LOAD_COLOURS
 
 
-def replay_section(m: Model) -> str | None:
-    points = replay_points(m.rows, m.meta)
+def replay_section(replay: Replay) -> str | None:
+    points = replay.points
     if not points:
         return None
     plot = "whatif"

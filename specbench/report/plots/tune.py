@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from ...measure.best_k import analysis_of
-from ...measure.tune_result import KCell
 from ...schemas.cell import LoadPoint
-from ..model import Model
+from ...schemas.plans import KCell, TuneResult
 from ..svg import (
     INK,
     Scale,
@@ -21,8 +19,7 @@ from ..svg import (
 from .common import LOAD_COLOURS
 
 
-def tune_section(m: Model) -> str | None:
-    result = analysis_of(m.rows, m.meta)
+def tune_section(result: TuneResult | None) -> str | None:
     if not result or not result.cells:
         return None
     plot = "tune"

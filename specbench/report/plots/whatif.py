@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-from ...measure.break_even import is_replay, verdict, whatif_curves
+from ...measure.break_even import Curve, verdict
+from ...measure.explained import Explained
 from ...schemas.cell import LoadPoint
 from ..explain_tables import WHATIF_NOTE
-from ..model import Model
 from ..svg import (
     INK,
     Scale,
@@ -25,10 +24,11 @@ from .common import LOAD_COLOURS, num_or_none
 from .replay import replay_section
 
 
-def whatif_section(m: Model) -> str | None:
-    if is_replay(m.meta):
-        return replay_section(m)
-    curves = whatif_curves(m.rows, m.meta)
+def whatif_section(explained: Explained) -> str | None:
+    """The break-even map of a whatif grid, or a profile's replay."""
+    if explained.replay is not None:
+        return replay_section(explained.replay)
+    curves = explained.curves
     if not curves:
         return None
     plot = "whatif"
@@ -94,7 +94,7 @@ def whatif_section(m: Model) -> str | None:
     return figure(plot, title, body, caption)
 
 
-def _whatif_table(curves: Sequence[Any]) -> str:
+def _whatif_table(curves: Sequence[Curve]) -> str:
     targets = sorted({p.target for c in curves for p in c.points})
     head = "".join(f'<th scope="col">{esc(h)}</th>' for h in
                    ["Dataset", "Config", "Load", *[f"AL {t:g}" for t in targets], "Break-even AL", "Real AL", "Real speed-up"])

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from specbench.cli import main
-from specbench.measure.profile import FORMAT
+from specbench.schemas.profile_file import FORMAT
 
 
 async def test_whatif_profile_replays_each_data_set_at_its_own_rates(tmp_path, fake_engine, capsys):

@@ -20,6 +20,7 @@ from specbench.report.html import render_html
 from specbench.run.tune import expand_tune, families, family_name
 from specbench.run.whatif import default_lengths, expand_whatif, synthetic_support
 from specbench.schemas.meta import RunMeta
+from specbench.schemas.plans import TuneFamily
 from specbench.schemas.row import ResultRow
 from specbench.schemas.row_read import rows_from
 from specbench.suite import parse_suite
@@ -74,7 +75,7 @@ def test_expand_whatif_one_config_per_length_baseline_and_real_kept(tmp_path):
     assert c.speculative == {"prompt_lookup_max": 4, "rejection_sample_method": "synthetic",
                              "synthetic_acceptance_length": 2.5}
     assert c.method == "ngram" and c.num_speculative_tokens == 3
-    assert plan["configs"]["ngram_k3_al2.5"] == {"of": "ngram_k3", "acceptance_length": 2.5, "k": 3}
+    assert plan.configs["ngram_k3_al2.5"].to_dict() == {"of": "ngram_k3", "acceptance_length": 2.5, "k": 3}
     assert [c.name for c in expand_whatif(suite, [2.0], include_real=False, check=OK)[0].configs] == ["baseline", "ngram_k3_al2"]
     assert len(expand_whatif(suite, None, check=OK)[0].configs) == 2 + 6  # default grid for k=3
 
@@ -162,7 +163,7 @@ def test_verdict_places_the_real_drafter_against_the_break_even(curve, real, exp
 
 def test_whatif_markdown_table_and_html_plot(tmp_path):
     rows, meta = _rows({2.0: 0.8, 3.0: 1.2}, (2.3, 0.92))
-    md = whatif_markdown(rows, meta)
+    md = whatif_markdown(whatif_curves(rows, meta))
     assert "| Dataset | Config | Load | AL 2 | AL 3 | Break-even AL | Real AL (speedup) | Verdict |" in md
     assert "| d | spec | C=16 | 0.800x @ 1.99 | 1.200x @ 2.99 | 2.49 | 2.30 (0.920x) | needs 2.49 at C=16, has 2.30 → loses |" in md
     page = render_html(rows, None, meta)
@@ -171,7 +172,7 @@ def test_whatif_markdown_table_and_html_plot(tmp_path):
     assert fig.count('class="break-even"') == 1 and "needs 2.49 at C=16, has 2.30 → loses" in fig
     assert 'id="fig-whatif"' not in render_html(rows, None, {})  # only for whatif runs
     rows, meta = _rows({1.5: 1.195, 2.5: 1.833}, (1.02, 0.909))
-    assert "| ≈1.17 | 1.02 (0.909x) | needs ≈1.17" in whatif_markdown(rows, meta)
+    assert "| ≈1.17 | 1.02 (0.909x) | needs ≈1.17" in whatif_markdown(whatif_curves(rows, meta))
 
 
 # ------------------------------------------------------------------------------ tune: pure parts
@@ -185,8 +186,9 @@ def test_families_group_configs_that_differ_only_in_k(tmp_path):
     derived, plan = expand_tune(suite, [1, 2], ["ngram_k3"])
     assert [c.name for c in derived.configs] == ["baseline", "ngram_k1", "ngram_k2"]
     assert [c.num_speculative_tokens for c in derived.configs[1:]] == [1, 2]
-    assert plan["configs"]["ngram_k2"] == {"family": "ngram", "k": 2}
-    assert plan["families"]["ngram"]["from"] == ["ngram_k3", "ngram_k7"]
+    assert plan.configs["ngram_k2"].to_dict() == {"family": "ngram", "k": 2}
+    assert plan.families["ngram"].from_ == ["ngram_k3", "ngram_k7"]
+    assert list(plan.families["ngram"].to_dict()) == ["from", "engine", "adapter", "method", "drafter", "speculative"]
     with pytest.raises(SuiteError, match="--k: expected positive integers"):
         expand_tune(suite, [0, 2])
 
@@ -218,14 +220,16 @@ def test_best_k_and_the_ks_not_told_apart():
 
 
 def test_engine_flag_is_vllms_per_batch_size_schedule():
-    fam = {"adapter": "vllm", "engine": "vllm", "method": "eagle3", "drafter": "d/e", "speculative": {"x": 1}}
-    spec, flag, _ = engine_flag(fam, [[1, 4, 3], [5, 16, 1]])
+    fam = TuneFamily(engine="vllm", adapter="vllm", method="eagle3", drafter="d/e", speculative={"x": 1})
+    serve = engine_flag(fam, [[1, 4, 3], [5, 16, 1]])
+    spec, flag = serve.speculative_config, serve.flag
     assert spec == {"method": "eagle3", "model": "d/e", "num_speculative_tokens": 3, "x": 1,
                     "num_speculative_tokens_per_batch_size": [[1, 4, 3], [5, 16, 1]]}
     assert flag == ("--speculative-config '{\"method\":\"eagle3\",\"model\":\"d/e\",\"num_speculative_tokens\":3,"
                     "\"x\":1,\"num_speculative_tokens_per_batch_size\":[[1,4,3],[5,16,1]]}'")
-    assert engine_flag({**fam, "adapter": "sglang", "engine": "sglang"}, [[1, 4, 3]])[1] is None
-    assert engine_flag(fam, [[1, 16, 0]])[:2] == (None, None)
+    assert engine_flag(TuneFamily(engine="sglang", adapter="sglang", method="eagle3"), [[1, 4, 3]]).flag is None
+    off = engine_flag(fam, [[1, 16, 0]])
+    assert (off.speculative_config, off.flag) == (None, None)
 
 
 # ------------------------------------------------------------------------------ end to end on the fake engine

@@ -10,9 +10,10 @@ import pytest
 
 from specbench.cli import main
 from specbench.errors import ProfileError
-from specbench.measure.profile import FILL_RULE, FORMAT, conditional, fill_positions, profiles_from, rates_problem
+from specbench.measure.profile import FILL_RULE, conditional, fill_positions, profiles_from, rates_problem
 from specbench.measure.replay import choose, read_profile
 from specbench.run.readback import load_run
+from specbench.schemas.profile_file import FORMAT, ProfileFile
 from specbench.schemas.row_read import rows_from
 from tests.support.paths import ROOT
 
@@ -47,7 +48,8 @@ def _check_filled(p: dict, given: int) -> None:
 
 
 def test_reference_format_fills_the_positions_it_does_not_give():
-    profiles, refused = profiles_from(rows_from(REFERENCE), None, "ref.json", note=lambda _: None)
+    entries, refused = profiles_from(rows_from(REFERENCE), None, "ref.json", note=lambda _: None)
+    profiles = [p.to_dict() for p in entries]  # as the file has them
     assert refused == [] and [(p["dataset"], p["config"]) for p in profiles] == [
         ("math500", "dspark_k3"), ("math500", "dspark_k7"), ("humaneval", "dspark_k7")]
     k3, k7, he = profiles
@@ -138,7 +140,8 @@ def test_per_category_profile_comes_from_the_stream_and_says_so():
            "acceptance_per_position": [0.6, 0.3],
            "categories": {"coding": {"requests": 3, "stream_mean_acceptance_length": 2.2, "stream_acceptance_joint": [0.7, 0.5]},
                           "writing": {"requests": 3, "stream_mean_acceptance_length": None}}}
-    [p], _ = profiles_from(rows_from([row]), None, "r.json", note=lambda _: None)
+    [entry], _ = profiles_from(rows_from([row]), None, "r.json", note=lambda _: None)
+    p = entry.to_dict()
     assert list(p["categories"]) == ["coding"]  # writing measured nothing
     c = p["categories"]["coding"]
     assert c["acceptance_per_position"] == [0.7, 0.5] and c["acceptance_conditional"] == pytest.approx([0.7, 0.5 / 0.7])
@@ -216,9 +219,17 @@ def test_the_committed_reference_profile_is_replayable():
         _check_filled(p, 3)
 
 
+def test_a_profile_file_read_and_written_back_is_the_same_bytes(tmp_path):
+    """One declaration reads and writes the file: the committed profile, read strictly and written again."""
+    text = REFERENCE_PROFILE.read_text()
+    profile = ProfileFile.from_dict(json.loads(text), REFERENCE_PROFILE)
+    assert profile.profiles[0].provenance is not None and profile.profiles[0].provenance.missing_why is not None
+    assert json.dumps(profile.to_dict(), indent=2) + "\n" == text
+
+
 def test_load_run_of_a_bare_results_file(tmp_path):
     path = tmp_path / "r.json"
     path.write_text(json.dumps(REFERENCE))
     run = load_run(path)
     profiles, _ = profiles_from(run.rows, run.meta or None, str(path), note=lambda _: None)
-    assert len(profiles) == 3 and Path(profiles[0]["provenance"]["source"]) == path
+    assert len(profiles) == 3 and profiles[0].provenance is not None and Path(str(profiles[0].provenance.source)) == path

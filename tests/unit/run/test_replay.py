@@ -12,17 +12,19 @@ import yaml
 from specbench.cli import main
 from specbench.errors import ProfileError, SuiteError
 from specbench.launch import load_engine
-from specbench.measure.profile import FORMAT
-from specbench.measure.replay import read_profile, replay_points
-from specbench.report.explain_tables import replay_markdown, whatif_markdown
+from specbench.measure.explained import explain
+from specbench.measure.replay import read_profile, replay_of, replay_points
+from specbench.report.explain_tables import explain_markdown, replay_markdown
 from specbench.report.html import render_html
 from specbench.run.replay import expand_replay, load_profile, replay_support
 from specbench.schemas.meta import RunMeta
+from specbench.schemas.plans import ProfileRef
+from specbench.schemas.profile_file import FORMAT
 from specbench.schemas.row_read import rows_from
 from specbench.suite import parse_suite
 
 OK = lambda engine, python: None  # noqa: E731  (an engine that can replay a profile)
-PROFILE = {"path": "/plans/p.json", "sha256": "ab" * 32, "format": FORMAT}
+PROFILE = ProfileRef("/plans/p.json", "ab" * 32, FORMAT)
 
 
 def suite_of(tmp_path: Path, configs: list[dict], engine: str = "vllm", datasets=("gsm8k", "mbpp", "extra")) -> object:
@@ -59,18 +61,18 @@ def test_one_derived_config_per_config_and_data_set_at_the_profiles_rates(tmp_pa
     assert [c.name for c in derived.configs] == [
         "baseline", "dspark_k3", "dspark_k7", "dspark_k3_profile_gsm8k", "dspark_k7_profile_gsm8k",
         "dspark_k3_profile_mbpp", "dspark_k7_profile_mbpp"]  # data set by data set
-    assert [d.name for d in derived.datasets] == ["gsm8k", "mbpp"] and plan["skipped_datasets"] == ["extra"]
+    assert [d.name for d in derived.datasets] == ["gsm8k", "mbpp"] and plan.skipped_datasets == ["extra"]
     by = {c.name: c for c in derived.configs}
     c = by["dspark_k7_profile_mbpp"]
     assert c.datasets == ("mbpp",) and c.num_speculative_tokens == 7 and c.drafter == "/m/draft" and c.method == "dspark"
     assert c.speculative == {"rejection_sample_method": "synthetic", "synthetic_acceptance_rates": K7} and c.env == {}
     assert by["dspark_k3_profile_gsm8k"].speculative["synthetic_acceptance_rates"] == [0.5, 0.25, 0.1]
     assert by["dspark_k3"].datasets is None  # the real config measures every data set
-    p = plan["configs"]["dspark_k7_profile_mbpp"]
-    assert p["of"] == "dspark_k7" and p["dataset"] == "mbpp" and p["k"] == 7 and p["mode"] == "rates"
-    assert p["acceptance_per_position"] == K7 and p["acceptance_length"] == pytest.approx(1 + sum(K7))
-    assert p["estimated_positions"] == [4, 5, 6, 7] and p["profile_entries"] == [3] and p["profile_config"] == "dspark_k7"
-    assert plan["profile"] == PROFILE
+    p = plan.replayed()["dspark_k7_profile_mbpp"]
+    assert p.of == "dspark_k7" and p.dataset == "mbpp" and p.k == 7 and p.mode == "rates"
+    assert p.acceptance_per_position == K7 and p.acceptance_length == pytest.approx(1 + sum(K7))
+    assert p.estimated_positions == [4, 5, 6, 7] and p.profile_entries == [3] and p.profile_config == "dspark_k7"
+    assert plan.profile == PROFILE
     # the derived suite's own config (what the server is started with): vLLM's --speculative-config
     assert derived.raw_config("dspark_k3_profile_gsm8k")["speculative"] == {
         "rejection_sample_method": "synthetic", "synthetic_acceptance_rates": [0.5, 0.25, 0.1]}
@@ -86,9 +88,9 @@ def test_sglang_replays_the_mean_length_through_its_environment(tmp_path):
     c = derived.configs[-1]
     assert c.name == "eagle_k3_profile_gsm8k" and c.speculative == {}
     assert c.env == {"SGLANG_SIMULATE_ACC_LEN": "1.85", "SGLANG_SIMULATE_ACC_METHOD": "match-expected"}
-    p = plan["configs"][c.name]
-    assert p["mode"] == "mean_length" and p["replayed_length"] == pytest.approx(1.85)
-    assert "per-position shape not reproduced" in p["note"]
+    p = plan.replayed()[c.name]
+    assert p.mode == "mean_length" and p.replayed_length == pytest.approx(1.85)
+    assert p.note is not None and "per-position shape not reproduced" in p.note
 
 
 @pytest.mark.parametrize("rates, outcome", [
@@ -110,8 +112,8 @@ def test_sglang_dspark_rounds_the_length_replayed_only_within_3_percent(tmp_path
     derived, plan = expand_replay(suite, entries, PROFILE, check=OK)
     c = derived.configs[-1]
     assert c.env["SGLANG_RAGGED_VERIFY_MODE"] == "static" and c.env["SGLANG_SIMULATE_ACC_METHOD"] == "match-expected"
-    p = plan["configs"][c.name]
-    assert p["replayed_length"] == 2.0 and "DSPARK rounds it to 2" in p["note"]
+    p = plan.replayed()[c.name]
+    assert p.replayed_length == 2.0 and p.note is not None and "DSPARK rounds it to 2" in p.note
 
 
 @pytest.mark.parametrize("configs, engine, message", [
@@ -128,7 +130,7 @@ def test_sglang_dspark_rounds_the_length_replayed_only_within_3_percent(tmp_path
 def test_a_replay_that_cannot_be_made_is_refused_in_one_line(tmp_path, configs, engine, message):
     suite = suite_of(tmp_path, configs, engine=engine)
     with pytest.raises((SuiteError, ProfileError)) as err:
-        expand_replay(suite, read_profile(profile_doc(*ENTRIES), "p.json"), {**PROFILE, "path": "p.json"}, check=OK)
+        expand_replay(suite, read_profile(profile_doc(*ENTRIES), "p.json"), ProfileRef("p.json", PROFILE.sha256, FORMAT), check=OK)
     assert message in str(err.value) and "\n" not in str(err.value)
 
 
@@ -153,7 +155,7 @@ def test_whatif_cli_refuses_a_bad_profile_before_anything_starts(tmp_path, capsy
     good = tmp_path / "good.json"
     good.write_text(json.dumps(profile_doc(*ENTRIES)))
     entries, info = load_profile(good)
-    assert len(entries) == 4 and info["path"] == str(good.resolve()) and len(info["sha256"]) == 64
+    assert len(entries) == 4 and info.path == str(good.resolve()) and len(str(info.sha256)) == 64
 
 
 # ------------------------------------------------------------------------------ reading the replay back
@@ -173,15 +175,17 @@ def replay_run(measured: dict[str, float], mode: str = "rates") -> tuple[list, R
                  {"dataset": "gsm8k", "run": "dspark_k3_profile_gsm8k", "concurrency": int(c), "num_speculative_tokens": 3,
                   "speedup_vs_baseline": 1.4 if c == "1" else 0.9, "mean_acceptance_length": length,
                   "ci95": {"speedup_vs_baseline": [1.3, 1.5] if c == "1" else [0.85, 0.95]}}]
-    return rows_from(rows), RunMeta.from_dict({"whatif": {"configs": plan, "profile": PROFILE, "skipped_datasets": ["extra"]}})
+    return rows_from(rows), RunMeta.from_dict({"whatif": {"configs": plan, "profile": PROFILE.to_dict(), "skipped_datasets": ["extra"]}})
 
 
 def test_replay_table_flags_a_measured_length_more_than_3_percent_off():
     rows, meta = replay_run({"1": 2.46, "16": 2.40})  # −1.6 %: fine; −4.0 %: ⚠
     p1, p16 = replay_points(rows, meta)
     assert not p1.flagged and p16.flagged and p16.length_gap == pytest.approx(-0.04)
-    md = whatif_markdown(rows, meta)
-    assert md == replay_markdown(rows, meta)
+    replay = replay_of(rows, meta)
+    assert replay is not None
+    md = replay_markdown(replay)
+    assert explain_markdown(explain(rows, meta)) == [md]
     assert ("| Dataset | Config | k | Load | Predicted speedup | Profile speedup | Profile AL | Measured AL | "
             "Acceptance replayed |") in md
     assert "| gsm8k | dspark_k3 | 3 | C=1 | 1.400x [1.30–1.50] | 1.310x [1.20–1.40] | 2.50 | 2.46 | 0.700 0.500 0.300* |" in md
@@ -200,7 +204,7 @@ def test_replay_table_flags_a_measured_length_more_than_3_percent_off():
 def test_replay_table_says_sglang_replayed_the_mean_only():
     rows, meta = replay_run({"1": 2.5}, mode="mean_length")
     assert ("| 2.50 | 2.50 | mean 2.50 only (SGLang replays the mean acceptance length only: per-position shape not "
-            "reproduced) |") in replay_markdown(rows, meta)
+            "reproduced) |") in explain_markdown(explain(rows, meta))[0]
 
 
 def _fake_package(root: Path, package: str, path: str, text: str) -> None:

@@ -12,9 +12,9 @@ import pytest
 
 from specbench.errors import ResultsError
 from specbench.measure.best_k import tune_analysis
-from specbench.measure.tune_result import Schedule, TuneResult
 from specbench.run.readback import read_requests
 from specbench.schemas.meta import RunMeta, ServerMeta
+from specbench.schemas.plans import Schedule, TuneResult
 from specbench.schemas.row_read import rows_from
 from specbench.util.jsonio import dumps
 from specbench.util.numbers import finite, is_number
@@ -56,7 +56,8 @@ def test_attribute_reads_of_a_committed_run():
 def test_the_tune_result_is_typed_and_written_back_as_stored():
     meta = RunMeta.load(TUNE_RUN / "meta.json")
     assert meta.tune is not None
-    stored = meta.tune["result"]
+    assert isinstance(meta.tune.result, TuneResult)
+    stored = json.loads((TUNE_RUN / "meta.json").read_text())["tune"]["result"]
     result = TuneResult.from_dict(stored, "tune.result")
     assert result.cells and result.cells[0].candidates and result.cells[0].candidates[0].k == 0
     assert as_written(result.to_dict()) == as_written(stored)
@@ -71,7 +72,7 @@ def test_the_typed_analysis_reproduces_the_committed_one():
     rows = rows_from(json.loads((TUNE_RUN / "results.json").read_text()))
     requests = read_requests(TUNE_RUN, quiet=True)
     assert meta.tune is not None and requests
-    assert as_written(tune_analysis(rows, requests, meta).to_dict()) == as_written(meta.tune["result"])
+    assert as_written(tune_analysis(rows, requests, meta).to_dict()) == as_written(meta.tune.result.to_dict())
 
 
 # ---- a newer version's keys, key order, None ----
