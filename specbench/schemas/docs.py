@@ -8,6 +8,23 @@ import typing
 
 from .meta import Comparability, GitState, Host, PromptSet, RunMeta, RunStart, ServerMeta, SuiteFile, SuiteInfo, Timing
 from .phase import PhaseInfo, SupersededPhase
+from .plans import (
+    Candidate,
+    KCell,
+    ProfileRef,
+    ProfileSpeedup,
+    ReplayedConfig,
+    Schedule,
+    ScheduleCheck,
+    ScheduleFile,
+    SyntheticLength,
+    TunedConfig,
+    TuneFamily,
+    TunePlan,
+    TuneResult,
+    WhatifPlan,
+)
+from .profile_file import CategoryAcceptance, ProfileEntry, ProfileFile, ProfileProvenance, ProfileSource
 from .quarantine import QuarantinedLine
 from .record import FieldSpec, Record, type_name
 from .request import RequestRecord, SloProbe
@@ -20,6 +37,11 @@ SECTIONS: tuple[tuple[str, tuple[type[Record], ...]], ...] = (
     ("meta.json: the run's metadata",
      (RunMeta, SuiteInfo, SuiteFile, GitState, Comparability, PromptSet, Host, ServerMeta, RunStart, Timing,
       SupersededPhase)),
+    ("meta.json: the derived suites' plans (whatif, tune; docs/explain.md) and schedule.json",
+     (WhatifPlan, SyntheticLength, ReplayedConfig, ProfileRef, ProfileSpeedup, TunePlan, TunedConfig, TuneFamily,
+      TuneResult, KCell, Candidate, Schedule, ScheduleCheck, ScheduleFile)),
+    ("The acceptance profile (`specbench profile`, `whatif --profile`)",
+     (ProfileFile, ProfileSource, ProfileEntry, ProfileProvenance, CategoryAcceptance)),
     ("The step log (logs/steplog/, docs/steplog.md)",
      (StepHeader, SchedRow, GpuRow, TokenRow)),
 )
