@@ -1,10 +1,9 @@
 """One typed results row: a cell's numbers as results.json holds them.
 
 Adding a metric is three edits: the function that measures it (returning its typed group, a frozen
-dataclass whose field names are the row's, which ``row_keys`` turns into what ``ResultRow.update``
-takes; older metrics still return ``{key: value}``), one field here (its annotation is also what the
-loader checks a value from a file against), and, to show it in the tables, one entry in
-``report/columns.py``.
+dataclass whose field names are the row's, which ``ResultRow.add`` sets), one field here (its
+annotation is also what the loader checks a value from a file against), and, to show it in the
+tables, one entry in ``report/columns.py``.
 
 A row keeps which keys it carries and in what order, exactly as the dicts it replaces did: a key
 is written when it was set (a comparison key only where there is a baseline, for instance), and a
@@ -20,6 +19,7 @@ from __future__ import annotations
 
 import typing
 from dataclasses import dataclass, field, fields
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -38,6 +38,9 @@ REFERENCE_KEYS = [
 
 Numbers = list[float | None]
 Obj = dict[str, Any]
+
+#: a group's field whose key is written only when it has a value: ``field(default=None, metadata=WHEN_SET)``
+WHEN_SET = MappingProxyType({"when_set": True})
 
 
 @dataclass(eq=False)
@@ -231,7 +234,7 @@ class O200kLengths:
     prompt_tokens_o200k_mean: float | None = None
     prompt_tokens_o200k_p50: float | None = None
     prompt_tokens_o200k_max: int | None = None
-    o200k_error: str | None = None
+    o200k_error: str | None = field(default=None, metadata=WHEN_SET)
 
 
 @dataclass(eq=False)
@@ -285,8 +288,7 @@ class ResultRow(StepLogStats, RepeatSpread, O200kLengths, ClientLag, QualityAndC
     """One cell's results (``measure.summarize_cell``): the fields of its bases, grouped by where they are
     measured, in results.json's order.
 
-    Adding a metric: its function returns ``{key: value}`` (``update`` takes it), one field in a group
-    above, and one column entry in ``report/columns.py`` to show it. ``start`` builds a row that
+    Adding a metric: its function returns a typed group (``add`` sets it), one field in a group above, and one column entry in ``report/columns.py`` to show it. ``start`` builds a row that
     carries only the keys set on it (as results.json writes them); the constructor sets every field;
     ``from_dict`` reads one from a file (``row_read.py``)."""
 
@@ -336,8 +338,13 @@ class ResultRow(StepLogStats, RepeatSpread, O200kLengths, ClientLag, QualityAndC
         self.extra[key] = value
 
     def update(self, values: typing.Mapping[str, Any]) -> None:
+        """Keys by name: those read from another version's file, or made at run time."""
         for key, value in values.items():
             self.set(key, value)
+
+    def add(self, group: DataclassInstance) -> None:
+        """A metric's typed group, its keys set in field order (``row_keys``)."""
+        self.update(row_keys(group))
 
     def keys(self) -> list[str]:
         return list(self._keys)
@@ -358,10 +365,12 @@ FIELD_NAMES = [f.name for f in FIELDS if f.name != "extra"]
 FIELD_SET = frozenset(FIELD_NAMES)
 
 
-def row_keys(group: DataclassInstance) -> dict[str, Any]:
-    """A metric's typed group as the keys ``ResultRow.update`` sets, in field order (the order
-    results.json writes them). Its field names are the row's: one that is not raises here."""
-    out = {f.name: getattr(group, f.name) for f in fields(group)}
+def row_keys(group: DataclassInstance) -> dict[str, object]:
+    """A metric's typed group as the keys ``ResultRow.add`` sets, in field order (the order results.json
+    writes them), leaving out a ``WHEN_SET`` field that is None. Its field names are the row's: one
+    that is not raises here."""
+    out = {f.name: getattr(group, f.name) for f in fields(group)
+           if not (f.metadata.get("when_set") and getattr(group, f.name) is None)}
     stray = [key for key in out if key not in FIELD_SET]
     if stray:
         raise TypeError(f"{type(group).__name__}: not a ResultRow field: {', '.join(stray)}")
