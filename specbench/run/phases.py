@@ -19,17 +19,17 @@ from ..measure.engine_counters import read_acceptance
 from ..measure.keepup import generation_window
 from ..measure.o200k import prompt_lengths
 from ..measure.slo import PROBE_PHASE
-from .o200k_file import find_o200k
-from .telemetry import PhaseMeter
 from ..schemas.cell import LoadPoint
 from ..schemas.phase import PhaseInfo
 from ..schemas.request import Prompt, RequestRecord
 from ..suite import Suite
 from ..util.redact import redact_url
+from .o200k_file import find_o200k
 from .rate_search import search_server
 from .recorder import Recorder
 from .refusal import refusal
 from .servers import Server, server_info
+from .telemetry import PhaseMeter
 
 
 @dataclass

@@ -15,8 +15,8 @@ from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
 from ..suite import Suite
 from ..util.redact import redact_mapping
-from .preflight import load_points
 from .o200k_file import find_o200k
+from .preflight import load_points
 from .steplog import CellStepLog, steplog_results
 
 

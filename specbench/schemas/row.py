@@ -288,9 +288,10 @@ class ResultRow(StepLogStats, RepeatSpread, O200kLengths, ClientLag, QualityAndC
     """One cell's results (``measure.summarize_cell``): the fields of its bases, grouped by where they are
     measured, in results.json's order.
 
-    Adding a metric: its function returns a typed group (``add`` sets it), one field in a group above, and one column entry in ``report/columns.py`` to show it. ``start`` builds a row that
-    carries only the keys set on it (as results.json writes them); the constructor sets every field;
-    ``from_dict`` reads one from a file (``row_read.py``)."""
+    Adding a metric: its function returns a typed group (``add`` sets it), one field in a group above,
+    and one column entry in ``report/columns.py`` to show it. ``start`` builds a row that carries only
+    the keys set on it (as results.json writes them); the constructor sets every field; ``from_dict``
+    reads one from a file (``row_read.py``)."""
 
     #: keys this version has no field for (acceptance_pos_4.., a newer version's), kept as read
     extra: dict[str, Any] = field(default_factory=dict)

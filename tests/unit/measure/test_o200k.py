@@ -10,8 +10,8 @@ import tiktoken.load
 from tiktoken_ext import openai_public
 
 from specbench.measure import o200k as mo
-from specbench.run import o200k_file as of
 from specbench.measure.summarize import add_o200k, summarize_cell
+from specbench.run import o200k_file as of
 from specbench.schemas.phase import PhaseInfo
 from specbench.schemas.request import Prompt, RequestRecord
 from specbench.schemas.row import row_keys
