@@ -62,7 +62,7 @@ def add_spread(rows: list[ResultRow], phases: Sequence[PhaseInfo], records: Sequ
         for i in reps:
             pairs = paired_requests([r for r in measured[cell] if r.repeat == i], [r for r in measured[base] if r.repeat == i])
             boot = paired_speedup(pairs)
-            intervals.append((boot["paired_speedup_ci_low"], boot["paired_speedup_ci_high"]))
+            intervals.append((boot.paired_speedup_ci_low, boot.paired_speedup_ci_high))
         p = heterogeneity(speedups, intervals)
         ci = two_stage_ci(speedups, plan.stage) if plan.target is not None else mean_ci95(speedups)
         if ci is not None and (fresh or plan.target is not None):  # else: add_comparisons' Student-t over repeats stands

@@ -285,10 +285,10 @@ def add_comparisons(rows: list[ResultRow], records: Sequence[RequestRecord], bas
             continue
         row.speedup_vs_baseline = ratio(row.output_throughput_tps, base.output_throughput_tps)
         pairs = paired_requests(by_cell[cell], by_cell[cell.with_config(baseline)])
-        row.update(paired_speedup(pairs))
+        row.add(paired_speedup(pairs))
         if row.run != baseline:
-            row.update(fidelity(pairs))
-        row.update(decomposition(row, base, pairs))
+            row.add(fidelity(pairs))
+        row.add(decomposition(row, base, pairs))
         row.speedup_ci_method = None
         row.ci95 = _speedup_ci(row, base) if row.run != baseline else (row.ci95 or None)
 
