@@ -30,7 +30,7 @@ def _per_repeat(phases: Sequence[PhaseInfo], measured: Sequence[RequestRecord]) 
     """repeat → (output tokens/s of that pass, the server start it ran on)."""
     out: dict[int, tuple[float | None, int | None]] = {}
     for p in phases:
-        tps = throughput([r for r in measured if r.repeat == p.repeat], p.wall_s)["output_throughput_tps"]
+        tps = throughput([r for r in measured if r.repeat == p.repeat], p.wall_s).output_throughput_tps
         out[p.repeat] = (tps, p.server_start)
     return out
 

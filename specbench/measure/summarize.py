@@ -23,7 +23,7 @@ from ..schemas.row import ResultRow
 from . import acceptance as acc
 from .compare import decomposition, fidelity, mean_ci95, paired_requests, paired_speedup, ratio
 from .keepup import client_lag, client_tokens, token_agreement
-from .latency import latency_stats, shared_reads, throughput, token_sources
+from .latency import Throughput, latency_stats, shared_reads, throughput, token_sources
 from .o200k import O200k, o200k_summary
 
 ACCEPTANCE_WINDOW = "from a /metrics snapshot after warm-up to one after the phase's last request"
@@ -146,8 +146,8 @@ def category_breakdown(records: Sequence[RequestRecord], k: int | None) -> dict[
         sa = acc.stream_acceptance(ok, k)
         lat = latency_stats(ok)
         out[cat] = CategoryStats(
-            requests=len(ok), output_tokens=sum(r.output_tokens or 0 for r in ok), tpot_mean_ms=lat["tpot_mean_ms"],
-            latency_mean_ms=lat["latency_mean_ms"], stream_mean_acceptance_length=sa.mean_acceptance_length,
+            requests=len(ok), output_tokens=sum(r.output_tokens or 0 for r in ok), tpot_mean_ms=lat.tpot_mean_ms,
+            latency_mean_ms=lat.latency_mean_ms, stream_mean_acceptance_length=sa.mean_acceptance_length,
             stream_acceptance_rate=sa.acceptance_rate(), stream_acceptance_joint=sa.joint() or None,
             stream_acceptance_conditional=sa.conditional() or None)
     return out
@@ -166,15 +166,14 @@ def summarize_cell(phases: Sequence[PhaseInfo], records: Sequence[RequestRecord]
         reps = [r for r in measured if r.repeat == p.repeat]
         tp_per_repeat.append(throughput(reps, p.wall_s))
     total = throughput(measured, sum(walls))
-    row.requests = total["requests"]  # type: ignore[assignment]  # throughput's counts are ints
-    row.output_tokens = total["output_tokens"]  # type: ignore[assignment]
-    rps = [t["request_throughput_rps"] for t in tp_per_repeat]
-    tps = [t["output_throughput_tps"] for t in tp_per_repeat]
+    row.requests, row.output_tokens = total.requests, total.output_tokens
+    rps = [t.request_throughput_rps for t in tp_per_repeat]
+    tps = [t.output_throughput_tps for t in tp_per_repeat]
     row.request_throughput_rps = float(np.mean(rps)) if _complete(rps) and rps else None
     row.output_throughput_tps = float(np.mean(tps)) if _complete(tps) and tps else None
     row.speedup_vs_baseline = None
-    row.update(latency_stats(measured))
-    row.update(shared_reads(measured))
+    row.add(latency_stats(measured))
+    row.add(shared_reads(measured))
     completed = [sum(1 for r in measured if r.repeat == p.repeat and (r.ok or r.finish_reason)) for p in phases]
     pooled = combine_acceptance([p.acceptance for p in phases], k, completed)
     window = pooled.window
@@ -216,8 +215,7 @@ def summarize_cell(phases: Sequence[PhaseInfo], records: Sequence[RequestRecord]
     return row
 
 
-def _extras(row: ResultRow, phases: Sequence[PhaseInfo], acceptance: AcceptanceWindow,
-            total: dict[str, float | int | None]) -> None:
+def _extras(row: ResultRow, phases: Sequence[PhaseInfo], acceptance: AcceptanceWindow, total: Throughput) -> None:
     """How each number was obtained: the load point, repeats, time, and where acceptance came from."""
     first = phases[0]
     row.concurrency = first.concurrency if first.request_rate is None else None
@@ -226,7 +224,7 @@ def _extras(row: ResultRow, phases: Sequence[PhaseInfo], acceptance: AcceptanceW
         row.max_concurrency = first.concurrency or None
     row.repeats = len(phases)
     row.duration_s = sum(p.wall_s for p in phases)
-    row.prompt_tokens = total["prompt_tokens"]  # type: ignore[assignment]  # throughput's counts are ints
+    row.prompt_tokens = total.prompt_tokens
     for i in range(1, len(acceptance.positions) + 1):
         if not row.has(f"{POSITION}{i}"):
             row.set(f"{POSITION}{i}", acceptance.position(i))
