@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from typing import cast
 
 import numpy as np
 
@@ -40,9 +39,6 @@ class GpuSamples:
     gpu_util_pct: list[PerGpu] = field(default_factory=list)
     mem_used_mib: list[PerGpu] = field(default_factory=list)
     sm_clock_mhz: list[PerGpu] = field(default_factory=list)
-
-    def series(self, key: str) -> list[PerGpu]:
-        return cast("list[PerGpu]", getattr(self, key))
 
     def to_dict(self) -> dict[str, list[float | None] | list[PerGpu]]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -91,12 +87,13 @@ class TelemetryWindow:
 
 # ---- per cell ------------------------------------------------------------------------------------
 
-def _flat(samples: Sequence[GpuSamples], key: str, settle_s: float = 0.0) -> list[float]:
-    """Every numeric sample of ``key``, leaving out those stamped less than ``settle_s`` into their phase."""
+def _flat(series: Sequence[tuple[list[float | None], list[PerGpu]]], settle_s: float = 0.0) -> list[float]:
+    """Every sample of one quantity over the phases (each: its stamps, its samples), leaving out those stamped
+    less than ``settle_s`` into their phase."""
     out: list[float] = []
-    for s in samples:
-        for i, row in enumerate(s.series(key)):
-            t = s.t_s[i] if i < len(s.t_s) else None
+    for stamps, rows in series:
+        for i, row in enumerate(rows):
+            t = stamps[i] if i < len(stamps) else None
             if t is not None and t < settle_s:
                 continue
             out.extend(v for v in row if v is not None)
@@ -129,8 +126,8 @@ def telemetry_summary(windows: Sequence[TelemetryWindow], output_tokens: int | N
         energy = float(sum(e for e in energies if e is not None))
         per_token = energy / output_tokens if output_tokens else None
     samples = [w.samples for w in windows if w.samples is not None]
-    util = _flat(samples, "gpu_util_pct", UTIL_SETTLE_S)
-    mem, clock = _flat(samples, "mem_used_mib"), _flat(samples, "sm_clock_mhz")
+    util = _flat([(s.t_s, s.gpu_util_pct) for s in samples], UTIL_SETTLE_S)
+    mem, clock = _flat([(s.t_s, s.mem_used_mib) for s in samples]), _flat([(s.t_s, s.sm_clock_mhz) for s in samples])
     return TelemetrySummary(energy_j=energy, joules_per_output_token=per_token,
                             gpu_util_mean_pct=float(np.mean(util)) if util else None,
                             gpu_mem_used_max_mib=float(max(mem)) if mem else None,
