@@ -26,7 +26,7 @@ def no_o200k_file_but_the_tests_own(tmp_path_factory, monkeypatch):
 def o200k_file(tmp_path: Path, monkeypatch) -> Path:
     """A small real tiktoken encoding (tests/support/o200k.py), accepted as o200k_base: its sha256 patched in."""
     path = tmp_path / "o200k_fixture.tiktoken"
-    monkeypatch.setattr("specbench.measure.o200k.O200K_SHA256", write_encoding(path))
+    monkeypatch.setattr("specbench.run.o200k_file.O200K_SHA256", write_encoding(path))
     return path
 
 

@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -29,6 +28,7 @@ from ..datasets.loader import parse_items
 from ..datasets.sources import fetch_rows
 from ..measure.bootstrap import bootstrap_samples
 from ..schemas.request import RequestRecord
+from ..schemas.row import WHEN_SET
 from . import answers, programs
 
 CODE_TIMEOUT_S = 10.0
@@ -47,15 +47,20 @@ class Gold:
     setup: str = ""
 
 
-def gold_from_row(kind: str, row: dict[str, Any]) -> Gold:
+def _texts(value: object) -> tuple[str, ...]:
+    return tuple(str(v) for v in value) if isinstance(value, (list, tuple)) else ()
+
+
+def gold_from_row(kind: str, row: Mapping[str, object]) -> Gold:
+    """The gold answer or tests of a data set's row (as its file holds it)."""
     if kind == "gsm8k":
         return Gold(kind, answer=answers.gsm8k_gold(str(row["answer"])))
     if kind == "math500":
         return Gold(kind, answer=str(row["answer"]))
     if kind == "humaneval":
-        return Gold(kind, prompt=row["prompt"], tests=(row["test"],), entry_point=row["entry_point"])
-    return Gold(kind, tests=tuple(row.get("test_list") or ()), imports=tuple(row.get("test_imports") or ()),
-                setup=row.get("test_setup_code") or "")
+        return Gold(kind, prompt=str(row["prompt"]), tests=(str(row["test"]),), entry_point=str(row["entry_point"]))
+    return Gold(kind, tests=_texts(row.get("test_list")), imports=_texts(row.get("test_imports")),
+                setup=str(row.get("test_setup_code") or ""))
 
 
 @functools.lru_cache(maxsize=16)
@@ -64,21 +69,50 @@ def golds(spec, data_dir: Path | None) -> dict[str, Gold]:
     return {item.id: gold_from_row(spec.source, dict(item.row or {})) for item in parse_items(spec, fetch_rows(spec, data_dir))}
 
 
-def grade_answer(text: str, gold: Gold) -> dict[str, Any]:
+@dataclass(frozen=True)
+class AnswerGrade:
+    """A final answer's grade (math sets), requests.jsonl's ``grade``: what was found, the gold, and how."""
+
+    correct: bool
+    answer: str | None
+    gold: str
+    how: str
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ProgramGrade:
+    """A program's grade (code sets), requests.jsonl's ``grade``: its run and the guards in force."""
+
+    correct: bool
+    detail: str
+    network: str | None
+    user: str | None = None  # None: no program ran, no ``user`` key
+
+    def to_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {"correct": self.correct, "detail": self.detail, "network": self.network}
+        if self.user is not None:
+            out["user"] = self.user
+        return out
+
+
+def grade_answer(text: str, gold: Gold) -> AnswerGrade | ProgramGrade:
     """One answer against its gold; the code sets run a program (seconds), the math sets do not."""
     if gold.kind in ("gsm8k", "math500"):
         assert gold.answer is not None  # gold_from_row sets it for these sets
         found, how = answers.extract_gsm8k(text) if gold.kind == "gsm8k" else answers.extract_math(text)
-        return {"correct": answers.equivalent(found, gold.answer), "answer": found, "gold": gold.answer, "how": how}
+        return AnswerGrade(answers.equivalent(found, gold.answer), found, gold.answer, how)
     if gold.kind == "humaneval":
         assert gold.prompt is not None and gold.entry_point is not None  # gold_from_row sets them for humaneval
         program = programs.humaneval_program(text, gold.prompt, gold.tests[0], gold.entry_point)
     else:
         program = programs.mbpp_program(text, list(gold.tests), list(gold.imports), gold.setup)
     if program is None:
-        return {"correct": False, "detail": "no code in the answer", "network": None}
+        return ProgramGrade(False, "no code in the answer", None)
     result = programs.run_program(program, CODE_TIMEOUT_S)
-    return {"correct": result.passed, "detail": result.detail, "network": result.network, "user": result.user}
+    return ProgramGrade(result.passed, result.detail, result.network, result.user)
 
 
 def grade_records(records: Sequence[RequestRecord], gold: dict[str, Gold], workers: int = 2) -> None:
@@ -89,7 +123,7 @@ def grade_records(records: Sequence[RequestRecord], gold: dict[str, Gold], worke
         r.grade = {"correct": None, "detail": f"no gold answer for prompt {r.prompt_id!r}"}
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         for r, g in zip(todo, pool.map(lambda rec: grade_answer(rec.text, gold[rec.prompt_id]), todo)):
-            r.grade = g
+            r.grade = g.to_dict()
 
 
 def grade_phase(suite, dataset: str, records: Sequence[RequestRecord]) -> None:
@@ -107,25 +141,33 @@ def _correct(r: RequestRecord) -> bool | None:
     return g.get("correct") if isinstance(g, dict) and isinstance(g.get("correct"), bool) else None
 
 
-def accuracy_summary(records: Sequence[RequestRecord], graded_set: bool) -> dict[str, Any]:
-    """accuracy over the cell's graded requests; null (with ``accuracy_error``) when none was graded."""
+@dataclass(frozen=True)
+class Accuracy:
+    """A cell's task accuracy (``accuracy_summary``), named as the result row names it."""
+
+    accuracy: float | None
+    accuracy_compared: int
+    accuracy_ungraded: int
+    accuracy_truncated: int
+    accuracy_error: str | None = field(default=None, metadata=WHEN_SET)
+    grade_network_guard: str | None = field(default=None, metadata=WHEN_SET)
+
+
+def accuracy_summary(records: Sequence[RequestRecord], graded_set: bool) -> Accuracy | None:
+    """accuracy over the cell's graded requests; null (with ``accuracy_error``) when none was graded;
+    None (no key at all) when the suite does not grade the set."""
     if not graded_set:
-        return {}
+        return None
     measured = [r for r in records if r.phase == "measure" and r.turn == 0]
     verdicts = [(r, _correct(r)) for r in measured]
     graded = [(r, c) for r, c in verdicts if c is not None]
-    out: dict[str, Any] = {"accuracy": None, "accuracy_compared": len(graded),
-                           "accuracy_ungraded": len(measured) - len(graded),
-                           "accuracy_truncated": sum(1 for r, c in graded if r.finish_reason == "length")}
-    if graded:
-        out["accuracy"] = sum(1 for _, c in graded if c) / len(graded)
-    else:
-        out["accuracy_error"] = ("no request was graded (failed requests are not graded; "
-                                 "a run measured before grading was switched on has no grades)")
     nets = {net for r, _ in graded if (net := (r.grade or {}).get("network")) is not None}
-    if nets:
-        out["grade_network_guard"] = " + ".join(sorted(nets))
-    return out
+    return Accuracy(accuracy=sum(1 for _, c in graded if c) / len(graded) if graded else None,
+                    accuracy_compared=len(graded), accuracy_ungraded=len(measured) - len(graded),
+                    accuracy_truncated=sum(1 for r, c in graded if r.finish_reason == "length"),
+                    accuracy_error=None if graded else ("no request was graded (failed requests are not graded; "
+                                                        "a run measured before grading was switched on has no grades)"),
+                    grade_network_guard=" + ".join(sorted(nets)) if nets else None)
 
 
 def mcnemar_exact(b: int, c: int) -> float:
@@ -143,24 +185,31 @@ def mcnemar_exact(b: int, c: int) -> float:
     return min(1.0, 2 * (tail / 2 ** n))
 
 
-def paired_accuracy(pairs: Sequence[tuple[bool, bool]], resamples: int = 2000, seed: int = 0) -> dict[str, Any]:
+@dataclass(frozen=True)
+class PairedAccuracy:
+    """Accuracy against the baseline on the same prompts (``paired_accuracy``), named as the result row names it."""
+
+    accuracy_diff_vs_baseline: float | None = None
+    accuracy_diff_ci_low: float | None = None
+    accuracy_diff_ci_high: float | None = None
+    accuracy_mcnemar_p: float | None = None
+    accuracy_paired_prompts: int | None = None
+    accuracy_diff_method: str | None = field(default=None, metadata=WHEN_SET)
+
+
+def paired_accuracy(pairs: Sequence[tuple[bool, bool]], resamples: int = 2000, seed: int = 0) -> PairedAccuracy:
     """Config − baseline accuracy on the same prompts, its bootstrap 95% CI, and McNemar's p."""
-    out: dict[str, Any] = {"accuracy_diff_vs_baseline": None, "accuracy_diff_ci_low": None,
-                           "accuracy_diff_ci_high": None, "accuracy_mcnemar_p": None,
-                           "accuracy_paired_prompts": len(pairs) or None}
     if not pairs:
-        return out
+        return PairedAccuracy()
     arr = np.array(pairs, dtype=float)
     d = arr[:, 0] - arr[:, 1]
-    out["accuracy_diff_vs_baseline"] = float(d.mean())
     means = bootstrap_samples(lambda idx: d[idx].mean(axis=1), len(d), resamples, seed)
     lo, hi = np.percentile(means, [2.5, 97.5])
-    out["accuracy_diff_ci_low"], out["accuracy_diff_ci_high"] = float(lo), float(hi)
     only_config = int(((arr[:, 0] == 1) & (arr[:, 1] == 0)).sum())
     only_base = int(((arr[:, 0] == 0) & (arr[:, 1] == 1)).sum())
-    out["accuracy_mcnemar_p"] = mcnemar_exact(only_config, only_base)
-    out["accuracy_diff_method"] = DIFF_METHOD
-    return out
+    return PairedAccuracy(accuracy_diff_vs_baseline=float(d.mean()), accuracy_diff_ci_low=float(lo),
+                          accuracy_diff_ci_high=float(hi), accuracy_mcnemar_p=mcnemar_exact(only_config, only_base),
+                          accuracy_paired_prompts=len(pairs), accuracy_diff_method=DIFF_METHOD)
 
 
 def accuracy_pairs(config: Sequence[RequestRecord], baseline: Sequence[RequestRecord]) -> list[tuple[bool, bool]]:

@@ -15,9 +15,9 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
 
+from ..schemas.acceptance import POSITION, AcceptanceWindow
 from ..schemas.metrics import MetricsSnapshot
 from ..schemas.request import RequestRecord
 
@@ -34,13 +34,29 @@ class CounterNames:
     accepted_per_pos: str | None = None
 
 
-def empty_acceptance(k: int | None = None) -> dict[str, Any]:
-    positions = max(REPORTED_POSITIONS, k or 0)
-    out: dict[str, Any] = {"acceptance_rate": None}
-    out.update({f"acceptance_pos_{i}": None for i in range(1, positions + 1)})
-    out["mean_acceptance_length"] = None
-    out["acceptance_per_position"] = None
-    return out
+def reported_positions(k: int | None) -> int:
+    """acceptance_pos_1..n every window and row carries (null when not measured): n = max(3, k)."""
+    return max(REPORTED_POSITIONS, k or 0)
+
+
+def layout(k: int | None, *tail: str) -> tuple[str, ...]:
+    """A window's keys in the order phases.jsonl has always held them: rate, positions, length, per position, ``tail``."""
+    return ("acceptance_rate", *(f"{POSITION}{i}" for i in range(1, reported_positions(k) + 1)),
+            "mean_acceptance_length", "acceptance_per_position", *tail)
+
+
+def empty_acceptance(k: int | None = None, *tail: str) -> AcceptanceWindow:
+    """A window that measured nothing: every value null, the keys of ``layout(k, *tail)``."""
+    return AcceptanceWindow(positions=(None,) * reported_positions(k), keys=layout(k, *tail))
+
+
+def with_positions(window: AcceptanceWindow, per_pos: Sequence[float | None]) -> AcceptanceWindow:
+    """``window`` with its acceptance per position (acceptance_pos_i and ``acceptance_per_position``); a
+    position beyond the reported ones joins the layout at its end."""
+    n = len(window.positions)
+    more = tuple(f"{POSITION}{i}" for i in range(n + 1, len(per_pos) + 1))
+    return replace(window, positions=(*per_pos, *window.positions[len(per_pos):]), acceptance_per_position=tuple(per_pos),
+                   keys=(*window.keys, *more))
 
 
 def counter_deltas(before: MetricsSnapshot, after: MetricsSnapshot,
@@ -65,22 +81,19 @@ def counter_deltas(before: MetricsSnapshot, after: MetricsSnapshot,
     return out, None
 
 
-def counter_acceptance(before: MetricsSnapshot, after: MetricsSnapshot, names: CounterNames, k: int | None) -> dict[str, Any]:
+def counter_acceptance(before: MetricsSnapshot, after: MetricsSnapshot, names: CounterNames, k: int | None) -> AcceptanceWindow:
     """Acceptance over one window from two snapshots; null (never 0) when nothing was drafted."""
-    out = empty_acceptance(k)
-    out.update(spec_drafts=None, spec_draft_tokens=None, spec_accepted_tokens=None, acceptance_error=None)
+    out = empty_acceptance(k, "spec_drafts", "spec_draft_tokens", "spec_accepted_tokens", "acceptance_error")
     d, error = counter_deltas(before, after, {"drafts": names.drafts, "tokens": names.draft_tokens,
                                               "accepted": names.accepted, "per_pos": names.accepted_per_pos})
     if error:
-        out["acceptance_error"] = error
-        return out
+        return replace(out, acceptance_error=error)
     drafts, tokens, accepted = d["drafts"], d["tokens"], d["accepted"]
     if drafts is None or tokens is None or accepted is None or drafts <= 0 or tokens <= 0:
         return out
     if accepted > tokens or drafts > tokens:
-        out["acceptance_error"] = (f"/metrics counters contradict each other: {accepted:g} accepted of {tokens:g} "
-                                   f"drafted tokens in {drafts:g} drafts")
-        return out
+        return replace(out, acceptance_error=(f"/metrics counters contradict each other: {accepted:g} accepted of {tokens:g} "
+                                              f"drafted tokens in {drafts:g} drafts"))
     per_pos: list[float] = []
     if names.accepted_per_pos:
         after_pos = after.by_label.get(names.accepted_per_pos, {})
@@ -88,27 +101,23 @@ def counter_acceptance(before: MetricsSnapshot, after: MetricsSnapshot, names: C
         for pos in sorted(after_pos, key=_position):
             per_pos.append((after_pos[pos] - before_pos.get(pos, 0.0)) / drafts)
         if any(not 0 <= p <= 1 for p in per_pos):
-            out["acceptance_error"] = f"/metrics {names.accepted_per_pos}: a position was accepted more often than drafted, or went down"
-            return out
-    out.update(spec_drafts=int(drafts), spec_draft_tokens=int(tokens), spec_accepted_tokens=int(accepted))
-    out["acceptance_rate"] = accepted / tokens
-    out["mean_acceptance_length"] = 1 + accepted / drafts
-    if per_pos:
-        out["acceptance_per_position"] = per_pos
-        for i, rate in enumerate(per_pos, start=1):
-            out[f"acceptance_pos_{i}"] = rate
-    return out
+            return replace(out, acceptance_error=f"/metrics {names.accepted_per_pos}: a position was accepted more "
+                                                 "often than drafted, or went down")
+    out = replace(out, spec_drafts=int(drafts), spec_draft_tokens=int(tokens), spec_accepted_tokens=int(accepted),
+                  acceptance_rate=accepted / tokens, mean_acceptance_length=1 + accepted / drafts)
+    return with_positions(out, per_pos) if per_pos else out
 
 
 def _position(label: str) -> tuple[int, str]:
     return (int(label), "") if label.isdigit() else (1 << 30, label)
 
 
-def verify_step_acceptance(tokens: float, steps: float, requests: float, k: int | None) -> dict[str, float | None]:
-    """SGLang: tokens per verify step = (Δgeneration tokens − one prefill token per finished request)
-    ÷ Δverify calls; each request's first token comes from prefill, not from a verify step."""
+def verify_step_acceptance(window: AcceptanceWindow, tokens: float, steps: float, requests: float,
+                           k: int | None) -> AcceptanceWindow:
+    """SGLang: ``window`` with tokens per verify step = (Δgeneration tokens − one prefill token per finished
+    request) ÷ Δverify calls; each request's first token comes from prefill, not from a verify step."""
     length = (tokens - requests) / steps
-    return {"mean_acceptance_length": length, "acceptance_rate": (length - 1) / k if k else None}
+    return replace(window, mean_acceptance_length=length, acceptance_rate=(length - 1) / k if k else None)
 
 
 def ratio_acceptance(before: MetricsSnapshot, after: MetricsSnapshot, tokens_name: str, steps_name: str) -> float | None:
@@ -174,7 +183,19 @@ def stream_acceptance(records: Iterable[RequestRecord], k: int | None) -> Stream
     return StreamAcceptance(steps=steps, tokens=sum(n * c for n, c in hist.items()), histogram=dict(sorted(hist.items())), k=k)
 
 
-def request_stats_acceptance(records: Sequence[RequestRecord]) -> dict[str, Any] | None:
+@dataclass(frozen=True)
+class RequestStatsAcceptance:
+    """vLLM's per-request ``speculative_decoding_stats`` summed over a cell's requests."""
+
+    mean_acceptance_length: float
+    acceptance_rate: float | None
+    spec_steps: int
+    accepted: int
+    drafted: int
+    requests: int
+
+
+def request_stats_acceptance(records: Sequence[RequestRecord]) -> RequestStatsAcceptance | None:
     """Sum vLLM's per-request ``speculative_decoding_stats`` (when the server was asked for them)."""
     stats = [r.spec_stats for r in records if r.ok and isinstance(r.spec_stats, dict)]
     keys = ("num_spec_steps", "num_accepted_draft_tokens", "num_draft_tokens")
@@ -186,11 +207,8 @@ def request_stats_acceptance(records: Sequence[RequestRecord]) -> dict[str, Any]
     drafted = sum(s.get("num_draft_tokens", 0) for s in stats)
     if not steps:
         return None
-    return {
-        "mean_acceptance_length": 1 + accepted / steps,
-        "acceptance_rate": accepted / drafted if drafted else None,
-        "spec_steps": steps, "accepted": accepted, "drafted": drafted, "requests": len(stats),
-    }
+    return RequestStatsAcceptance(1 + accepted / steps, accepted / drafted if drafted else None,
+                                  steps, accepted, drafted, len(stats))
 
 
 @dataclass(frozen=True)
@@ -222,7 +240,15 @@ def stream_summary(records: Sequence[RequestRecord], k: int | None) -> StreamSum
     )
 
 
-def agreement(counter_accepted: int | None, stream_accepted: int | None, requests: int) -> dict[str, int | bool | None]:
+@dataclass(frozen=True)
+class Agreement:
+    """Accepted tokens as the server's counters and the stream saw them (``agreement``), named as the result row names it."""
+
+    acceptance_tokens_diff: int | None
+    acceptance_sources_agree: bool | None
+
+
+def agreement(counter_accepted: int | None, stream_accepted: int | None, requests: int) -> Agreement:
     """Compare accepted draft tokens seen by the server's counters and in the stream's chunk sizes.
 
     Accepted tokens (not acceptance length) are compared because engines such as n-gram skip the
@@ -231,7 +257,6 @@ def agreement(counter_accepted: int | None, stream_accepted: int | None, request
     A larger gap means other traffic in the window, or an engine that merges steps into one chunk.
     """
     if counter_accepted is None or stream_accepted is None:
-        return {"acceptance_tokens_diff": None, "acceptance_sources_agree": None}
+        return Agreement(None, None)
     diff = stream_accepted - counter_accepted
-    return {"acceptance_tokens_diff": diff,
-            "acceptance_sources_agree": abs(diff) <= requests + 0.05 * counter_accepted}
+    return Agreement(diff, abs(diff) <= requests + 0.05 * counter_accepted)

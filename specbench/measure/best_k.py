@@ -165,8 +165,8 @@ def tune_analysis(records: Sequence[ResultRow], requests: Sequence[RequestRecord
                 if k == best.k:
                     continue
                 ps = paired_speedup(paired_requests(by_cell.get((r.run, dataset, _conc_key(r)), []), best_recs))
-                vs_best[k] = ((ps["paired_speedup_ci_low"], ps["paired_speedup_ci_high"])
-                              if ps["paired_speedup_ci_low"] is not None and ps["paired_speedup_ci_high"] is not None else None)
+                vs_best[k] = ((ps.paired_speedup_ci_low, ps.paired_speedup_ci_high)
+                              if ps.paired_speedup_ci_low is not None and ps.paired_speedup_ci_high is not None else None)
         cells.append(KCell(
             dataset, fam, load.kind, load.value,
             [replace(c, vs_best_ci=vs_best.get(c.k) if vs_best else None) for c in cands],

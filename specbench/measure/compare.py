@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields
 
 import numpy as np
 import numpy.typing as npt
@@ -74,17 +75,25 @@ def paired_bootstrap(columns: np.ndarray, stat: Callable[[np.ndarray], np.ndarra
     return point, float(lo), float(hi)
 
 
+@dataclass(frozen=True)
+class PairedSpeedup:
+    """The speed-up over paired prompts with its bootstrap CI (``paired_speedup``), named as the result row names it."""
+
+    paired_speedup: float | None = None
+    paired_speedup_ci_low: float | None = None
+    paired_speedup_ci_high: float | None = None
+    paired_prompts: int | None = None
+
+
 def paired_speedup(pairs: Sequence[tuple[RequestRecord, RequestRecord]], resamples: int = 2000,
-                   seed: int = 0) -> dict[str, float | None]:
+                   seed: int = 0) -> PairedSpeedup:
     """Speedup of per-request decode rate over paired prompts, with a bootstrap 95% CI over prompts.
 
     The statistic is Σ tokens/Σ latency of the config ÷ the same for the baseline, on the same
     prompts; resampling prompts (not requests) keeps the pairing.
     """
-    out: dict[str, float | None] = {"paired_speedup": None, "paired_speedup_ci_low": None,
-                                    "paired_speedup_ci_high": None, "paired_prompts": len(pairs) or None}
     if not pairs:
-        return out
+        return PairedSpeedup()
     tok = np.array([[c.output_tokens or 0, b.output_tokens or 0] for c, b in pairs], dtype=float)
     lat = np.array([[c.latency, b.latency] for c, b in pairs], dtype=float)
 
@@ -94,8 +103,7 @@ def paired_speedup(pairs: Sequence[tuple[RequestRecord, RequestRecord]], resampl
         return (t[..., 0] / l[..., 0]) / (t[..., 1] / l[..., 1])
 
     point, lo, hi = paired_bootstrap(tok, stat, resamples, seed)
-    out["paired_speedup"], out["paired_speedup_ci_low"], out["paired_speedup_ci_high"] = point, lo, hi
-    return out
+    return PairedSpeedup(point, lo, hi, len(pairs))
 
 
 def _decode_columns(r: RequestRecord) -> tuple[float, float, float, float]:
@@ -127,12 +135,23 @@ def paired_decomposition(pairs: Sequence[tuple[RequestRecord, RequestRecord]], r
     return point, lo, hi
 
 
-#: results keys of the speedup decomposition (null where not measured)
-DECOMPOSITION_KEYS = ("step_cost_ratio", "speedup_decomposed", "speedup_decomposed_ci_low",
-                      "speedup_decomposed_ci_high", "speedup_residual")
+@dataclass(frozen=True)
+class Decomposition:
+    """Speedup = tokens per step ÷ step cost × residual (``decomposition``), named as the result row names it;
+    null where not measured."""
+
+    step_cost_ratio: float | None = None
+    speedup_decomposed: float | None = None
+    speedup_decomposed_ci_low: float | None = None
+    speedup_decomposed_ci_high: float | None = None
+    speedup_residual: float | None = None
 
 
-def decomposition(row: ResultRow, base: ResultRow, pairs: Sequence[tuple[RequestRecord, RequestRecord]]) -> dict[str, float | None]:
+#: results keys of the speedup decomposition, in results.json's order
+DECOMPOSITION_KEYS = tuple(f.name for f in fields(Decomposition))
+
+
+def decomposition(row: ResultRow, base: ResultRow, pairs: Sequence[tuple[RequestRecord, RequestRecord]]) -> Decomposition:
     """Speedup = tokens per step ÷ step cost × residual, for one row against its baseline row.
 
     ``step_cost_ratio`` = step_mean_ms ÷ the baseline's time per decode step (its step_mean_ms ÷ its
@@ -143,23 +162,21 @@ def decomposition(row: ResultRow, base: ResultRow, pairs: Sequence[tuple[Request
     steps (prefill/TTFT, queueing, scheduling). The CI is the paired bootstrap of
     ``paired_decomposition``, scaled onto the row's point value like the speedup's.
     """
-    out: dict[str, float | None] = dict.fromkeys(DECOMPOSITION_KEYS)
     if row is base or row.run == base.run:
-        return out
+        return Decomposition()
     base_tokens = base.stream_mean_acceptance_length  # unknown: its chunks are taken as single steps
     base_step = ratio(base.step_mean_ms, base_tokens) if base_tokens is not None and base_tokens >= 1 else base.step_mean_ms
     cost = ratio(row.step_mean_ms, base_step)
     tokens = row.stream_mean_acceptance_length
-    out["step_cost_ratio"] = cost
     if cost is None or cost <= 0 or tokens is None or base_tokens is None:
-        return out
-    out["speedup_decomposed"] = tokens / cost
-    out["speedup_residual"] = ratio(row.speedup_vs_baseline, out["speedup_decomposed"])
+        return Decomposition(step_cost_ratio=cost)
+    decomposed = tokens / cost
     point, lo, hi = paired_decomposition(pairs)
+    ci_low = ci_high = None
     if point and lo is not None and hi is not None:
         scale = tokens / cost / point
-        out["speedup_decomposed_ci_low"], out["speedup_decomposed_ci_high"] = lo * scale, hi * scale
-    return out
+        ci_low, ci_high = lo * scale, hi * scale
+    return Decomposition(cost, decomposed, ci_low, ci_high, ratio(row.speedup_vs_baseline, decomposed))
 
 
 def first_divergence(a: Sequence[object], b: Sequence[object]) -> int | None:
@@ -170,15 +187,24 @@ def first_divergence(a: Sequence[object], b: Sequence[object]) -> int | None:
     return None if len(a) == len(b) else min(len(a), len(b))
 
 
-def fidelity(pairs: Sequence[tuple[RequestRecord, RequestRecord]]) -> dict[str, float | int | str | None]:
+@dataclass(frozen=True)
+class Fidelity:
+    """Outputs identical to the baseline's (``fidelity``), named as the result row names it."""
+
+    fidelity_identical: float | None = None
+    fidelity_compared: int | None = None
+    fidelity_unit: str | None = None
+    fidelity_first_divergence_median: float | None = None
+
+
+def fidelity(pairs: Sequence[tuple[RequestRecord, RequestRecord]]) -> Fidelity:
     """Share of outputs identical to the baseline's, and where they first diverge otherwise.
 
     Compares token ids when both sides returned them, the text otherwise (then positions are
     characters). Only meaningful at temperature 0.
     """
     if not pairs:
-        return {"fidelity_identical": None, "fidelity_compared": None, "fidelity_unit": None,
-                "fidelity_first_divergence_median": None}
+        return Fidelity()
     use_ids = all(c.output_token_ids and b.output_token_ids for c, b in pairs)
     diverge: list[int] = []
     same = 0
@@ -189,12 +215,8 @@ def fidelity(pairs: Sequence[tuple[RequestRecord, RequestRecord]]) -> dict[str, 
             same += 1
         else:
             diverge.append(pos)
-    return {
-        "fidelity_identical": same / len(pairs),
-        "fidelity_compared": len(pairs),
-        "fidelity_unit": "token" if use_ids else "char",
-        "fidelity_first_divergence_median": float(np.median(diverge)) if diverge else None,
-    }
+    return Fidelity(same / len(pairs), len(pairs), "token" if use_ids else "char",
+                    float(np.median(diverge)) if diverge else None)
 
 
 def crossover(points: Sequence[tuple[float, float | None]]) -> float | None:

@@ -21,12 +21,13 @@ cell's measured chunks above ``LAG_LIMIT_MS``, or chunks sharing reads, mark the
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..schemas.metrics import MetricsSnapshot
 from ..schemas.request import RequestRecord
+from ..schemas.row import ClientLag
 from .acceptance import counter_deltas
 
 #: the most the client's count may differ from the server's, relative to the server's, per phase
@@ -39,25 +40,32 @@ LAG_LIMIT_MS = 20.0
 #: shared-read line under the table: at the loads an SDK process keeps up with it is 0)
 SHARED_READ_LIMIT = 0.01
 
-KEYS = ("server_generation_tokens", "client_server_token_ratio", "client_server_tokens_agree", "client_server_token_error")
+
+@dataclass(frozen=True)
+class GenerationWindow:
+    """One phase's Δ of the server's generation-token counter, or why there is none: phases.jsonl's
+    ``generation`` object (``to_dict``)."""
+
+    server_generation_tokens: int | None = None
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, int | str | None]:
+        return {"server_generation_tokens": self.server_generation_tokens, "error": self.error}
 
 
-def generation_window(before: MetricsSnapshot, after: MetricsSnapshot, name: str | None) -> dict[str, Any]:
+def generation_window(before: MetricsSnapshot, after: MetricsSnapshot, name: str | None) -> GenerationWindow:
     """One phase's Δ of the server's generation-token counter (stored in phases.jsonl), or why there is none."""
-    out: dict[str, Any] = {"server_generation_tokens": None, "error": None}
     if name is None:
-        out["error"] = "the engine's launcher names no generation-token counter (metrics.counters.generation_tokens)"
-    elif not before.ok or not after.ok:
-        out["error"] = before.error or after.error
-    else:
-        d, error = counter_deltas(before, after, {"tokens": name})
-        if error:
-            out["error"] = error
-        elif d["tokens"] is None:
-            out["error"] = f"/metrics has no {name}"
-        else:
-            out["server_generation_tokens"] = int(d["tokens"])
-    return out
+        return GenerationWindow(error="the engine's launcher names no generation-token counter "
+                                      "(metrics.counters.generation_tokens)")
+    if not before.ok or not after.ok:
+        return GenerationWindow(error=before.error or after.error)
+    d, error = counter_deltas(before, after, {"tokens": name})
+    if error:
+        return GenerationWindow(error=error)
+    if d["tokens"] is None:
+        return GenerationWindow(error=f"/metrics has no {name}")
+    return GenerationWindow(server_generation_tokens=int(d["tokens"]))
 
 
 def client_tokens(records: Sequence[RequestRecord]) -> int:
@@ -67,7 +75,7 @@ def client_tokens(records: Sequence[RequestRecord]) -> int:
                for r in records)
 
 
-def _window(window: Any) -> tuple[int | None, str | None]:
+def _window(window: object) -> tuple[int | None, str | None]:
     """A stored window's token count, or why there is none (phases.jsonl is read back on --resume: check it)."""
     if not isinstance(window, dict):
         return None, f"phases.jsonl: generation = {window!r:.40} is not an object"
@@ -83,36 +91,47 @@ def _agree(client: int, server: int) -> bool:
     return client == server or (server > 0 and abs(client / server - 1) <= TOLERANCE)
 
 
-def token_agreement(windows: Sequence[dict[str, Any]], client: Sequence[int]) -> dict[str, Any]:
-    """The cell's keys from its phases' windows and the client's count per phase (same order).
+@dataclass(frozen=True)
+class TokenAgreement:
+    """The client's token count against the server's counter over a cell, named as the result row names it."""
+
+    server_generation_tokens: int | None = None
+    client_server_token_ratio: float | None = None
+    client_server_tokens_agree: bool | None = None
+    client_server_token_error: str | None = None
+
+
+def token_agreement(windows: Sequence[object], client: Sequence[int]) -> TokenAgreement | None:
+    """The cell's keys from its phases' windows (``generation`` as phases.jsonl holds it, checked here) and
+    the client's count per phase (same order).
 
     ``client_server_token_ratio`` = Σ client tokens ÷ Σ Δserver generation tokens over the repeats;
-    ``client_server_tokens_agree`` = every repeat within ``TOLERANCE``. No key at all for phases
+    ``client_server_tokens_agree`` = every repeat within ``TOLERANCE``. None (no key at all) for phases
     recorded before specbench read the counter.
     """
     if not any(windows):
-        return {}
-    out: dict[str, Any] = dict.fromkeys(KEYS)
+        return None
     read = [_window(w) for w in windows]
     missing = [why for tokens, why in read if tokens is None]
     if missing:
-        out["client_server_token_error"] = missing[0] if len(windows) == 1 else f"{len(missing)} of {len(windows)} repeats: {missing[0]}"
-        return out
+        return TokenAgreement(client_server_token_error=missing[0] if len(windows) == 1
+                              else f"{len(missing)} of {len(windows)} repeats: {missing[0]}")
     server = [tokens for tokens, _ in read if tokens is not None]
-    out["server_generation_tokens"] = sum(server)
-    out["client_server_tokens_agree"] = all(_agree(c, s) for c, s in zip(client, server))
+    ratio, error = None, None
     if sum(server) > 0:
-        out["client_server_token_ratio"] = sum(client) / sum(server)
+        ratio = sum(client) / sum(server)
     elif sum(client):
-        out["client_server_token_error"] = f"the server's counter did not move while the client counted {sum(client)} tokens"
-    return out
+        error = f"the server's counter did not move while the client counted {sum(client)} tokens"
+    return TokenAgreement(server_generation_tokens=sum(server), client_server_token_ratio=ratio,
+                          client_server_tokens_agree=all(_agree(c, s) for c, s in zip(client, server)),
+                          client_server_token_error=error)
 
 
-def client_lag(records: Sequence[RequestRecord]) -> dict[str, Any]:
+def client_lag(records: Sequence[RequestRecord]) -> ClientLag | None:
     """``client_lag_p99_ms`` (chunk time − its read time, p99 over the cell's chunks) and ``client_limited``:
     that p99 above ``LAG_LIMIT_MS``, or more than ``SHARED_READ_LIMIT`` of the chunks in the same read as
     the one before (the SDK read them a server step or more late: the wait before a read has no stamp).
-    No key at all for clients without read stamps (their chunk times are their reads). A record whose
+    None (no key at all) for clients without read stamps (their chunk times are their reads). A record whose
     read stamps do not pair with its chunks (a file edited by hand) is left out."""
     paired = [rec.chunk_read_times for rec in records if rec.ok and rec.chunk_read_times is not None
               and len(rec.chunk_read_times) == len(rec.chunk_times)]
@@ -120,8 +139,8 @@ def client_lag(records: Sequence[RequestRecord]) -> dict[str, Any]:
             and len(rec.chunk_read_times) == len(rec.chunk_times)
             for t, r in zip(rec.chunk_times, rec.chunk_read_times)]
     if not lags:
-        return {}
+        return None
     p99 = float(np.percentile(np.asarray(lags, dtype=np.float64), 99)) * 1e3
     gaps = sum(len(reads) - 1 for reads in paired)
     shared = sum(1 for reads in paired for a, b in zip(reads, reads[1:]) if a == b)
-    return {"client_lag_p99_ms": p99, "client_limited": p99 > LAG_LIMIT_MS or (gaps > 0 and shared / gaps > SHARED_READ_LIMIT)}
+    return ClientLag(client_lag_p99_ms=p99, client_limited=p99 > LAG_LIMIT_MS or (gaps > 0 and shared / gaps > SHARED_READ_LIMIT))

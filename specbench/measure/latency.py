@@ -13,6 +13,7 @@ only the percentiles are estimates on that path.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -21,15 +22,23 @@ from ..schemas.request import RequestRecord
 PERCENTILES = (50, 95, 99)
 
 
-def stats_ms(prefix: str, seconds: Sequence[float] | np.ndarray) -> dict[str, float | None]:
-    """mean and p50/p95/p99 in ms; every key present and null when there is no sample."""
+@dataclass(frozen=True)
+class Spread:
+    """Mean and p50/p95/p99 of a sample, in ms; null (never 0) when there is no sample."""
+
+    mean: float | None = None
+    p50: float | None = None
+    p95: float | None = None
+    p99: float | None = None
+
+
+def stats_ms(seconds: Sequence[float] | np.ndarray) -> Spread:
+    """mean and p50/p95/p99 in ms of samples in seconds (numpy's linear percentiles)."""
     arr = np.asarray(seconds, dtype=float)
-    out: dict[str, float | None] = {f"{prefix}_mean_ms": None, **{f"{prefix}_p{p}_ms": None for p in PERCENTILES}}
-    if arr.size:
-        out[f"{prefix}_mean_ms"] = float(arr.mean() * 1000)
-        for p, v in zip(PERCENTILES, np.percentile(arr, PERCENTILES)):
-            out[f"{prefix}_p{p}_ms"] = float(v * 1000)
-    return out
+    if not arr.size:
+        return Spread()
+    p50, p95, p99 = (float(v * 1000) for v in np.percentile(arr, PERCENTILES))
+    return Spread(float(arr.mean() * 1000), p50, p95, p99)
 
 
 def chunk_token_counts(rec: RequestRecord) -> np.ndarray:
@@ -72,7 +81,15 @@ def _reads(r: RequestRecord) -> list[float]:
     return reads if reads is not None and len(reads) == len(r.chunk_times) else r.chunk_times
 
 
-def shared_reads(records: Sequence[RequestRecord]) -> dict[str, float | int | None]:
+@dataclass(frozen=True)
+class SharedReads:
+    """Content chunks that came in the same read as the chunk before (``shared_reads``), named as the result row names it."""
+
+    shared_read_chunks: int
+    shared_read_share: float | None
+
+
+def shared_reads(records: Sequence[RequestRecord]) -> SharedReads:
     """Content chunks stamped exactly like the chunk before them: they came in the same socket read
     (for the openai SDK client, the same read of its transport).
 
@@ -84,36 +101,68 @@ def shared_reads(records: Sequence[RequestRecord]) -> dict[str, float | int | No
     ok = [r for r in records if r.ok and len(r.chunk_times) > 1]
     gaps = sum(len(r.chunk_times) - 1 for r in ok)
     shared = sum(int(np.count_nonzero(np.diff(_reads(r)) == 0)) for r in ok)
-    return {"shared_read_chunks": shared, "shared_read_share": shared / gaps if gaps else None}
+    return SharedReads(shared, shared / gaps if gaps else None)
 
 
-def latency_stats(records: Sequence[RequestRecord]) -> dict[str, float | None]:
+@dataclass(frozen=True)
+class LatencyStats:
+    """A cell's latency, TTFT, ITL, TPOT and step (raw chunk gap) spreads, named as the result row names them."""
+
+    latency_mean_ms: float | None
+    latency_p50_ms: float | None
+    latency_p95_ms: float | None
+    latency_p99_ms: float | None
+    ttft_mean_ms: float | None
+    ttft_p50_ms: float | None
+    ttft_p95_ms: float | None
+    ttft_p99_ms: float | None
+    itl_mean_ms: float | None
+    itl_p50_ms: float | None
+    itl_p95_ms: float | None
+    itl_p99_ms: float | None
+    tpot_mean_ms: float | None
+    tpot_p50_ms: float | None
+    tpot_p95_ms: float | None
+    tpot_p99_ms: float | None
+    step_mean_ms: float | None
+    step_p50_ms: float | None
+    step_p95_ms: float | None
+    step_p99_ms: float | None
+
+
+def latency_stats(records: Sequence[RequestRecord]) -> LatencyStats:
     ok = [r for r in records if r.ok]
     itl = np.concatenate([token_itl(r) for r in ok]) if ok else np.empty(0)
     steps = np.concatenate([np.diff(r.chunk_times) for r in ok if len(r.chunk_times) > 1] or [np.empty(0)])
-    tpots = [t for t in (tpot(r) for r in ok) if t is not None]
-    out: dict[str, float | None] = {}
-    out.update(stats_ms("latency", [r.latency for r in ok if r.latency is not None]))
-    out.update(stats_ms("ttft", [r.ttft for r in ok if r.ttft is not None]))
-    out.update(stats_ms("itl", itl))
-    out.update(stats_ms("tpot", tpots))
-    out.update(stats_ms("step", steps))
-    return out
+    lat = stats_ms([r.latency for r in ok if r.latency is not None])
+    ttft = stats_ms([r.ttft for r in ok if r.ttft is not None])
+    it, tp = stats_ms(itl), stats_ms([t for t in (tpot(r) for r in ok) if t is not None])
+    st = stats_ms(steps)
+    return LatencyStats(lat.mean, lat.p50, lat.p95, lat.p99, ttft.mean, ttft.p50, ttft.p95, ttft.p99,
+                        it.mean, it.p50, it.p95, it.p99, tp.mean, tp.p50, tp.p95, tp.p99, st.mean, st.p50, st.p95, st.p99)
 
 
-def throughput(records: Sequence[RequestRecord], wall_s: float) -> dict[str, float | int | None]:
+@dataclass(frozen=True)
+class Throughput:
+    """Completed requests and their tokens over a wall time (``throughput``)."""
+
+    requests: int
+    output_tokens: int
+    prompt_tokens: int | None
+    request_throughput_rps: float | None
+    output_throughput_tps: float | None
+    duration_s: float
+
+
+def throughput(records: Sequence[RequestRecord], wall_s: float) -> Throughput:
     """Σ output tokens and completed requests over the phase's wall time; failed requests add nothing."""
     ok = [r for r in records if r.ok]
     tokens = sum(r.output_tokens or 0 for r in ok)
     prompt = [r.prompt_tokens for r in ok if r.prompt_tokens is not None]
-    return {
-        "requests": len(ok),
-        "output_tokens": tokens,
-        "prompt_tokens": sum(prompt) if len(prompt) == len(ok) and ok else None,
-        "request_throughput_rps": len(ok) / wall_s if wall_s > 0 and ok else None,
-        "output_throughput_tps": tokens / wall_s if wall_s > 0 and ok else None,
-        "duration_s": wall_s,
-    }
+    return Throughput(requests=len(ok), output_tokens=tokens,
+                      prompt_tokens=sum(prompt) if len(prompt) == len(ok) and ok else None,
+                      request_throughput_rps=len(ok) / wall_s if wall_s > 0 and ok else None,
+                      output_throughput_tps=tokens / wall_s if wall_s > 0 and ok else None, duration_s=wall_s)
 
 
 def token_sources(records: Sequence[RequestRecord]) -> dict[str, int]:

@@ -2,26 +2,19 @@
 Artificial Analysis and NVIDIA's specdec_bench put output throughput of different tokenizers on one
 scale, and SPEED-Bench measures its prompts' lengths.
 
-The encoding is built only from a file already on this machine: ``load.tiktoken_file``, else
-``SPECBENCH_TIKTOKEN_FILE``, else tiktoken's own cache (``TIKTOKEN_CACHE_DIR``, else
-``DATA_GYM_CACHE_DIR``, else ``<tmp>/data-gym-cache``; the file is named by the sha1 of its blob URL,
-as ``tiktoken.load.read_file_cached`` names it), and only when its sha256 is o200k_base's. It is never
-downloaded mid-run, by construction: the file is found, read and checked before any tiktoken code
-runs, and tiktoken's own loader (``load_tiktoken_bpe``) and ``o200k_base`` constructor (its pattern
-and special tokens, ``tiktoken_ext.openai_public``) then run with the one name each would read or
-fetch through bound to what was already read. Without the file every count is missing (``None``)
-and ``O200k.error`` says why (the rows' ``o200k_error``).
+The encoding is built only from the bytes of a file already on this machine, found, read and checked
+(sha256) by the run stage (``run.o200k_file.find_o200k``). It is never downloaded mid-run, by
+construction: tiktoken's own loader (``load_tiktoken_bpe``) and ``o200k_base`` constructor (its pattern
+and special tokens, ``tiktoken_ext.openai_public``) run with the one name each would read or fetch
+through bound to the bytes already read (``encoding_from``). Without the file every count is missing
+(``None``) and ``O200k.error`` says why (the rows' ``o200k_error``).
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
-import os
-import tempfile
 import types
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -30,10 +23,9 @@ import tiktoken.load
 from tiktoken_ext import openai_public
 
 from ..schemas.request import Prompt, RequestRecord
+from ..schemas.row import O200kLengths
 
 O200K_URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
-O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
-ENV = "SPECBENCH_TIKTOKEN_FILE"
 #: counts kept per text, so rows rebuilt after every phase do not count the same answers again
 MEMO_LIMIT = 1_000_000
 
@@ -61,56 +53,6 @@ class O200k:
             assert self.encoding is not None  # count() asks only with one
             n = self.memo[key] = len(self.encoding.encode_ordinary(text))
         return n
-
-
-def cache_file(env: Mapping[str, str] = os.environ) -> Path | None:
-    """Where tiktoken keeps o200k_base once downloaded (``tiktoken.load.read_file_cached``'s rule); None
-    when its cache is switched off (an empty ``TIKTOKEN_CACHE_DIR``)."""
-    if "TIKTOKEN_CACHE_DIR" in env:
-        folder = env["TIKTOKEN_CACHE_DIR"]
-    elif "DATA_GYM_CACHE_DIR" in env:
-        folder = env["DATA_GYM_CACHE_DIR"]
-    else:
-        folder = os.path.join(tempfile.gettempdir(), "data-gym-cache")
-    return Path(folder) / hashlib.sha1(O200K_URL.encode()).hexdigest() if folder else None
-
-
-def find_o200k(given: str | None = None, env: Mapping[str, str] = os.environ) -> O200k:
-    """The encoding from ``given`` (``load.tiktoken_file``), ``SPECBENCH_TIKTOKEN_FILE`` or tiktoken's cache."""
-    if given:
-        return _load(given, "load.tiktoken_file")
-    if env.get(ENV):
-        return _load(env[ENV], ENV)
-    cached = cache_file(env)
-    if cached is not None and cached.is_file():
-        return _load(str(cached), "tiktoken's cache file")
-    where = f"not cached ({cached})" if cached is not None else "not cached (TIKTOKEN_CACHE_DIR is empty: tiktoken's cache is off)"
-    return O200k(error=f"o200k_base.tiktoken {where} and no load.tiktoken_file or {ENV}: not downloaded mid-run")
-
-
-def _load(path: str, where: str) -> O200k:
-    try:
-        stat = os.stat(path)
-    except OSError as err:
-        return O200k(error=f"{where} {path}: {err.strerror or err}", path=path)
-    return _read(path, where, stat.st_mtime_ns, stat.st_size)
-
-
-@functools.lru_cache(maxsize=4)
-def _read(path: str, where: str, mtime_ns: int, size: int) -> O200k:
-    """One encoding per file version: rows are rebuilt after every phase, the encoding is built once."""
-    try:
-        data = Path(path).read_bytes()
-    except OSError as err:
-        return O200k(error=f"{where} {path}: {err.strerror or err}", path=path)
-    digest = hashlib.sha256(data).hexdigest()
-    if digest != O200K_SHA256:
-        return O200k(error=f"{where} {path}: not o200k_base.tiktoken (sha256 {digest[:12]}…, o200k_base's is "
-                           f"{O200K_SHA256[:12]}…)", path=path)
-    try:
-        return O200k(encoding=encoding_from(data, path), path=path)
-    except (ValueError, RuntimeError) as err:
-        return O200k(error=f"{where} {path}: {err}", path=path)
 
 
 def encoding_from(data: bytes, path: str) -> tiktoken.Encoding:
@@ -167,21 +109,16 @@ def prompt_lengths(o200k: O200k, prompts: Sequence[Prompt], records: Sequence[Re
 
 
 def o200k_summary(records: Sequence[RequestRecord], walls: Sequence[tuple[Sequence[RequestRecord], float]],
-                  o200k: O200k) -> dict[str, Any]:
+                  o200k: O200k) -> O200kLengths:
     """A cell's o200k numbers from its measured records; ``walls``: each repeat's records and wall time.
 
     ``output_throughput_o200k_tps`` is Output tok/s with o200k tokens of the answers' text in place of
     the server's counts (mean over repeats); ``o200k_per_output_token`` = Σ o200k ÷ Σ server tokens over
     the requests that have both; the prompt lengths are over the successful requests' recorded counts."""
-    keys = ("output_tokens_o200k", "output_throughput_o200k_tps", "o200k_per_output_token",
-            "prompt_tokens_o200k_mean", "prompt_tokens_o200k_p50", "prompt_tokens_o200k_max")
-    out: dict[str, Any] = dict.fromkeys(keys)
     ok = [r for r in records if r.ok]
     counts = o200k.count(r.text for r in ok)
     if counts is None:
-        out["o200k_error"] = o200k.error
-        return out
-    out["output_tokens_o200k"] = sum(counts)
+        return O200kLengths(o200k_error=o200k.error)
     rates: list[float] = []
     for reps, wall in walls:
         done = [r for r in reps if r.ok]
@@ -189,13 +126,13 @@ def o200k_summary(records: Sequence[RequestRecord], walls: Sequence[tuple[Sequen
             rates = []
             break
         rates.append(sum(o200k.count(r.text for r in done) or []) / wall)
-    out["output_throughput_o200k_tps"] = float(np.mean(rates)) if rates else None
     both = [(n, r.output_tokens) for n, r in zip(counts, ok) if r.output_tokens]
-    out["o200k_per_output_token"] = sum(n for n, _ in both) / sum(t for _, t in both) if both else None
     prompt = [r.prompt_tokens_o200k for r in ok if r.prompt_tokens_o200k is not None]
-    if prompt:
-        out.update(prompt_tokens_o200k_mean=float(np.mean(prompt)), prompt_tokens_o200k_p50=float(np.median(prompt)),
-                   prompt_tokens_o200k_max=max(prompt))
-    elif ok:
-        out["o200k_error"] = "prompt lengths: the requests carry none (measured before the o200k_base file was found)"
-    return out
+    return O200kLengths(
+        output_tokens_o200k=sum(counts), output_throughput_o200k_tps=float(np.mean(rates)) if rates else None,
+        o200k_per_output_token=sum(n for n, _ in both) / sum(t for _, t in both) if both else None,
+        prompt_tokens_o200k_mean=float(np.mean(prompt)) if prompt else None,
+        prompt_tokens_o200k_p50=float(np.median(prompt)) if prompt else None,
+        prompt_tokens_o200k_max=max(prompt) if prompt else None,
+        o200k_error=None if prompt or not ok else
+        "prompt lengths: the requests carry none (measured before the o200k_base file was found)")

@@ -26,6 +26,7 @@ time per output token (latency ÷ output tokens) exceeds the baseline's on the s
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, TypeGuard
 
 import numpy as np
@@ -105,21 +106,31 @@ def merged_steps_warning(row: ResultRow) -> str | None:
             "; a merged chunk counts as one step, so these lengths are too high")
 
 
-def acceptance_summary(records: Sequence[RequestRecord]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class RequestAcceptance:
+    """A cell's acceptance length per request (``acceptance_summary``), named as the result row names it."""
+
+    request_acceptance_p10: float | None = None
+    request_acceptance_p50: float | None = None
+    request_acceptance_p90: float | None = None
+    request_acceptance_mean: float | None = None
+    request_acceptance_token_weighted_mean: float | None = None
+    request_acceptance_requests: int | None = None
+    request_acceptance_source: str | None = None
+
+
+def acceptance_summary(records: Sequence[RequestRecord]) -> RequestAcceptance:
     lengths, source = request_lengths(records)
-    out: dict[str, Any] = {"request_acceptance_p10": None, "request_acceptance_p50": None,
-                           "request_acceptance_p90": None, "request_acceptance_mean": None,
-                           "request_acceptance_token_weighted_mean": None,
-                           "request_acceptance_requests": len(lengths) or None, "request_acceptance_source": source}
     if not lengths:
-        return out
+        return RequestAcceptance(request_acceptance_source=source)
     al = np.array([a for _, a, _ in lengths])
     tokens = np.array([t for _, _, t in lengths])
     p10, p50, p90 = np.percentile(al, [10, 50, 90])
-    out.update(request_acceptance_p10=float(p10), request_acceptance_p50=float(p50), request_acceptance_p90=float(p90),
-               request_acceptance_mean=float(al.mean()),
-               request_acceptance_token_weighted_mean=float((al * tokens).sum() / tokens.sum()) if tokens.sum() else None)
-    return out
+    return RequestAcceptance(
+        request_acceptance_p10=float(p10), request_acceptance_p50=float(p50), request_acceptance_p90=float(p90),
+        request_acceptance_mean=float(al.mean()),
+        request_acceptance_token_weighted_mean=float((al * tokens).sum() / tokens.sum()) if tokens.sum() else None,
+        request_acceptance_requests=len(lengths), request_acceptance_source=source)
 
 
 def _time_per_token(r: RequestRecord) -> float | None:
@@ -127,10 +138,17 @@ def _time_per_token(r: RequestRecord) -> float | None:
     return latency / r.output_tokens if latency is not None and r.output_tokens else None
 
 
-def slower_share(pairs: Sequence[tuple[RequestRecord, RequestRecord]]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class SlowerShare:
+    """Paired prompts the config served slower per output token than the baseline (``slower_share``)."""
+
+    slower_than_baseline_share: float | None
+    slower_than_baseline_compared: int | None
+
+
+def slower_share(pairs: Sequence[tuple[RequestRecord, RequestRecord]]) -> SlowerShare:
     """Share of paired prompts where the config's time per output token exceeded the baseline's."""
     times = [(_time_per_token(c), _time_per_token(b)) for c, b in pairs]
     both = [(tc, tb) for tc, tb in times if tc is not None and tb is not None]
     slower = sum(1 for tc, tb in both if tc > tb)
-    return {"slower_than_baseline_share": slower / len(both) if both else None,
-            "slower_than_baseline_compared": len(both) or None}
+    return SlowerShare(slower / len(both) if both else None, len(both) or None)

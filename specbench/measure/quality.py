@@ -15,12 +15,12 @@ from ..launch.gpus import gpu_count
 from ..schemas.cell import Cell
 from ..schemas.phase import PhaseInfo, by_cell
 from ..schemas.request import RequestRecord
-from ..schemas.row import ResultRow, row_keys
+from ..schemas.row import ResultRow
 from ..suite.model import Suite
 from .compare import paired_requests, ratio
 from .per_request import acceptance_summary, merged_steps_warning, slower_share
 from .slo import slo_summary
-from .telemetry import cost_summary, telemetry_summary
+from .telemetry import TelemetryWindow, cost_summary, telemetry_summary
 
 #: what does not apply to a row whose acceptance the engine fixed (``ServerConfig.synthetic_acceptance``)
 NOT_TARGET_OUTPUT = ("fidelity_identical", "fidelity_compared", "fidelity_unit", "fidelity_first_divergence_median",
@@ -49,20 +49,24 @@ def _add_quality(rows: list[ResultRow], phases: Sequence[PhaseInfo], records: Se
         measured, cell_phases = recs[Cell.of_row(row)], by_phase[Cell.of_row(row)]
         row.update(slo_summary(measured, sum(p.wall_s for p in cell_phases), suite.load.slo))
         if row.num_speculative_tokens is not None or row.method != "baseline":
-            row.update(acceptance_summary(measured))
+            row.add(acceptance_summary(measured))
             warning = merged_steps_warning(row)
             if warning:
                 row.request_acceptance_warning = warning
                 _note(row, f"⚠ Req accept len: {warning}")
         graded = row.dataset in (suite.load.grade or ())
-        row.update(accuracy_summary(measured, graded))
+        accuracy = accuracy_summary(measured, graded)
+        if accuracy is not None:
+            row.add(accuracy)
         if graded and row.accuracy_truncated:
             _note(row, f"{row.accuracy_truncated} graded answers were cut by max_tokens (graded as they are; usually wrong)")
-        windows = [p.telemetry for p in cell_phases if getattr(p, "telemetry", None)]
-        row.update(row_keys(telemetry_summary(windows, row.output_tokens)))
+        windows = [TelemetryWindow.from_dict(p.telemetry) for p in cell_phases if p.telemetry]
+        row.add(telemetry_summary(windows, row.output_tokens))
         config = configs.get(row.run)
         if suite.cost is not None and config is not None:
-            row.update(cost_summary(suite.cost, *gpu_count(suite, config), row.output_throughput_tps))
+            cost = cost_summary(suite.cost, *gpu_count(suite, config), row.output_throughput_tps)
+            if cost is not None:
+                row.add(cost)
     if baseline is None:
         return
     base_rows = {Cell.of_row(r): r for r in rows if r.run == baseline}
@@ -71,9 +75,9 @@ def _add_quality(rows: list[ResultRow], phases: Sequence[PhaseInfo], records: Se
         if base is None or row.run == baseline:
             continue
         mine, theirs = recs[Cell.of_row(row)], recs[Cell.of_row(base)]
-        row.update(slower_share(paired_requests(mine, theirs)))
+        row.add(slower_share(paired_requests(mine, theirs)))
         if row.has("accuracy"):
-            row.update(paired_accuracy(accuracy_pairs(mine, theirs)))
+            row.add(paired_accuracy(accuracy_pairs(mine, theirs)))
         row.energy_per_token_ratio_vs_baseline = ratio(row.joules_per_output_token, base.joules_per_output_token)
         if row.has("usd_per_million_output_tokens"):
             usd = ratio(row.usd_per_million_output_tokens, base.usd_per_million_output_tokens)

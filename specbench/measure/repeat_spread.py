@@ -30,7 +30,7 @@ def _per_repeat(phases: Sequence[PhaseInfo], measured: Sequence[RequestRecord]) 
     """repeat → (output tokens/s of that pass, the server start it ran on)."""
     out: dict[int, tuple[float | None, int | None]] = {}
     for p in phases:
-        tps = throughput([r for r in measured if r.repeat == p.repeat], p.wall_s)["output_throughput_tps"]
+        tps = throughput([r for r in measured if r.repeat == p.repeat], p.wall_s).output_throughput_tps
         out[p.repeat] = (tps, p.server_start)
     return out
 
@@ -62,7 +62,7 @@ def add_spread(rows: list[ResultRow], phases: Sequence[PhaseInfo], records: Sequ
         for i in reps:
             pairs = paired_requests([r for r in measured[cell] if r.repeat == i], [r for r in measured[base] if r.repeat == i])
             boot = paired_speedup(pairs)
-            intervals.append((boot["paired_speedup_ci_low"], boot["paired_speedup_ci_high"]))
+            intervals.append((boot.paired_speedup_ci_low, boot.paired_speedup_ci_high))
         p = heterogeneity(speedups, intervals)
         ci = two_stage_ci(speedups, plan.stage) if plan.target is not None else mean_ci95(speedups)
         if ci is not None and (fresh or plan.target is not None):  # else: add_comparisons' Student-t over repeats stands

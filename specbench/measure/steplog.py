@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -105,7 +104,7 @@ def _bucket(n: int) -> str:
     return str(lo) if lo == hi else f"{lo}-{hi}" if hi < 10**9 else f"{lo}+"
 
 
-def by_batch(steps: Sequence[Step], times: Sequence[float | None]) -> dict[str, dict[str, Any]]:
+def by_batch(steps: Sequence[Step], times: Sequence[float | None]) -> dict[str, dict[str, int | float]]:
     groups: dict[str, list[float]] = {}
     for s, t in zip(steps, times):
         if t is not None and s.sched.num_reqs > 0:
@@ -126,7 +125,33 @@ def _agree(a: int | None, b: int | None) -> bool | None:
     return None if a is None or b is None else a == b
 
 
-def cell_stats(passes: Sequence[PassSteps]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class StepStats:
+    """One cell's step log over its timed passes (``cell_stats``; docs/metrics.md), named as the result row names it."""
+
+    steplog_steps: int
+    steplog_step_mean_ms: float | None
+    steplog_step_p50_ms: float | None
+    steplog_step_p95_ms: float | None
+    steplog_step_clock: str | None
+    steplog_step_by_batch: dict[str, dict[str, int | float]] | None
+    steplog_fwd_ms: float | None
+    steplog_lm_head_ms: float | None
+    steplog_verify_ms: float | None
+    steplog_drafter_ms: float | None
+    steplog_gap_ms: float | None
+    steplog_tokens_per_step: float | None
+    steplog_hist: list[int]
+    steplog_accepted: int | None
+    steplog_counter_accepted: int | None
+    steplog_accepted_agree: bool | None
+    steplog_hist_accepted: int
+    steplog_hist_agree: bool | None
+    steplog_graph_modes: dict[str, float] | None
+    steplog_padding_share: float | None
+
+
+def cell_stats(passes: Sequence[PassSteps]) -> StepStats:
     """The results keys of one cell's step log over its timed passes (``steplog_*``; docs/metrics.md)."""
     steps = [s for p in passes for s in p.steps]
     times: list[float | None] = []
@@ -149,45 +174,61 @@ def cell_stats(passes: Sequence[PassSteps]) -> dict[str, Any]:
     padded = [s.sched for s in steps if s.sched.padded_tokens is not None and s.sched.unpadded_tokens is not None]
     unpadded = sum(r.unpadded_tokens or 0 for r in padded)
     parts = split(steps)
-    return {
-        "steplog_steps": len(steps),
-        "steplog_step_mean_ms": float(np.mean(measured)) if measured else None,
-        "steplog_step_p50_ms": float(np.percentile(measured, 50)) if measured else None,
-        "steplog_step_p95_ms": float(np.percentile(measured, 95)) if measured else None,
-        "steplog_step_clock": clock if measured else None,
-        "steplog_step_by_batch": by_batch(steps, times) or None,
-        **{f"steplog_{k}_ms": v for k, v in parts.items()},
-        "steplog_tokens_per_step": sum(j * n for j, n in enumerate(hist)) / committing if committing else None,
-        "steplog_hist": hist,
-        "steplog_accepted": accepted,
-        "steplog_counter_accepted": counter,
-        "steplog_accepted_agree": _agree(accepted, counter),
-        "steplog_hist_accepted": hist_accepted,
-        "steplog_hist_agree": _agree(hist_accepted, accepted),
-        "steplog_graph_modes": {m: n / len(steps) for m, n in sorted(modes.items())} or None,
-        "steplog_padding_share": (sum(r.padded_tokens or 0 for r in padded) - unpadded) / unpadded if unpadded else None,
-    }
+    return StepStats(
+        steplog_steps=len(steps),
+        steplog_step_mean_ms=float(np.mean(measured)) if measured else None,
+        steplog_step_p50_ms=float(np.percentile(measured, 50)) if measured else None,
+        steplog_step_p95_ms=float(np.percentile(measured, 95)) if measured else None,
+        steplog_step_clock=clock if measured else None,
+        steplog_step_by_batch=by_batch(steps, times) or None,
+        steplog_fwd_ms=parts["fwd"], steplog_lm_head_ms=parts["lm_head"], steplog_verify_ms=parts["verify"],
+        steplog_drafter_ms=parts["drafter"], steplog_gap_ms=parts["gap"],
+        steplog_tokens_per_step=sum(j * n for j, n in enumerate(hist)) / committing if committing else None,
+        steplog_hist=hist,
+        steplog_accepted=accepted,
+        steplog_counter_accepted=counter,
+        steplog_accepted_agree=_agree(accepted, counter),
+        steplog_hist_accepted=hist_accepted,
+        steplog_hist_agree=_agree(hist_accepted, accepted),
+        steplog_graph_modes={m: n / len(steps) for m, n in sorted(modes.items())} or None,
+        steplog_padding_share=(sum(r.padded_tokens or 0 for r in padded) - unpadded) / unpadded if unpadded else None,
+    )
 
 
-def steplog_decomposition(row: ResultRow, base: ResultRow | None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class StepDecomposition:
+    """The Why table's decomposition as the step log gives it (``steplog_decomposition``), named as the result
+    row names it. The decomposition keys are the row's already (``compare.decomposition``): a key the step log
+    does not give keeps the row's value."""
+
+    step_source: str
+    step_cost_ratio: float | None
+    speedup_decomposed: float | None
+    speedup_residual: float | None
+    speedup_decomposed_ci_low: float | None
+    speedup_decomposed_ci_high: float | None
+
+
+def steplog_decomposition(row: ResultRow, base: ResultRow | None) -> StepDecomposition | None:
     """The Why table's Step cost and Tok/step from the step log where both the row and its baseline have
     a measured step time: step cost = the row's mean step ÷ the baseline's (one token per request a
     step), tokens per step = Σ j·hist[j] ÷ Σ hist[j≥1]; merged chunks no longer enter. The decomposed
     speedup's CI keeps the paired bootstrap's relative width, moved onto the new point value.
-    ``step_source`` says which source the row's decomposition used."""
+    ``step_source`` says which source the row's decomposition used; None: the row has no decomposition."""
     if base is None or row.run == base.run or row.step_cost_ratio is None and row.speedup_decomposed is None:
-        return {}
+        return None
+    kept = StepDecomposition("chunk gaps", row.step_cost_ratio, row.speedup_decomposed, row.speedup_residual,
+                             row.speedup_decomposed_ci_low, row.speedup_decomposed_ci_high)
     step, base_step = row.steplog_step_mean_ms, base.steplog_step_mean_ms
     tokens = row.steplog_tokens_per_step
     if step is None or base_step is None or not base_step > 0 or tokens is None:
-        return {"step_source": "chunk gaps"}
+        return kept
     cost = step / base_step
-    out: dict[str, Any] = {"step_source": "step log", "step_cost_ratio": cost}
-    if cost > 0:
-        old, new = row.speedup_decomposed, tokens / cost
-        out["speedup_decomposed"] = new
-        out["speedup_residual"] = row.speedup_vs_baseline / new if row.speedup_vs_baseline is not None else None
-        lo, hi = row.speedup_decomposed_ci_low, row.speedup_decomposed_ci_high
-        if old and lo is not None and hi is not None:
-            out["speedup_decomposed_ci_low"], out["speedup_decomposed_ci_high"] = lo * new / old, hi * new / old
-    return out
+    if not cost > 0:
+        return replace(kept, step_source="step log", step_cost_ratio=cost)
+    old, new = row.speedup_decomposed, tokens / cost
+    lo, hi = row.speedup_decomposed_ci_low, row.speedup_decomposed_ci_high
+    if old and lo is not None and hi is not None:
+        lo, hi = lo * new / old, hi * new / old
+    return StepDecomposition("step log", cost, new, row.speedup_vs_baseline / new if row.speedup_vs_baseline is not None else None,
+                             lo, hi)

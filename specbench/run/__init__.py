@@ -2,7 +2,9 @@
 reading it to resume; ``readback``: reading it for the report, gate, history and export;
 ``session``: meta.json's life; the names in ``schemas/run_files.py``), one
 phase of a cell (``phases``), server lifecycle (``servers``), and the two ways to go through the
-cells: ``sequential`` (one config after another) and ``parallel`` (configs side by side).
+cells: ``sequential`` (one config after another) and ``parallel`` (configs side by side). The I/O the
+measure stage leaves to it: GPU energy and samples over a phase (``telemetry``), the o200k_base
+encoding file (``o200k_file``), the step log's files (``steplog``).
 
 Every write to a run directory goes through ``RunSession`` → ``RunDir``.
 """

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import aiohttp
@@ -17,18 +17,19 @@ from ..errors import RequestsRefused
 from ..load.generate import LoadPass, LoadResult, generate_load, generate_load_processes
 from ..measure.engine_counters import read_acceptance
 from ..measure.keepup import generation_window
-from ..measure.o200k import find_o200k, prompt_lengths
+from ..measure.o200k import prompt_lengths
 from ..measure.slo import PROBE_PHASE
-from ..measure.telemetry import PhaseMeter
 from ..schemas.cell import LoadPoint
 from ..schemas.phase import PhaseInfo
 from ..schemas.request import Prompt, RequestRecord
 from ..suite import Suite
 from ..util.redact import redact_url
+from .o200k_file import find_o200k
 from .rate_search import search_server
 from .recorder import Recorder
 from .refusal import refusal
 from .servers import Server, server_info
+from .telemetry import PhaseMeter
 
 
 @dataclass
@@ -102,8 +103,8 @@ class Phases:
         acceptance = read_acceptance(server.engine, before, after, cfg.num_speculative_tokens, info.get("raw"))
         if not before.ok or not after.ok:
             acceptance = acceptance.with_error(redact_url(before.error or after.error))
-        generation = generation_window(before, after, server.engine.generation_counter)
-        generation["error"] = redact_url(generation["error"])
+        window = generation_window(before, after, server.engine.generation_counter)
+        generation = replace(window, error=redact_url(window.error)).to_dict()
         for r in warm_records + result.records:
             if r.error:
                 r.error = redact_url(r.error)
@@ -111,7 +112,7 @@ class Phases:
         phase = PhaseInfo(config=cfg.name, dataset=dataset, concurrency=point.concurrency,
                           request_rate=point.request_rate, repeat=repeat, wall_s=result.wall_s,
                           acceptance=acceptance, server={k: server.info.get(k) for k in ("engine", "version", "url")},
-                          interrupted=self.stop.is_set(), server_died=died, telemetry=meter.stop(), generation=generation,
+                          interrupted=self.stop.is_set(), server_died=died, telemetry=meter.stop().to_dict(), generation=generation,
                           server_start=server.info.get("start"),
 
                           scraped_before=scraped_before, scraped_after=scraped_after, steplog=server.info.get("steplog"))

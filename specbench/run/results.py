@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..measure.o200k import find_o200k
 from ..measure.quality import add_quality, mark_dummy_weights, suite_notes, weights_notes
 from ..measure.repeat_spread import RepeatPlan, add_spread
 from ..measure.steplog import steplog_decomposition
@@ -16,8 +15,9 @@ from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
 from ..suite import Suite
 from ..util.redact import redact_mapping
+from .o200k_file import find_o200k
 from .preflight import load_points
-from .steplog import steplog_results
+from .steplog import CellStepLog, steplog_results
 
 
 def build_rows(suite: Suite, phases: list[PhaseInfo], records: list[RequestRecord],
@@ -52,16 +52,20 @@ def build_rows(suite: Suite, phases: list[PhaseInfo], records: list[RequestRecor
     return rows
 
 
-def add_steplog(rows: list[ResultRow], stats: dict[Cell, dict[str, Any]], baseline: str | None) -> None:
+def add_steplog(rows: list[ResultRow], stats: dict[Cell, CellStepLog], baseline: str | None) -> None:
     """Each cell's step-log keys, then the Why table's decomposition from them where a log exists."""
     if not stats:
         return
     for row in rows:
-        row.update(stats.get(Cell.of_row(row), {}))
+        cell = stats.get(Cell.of_row(row))
+        if cell is not None:
+            cell.add_to(row)
     base_rows = {Cell.of_row(r): r for r in rows if r.run == baseline}
     for row in rows:
         if baseline is not None and (row.has("steplog_steps") or Cell.of_row(row).with_config(baseline) in stats):
-            row.update(steplog_decomposition(row, base_rows.get(Cell.of_row(row).with_config(baseline))))
+            decomposition = steplog_decomposition(row, base_rows.get(Cell.of_row(row).with_config(baseline)))
+            if decomposition is not None:
+                row.add(decomposition)
 
 
 def redact_raw(raw: Any) -> Any:
@@ -69,7 +73,7 @@ def redact_raw(raw: Any) -> Any:
     return redact_mapping(raw)
 
 
-def weights_meta(suite: Suite) -> dict[str, Any]:
+def weights_meta(suite: Suite) -> dict[str, str | list[str]]:
     """meta.json's ``weights``: "dummy" (every config on random weights) or "mixed", with the configs
     that were; nothing for a run on the model's weights."""
     dummy = suite.dummy_configs

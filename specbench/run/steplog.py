@@ -10,12 +10,14 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..measure.steplog import PassSteps, Step, StepLog, cell_stats, cut, join
+from ..measure.steplog import PassSteps, Step, StepLog, StepStats, cell_stats, cut, join
 from ..schemas.cell import Cell
 from ..schemas.phase import PhaseInfo
+from ..schemas.row import ResultRow
 from ..schemas.steplog import GpuRow, RowError, SchedRow, StepHeader, TokenRow
 
 T = TypeVar("T")
@@ -112,7 +114,29 @@ def pass_steps(log: StepLog, phase: PhaseInfo) -> tuple[Step, ...] | None:
     return cut(log, phase.scraped_before, phase.scraped_after)
 
 
-def steplog_results(run_dir: Path, phases: Sequence[PhaseInfo]) -> dict[Cell, dict[str, Any]]:
+@dataclass(frozen=True)
+class StepLogSource:
+    """Where a cell's step-log numbers came from, named as the result row names it."""
+
+    steplog_window: str | None
+    steplog_skipped_rows: dict[str, int] | None
+    steplog_error: str | None
+
+
+@dataclass(frozen=True)
+class CellStepLog:
+    """One cell's step-log keys: its numbers (None: no timed pass could be cut), then where they came from."""
+
+    stats: StepStats | None
+    source: StepLogSource
+
+    def add_to(self, row: ResultRow) -> None:
+        if self.stats is not None:
+            row.add(self.stats)
+        row.add(self.source)
+
+
+def steplog_results(run_dir: Path, phases: Sequence[PhaseInfo]) -> dict[Cell, CellStepLog]:
     """The ``steplog_*`` results keys of every cell whose timed passes ran with the step log on."""
     logs: dict[str, StepLog] = {}
     cells: dict[Cell, list[PhaseInfo]] = {}
@@ -137,8 +161,6 @@ def steplog_results(run_dir: Path, phases: Sequence[PhaseInfo]) -> dict[Cell, di
                 continue
             counter = p.acceptance.spec_accepted_tokens
             passes.append(PassSteps(steps, counter if isinstance(counter, int) and not isinstance(counter, bool) else None))
-        stats = cell_stats(passes) if passes else {}
-        out[cell] = {**stats, "steplog_window": WINDOW if passes else None,
-                     "steplog_skipped_rows": dict(skipped) or None,
-                     "steplog_error": "; ".join(errors) or None}
+        out[cell] = CellStepLog(cell_stats(passes) if passes else None,
+                                StepLogSource(WINDOW if passes else None, dict(skipped) or None, "; ".join(errors) or None))
     return out

@@ -64,8 +64,8 @@ class AcceptanceWindow:
         keys = self.keys if "acceptance_error" in self.keys else (*self.keys, "acceptance_error")
         return replace(self, acceptance_error=error, keys=keys)
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
+    def to_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {}
         for key in self.keys:
             i = _position(key)
             if i is not None:

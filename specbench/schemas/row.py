@@ -1,10 +1,9 @@
 """One typed results row: a cell's numbers as results.json holds them.
 
 Adding a metric is three edits: the function that measures it (returning its typed group, a frozen
-dataclass whose field names are the row's, which ``row_keys`` turns into what ``ResultRow.update``
-takes; older metrics still return ``{key: value}``), one field here (its annotation is also what the
-loader checks a value from a file against), and, to show it in the tables, one entry in
-``report/columns.py``.
+dataclass whose field names are the row's, which ``ResultRow.add`` sets), one field here (its
+annotation is also what the loader checks a value from a file against), and, to show it in the
+tables, one entry in ``report/columns.py``.
 
 A row keeps which keys it carries and in what order, exactly as the dicts it replaces did: a key
 is written when it was set (a comparison key only where there is a baseline, for instance), and a
@@ -18,7 +17,8 @@ anywhere, become ``None`` (the cell renders ``—``), each said as one line nami
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .record import Record
@@ -40,6 +40,9 @@ REFERENCE_KEYS = [
 
 Numbers = list[float | None]
 Obj = dict[str, Any]
+
+#: a group's field whose key is written only when it has a value: ``field(default=None, metadata=WHEN_SET)``
+WHEN_SET = MappingProxyType({"when_set": True})
 
 
 @dataclass(eq=False)
@@ -233,7 +236,7 @@ class O200kLengths:
     prompt_tokens_o200k_mean: float | None = None
     prompt_tokens_o200k_p50: float | None = None
     prompt_tokens_o200k_max: int | None = None
-    o200k_error: str | None = None
+    o200k_error: str | None = field(default=None, metadata=WHEN_SET)
 
 
 @dataclass(eq=False)
@@ -290,9 +293,10 @@ class ResultRow(StepLogStats, RepeatSpread, O200kLengths, ClientLag, QualityAndC
     key set to null stays (``KEEP_NONE``), and keys this version has no field for (acceptance_pos_4..,
     a newer version's) are kept in ``unknown`` and written back.
 
-    ``start`` builds a row that carries only ``dataset`` and ``run``; the constructor sets every field;
-    ``row_read.read_row`` reads one from a file, leniently, since results files come from other tools
-    and versions too."""
+    Adding a metric: its function returns a typed group (``add`` sets it), one field in a group above,
+    and one column entry in ``report/columns.py`` to show it. ``start`` builds a row that carries only
+    ``dataset`` and ``run``; the constructor sets every field; ``row_read.read_row`` reads one from a
+    file, leniently, since results files come from other tools and versions too."""
 
     FILE: ClassVar[str] = f"{RESULTS} row"
     KEEP_NONE: ClassVar[bool] = True
@@ -309,6 +313,10 @@ class ResultRow(StepLogStats, RepeatSpread, O200kLengths, ClientLag, QualityAndC
         """``status``; a row without the key (from another tool) counts as "ok", a null one does not."""
         return self.status if self.has("status") else "ok"
 
+    def add(self, group: DataclassInstance) -> None:
+        """A metric's typed group, its keys set in field order (``row_keys``)."""
+        self.update(row_keys(group))
+
     def to_dict(self, reference_first: bool = True) -> dict[str, Any]:
         """The results.json object: the reference keys first (null when unset), then every other key
         the row carries, in the order it was set or read. ``reference_first=False``: only the keys
@@ -322,10 +330,12 @@ FIELD_NAMES = list(ResultRow.specs())
 FIELD_SET = frozenset(FIELD_NAMES)
 
 
-def row_keys(group: DataclassInstance) -> dict[str, Any]:
-    """A metric's typed group as the keys ``ResultRow.update`` sets, in field order (the order
-    results.json writes them). Its field names are the row's: one that is not raises here."""
-    out = {f.name: getattr(group, f.name) for f in fields(group)}
+def row_keys(group: DataclassInstance) -> dict[str, object]:
+    """A metric's typed group as the keys ``ResultRow.add`` sets, in field order (the order results.json
+    writes them), leaving out a ``WHEN_SET`` field that is None. Its field names are the row's: one
+    that is not raises here."""
+    out = {f.name: getattr(group, f.name) for f in fields(group)
+           if not (f.metadata.get("when_set") and getattr(group, f.name) is None)}
     stray = [key for key in out if key not in FIELD_SET]
     if stray:
         raise TypeError(f"{type(group).__name__}: not a ResultRow field: {', '.join(stray)}")

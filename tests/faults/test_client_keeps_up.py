@@ -11,7 +11,7 @@ import pytest
 
 from specbench.client.metrics import parse_metrics
 from specbench.launch import load_engine
-from specbench.measure.keepup import generation_window, token_agreement
+from specbench.measure.keepup import GenerationWindow, generation_window, token_agreement
 from specbench.suite import load_suite
 from tests.support import paths, suites
 from tests.support.runs import run_suite
@@ -72,19 +72,19 @@ async def test_nan_counter_is_null_with_its_reason(tmp_path, prompts_file, scrip
 def test_counter_that_went_backwards_is_null_with_its_reason():
     after, before = (parse_metrics((DATA / f"vllm_{w}.txt").read_text()) for w in ("before", "after"))  # swapped
     window = generation_window(before, after, load_engine("vllm").generation_counter)
-    assert window["server_generation_tokens"] is None and "went down during the phase (550 → 52)" in window["error"]
-    assert token_agreement([window], [498])["client_server_token_error"] == window["error"]
+    assert window.server_generation_tokens is None and "went down during the phase (550 → 52)" in window.error
+    assert token_agreement([window.to_dict()], [498]).client_server_token_error == window.error
 
 
 def test_counter_summed_over_engines_and_pooled_over_repeats_flags_the_repeat_that_is_off():
     before, after = (parse_metrics((DATA / f"vllm_{w}.txt").read_text()) for w in ("before", "after"))
     window = generation_window(before, after, load_engine("vllm").generation_counter)
-    assert window == {"server_generation_tokens": 498, "error": None}  # (420 + 130) − (40 + 12), both engines
-    assert token_agreement([window, window], [498, 498])["client_server_tokens_agree"] is True
-    off = token_agreement([window, window], [498, 492])  # 1.2 % short in the second repeat
-    assert off["client_server_tokens_agree"] is False and off["client_server_token_ratio"] == pytest.approx(990 / 996)
-    assert token_agreement([window], [494])["client_server_tokens_agree"] is True  # 0.8 %: within 1 %
-    assert token_agreement([{}], [498]) == {}  # a phase recorded before specbench read the counter
+    assert window == GenerationWindow(server_generation_tokens=498, error=None)  # (420 + 130) − (40 + 12), both engines
+    assert token_agreement([window.to_dict()] * 2, [498, 498]).client_server_tokens_agree is True
+    off = token_agreement([window.to_dict()] * 2, [498, 492])  # 1.2 % short in the second repeat
+    assert off.client_server_tokens_agree is False and off.client_server_token_ratio == pytest.approx(990 / 996)
+    assert token_agreement([window.to_dict()], [494]).client_server_tokens_agree is True  # 0.8 %: within 1 %
+    assert token_agreement([{}], [498]) is None  # a phase recorded before specbench read the counter
 
 
 @pytest.mark.parametrize("stored,why", [({"server_generation_tokens": "12"}, "'12' is not a token count"),
@@ -92,5 +92,5 @@ def test_counter_summed_over_engines_and_pooled_over_repeats_flags_the_repeat_th
                                         ("oops", "generation = 'oops' is not an object")])
 def test_a_hand_edited_window_read_back_is_null_with_its_reason(stored, why):
     out = token_agreement([stored], [10])
-    assert out["client_server_token_ratio"] is None and out["client_server_tokens_agree"] is None
-    assert why in out["client_server_token_error"]
+    assert out.client_server_token_ratio is None and out.client_server_tokens_agree is None
+    assert why in out.client_server_token_error

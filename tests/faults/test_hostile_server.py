@@ -257,9 +257,9 @@ async def test_final_total_only_gives_exact_ttft_latency_tpot_and_itl_mean(serve
     assert all(r.ok and r.token_source == "usage_total_spread" and r.output_tokens == MAX_TOKENS for r in records)
     stats = latency_stats(records)
     decode_s = sum(r.latency - r.ttft for r in records)
-    assert stats["itl_mean_ms"] == pytest.approx(1000 * decode_s / sum(r.output_tokens - 1 for r in records), rel=1e-12)
-    assert stats["ttft_mean_ms"] == pytest.approx(1000 * sum(r.ttft for r in records) / len(records), rel=1e-12)
-    assert stats["tpot_mean_ms"] == pytest.approx(
+    assert stats.itl_mean_ms == pytest.approx(1000 * decode_s / sum(r.output_tokens - 1 for r in records), rel=1e-12)
+    assert stats.ttft_mean_ms == pytest.approx(1000 * sum(r.ttft for r in records) / len(records), rel=1e-12)
+    assert stats.tpot_mean_ms == pytest.approx(
         1000 * sum((r.latency - r.ttft) / (MAX_TOKENS - 1) for r in records) / len(records), rel=1e-12)
     row = summarize_cell([PhaseInfo("c", "d", 2, None, 0, 1.0)], records, method="ngram", k=K)
     assert row.itl_percentiles_estimated is True

@@ -81,12 +81,12 @@ def test_the_limit_applies_to_the_p99_over_the_cells_chunks(lag_ms, limited):
     times = [float(i) for i in range(1, 101)]
     late = [t - (lag_ms / 1e3 if i >= 95 else 0.0001) for i, t in enumerate(times)]  # 5 % of chunks late
     out = client_lag([_record(times, late)])
-    assert out["client_lag_p99_ms"] == pytest.approx(lag_ms) and out["client_limited"] is limited
+    assert out.client_lag_p99_ms == pytest.approx(lag_ms) and out.client_limited is limited
 
 
 def test_records_without_read_stamps_or_with_mismatched_ones_give_no_lag():
-    assert client_lag([_record([1.0, 2.0], None)]) == {}
-    assert client_lag([_record([1.0, 2.0], [0.5])]) == {}  # a hand-edited requests.jsonl: not paired, left out
+    assert client_lag([_record([1.0, 2.0], None)]) is None
+    assert client_lag([_record([1.0, 2.0], [0.5])]) is None  # a hand-edited requests.jsonl: not paired, left out
 
 
 def test_chunks_read_together_mark_the_cell_client_limited_whatever_the_lag():
@@ -94,6 +94,6 @@ def test_chunks_read_together_mark_the_cell_client_limited_whatever_the_lag():
     (the wait before the read has no stamp), so the lag stays small while the chunks are seconds late."""
     reads = [float(i - i % 2) for i in range(100)]  # chunks 0 and 1 in one read, 2 and 3 in the next, ...
     together = client_lag([_record([r + 0.0001 * (1 + i % 2) for i, r in enumerate(reads)], reads)])
-    assert together["client_lag_p99_ms"] <= LAG_LIMIT_MS and together["client_limited"] is True
+    assert together.client_lag_p99_ms <= LAG_LIMIT_MS and together.client_limited is True
     apart = client_lag([_record([float(i) + 0.0001 for i in range(100)], [float(i) for i in range(100)])])
-    assert apart["client_limited"] is False
+    assert apart.client_limited is False

@@ -1,5 +1,5 @@
 """Prompt token counts for servers whose responses do not report them (test support; the product's o200k
-counts are specbench/measure/o200k.py, which this builds on).
+counts are specbench/measure/o200k.py and specbench/run/o200k_file.py, which this builds on).
 
 First choice is tiktoken ``o200k_base`` (the tokenizer SPEED-Bench and Artificial-Analysis-style
 normalised throughput use), but only when its encoding file is already on disk (``find_o200k``: never
@@ -15,7 +15,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from specbench.measure.o200k import O200K_SHA256, O200K_URL, cache_file, find_o200k
+from specbench.measure.o200k import O200K_URL
+from specbench.run.o200k_file import O200K_SHA256, cache_file, find_o200k
 
 __all__ = ["O200K_SHA256", "O200K_URL", "PromptTokenCounter", "local_encoding", "o200k_cache_file"]
 
@@ -28,7 +29,7 @@ SERVER_SOURCE = "server:/tokenize"
 
 
 def o200k_cache_file(env: Mapping[str, str] = os.environ, sha256: str = O200K_SHA256) -> Path | None:
-    """tiktoken's cached o200k file when present and intact (the product's rule: measure/o200k.py), else None."""
+    """tiktoken's cached o200k file when present and intact (the product's rule: run/o200k_file.py), else None."""
     path = cache_file(env)
     try:
         intact = path is not None and path.is_file() and hashlib.sha256(path.read_bytes()).hexdigest() == sha256
@@ -38,7 +39,7 @@ def o200k_cache_file(env: Mapping[str, str] = os.environ, sha256: str = O200K_SH
 
 
 def local_encoding() -> tiktoken.Encoding | None:
-    """The o200k encoding if it can be built without the network (``specbench.measure.o200k.find_o200k``)."""
+    """The o200k encoding if it can be built without the network (``specbench.run.o200k_file.find_o200k``)."""
     return find_o200k().encoding
 
 

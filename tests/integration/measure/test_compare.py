@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from specbench.measure.compare import DECOMPOSITION_KEYS, decomposition, paired_decomposition
+from specbench.measure.compare import DECOMPOSITION_KEYS, Decomposition, decomposition, paired_decomposition
 from specbench.report.html import render_html
 from specbench.report.markdown import DECOMPOSITION_NOTE, markdown
 from specbench.schemas.request import RequestRecord
@@ -76,21 +76,21 @@ def test_a_baseline_whose_chunks_merge_steps_is_costed_per_step():
     base = {"dataset": "d", "run": "baseline", "step_mean_ms": 6.0, "stream_mean_acceptance_length": 1.5}
     spec = {"dataset": "d", "run": "spec", "step_mean_ms": 6.0, "stream_mean_acceptance_length": 3.0, "speedup_vs_baseline": 1.8}
     out = decomposition(*rows_from([spec, base]), [])
-    assert out["step_cost_ratio"] == pytest.approx(1.5)     # 6 ms ÷ (6 ms ÷ 1.5 tokens); chunk gaps alone say 1.0
-    assert out["speedup_decomposed"] == pytest.approx(2.0)  # = (3.0 / 6 ms) ÷ (1.5 / 6 ms), the decode-rate ratio
-    assert out["speedup_residual"] == pytest.approx(0.9)
+    assert out.step_cost_ratio == pytest.approx(1.5)     # 6 ms ÷ (6 ms ÷ 1.5 tokens); chunk gaps alone say 1.0
+    assert out.speedup_decomposed == pytest.approx(2.0)  # = (3.0 / 6 ms) ÷ (1.5 / 6 ms), the decode-rate ratio
+    assert out.speedup_residual == pytest.approx(0.9)
     unmerged = decomposition(*rows_from([spec, {**base, "stream_mean_acceptance_length": 1.0}]), [])
-    assert unmerged["step_cost_ratio"] == pytest.approx(1.0) and unmerged["speedup_decomposed"] == pytest.approx(3.0)
+    assert unmerged.step_cost_ratio == pytest.approx(1.0) and unmerged.speedup_decomposed == pytest.approx(3.0)
 
 
 def test_missing_inputs_give_null_never_zero():
     base = {"dataset": "d", "run": "baseline", "step_mean_ms": 10.0, "stream_mean_acceptance_length": None}
     row = {"dataset": "d", "run": "spec", "step_mean_ms": 15.0, "stream_mean_acceptance_length": 2.0, "speedup_vs_baseline": 1.2}
     out = decomposition(*rows_from([row, base]), [])
-    assert out["step_cost_ratio"] == pytest.approx(1.5)
-    assert out["speedup_decomposed"] is None and out["speedup_residual"] is None
+    assert out.step_cost_ratio == pytest.approx(1.5)
+    assert out.speedup_decomposed is None and out.speedup_residual is None
     out = decomposition(*rows_from([{**row, "step_mean_ms": None}, {**base, "stream_mean_acceptance_length": 1.0}]), [])
-    assert all(v is None for v in out.values())
+    assert out == Decomposition()
     md = markdown(rows_from([{"dataset": "d", "run": "spec", "concurrency": 1, "step_cost_ratio": 1.5, "speedup_decomposed": None},
                              {"dataset": "d", "run": "baseline", "concurrency": 1}]))
     # the Why table: Step cost measured, the baseline's a dash; the columns nothing measured are left out, never 0

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from specbench.measure.o200k import find_o200k
+from specbench.run.o200k_file import find_o200k
 from specbench.suite import load_suite
 from tests.support.runs import run_suite
 from tests.support.scripted_server import Script, start

@@ -6,7 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from specbench.measure.per_request import SOURCE_STATS, SOURCE_STREAM, acceptance_summary, request_lengths, slower_share
+from specbench.measure.per_request import (
+    SOURCE_STATS,
+    SOURCE_STREAM,
+    SlowerShare,
+    acceptance_summary,
+    request_lengths,
+    slower_share,
+)
 from specbench.report.html import read_requests, render_html
 from specbench.run.readback import load_run
 from specbench.schemas.request import RequestRecord
@@ -44,9 +51,9 @@ def test_request_and_token_weighted_means_differ_when_long_answers_accept_better
     short = rec("short", [1] + [1] * 10)  # 10 tokens in 10 steps: AL 1
     long = rec("long", [1] + [4] * 10)  # 40 tokens in 10 steps: AL 4
     out = acceptance_summary([short, long])
-    assert out["request_acceptance_mean"] == pytest.approx(2.5)
-    assert out["request_acceptance_token_weighted_mean"] == pytest.approx((10 * 1 + 40 * 4) / 50)
-    assert out["request_acceptance_requests"] == 2
+    assert out.request_acceptance_mean == pytest.approx(2.5)
+    assert out.request_acceptance_token_weighted_mean == pytest.approx((10 * 1 + 40 * 4) / 50)
+    assert out.request_acceptance_requests == 2
 
 
 def test_token_weight_is_the_answers_decode_tokens_whichever_the_source():
@@ -55,8 +62,8 @@ def test_token_weight_is_the_answers_decode_tokens_whichever_the_source():
     a = rec("a", [1] + [1] * 20, stats={"num_spec_steps": 4, "num_accepted_draft_tokens": 6, "num_draft_tokens": 12})
     b = rec("b", [1] + [1] * 15, stats={"num_spec_steps": 10, "num_accepted_draft_tokens": 5, "num_draft_tokens": 30})
     out = acceptance_summary([a, b])
-    assert out["request_acceptance_source"] == SOURCE_STATS
-    assert out["request_acceptance_token_weighted_mean"] == pytest.approx((2.5 * 20 + 1.5 * 15) / 35)
+    assert out.request_acceptance_source == SOURCE_STATS
+    assert out.request_acceptance_token_weighted_mean == pytest.approx((2.5 * 20 + 1.5 * 15) / 35)
     spread = rec("c", [1, 10, 10], source="usage_total_spread", stats={"num_spec_steps": 4, "num_accepted_draft_tokens": 4,
                                                                        "num_draft_tokens": 12})
     assert request_lengths([spread])[0][0][2] == 20  # no per-chunk counts: output tokens − the prefill token
@@ -65,22 +72,22 @@ def test_token_weight_is_the_answers_decode_tokens_whichever_the_source():
 def test_percentiles_over_requests():
     recs = [rec(str(i), [1] + [i] * 3) for i in range(1, 12)]  # AL 1..11
     out = acceptance_summary(recs)
-    assert (out["request_acceptance_p10"], out["request_acceptance_p50"], out["request_acceptance_p90"]) == (2.0, 6.0, 10.0)
+    assert (out.request_acceptance_p10, out.request_acceptance_p50, out.request_acceptance_p90) == (2.0, 6.0, 10.0)
 
 
 def test_nothing_measured_is_null_not_zero():
     failed = RequestRecord(prompt_id="x", dataset="d", config="c", error="HTTP 500")
     out = acceptance_summary([failed])
-    assert out["request_acceptance_p50"] is None and out["request_acceptance_mean"] is None
-    assert out["request_acceptance_source"] is None
+    assert out.request_acceptance_p50 is None and out.request_acceptance_mean is None
+    assert out.request_acceptance_source is None
 
 
 def test_slower_share_is_per_output_token_and_paired():
     pairs = [(rec("a", [1, 4], latency=1.0), rec("a", [1, 4], latency=2.0)),  # faster
              (rec("b", [1, 9], latency=3.0), rec("b", [1, 4], latency=2.0)),  # slower in time, faster per token
              (rec("c", [1, 4], latency=3.0), rec("c", [1, 4], latency=2.0))]  # slower
-    assert slower_share(pairs) == {"slower_than_baseline_share": pytest.approx(1 / 3), "slower_than_baseline_compared": 3}
-    assert slower_share([]) == {"slower_than_baseline_share": None, "slower_than_baseline_compared": None}
+    assert slower_share(pairs) == SlowerShare(pytest.approx(1 / 3), 3)
+    assert slower_share([]) == SlowerShare(None, None)
 
 
 # ---- end to end on scripted servers ----------------------------------------------------------

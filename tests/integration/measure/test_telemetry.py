@@ -1,4 +1,4 @@
-"""GPU energy, telemetry and cost (specbench/measure/telemetry.py) through a fake NVML module."""
+"""GPU energy, telemetry and cost (specbench/run/telemetry.py, specbench/measure/telemetry.py) through a fake NVML module."""
 
 import json
 import sys
@@ -10,7 +10,9 @@ import pytest
 from specbench.errors import SuiteError
 from specbench.launch.gpus import server_gpus
 from specbench.measure import telemetry
-from specbench.measure.telemetry import PhaseMeter, cost_summary, telemetry_summary
+from specbench.measure.telemetry import CostSummary, TelemetryWindow, cost_summary, telemetry_summary
+from specbench.run import telemetry as meter_module
+from specbench.run.telemetry import PhaseMeter
 from specbench.suite import load_suite, parse_suite
 from specbench.suite.objectives import Cost
 from tests.support import suites
@@ -67,14 +69,15 @@ def test_meter_reads_energy_over_the_window_and_samples(monkeypatch):
     meter.start()
     import time
     time.sleep(0.05)
-    out = meter.stop()
+    window = meter.stop()
+    out = window.to_dict()
     assert out["energy_j_per_gpu"] == [120.0, 80.0] and out["energy_j"] == 200.0
     assert out["gpus"] == ["0", "GPU-1"] and "telemetry_error" not in out
     samples = out["samples"]
     assert len(samples["t_s"]) >= 3 and samples["gpu_util_pct"][0] == [50.0, 51.0]
     assert samples["mem_used_mib"][0] == [1000.0, 1001.0] and samples["sm_clock_mhz"][0] == [1980.0, 1980.0]
     assert nvml.calls == {"init": 1, "shutdown": 1}
-    assert meter.stop() is out  # idempotent
+    assert meter.stop() is window  # idempotent
 
 
 @pytest.mark.parametrize("case, reason", [
@@ -102,11 +105,11 @@ def test_missing_energy_is_null_with_the_reason(monkeypatch, case, reason):
     meter = PhaseMeter(gpus, interval_s=0.01)
     meter.start()
     out = meter.stop()
-    assert out["energy_j"] is None and reason in out["telemetry_error"]
+    assert out.energy_j is None and reason in out.telemetry_error
 
 
 def test_no_gpu_known_is_null_with_the_reason():
-    out = PhaseMeter(None, "engine vllm-cpu runs on the CPU").stop()
+    out = PhaseMeter(None, "engine vllm-cpu runs on the CPU").stop().to_dict()
     assert out == {"gpus": None, "energy_j": None, "energy_j_per_gpu": None, "telemetry_error": "engine vllm-cpu runs on the CPU"}
 
 
@@ -136,10 +139,11 @@ def test_server_gpus(monkeypatch):
 def test_cell_summary_sums_repeats():
     w = {"gpus": ["0"], "energy_j": 50.0, "samples": {"gpu_util_pct": [[40.0], [60.0]], "mem_used_mib": [[100.0], [300.0]],
                                                       "sm_clock_mhz": [[1000.0], [2000.0]]}}
-    out = telemetry_summary([w, w], output_tokens=200)
+    out = telemetry_summary([TelemetryWindow.from_dict(w)] * 2, output_tokens=200)
     assert out.energy_j == 100.0 and out.joules_per_output_token == 0.5
     assert out.gpu_util_mean_pct == 50.0 and out.gpu_mem_used_max_mib == 300.0 and out.sm_clock_mean_mhz == 1500.0
-    broken = telemetry_summary([w, {"gpus": ["0"], "energy_j": None, "telemetry_error": "NVML: gone"}], 200)
+    gone = {"gpus": ["0"], "energy_j": None, "telemetry_error": "NVML: gone"}
+    broken = telemetry_summary([TelemetryWindow.from_dict(w), TelemetryWindow.from_dict(gone)], 200)
     assert broken.energy_j is None and broken.joules_per_output_token is None and broken.telemetry_error == "NVML: gone"
     assert telemetry_summary([], 10).telemetry_error.startswith("no telemetry recorded")
 
@@ -148,19 +152,18 @@ def test_utilisation_counts_only_samples_a_full_nvml_period_into_the_phase():
     """NVML averages utilisation over its last period: a 0.5 s phase on the H200 read 0 % twice while busy."""
     short = {"gpus": ["0"], "energy_j": 81.0, "samples": {"t_s": [0.028, 0.56], "gpu_util_pct": [[0.0], [0.0]],
                                                           "mem_used_mib": [[7.0], [7.0]], "sm_clock_mhz": [[1980.0], [1980.0]]}}
-    out = telemetry_summary([short], 100)
+    out = telemetry_summary([TelemetryWindow.from_dict(short)], 100)
     assert out.gpu_util_mean_pct is None and out.energy_j == 81.0 and out.sm_clock_mean_mhz == 1980.0
     longer = {**short, "samples": {**short["samples"], "t_s": [0.02, 1.02, 1.52], "gpu_util_pct": [[95.0], [56.0], [60.0]]}}
-    assert telemetry_summary([short, longer], 100).gpu_util_mean_pct == 58.0
+    assert telemetry_summary([TelemetryWindow.from_dict(short), TelemetryWindow.from_dict(longer)], 100).gpu_util_mean_pct == 58.0
 
 
 def test_cost_per_million_tokens():
     out = cost_summary(Cost(3.6), 2, None, 1000.0)  # 7.2 $/h for 3.6 M tokens/h
-    assert out["usd_per_million_output_tokens"] == pytest.approx(2.0)
-    assert cost_summary(Cost(3.6), None, "engine vllm-cpu runs on the CPU", 1000.0) == {
-        "gpu_hour_usd": 3.6, "cost_gpus": None, "usd_per_million_output_tokens": None,
-        "cost_error": "engine vllm-cpu runs on the CPU"}
-    assert cost_summary(None, 1, None, 1.0) == {}
+    assert out.usd_per_million_output_tokens == pytest.approx(2.0)
+    assert cost_summary(Cost(3.6), None, "engine vllm-cpu runs on the CPU", 1000.0) == CostSummary(
+        gpu_hour_usd=3.6, cost_gpus=None, usd_per_million_output_tokens=None, cost_error="engine vllm-cpu runs on the CPU")
+    assert cost_summary(None, 1, None, 1.0) is None
 
 
 @pytest.mark.parametrize("cost, message", [
@@ -186,7 +189,7 @@ async def test_energy_and_cost_per_cell(tmp_path, prompts_file, scripted, monkey
     _, base = await scripted(pattern=[1], ttft_s=0.002, gap_s=0.002)
     _, spec = await scripted(pattern=[1, 2, 4], k=3, ttft_s=0.002, gap_s=0.002)
     monkeypatch.setitem(sys.modules, "pynvml", fake_nvml({"0": 264.0, "1": 33.0, "2": 33.0}))
-    monkeypatch.setattr(telemetry, "SAMPLE_INTERVAL_S", 0.01)
+    monkeypatch.setattr(meter_module, "SAMPLE_INTERVAL_S", 0.01)
     monkeypatch.setattr(telemetry, "UTIL_SETTLE_S", 0.0)
     await run_suite(load_suite(write_suite(tmp_path, prompts_file, {"baseline": base, "spec": spec},
                                            cost={"gpu_hour_usd": 3.6})), tmp_path / "out")

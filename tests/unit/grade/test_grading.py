@@ -65,9 +65,9 @@ def test_gold_answers_from_the_shared_files():
     assert gsm["0"].answer == "18" and gsm["2"].answer == "70000"
     math = golds(DatasetSpec("math500", "math500"), SHARED)
     assert math["test/precalculus/807.json"].answer == "\\left( 3, \\frac{\\pi}{2} \\right)"
-    assert grade_answer("... so $\\boxed{(3, \\tfrac{\\pi}{2})}$.", math["test/precalculus/807.json"])["correct"] is True
-    assert grade_answer("Janet makes 9 * 2 = 18.\n#### 18", gsm["0"]) == {"correct": True, "answer": "18", "gold": "18", "how": "####"}
-    assert grade_answer("#### 16", gsm["0"])["correct"] is False
+    assert grade_answer("... so $\\boxed{(3, \\tfrac{\\pi}{2})}$.", math["test/precalculus/807.json"]).correct is True
+    assert grade_answer("Janet makes 9 * 2 = 18.\n#### 18", gsm["0"]).to_dict() == {"correct": True, "answer": "18", "gold": "18", "how": "####"}
+    assert grade_answer("#### 16", gsm["0"]).correct is False
 
 
 # ---- programs ---------------------------------------------------------------------------------------
@@ -168,7 +168,7 @@ HUMANEVAL = {"prompt": 'def add(a, b):\n    """Add two numbers."""\n',
 ])
 def test_humaneval_pass_at_1(answer, passed):
     gold = Gold("humaneval", prompt=HUMANEVAL["prompt"], tests=(HUMANEVAL["test"],), entry_point="add")
-    assert grade_answer(answer, gold)["correct"] is passed
+    assert grade_answer(answer, gold).correct is passed
 
 
 @needs_shared
@@ -178,8 +178,8 @@ def test_mbpp_with_imports_and_the_real_first_task():
     right = f"```python\n{row['code']}\n```"
     wrong = "```python\ndef similar_elements(a, b):\n    return ()\n```"
     gold = Gold("mbpp", tests=tuple(row["test_list"]), imports=tuple(row["test_imports"]))
-    assert grade_answer(right, gold)["correct"] is True
-    assert grade_answer(wrong, gold)["correct"] is False
+    assert grade_answer(right, gold).correct is True
+    assert grade_answer(wrong, gold).correct is False
     assert mbpp_program("x", ["assert f(1) == 1"], ["import math"]).startswith("import math\n")
 
 
@@ -203,13 +203,13 @@ def test_mcnemar_exact_known_values():
 def test_paired_accuracy_difference_and_ci():
     pairs = [(True, True)] * 40 + [(False, True)] * 10 + [(True, False)] * 2 + [(False, False)] * 8
     out = paired_accuracy(pairs)
-    assert out["accuracy_diff_vs_baseline"] == pytest.approx((42 - 50) / 60)
-    assert out["accuracy_diff_ci_low"] < out["accuracy_diff_vs_baseline"] < out["accuracy_diff_ci_high"] < 0
-    assert out["accuracy_mcnemar_p"] == pytest.approx(mcnemar_exact(2, 10))
-    assert out["accuracy_paired_prompts"] == 60 and "McNemar" in out["accuracy_diff_method"]
+    assert out.accuracy_diff_vs_baseline == pytest.approx((42 - 50) / 60)
+    assert out.accuracy_diff_ci_low < out.accuracy_diff_vs_baseline < out.accuracy_diff_ci_high < 0
+    assert out.accuracy_mcnemar_p == pytest.approx(mcnemar_exact(2, 10))
+    assert out.accuracy_paired_prompts == 60 and "McNemar" in out.accuracy_diff_method
     same = paired_accuracy([(True, True), (False, False)] * 5)
-    assert same["accuracy_diff_vs_baseline"] == 0 and same["accuracy_mcnemar_p"] == 1.0
-    assert paired_accuracy([])["accuracy_diff_vs_baseline"] is None
+    assert same.accuracy_diff_vs_baseline == 0 and same.accuracy_mcnemar_p == 1.0
+    assert paired_accuracy([]).accuracy_diff_vs_baseline is None
 
 
 def graded(pid: str, correct: bool | None, **kw) -> RequestRecord:
@@ -221,11 +221,11 @@ def graded(pid: str, correct: bool | None, **kw) -> RequestRecord:
 def test_cell_accuracy_and_pairs():
     recs = [graded("a", True), graded("b", False, finish_reason="length"), graded("c", None)]
     out = accuracy_summary(recs, graded_set=True)
-    assert out["accuracy"] == 0.5 and out["accuracy_compared"] == 2 and out["accuracy_ungraded"] == 1
-    assert out["accuracy_truncated"] == 1
-    assert accuracy_summary(recs, graded_set=False) == {}  # not asked: no keys
+    assert out.accuracy == 0.5 and out.accuracy_compared == 2 and out.accuracy_ungraded == 1
+    assert out.accuracy_truncated == 1
+    assert accuracy_summary(recs, graded_set=False) is None  # not asked: no keys
     empty = accuracy_summary([graded("a", None)], graded_set=True)
-    assert empty["accuracy"] is None and "no request was graded" in empty["accuracy_error"]
+    assert empty.accuracy is None and "no request was graded" in empty.accuracy_error
     base = [graded("a", False), graded("b", False), graded("c", True)]
     assert accuracy_pairs(recs, base) == [(True, False), (False, False)]
 

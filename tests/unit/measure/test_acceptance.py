@@ -37,6 +37,7 @@ from specbench.measure.engine_counters import read_acceptance
 from specbench.measure.summarize import combine_acceptance
 from specbench.schemas.metrics import MetricsSnapshot
 from specbench.schemas.request import RequestRecord
+from specbench.schemas.row import row_keys
 from tests.support import paths
 
 DATA = paths.DATA / "metrics"
@@ -81,7 +82,7 @@ def test_parse_sglang_counters_and_gauges():
 
 
 def test_counter_acceptance_vllm_window():
-    out = counter_acceptance(snap("vllm_before.txt"), snap("vllm_after.txt"), VLLM, k=3)
+    out = counter_acceptance(snap("vllm_before.txt"), snap("vllm_after.txt"), VLLM, k=3).to_dict()
     assert out["spec_drafts"] == 150 and out["spec_draft_tokens"] == 450 and out["spec_accepted_tokens"] == 250
     assert out["acceptance_rate"] == pytest.approx(250 / 450)
     assert out["mean_acceptance_length"] == pytest.approx(1 + 250 / 150)
@@ -118,30 +119,30 @@ def test_counter_acceptance_real_vllm_032_excerpt():
         "",
     ])
     zero = parse_metrics(text.replace(" 6.0", " 0.0").replace(" 18.0", " 0.0"))
-    out = counter_acceptance(zero, parse_metrics(text), VLLM, k=3)
+    out = counter_acceptance(zero, parse_metrics(text), VLLM, k=3).to_dict()
     assert out["mean_acceptance_length"] == 4.0 and out["acceptance_rate"] == 1.0
     assert out["acceptance_per_position"] == [1.0, 1.0, 1.0]
 
 
 def test_counter_acceptance_null_without_counters_or_drafts():
     no_spec = parse_metrics('# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{engine="0"} 0.0\n')
-    out = counter_acceptance(no_spec, no_spec, VLLM, k=3)
+    out = counter_acceptance(no_spec, no_spec, VLLM, k=3).to_dict()
     assert out["mean_acceptance_length"] is None and out["acceptance_rate"] is None
     assert out["acceptance_pos_1"] is None and out["spec_drafts"] is None
     # counters present but nothing drafted in the window: null, never 0
     b = snap("vllm_before.txt")
-    flat = counter_acceptance(b, b, VLLM, k=3)
+    flat = counter_acceptance(b, b, VLLM, k=3).to_dict()
     assert flat["acceptance_rate"] is None and flat["mean_acceptance_length"] is None
     assert flat["acceptance_per_position"] is None
     # a counter missing from one snapshot (scrape failed, server restarted) also gives null
-    assert counter_acceptance(MetricsSnapshot(), snap("vllm_after.txt"), VLLM, 3)["mean_acceptance_length"] is None
+    assert counter_acceptance(MetricsSnapshot(), snap("vllm_after.txt"), VLLM, 3).to_dict()["mean_acceptance_length"] is None
 
 
 def test_counter_acceptance_k7_has_seven_position_keys_and_no_per_pos_counter():
-    out = empty_acceptance(7)
+    out = empty_acceptance(7).to_dict()
     assert [k for k in out if k.startswith("acceptance_pos_")] == [f"acceptance_pos_{i}" for i in range(1, 8)]
     no_pos = CounterNames(VLLM.drafts, VLLM.draft_tokens, VLLM.accepted, None)
-    res = counter_acceptance(snap("vllm_before.txt"), snap("vllm_after.txt"), no_pos, k=7)
+    res = counter_acceptance(snap("vllm_before.txt"), snap("vllm_after.txt"), no_pos, k=7).to_dict()
     assert res["mean_acceptance_length"] == pytest.approx(8 / 3)
     assert res["acceptance_per_position"] is None
     assert all(res[f"acceptance_pos_{i}"] is None for i in range(1, 8))
@@ -286,13 +287,13 @@ def test_stream_summary_keys():
 ])
 def test_agreement(counter, stream, requests, agree):
     out = agreement(counter, stream, requests)
-    assert out["acceptance_sources_agree"] is agree
-    assert out["acceptance_tokens_diff"] == stream - counter
+    assert out.acceptance_sources_agree is agree
+    assert out.acceptance_tokens_diff == stream - counter
 
 
 def test_agreement_missing_side_is_null():
-    assert agreement(None, 20, 4) == {"acceptance_tokens_diff": None, "acceptance_sources_agree": None}
-    assert agreement(20, None, 4) == {"acceptance_tokens_diff": None, "acceptance_sources_agree": None}
+    assert row_keys(agreement(None, 20, 4)) == {"acceptance_tokens_diff": None, "acceptance_sources_agree": None}
+    assert row_keys(agreement(20, None, 4)) == {"acceptance_tokens_diff": None, "acceptance_sources_agree": None}
 
 
 def test_stream_accepted_tokens_agree_with_counter_window():
@@ -300,7 +301,7 @@ def test_stream_accepted_tokens_agree_with_counter_window():
     records = [rec([1, 2, 4, 1, 3]), rec([1, 4, 4, 2])]  # accepted per step: 1+3+0+2 and 3+3+1
     summary = stream_summary(records, k=3)
     assert summary.stream_accepted_tokens == 13
-    assert agreement(13, summary.stream_accepted_tokens, 2)["acceptance_sources_agree"] is True
+    assert agreement(13, summary.stream_accepted_tokens, 2).acceptance_sources_agree is True
 
 
 # ---------------------------------------------------------------- vLLM per-request stats
@@ -315,16 +316,16 @@ def test_request_stats_acceptance_sums_requests():
     out = request_stats_acceptance([rec([1, 2], spec_stats=a), rec([1, 1], spec_stats=b),
                                     rec([1], spec_stats=failed, error="HTTP 500"), rec([1, 1])])
     # pooled, not the mean of the per-request lengths (which would be 2.0)
-    assert out["mean_acceptance_length"] == pytest.approx(1 + 30 / 40)
-    assert out["acceptance_rate"] == pytest.approx(30 / 120)
-    assert (out["spec_steps"], out["accepted"], out["drafted"], out["requests"]) == (40, 30, 120, 2)
+    assert out.mean_acceptance_length == pytest.approx(1 + 30 / 40)
+    assert out.acceptance_rate == pytest.approx(30 / 120)
+    assert (out.spec_steps, out.accepted, out.drafted, out.requests) == (40, 30, 120, 2)
 
 
 def test_request_stats_acceptance_absent():
     assert request_stats_acceptance([rec([1, 2])]) is None
     assert request_stats_acceptance([rec([1], spec_stats={"num_spec_steps": 0})]) is None
     only_steps = request_stats_acceptance([rec([1], spec_stats={"num_spec_steps": 4, "num_accepted_draft_tokens": 2})])
-    assert only_steps["mean_acceptance_length"] == 1.5 and only_steps["acceptance_rate"] is None
+    assert only_steps.mean_acceptance_length == 1.5 and only_steps.acceptance_rate is None
 
 
 # ---------------------------------------------------------------- pooling repeats (measure.combine_acceptance)
@@ -341,7 +342,7 @@ def window(drafts, tokens, accepted, per_pos):
 def test_combine_acceptance_pools_raw_counts():
     w1 = window(10, 30, 20, [8, 7, 5])
     w2 = window(30, 90, 30, [20, 7, 3])
-    out = combine_acceptance([w1, w2], 3)
+    out = combine_acceptance([w1, w2], 3).window.to_dict()
     assert (out["spec_drafts"], out["spec_draft_tokens"], out["spec_accepted_tokens"]) == (40, 120, 50)
     assert out["acceptance_rate"] == pytest.approx(50 / 120)  # not the mean of 2/3 and 1/3
     assert out["mean_acceptance_length"] == pytest.approx(1 + 50 / 40)
@@ -353,19 +354,19 @@ def test_combine_acceptance_pools_raw_counts():
 def test_combine_acceptance_ignores_windows_without_drafts():
     empty = window(0, 0, 0, [0, 0, 0])
     assert empty.spec_drafts is None
-    out = combine_acceptance([window(10, 30, 20, [8, 7, 5]), empty], 3)
+    out = combine_acceptance([window(10, 30, 20, [8, 7, 5]), empty], 3).window.to_dict()
     assert out["mean_acceptance_length"] == pytest.approx(3.0)
-    assert combine_acceptance([empty, empty], 3)["mean_acceptance_length"] is None
+    assert combine_acceptance([empty, empty], 3).window.to_dict()["mean_acceptance_length"] is None
 
 
 def test_combine_acceptance_sglang_counters_pool_raw_deltas():
     eng = load_engine("sglang")
     w = read_acceptance(eng, snap("sglang_before.txt"), snap("sglang_after.txt"), 3, None)
-    single = combine_acceptance([w], 3)
+    single = combine_acceptance([w], 3).window.to_dict()
     assert single["mean_acceptance_length"] == pytest.approx(3.48)
     assert single["acceptance_source"] == w.acceptance_source
     w2 = replace(w, sglang_generation_tokens=1016, sglang_verify_calls=500, sglang_finished_requests=16)
-    two = combine_acceptance([w, w2], 3)
+    two = combine_acceptance([w, w2], 3).window.to_dict()
     assert two["mean_acceptance_length"] == pytest.approx((2800 - 16 + 1016 - 16) / (800 + 500))
 
 
@@ -373,11 +374,11 @@ def test_combine_acceptance_sglang_length_only():
     before, after = _without_verify("sglang_before.txt"), _without_verify("sglang_after.txt")
     eng = load_engine("sglang")
     w = read_acceptance(eng, before, after, 3, {"avg_spec_accept_length": 3.5})
-    single = combine_acceptance([w], 3)
+    single = combine_acceptance([w], 3).window.to_dict()
     assert single["mean_acceptance_length"] == pytest.approx(3.5)
     assert single["acceptance_source"] == w.acceptance_source
     w2 = read_acceptance(eng, before, after, 3, {"avg_spec_accept_length": 2.5})
-    two = combine_acceptance([w, w2], 3)
+    two = combine_acceptance([w, w2], 3).window.to_dict()
     assert two["mean_acceptance_length"] == pytest.approx(3.0)
     assert two["acceptance_source"].endswith("(mean of 2 repeats)")
 
@@ -385,6 +386,6 @@ def test_combine_acceptance_sglang_length_only():
 def test_combine_acceptance_sglang_rate_kept_over_repeats():
     eng = load_engine("sglang")
     w = read_acceptance(eng, snap("sglang_before.txt"), snap("sglang_after.txt"), 3, None)
-    assert combine_acceptance([w], 3)["acceptance_rate"] == pytest.approx(2.48 / 3)
-    two = combine_acceptance([w, w], 3)
+    assert combine_acceptance([w], 3).window.to_dict()["acceptance_rate"] == pytest.approx(2.48 / 3)
+    two = combine_acceptance([w, w], 3).window.to_dict()
     assert two["acceptance_rate"] == pytest.approx(2.48 / 3)

@@ -54,8 +54,8 @@ def test_speedup_decomposition_and_accuracy_cis_do_not_depend_on_the_block(monke
     whole = everything()
     monkeypatch.setattr(bootstrap, "BLOCK_ELEMENTS", 11 * 300 + 5)
     assert everything() == whole
-    assert whole[0]["paired_speedup_ci_low"] is not None and whole[1][1] is not None
-    assert whole[2]["accuracy_diff_ci_low"] is not None
+    assert whole[0].paired_speedup_ci_low is not None and whole[1][1] is not None
+    assert whole[2].accuracy_diff_ci_low is not None
 
 
 def test_no_bootstrap_draws_the_whole_index_matrix_at_once(monkeypatch):

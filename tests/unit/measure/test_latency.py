@@ -1,10 +1,14 @@
 """Latency and throughput statistics on hand-built request records with known answers."""
 
+from dataclasses import astuple
+
 import numpy as np
 import pytest
 
 from specbench.measure.latency import (
     PERCENTILES,
+    SharedReads,
+    Spread,
     chunk_token_counts,
     latency_stats,
     shared_reads,
@@ -15,6 +19,7 @@ from specbench.measure.latency import (
     tpot,
 )
 from specbench.schemas.request import RequestRecord
+from specbench.schemas.row import row_keys
 
 
 def rec(times, tokens=None, *, send=0.0, output=None, error=None, source="usage_continuous", prompt=None) -> RequestRecord:
@@ -28,32 +33,31 @@ def rec(times, tokens=None, *, send=0.0, output=None, error=None, source="usage_
 
 
 def test_stats_ms_numpy_linear_percentiles():
-    out = stats_ms("x", [1.0, 2.0, 3.0, 4.0])
-    assert list(out) == ["x_mean_ms", "x_p50_ms", "x_p95_ms", "x_p99_ms"]
-    assert out["x_mean_ms"] == pytest.approx(2500.0)
-    assert out["x_p50_ms"] == pytest.approx(2500.0)
-    assert out["x_p95_ms"] == pytest.approx(3850.0)  # 1 + 0.95 * 3 (linear interpolation)
-    assert out["x_p99_ms"] == pytest.approx(3970.0)
-    assert all(isinstance(v, float) for v in out.values())
+    out = stats_ms([1.0, 2.0, 3.0, 4.0])
+    assert out.mean == pytest.approx(2500.0)
+    assert out.p50 == pytest.approx(2500.0)
+    assert out.p95 == pytest.approx(3850.0)  # 1 + 0.95 * 3 (linear interpolation)
+    assert out.p99 == pytest.approx(3970.0)
+    assert all(isinstance(v, float) for v in astuple(out))
 
 
 def test_stats_ms_matches_numpy_on_random_sample():
     vals = np.random.default_rng(7).exponential(0.02, size=101)
-    out = stats_ms("itl", vals)
-    assert out["itl_mean_ms"] == pytest.approx(vals.mean() * 1000)
+    out = stats_ms(vals)
+    assert out.mean == pytest.approx(vals.mean() * 1000)
     for p in PERCENTILES:
-        assert out[f"itl_p{p}_ms"] == pytest.approx(np.percentile(vals, p) * 1000)
+        assert getattr(out, f"p{p}") == pytest.approx(np.percentile(vals, p) * 1000)
 
 
 def test_stats_ms_empty_is_none_not_zero():
-    out = stats_ms("tpot", [])
-    assert out == {"tpot_mean_ms": None, "tpot_p50_ms": None, "tpot_p95_ms": None, "tpot_p99_ms": None}
-    assert stats_ms("tpot", np.empty(0)) == out
+    out = stats_ms([])
+    assert out == Spread(None, None, None, None)
+    assert stats_ms(np.empty(0)) == out
 
 
 def test_stats_ms_single_sample():
-    out = stats_ms("ttft", [0.25])
-    assert set(out.values()) == {250.0}
+    out = stats_ms([0.25])
+    assert set(astuple(out)) == {250.0}
 
 
 # ---------------------------------------------------------------- per-token ITL
@@ -133,31 +137,31 @@ def test_latency_stats_hand_built():
     b = rec([5.2, 5.3, 5.5], [1, 1, 2], send=5.0)          # ttft 0.2, latency 0.5, 4 tokens
     failed = rec([9.9, 10.0], [1, 1], send=9.0, error="timeout after 1 s")  # ignored everywhere
     out = latency_stats([a, b, failed])
-    assert out["latency_mean_ms"] == pytest.approx(750.0)
-    assert out["latency_p50_ms"] == pytest.approx(750.0)
-    assert out["latency_p95_ms"] == pytest.approx(500 + 0.95 * 500)
-    assert out["ttft_mean_ms"] == pytest.approx(150.0)
+    assert out.latency_mean_ms == pytest.approx(750.0)
+    assert out.latency_p50_ms == pytest.approx(750.0)
+    assert out.latency_p95_ms == pytest.approx(500 + 0.95 * 500)
+    assert out.ttft_mean_ms == pytest.approx(150.0)
     # TPOT per request: a (1.0-0.1)/9 = 0.1, b (0.5-0.2)/3 = 0.1
-    assert out["tpot_mean_ms"] == pytest.approx(100.0) and out["tpot_p99_ms"] == pytest.approx(100.0)
+    assert out.tpot_mean_ms == pytest.approx(100.0) and out.tpot_p99_ms == pytest.approx(100.0)
     # per-token ITL pooled over requests: a: 0.2/2 x2, 0.2/2 x2, 0.5/5 x5; b: 0.1/1, 0.2/2 x2
-    assert out["itl_mean_ms"] == pytest.approx(100.0) and out["itl_p95_ms"] == pytest.approx(100.0)
+    assert out.itl_mean_ms == pytest.approx(100.0) and out.itl_p95_ms == pytest.approx(100.0)
     # step = raw chunk gaps: 0.2, 0.2, 0.5, 0.1, 0.2
-    assert out["step_mean_ms"] == pytest.approx(1000 * (0.2 + 0.2 + 0.5 + 0.1 + 0.2) / 5)
-    assert out["step_p50_ms"] == pytest.approx(200.0)
-    assert set(out) == {f"{m}_{s}_ms" for m in ("latency", "ttft", "itl", "tpot", "step")
-                        for s in ("mean", "p50", "p95", "p99")}
+    assert out.step_mean_ms == pytest.approx(1000 * (0.2 + 0.2 + 0.5 + 0.1 + 0.2) / 5)
+    assert out.step_p50_ms == pytest.approx(200.0)
+    assert set(row_keys(out)) == {f"{m}_{s}_ms" for m in ("latency", "ttft", "itl", "tpot", "step")
+                                  for s in ("mean", "p50", "p95", "p99")}
 
 
 def test_latency_stats_pools_itl_samples_not_request_means():
     short = rec([0.0, 1.0], [1, 1])                # one ITL sample of 1.0
     long = rec([0.0] + [0.1 * i for i in range(1, 10)], [1] * 10)  # nine samples of 0.1
     out = latency_stats([short, long])
-    assert out["itl_mean_ms"] == pytest.approx((1.0 + 9 * 0.1) / 10 * 1000)  # 190, not (1000+100)/2
+    assert out.itl_mean_ms == pytest.approx((1.0 + 9 * 0.1) / 10 * 1000)  # 190, not (1000+100)/2
 
 
 def test_latency_stats_all_failed_is_none():
     out = latency_stats([rec([0.1, 0.2], [1, 1], error="HTTP 500"), rec([], [], error="no content chunk received")])
-    assert all(v is None for v in out.values())
+    assert all(v is None for v in astuple(out))
     assert latency_stats([]) == out
 
 
@@ -166,8 +170,8 @@ def test_shared_reads_counts_chunks_stamped_like_the_one_before():
     b = rec([0.1, 0.15], [1, 3])
     failed = rec([0.1, 0.1], [1, 1], error="HTTP 500")
     out = shared_reads([a, b, failed])
-    assert out == {"shared_read_chunks": 1, "shared_read_share": pytest.approx(1 / 4)}
-    assert shared_reads([rec([0.1], [1])]) == {"shared_read_chunks": 0, "shared_read_share": None}
+    assert out == SharedReads(1, pytest.approx(1 / 4))
+    assert shared_reads([rec([0.1], [1])]) == SharedReads(0, None)
 
 
 # ---------------------------------------------------------------- throughput
@@ -178,25 +182,25 @@ def test_throughput_failed_requests_add_nothing():
     ok2 = rec([0.1, 0.2], [1, 19], prompt=12)
     failed = rec([0.1, 0.2], [1, 4], error="server error in stream: boom", prompt=99)
     out = throughput([ok1, ok2, failed], wall_s=4.0)
-    assert out["requests"] == 2
-    assert out["output_tokens"] == 30
-    assert out["prompt_tokens"] == 42
-    assert out["output_throughput_tps"] == pytest.approx(30 / 4.0)
-    assert out["request_throughput_rps"] == pytest.approx(2 / 4.0)
-    assert out["duration_s"] == 4.0
+    assert out.requests == 2
+    assert out.output_tokens == 30
+    assert out.prompt_tokens == 42
+    assert out.output_throughput_tps == pytest.approx(30 / 4.0)
+    assert out.request_throughput_rps == pytest.approx(2 / 4.0)
+    assert out.duration_s == 4.0
 
 
 def test_throughput_prompt_tokens_only_when_all_known():
     out = throughput([rec([0.1], [3], prompt=5), rec([0.1], [3])], wall_s=1.0)
-    assert out["prompt_tokens"] is None and out["output_tokens"] == 6
+    assert out.prompt_tokens is None and out.output_tokens == 6
 
 
 def test_throughput_nothing_measured():
     out = throughput([rec([], [], error="HTTP 500")], wall_s=2.0)
-    assert out["requests"] == 0 and out["output_tokens"] == 0
-    assert out["output_throughput_tps"] is None and out["request_throughput_rps"] is None
+    assert out.requests == 0 and out.output_tokens == 0
+    assert out.output_throughput_tps is None and out.request_throughput_rps is None
     zero_wall = throughput([rec([0.1], [3])], wall_s=0.0)
-    assert zero_wall["output_throughput_tps"] is None
+    assert zero_wall.output_throughput_tps is None
 
 
 def test_token_sources_counts_ok_records():

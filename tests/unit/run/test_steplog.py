@@ -10,6 +10,7 @@ from specbench.run.preflight import preflight
 from specbench.run.steplog import read_launch, steplog_results
 from specbench.schemas.acceptance import AcceptanceWindow
 from specbench.schemas.phase import PhaseInfo
+from specbench.schemas.row import ResultRow
 from specbench.suite import parse_suite
 from tests.support.steplog import WALL0, gpu_row, sched_row, write_launch
 
@@ -34,12 +35,20 @@ def test_bad_lines_are_skipped_and_counted_never_raised(tmp_path):
     assert len(log.headers) == 2
 
 
+def _keys(stats):
+    """The one cell's step-log keys as its row carries them."""
+    (cell,) = stats.values()
+    row = ResultRow.start("d", "c")
+    cell.add_to(row)
+    return row.to_dict(reference_first=False)
+
+
 def test_passes_are_cut_by_their_scrapes_and_summed_per_cell(tmp_path):
     rows = [sched_row(n, WALL0 + n, [3], 3) for n in range(1, 9)]  # warm-up 1-2, pass 3-5, warm-up 6, pass 7-8
     write_launch(tmp_path / "logs/steplog/spec-s0", rows)
     phases = [phase(0, WALL0 + 2.5, WALL0 + 5.5, accepted=6), phase(1, WALL0 + 6.5, WALL0 + 8.5, accepted=4)]
     stats = steplog_results(tmp_path, phases)
-    (keys,) = stats.values()
+    keys = _keys(stats)
     assert keys["steplog_steps"] == 5 and keys["steplog_accepted"] == 10 and keys["steplog_counter_accepted"] == 10
     assert keys["steplog_accepted_agree"] is True and keys["steplog_window"] == "/metrics scrapes"
     assert keys["steplog_step_mean_ms"] == 1000.0  # scheduler wall: 1 s apart, each pass's first step left out
@@ -49,7 +58,7 @@ def test_passes_are_cut_by_their_scrapes_and_summed_per_cell(tmp_path):
 def test_a_missing_folder_or_window_is_said_not_raised(tmp_path):
     stats = steplog_results(tmp_path, [phase(0, WALL0, WALL0 + 1, folder="logs/steplog/gone-s0"),
                                        phase(1, None, None, folder="../../etc")])
-    (keys,) = stats.values()
+    keys = _keys(stats)
     assert "gone-s0: no such folder" in keys["steplog_error"] and "../../etc" in keys["steplog_error"]
     assert keys["steplog_window"] is None and "steplog_steps" not in keys
 
