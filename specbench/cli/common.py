@@ -14,6 +14,7 @@ from ..report.markdown import markdown
 from ..run import RunDir, RunSession, SequentialRun
 from ..run.progress import RunProgress
 from ..run.sequential import RunOutcome
+from ..schemas.meta import RunMeta
 from ..schemas.run_files import REQUESTS, RESULTS, RESULTS_MD
 from ..suite import Suite
 
@@ -21,8 +22,10 @@ from ..suite import Suite
 def run_with_plan(suite: Suite, out: Path, key: str, plan: dict[str, Any], *, resume: bool, quiet: bool):
     """Run ``suite`` with the normal runner (live progress, Ctrl-C, resume); ``meta.json[key]`` = plan.
     Returns the runner's outcome and the run's meta; prints results.md as ``specbench run`` does."""
+    extra = RunMeta()
+    extra.set(key, plan)
     with RunProgress(Console(stderr=True), quiet=quiet) as progress:
-        session = RunSession(suite, out, render=markdown, resume=resume, progress=progress, extra_meta={key: plan})
+        session = RunSession(suite, out, render=markdown, resume=resume, progress=progress, extra_meta=extra)
         outcome = run_loop(SequentialRun(suite, session, progress=progress).execute())
     print_outcome(outcome, out)
     return outcome, session.meta

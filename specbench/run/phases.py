@@ -7,7 +7,6 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import aiohttp
 
@@ -23,6 +22,7 @@ from ..measure.telemetry import PhaseMeter
 from ..schemas.cell import LoadPoint
 from ..schemas.phase import PhaseInfo
 from ..schemas.request import Prompt, RequestRecord
+from ..schemas.slo_search import SloProbe
 from ..suite import Suite
 from ..util.redact import redact_url
 from .rate_search import search_server
@@ -122,8 +122,9 @@ class Phases:
         """--max-rate-at-slo for one config × data set; probe requests and the result go to ``recorder``."""
         name = server.config.name
 
-        def on_probe(probe: dict[str, Any], records: list[RequestRecord]) -> None:
-            recorder.store_probes(records, probe["rate"])
+        def on_probe(probe: SloProbe, records: list[RequestRecord]) -> None:
+            assert probe.rate is not None  # every probe is at a rate
+            recorder.store_probes(records, probe.rate)
 
         def on_start(rate: float) -> None:
             self.progress("phase", config=name, dataset=dataset, point=f"{PROBE_PHASE} {rate:g} req/s",
@@ -134,5 +135,5 @@ class Phases:
                                      slo=load.slo, search=load.rate_search, seed=load.seed, stop=self.stop,
                                      grace_s=self.grace_s, on_probe=on_probe, on_record=self._on_record,
                                      on_start=on_start)
-        if not result["interrupted"]:
+        if not result.interrupted:
             recorder.store_search(name, dataset, result)

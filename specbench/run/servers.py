@@ -19,6 +19,7 @@ from ..errors import ServerError
 from ..hooks import plugin_site, steplog_env
 from ..launch import Engine, ServerProcess, load_engine
 from ..launch.process import free_port, served_models, stop_off_loop
+from ..schemas.launched import ProcessIdentity
 from ..suite import ServerConfig, Suite
 from ..util.bounded import PROBE_LIMIT, read_capped
 from ..util.diskio import writing
@@ -31,7 +32,7 @@ class ServerBook(Protocol):
 
     logs: Path
 
-    def record_server(self, name: str, identity: dict[str, Any]) -> None: ...
+    def record_server(self, name: str, identity: ProcessIdentity) -> None: ...
 
     def forget_server(self, name: str) -> None: ...
 
