@@ -98,8 +98,8 @@ class Phases:
             not server.process.alive
             # a server killed mid-phase fails its requests a moment before its process is reaped
             or (any(r.error for r in result.records) and await asyncio.to_thread(server.process.exited_within, 1.0)))
-        info = await server_info(self.session, server.url, server.engine) if server.engine.acceptance_reads_server_info else {}
-        acceptance = read_acceptance(server.engine, before, after, cfg.num_speculative_tokens, info.get("raw"))
+        raw = (await server_info(self.session, server.url, server.engine)).raw if server.engine.acceptance_reads_server_info else None
+        acceptance = read_acceptance(server.engine, before, after, cfg.num_speculative_tokens, raw)
         if not before.ok or not after.ok:
             acceptance = acceptance.with_error(redact_url(before.error or after.error))
         generation = generation_window(before, after, server.engine.generation_counter)

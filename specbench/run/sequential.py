@@ -135,8 +135,10 @@ class SequentialRun:
         self.progress("server", config=config.name, launching=config.launched)
         server_cm = open_server(self.suite, config, self.recorder, phases.session, self.stop)
         async with timed_server(server_cm, phases.timing) as server:
-            server.info.update(await server_info(phases.session, server.url, server.engine))
-            server.info.pop("raw", None)
+            found = await server_info(phases.session, server.url, server.engine)
+            server.info["version"] = found.version
+            if found.error is not None:
+                server.info["version_error"] = found.error
             self.recorder.server_ready(config.name, ServerMeta.from_dict(server.info, f"server of config {config.name}"))
             spec = request_spec(self.suite, server)
             for dataset, point, rep in todo:
