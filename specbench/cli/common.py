@@ -28,9 +28,10 @@ PLAN_KEYS: dict[type[DerivedPlan], str] = {WhatifPlan: "whatif", TunePlan: "tune
 def run_with_plan(suite: Suite, out: Path, plan: DerivedPlan, *, resume: bool, quiet: bool) -> tuple[RunOutcome, RunMeta]:
     """Run ``suite`` with the normal runner (live progress, Ctrl-C, resume), the plan in meta.json under its key.
     Returns the runner's outcome and the run's meta; prints results.md as ``specbench run`` does."""
+    extra = RunMeta()
+    extra.set(PLAN_KEYS[type(plan)], plan)
     with RunProgress(Console(stderr=True), quiet=quiet) as progress:
-        session = RunSession(suite, out, render=markdown, resume=resume, progress=progress,
-                             extra_meta={PLAN_KEYS[type(plan)]: plan})
+        session = RunSession(suite, out, render=markdown, resume=resume, progress=progress, extra_meta=extra)
         outcome = run_loop(SequentialRun(suite, session, progress=progress).execute())
     print_outcome(outcome, out)
     return outcome, session.meta

@@ -26,6 +26,7 @@ from typing import Any, cast
 import aiohttp
 
 from ..errors import LaunchError
+from ..schemas.launched import ProcessIdentity
 from ..util.bounded import PROBE_LIMIT, read_capped
 from ..util.diskio import writing
 from ..util.redact import scrub, secret_values
@@ -114,20 +115,23 @@ def _start_ticks(pid: int) -> int | None:
     return int(fields[19]) if fields and fields[0] != "Z" else None  # field 22: starttime
 
 
-def process_identity(pid: int) -> dict[str, Any]:
+def process_identity(pid: int) -> ProcessIdentity:
     """What tells this process apart from a later one given the same pid: its start time (clock
-    ticks since boot), the boot, the host."""
-    return {"pid": pid, "start_ticks": _start_ticks(pid), "boot_id": _boot_id(), "host": socket.gethostname()}
+    ticks since boot), the boot, the host (a value not found is written as null)."""
+    return ProcessIdentity.from_dict({"pid": pid, "start_ticks": _start_ticks(pid), "boot_id": _boot_id(),
+                                      "host": socket.gethostname()}, "process identity")
 
 
-def stop_leftover(identity: dict[str, Any], grace_s: float = 10.0) -> bool:
+def stop_leftover(identity: ProcessIdentity, grace_s: float = 10.0) -> bool:
     """Stop the process group a killed run left behind, if it is still the one recorded; True if
     anything was stopped. A live process with the pid but another start time is someone else's.
-    With the leader gone, its group's workers are still ours: Linux reuses no pid while a group bears it."""
-    pid, ticks = identity.get("pid"), identity.get("start_ticks")
-    if not isinstance(pid, int) or not isinstance(ticks, int) or pid <= 1:
+    With the leader gone, its group's workers are still ours: Linux reuses no pid while a group bears it.
+    An identity without a host is taken as this host's."""
+    pid, ticks = identity.pid, identity.start_ticks
+    if pid is None or ticks is None or pid <= 1:
         return False
-    if identity.get("boot_id") != _boot_id() or identity.get("host", socket.gethostname()) != socket.gethostname():
+    host = identity.host if "host" in identity.keys() else socket.gethostname()
+    if identity.boot_id != _boot_id() or host != socket.gethostname():
         return False
 
     def ours() -> list[int]:
@@ -218,7 +222,7 @@ class ServerProcess:
         self.started_at = time.monotonic()
         _LIVE.add(self)
 
-    def identity(self) -> dict[str, Any] | None:
+    def identity(self) -> ProcessIdentity | None:
         return process_identity(self.proc.pid) if self.proc is not None else None
 
     def exited_within(self, timeout_s: float) -> bool:

@@ -47,7 +47,9 @@ def _add_quality(rows: list[ResultRow], phases: Sequence[PhaseInfo], records: Se
     recs, by_phase = by_cell(phases, records)
     for row in rows:
         measured, cell_phases = recs[Cell.of_row(row)], by_phase[Cell.of_row(row)]
-        row.update(slo_summary(measured, sum(p.wall_s for p in cell_phases), suite.load.slo))
+        attained = slo_summary(measured, sum(p.wall_s for p in cell_phases), suite.load.slo)
+        if attained is not None:
+            row.add(attained)
         if row.num_speculative_tokens is not None or row.method != "baseline":
             row.add(acceptance_summary(measured))
             warning = merged_steps_warning(row)

@@ -13,12 +13,13 @@ probes; the answer is the highest passing rate with the bracket [highest pass, l
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
+from ..schemas.slo_search import SloSearch
 from ..suite.objectives import Slo
 from .latency import tpot
 
@@ -42,14 +43,25 @@ def meets(rec: RequestRecord, slo: Slo) -> bool:
     return all((v := values[k]) is None or v <= bound for k, bound in slo.bounds().items())
 
 
-def slo_summary(records: Sequence[RequestRecord], wall_s: float, slo: Slo | None) -> dict[str, Any]:
-    """Share of the cell's requests (failed ones included) that met every bound, and those per second."""
+@dataclass(frozen=True)
+class SloAttainment:
+    """A cell at the suite's SLO (its row's keys): the bounds, the share of requests within all of
+    them, those requests, and those per second."""
+
+    slo: dict[str, float]
+    slo_attainment: float | None
+    slo_met_requests: int
+    goodput_rps: float | None
+
+
+def slo_summary(records: Sequence[RequestRecord], wall_s: float, slo: Slo | None) -> SloAttainment | None:
+    """Share of the cell's requests (failed ones included) that met every bound, and those per
+    second; None without an SLO (the row gets none of the keys)."""
     if slo is None:
-        return {}
+        return None
     met = sum(1 for r in records if meets(r, slo))
     n = len(records)
-    return {"slo": slo.bounds(), "slo_attainment": met / n if n else None, "slo_met_requests": met,
-            "goodput_rps": met / wall_s if n and wall_s > 0 else None}
+    return SloAttainment(slo.bounds(), met / n if n else None, met, met / wall_s if n and wall_s > 0 else None)
 
 
 def percentile_check(records: Sequence[RequestRecord], slo: Slo, percentile: float) -> tuple[bool, dict[str, float | None]]:
@@ -78,22 +90,23 @@ def percentile_check(records: Sequence[RequestRecord], slo: Slo, percentile: flo
 
 # ---- results -----------------------------------------------------------------------------------
 
-def attach_capacity(rows: list[ResultRow], searches: dict[str, dict[str, Any]] | None, baseline: str | None) -> None:
+def attach_capacity(rows: list[ResultRow], searches: dict[str, dict[str, SloSearch]] | None, baseline: str | None) -> None:
     """Copy each config × data set's search result into its rows, with the capacity speed-up vs
     the baseline: the ratio of the highest passing rates, and the range its brackets allow."""
     if not searches:
         return
     for row in rows:
         found = (searches.get(row.run) or {}).get(row.dataset)
-        if not found:
+        if found is None or not found.keys():
             continue
-        row.slo_search_percentile = found.get("percentile")
-        row.slo_max_rate_rps = found.get("max_rate_rps")
-        row.slo_max_rate_bracket = found.get("bracket")
-        row.slo_search_steps = found.get("steps")
+        row.slo_search_percentile = found.percentile
+        row.slo_max_rate_rps = found.max_rate_rps
+        row.slo_max_rate_bracket = found.bracket
+        row.slo_search_steps = found.steps
         base = (searches.get(baseline) or {}).get(row.dataset) if baseline else None
         row.slo_capacity_speedup = row.slo_capacity_speedup_range = None
-        if base and found.get("max_rate_rps") and base.get("max_rate_rps"):
-            row.slo_capacity_speedup = found["max_rate_rps"] / base["max_rate_rps"]
-            (c_lo, c_hi), (b_lo, b_hi) = found["bracket"], base["bracket"]
-            row.slo_capacity_speedup_range = [c_lo / b_hi if b_hi else None, c_hi / b_lo if c_hi else None]
+        if base and found.max_rate_rps and base.max_rate_rps:
+            row.slo_capacity_speedup = found.max_rate_rps / base.max_rate_rps
+            (c_lo, c_hi), (b_lo, b_hi) = found.bracket or [None, None], base.bracket or [None, None]
+            row.slo_capacity_speedup_range = [c_lo / b_hi if c_lo is not None and b_hi else None,
+                                              c_hi / b_lo if c_hi and b_lo else None]

@@ -7,7 +7,6 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 import aiohttp
 
@@ -22,6 +21,7 @@ from ..measure.slo import PROBE_PHASE
 from ..schemas.cell import LoadPoint
 from ..schemas.phase import PhaseInfo
 from ..schemas.request import Prompt, RequestRecord
+from ..schemas.slo_search import SloProbe
 from ..suite import Suite
 from ..util.redact import redact_url
 from .o200k_file import find_o200k
@@ -99,8 +99,8 @@ class Phases:
             not server.process.alive
             # a server killed mid-phase fails its requests a moment before its process is reaped
             or (any(r.error for r in result.records) and await asyncio.to_thread(server.process.exited_within, 1.0)))
-        info = await server_info(self.session, server.url, server.engine) if server.engine.acceptance_reads_server_info else {}
-        acceptance = read_acceptance(server.engine, before, after, cfg.num_speculative_tokens, info.get("raw"))
+        raw = (await server_info(self.session, server.url, server.engine)).raw if server.engine.acceptance_reads_server_info else None
+        acceptance = read_acceptance(server.engine, before, after, cfg.num_speculative_tokens, raw)
         if not before.ok or not after.ok:
             acceptance = acceptance.with_error(redact_url(before.error or after.error))
         window = generation_window(before, after, server.engine.generation_counter)
@@ -123,8 +123,9 @@ class Phases:
         """--max-rate-at-slo for one config × data set; probe requests and the result go to ``recorder``."""
         name = server.config.name
 
-        def on_probe(probe: dict[str, Any], records: list[RequestRecord]) -> None:
-            recorder.store_probes(records, probe["rate"])
+        def on_probe(probe: SloProbe, records: list[RequestRecord]) -> None:
+            assert probe.rate is not None  # every probe is at a rate
+            recorder.store_probes(records, probe.rate)
 
         def on_start(rate: float) -> None:
             self.progress("phase", config=name, dataset=dataset, point=f"{PROBE_PHASE} {rate:g} req/s",
@@ -135,5 +136,5 @@ class Phases:
                                      slo=load.slo, search=load.rate_search, seed=load.seed, stop=self.stop,
                                      grace_s=self.grace_s, on_probe=on_probe, on_record=self._on_record,
                                      on_start=on_start)
-        if not result["interrupted"]:
+        if not result.interrupted:
             recorder.store_search(name, dataset, result)

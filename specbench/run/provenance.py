@@ -10,7 +10,8 @@ from __future__ import annotations
 import hashlib
 import subprocess
 from pathlib import Path
-from typing import Any
+
+from ..schemas.meta import GitState, SuiteFile
 
 GIT_TIMEOUT_S = 5.0
 
@@ -31,7 +32,7 @@ def _git(cwd: Path, *args: str) -> str | None:
     return proc.stdout.strip() if proc.returncode == 0 else None
 
 
-def git_state(path: Path) -> dict[str, Any] | None:
+def git_state(path: Path) -> GitState | None:
     """The commit checked out in the repository holding ``path``, and whether ``path`` differs from it.
 
     ``dirty`` is true when the file has uncommitted changes or is not tracked at all (then the
@@ -44,9 +45,11 @@ def git_state(path: Path) -> dict[str, Any] | None:
         return None
     tracked = _git(where, "ls-files", "--error-unmatch", "--", path.name) is not None
     status = _git(where, "status", "--porcelain", "--", path.name)
-    return {"commit": commit, "dirty": (not tracked) or bool(status), "tracked": tracked}
+    return GitState(commit, (not tracked) or bool(status), tracked)
 
 
-def suite_file_provenance(path: Path) -> dict[str, Any]:
-    """``{"sha256": ..., "git": {"commit", "dirty", "tracked"} | None}`` for the suite file at ``path``."""
-    return {"sha256": file_sha256(path), "git": git_state(path)}
+def suite_file_provenance(path: Path) -> SuiteFile:
+    """The suite file's sha256 and its git state (``git`` written as null outside a work tree, as
+    ``sha256`` when the file cannot be read)."""
+    git = git_state(path)
+    return SuiteFile.from_dict({"sha256": file_sha256(path), "git": git.to_dict() if git else None}, path)

@@ -5,24 +5,24 @@ decided by ``measure.slo.percentile_check``."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from ..client import close_transport, open_transport
 from ..load.generate import LoadPass, generate_load
 from ..measure.slo import PROBE_PHASE, percentile_check
 from ..schemas.request import RequestRecord
+from ..schemas.slo_search import SloProbe, SloSearch
 from ..suite.objectives import RateSearch, Slo
 
-ProbeFn = Callable[[float], Awaitable[dict[str, Any] | None]]
+ProbeFn = Callable[[float], Awaitable[SloProbe | None]]
 
 
-async def search_max_rate(probe: ProbeFn, search: RateSearch) -> dict[str, Any]:
+async def search_max_rate(probe: ProbeFn, search: RateSearch) -> SloSearch:
     """Doubling (or halving) until a rate passes and one fails, then bisection between them.
 
-    ``probe(rate)`` returns a dict with at least ``ok`` (or None when the run was stopped). The
-    result's ``max_rate_rps`` is the highest passing rate probed (null if none passed) and
-    ``bracket`` [highest pass, lowest fail] (an end is null when no probe bounded it)."""
-    probes: list[dict[str, Any]] = []
+    ``probe(rate)`` returns the probe (or None when the run was stopped). The result's
+    ``max_rate_rps`` is the highest passing rate probed (null if none passed) and ``bracket``
+    [highest pass, lowest fail] (an end is null when no probe bounded it)."""
+    probes: list[SloProbe] = []
     lo = hi = None
     rate = search.start_rate
     interrupted = False
@@ -31,8 +31,8 @@ async def search_max_rate(probe: ProbeFn, search: RateSearch) -> dict[str, Any]:
         if result is None:
             interrupted = True
             break
-        probes.append({"rate": rate, **result})
-        if result["ok"]:
+        probes.append(result)
+        if result.ok:
             lo = rate if lo is None else max(lo, rate)
         else:
             hi = rate if hi is None else min(hi, rate)
@@ -44,17 +44,16 @@ async def search_max_rate(probe: ProbeFn, search: RateSearch) -> dict[str, Any]:
             break
         else:
             rate = (lo + hi) / 2
-    return {"percentile": search.percentile, "max_rate_rps": lo, "bracket": [lo, hi], "steps": len(probes),
-            "converged": lo is not None and hi is not None and hi / lo - 1 <= search.tolerance,
-            "interrupted": interrupted, "probes": probes}
+    return SloSearch(search.percentile, lo, [lo, hi], len(probes),
+                     lo is not None and hi is not None and hi / lo - 1 <= search.tolerance, interrupted, probes)
 
 
 async def search_server(*, url: str, client: str, spec, prompts, config: str, slo: Slo, search: RateSearch,
-                        seed: int, stop, grace_s: float, on_probe: Callable[[dict, list[RequestRecord]], None],
+                        seed: int, stop, grace_s: float, on_probe: Callable[[SloProbe, list[RequestRecord]], None],
                         on_record: Callable[[RequestRecord], None] | None = None,
-                        on_start: Callable[[float], None] | None = None) -> dict[str, Any]:
+                        on_start: Callable[[float], None] | None = None) -> SloSearch:
     """Run the search against one server with ``prompts`` as each probe's workload."""
-    async def probe(rate: float) -> dict[str, Any] | None:
+    async def probe(rate: float) -> SloProbe | None:
         if stop is not None and stop.is_set():
             return None
         if on_start:
@@ -68,11 +67,11 @@ async def search_server(*, url: str, client: str, spec, prompts, config: str, sl
         if stop is not None and stop.is_set():
             return None
         ok, pcts = percentile_check(res.records, slo, search.percentile)
-        summary = {"ok": ok, f"{search.label}_ms": pcts, "requests": len(res.records),
-                   "failed": sum(1 for r in res.records if not r.ok), "wall_s": res.wall_s}
-        on_probe({"rate": rate, **summary}, res.records)
-        return summary
+        found = SloProbe.from_dict({"rate": rate, "ok": ok, f"{search.label}_ms": pcts, "requests": len(res.records),
+                                    "failed": sum(1 for r in res.records if not r.ok), "wall_s": res.wall_s}, "probe")
+        on_probe(found, res.records)
+        return found
 
     out = await search_max_rate(probe, search)
-    out["slo"] = slo.bounds()
+    out.slo = slo.bounds()
     return out

@@ -4,12 +4,14 @@ behind a worker's messages). The loop never touches files itself."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from ..schemas.cell import Cell
+from ..schemas.meta import ServerMeta, Timing
 from ..schemas.phase import PhaseInfo
 from ..schemas.request import Prompt, RequestRecord
 from ..schemas.row import ResultRow
+from ..schemas.slo_search import SloSearch
 from .servers import ServerBook
 
 
@@ -30,7 +32,7 @@ class Recorder(ServerBook, Protocol):
         """Data sets whose rate search for ``config`` is done."""
         ...
 
-    def server_ready(self, name: str, info: dict[str, Any]) -> None: ...
+    def server_ready(self, name: str, server: ServerMeta) -> None: ...
 
     def chunk_clock(self, name: str, clock: str) -> None: ...
 
@@ -42,7 +44,7 @@ class Recorder(ServerBook, Protocol):
 
     def store_probes(self, records: list[RequestRecord], rate: float) -> None: ...
 
-    def store_search(self, name: str, dataset: str, result: dict[str, Any]) -> None: ...
+    def store_search(self, name: str, dataset: str, result: SloSearch) -> None: ...
 
     def config_failed(self, name: str, error: str) -> None: ...
 
@@ -50,7 +52,7 @@ class Recorder(ServerBook, Protocol):
 
     def config_succeeded(self, name: str) -> None: ...
 
-    def finish(self, timing: dict[str, Any]) -> list[ResultRow]:
+    def finish(self, timing: Timing) -> list[ResultRow]:
         """The timing into meta.json; the rows as finally written."""
         ...
 

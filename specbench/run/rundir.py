@@ -27,11 +27,12 @@ from typing import Any
 
 from ..errors import ResultsError, RunDirError
 from ..schemas.cell import Cell
+from ..schemas.launched import ProcessIdentity
 from ..schemas.meta import RunMeta
 from ..schemas.phase import PhaseInfo, SupersededPhase
 from ..schemas.quarantine import QuarantinedLine
 from ..schemas.record import RowError
-from ..schemas.request import RequestRecord, SloProbe
+from ..schemas.request import ProbeRequest, RequestRecord
 from ..schemas.row import ResultRow
 from ..schemas.run_files import LAUNCHED, LOGS, META, PHASES, QUARANTINE, REQUESTS, RESULTS, RESULTS_MD, RUN_FILES, SLO_PROBES
 from ..util.diskio import append_text, write_atomic, writing
@@ -152,15 +153,18 @@ class LaunchedServers:
         self.file = Path(path) / LAUNCHED
         self.logs = Path(path) / LOGS
 
-    def launched(self) -> dict[str, dict[str, Any]]:
+    def launched(self) -> dict[str, ProcessIdentity]:
+        """The servers recorded, read leniently: an unreadable file or entry is none, a wrong value is dropped."""
         try:
             data = json.loads(self.file.read_text())
         except (OSError, ValueError):
             return {}
-        return {k: v for k, v in data.items() if isinstance(v, dict)} if isinstance(data, dict) else {}
+        if not isinstance(data, dict):
+            return {}
+        return {k: ProcessIdentity.from_dict(v, self.file, problems=[]) for k, v in data.items() if isinstance(v, dict)}
 
-    def record_server(self, name: str, identity: dict[str, Any]) -> None:
-        write_json(self.file, {**self.launched(), name: identity})
+    def record_server(self, name: str, identity: ProcessIdentity) -> None:
+        write_json(self.file, {k: v.to_dict() for k, v in {**self.launched(), name: identity}.items()})
 
     def next_start(self, name: str) -> int:
         """Without a session (``specbench trace``) each config's server starts once: start 0."""
@@ -170,7 +174,7 @@ class LaunchedServers:
         left = self.launched()
         left.pop(name, None)
         if left:
-            write_json(self.file, left)
+            write_json(self.file, {k: v.to_dict() for k, v in left.items()})
         else:
             self.forget_all_servers()
 
@@ -245,7 +249,7 @@ class RunDir(LaunchedServers):
 
     def append_probes(self, records: list[RequestRecord], rate: float) -> None:
         """One SLO search probe's requests, each with the rate it was sent at."""
-        _append_lines(self.path / SLO_PROBES, [SloProbe.of(r, rate).to_line() for r in records])
+        _append_lines(self.path / SLO_PROBES, [ProbeRequest.of(r, rate).to_line() for r in records])
 
     def load_phases(self) -> list[PhaseInfo]:
         return read_phases(self.path)

@@ -16,6 +16,7 @@ import aiohttp
 from ..errors import LaunchError, RequestsRefused, RunDirWriteError, ServerError
 from ..launch import reap_all
 from ..schemas.cell import Cell, LoadPoint
+from ..schemas.meta import RunMeta, ServerMeta, Timing
 from ..schemas.request import Prompt
 from ..schemas.row import ResultRow
 from ..suite import ServerConfig, Suite
@@ -134,9 +135,11 @@ class SequentialRun:
         self.progress("server", config=config.name, launching=config.launched)
         server_cm = open_server(self.suite, config, self.recorder, phases.session, self.stop)
         async with timed_server(server_cm, phases.timing) as server:
-            server.info.update(await server_info(phases.session, server.url, server.engine))
-            server.info.pop("raw", None)
-            self.recorder.server_ready(config.name, server.info)
+            found = await server_info(phases.session, server.url, server.engine)
+            server.info["version"] = found.version
+            if found.error is not None:
+                server.info["version_error"] = found.error
+            self.recorder.server_ready(config.name, ServerMeta.from_dict(server.info, f"server of config {config.name}"))
             spec = request_spec(self.suite, server)
             for dataset, point, rep in todo:
                 if self.stop.is_set():
@@ -190,18 +193,20 @@ async def timed_server(cm: AbstractAsyncContextManager[Server], timing: dict[str
             timing["servers_s"] += time.monotonic() - t1
 
 
-def run_timing(busy: dict[str, float], total: float) -> dict[str, Any]:
-    """meta.json's timing: servers, warm-up and measured time, and the harness's own share of the rest."""
+def run_timing(busy: dict[str, float], total: float) -> Timing:
+    """meta.json's timing: servers, warm-up and measured time, and the harness's own share of the rest
+    (``harness_share`` null, and written so, when the run took no time)."""
     spent = sum(busy.values())
-    return {**{k: round(v, 3) for k, v in busy.items()}, "total_s": round(total, 3),
-            "harness_s": round(total - spent, 3), "harness_share": round((total - spent) / total, 4) if total else None}
+    return Timing.from_dict({**{k: round(v, 3) for k, v in busy.items()}, "total_s": round(total, 3),
+                             "harness_s": round(total - spent, 3),
+                             "harness_share": round((total - spent) / total, 4) if total else None}, "timing")
 
 
 async def run_suite(suite: Suite, out: Path, *, render: Render, resume: bool = False, overwrite: bool = False,
-                    progress: Progress | None = None, extra_meta: dict[str, Any] | None = None,
+                    progress: Progress | None = None, extra_meta: RunMeta | None = None,
                     **kwargs: Any) -> RunOutcome:
     """``specbench run``: ``out`` must hold no run unless ``resume`` (continue it) or ``overwrite``
-    (replace it); ``extra_meta`` is merged into meta.json."""
+    (replace it); the keys set in ``extra_meta`` are set in meta.json."""
     session = RunSession(suite, out, render=render, resume=resume, overwrite=overwrite, progress=progress, extra_meta=extra_meta)
     return await SequentialRun(suite, session, progress=progress, **kwargs).execute()
 

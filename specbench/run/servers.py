@@ -19,6 +19,7 @@ from ..errors import ServerError
 from ..hooks import plugin_site, steplog_env
 from ..launch import Engine, ServerProcess, load_engine
 from ..launch.process import free_port, served_models, stop_off_loop
+from ..schemas.launched import ProcessIdentity
 from ..suite import ServerConfig, Suite
 from ..util.bounded import PROBE_LIMIT, read_capped
 from ..util.diskio import writing
@@ -31,7 +32,7 @@ class ServerBook(Protocol):
 
     logs: Path
 
-    def record_server(self, name: str, identity: dict[str, Any]) -> None: ...
+    def record_server(self, name: str, identity: ProcessIdentity) -> None: ...
 
     def forget_server(self, name: str) -> None: ...
 
@@ -57,29 +58,36 @@ class Server:
     info: dict[str, Any] = field(default_factory=dict)
 
 
-async def server_info(session: aiohttp.ClientSession, url: str, engine: Engine) -> dict[str, Any]:
-    """The server's version (a string, or null with ``version_error``) and, for engines that read
-    acceptance from it, the parsed answer as it came (the adapter checks its shape)."""
+@dataclass(frozen=True)
+class ServerVersion:
+    """A server's answer to the version probe: its version (or None, with ``error`` saying why) and,
+    for engines that read acceptance from it, the parsed answer as it came (the adapter checks its shape)."""
+
+    version: str | None
+    error: str | None = None
+    raw: Any = None  # any JSON value: untrusted, read_acceptance checks it
+
+
+async def server_info(session: aiohttp.ClientSession, url: str, engine: Engine) -> ServerVersion:
+    """The server's version probe, answered or not (never raises for what the server sends)."""
     path, key = engine.version_path
     where = f"GET {redact_url(url)}{path}"
     try:
         async with session.get(url + path, timeout=aiohttp.ClientTimeout(total=10)) as r:
             if r.status != 200:
-                return {"version": None, "version_error": f"{where}: HTTP {r.status}", "raw": None}
+                return ServerVersion(None, f"{where}: HTTP {r.status}")
             data = json.loads(await read_capped(r, PROBE_LIMIT))
     except (TimeoutError, aiohttp.ClientError, ValueError, RecursionError) as err:
-        return {"version": None, "version_error": f"{where}: {type(err).__name__}: {str(err)[:100]}", "raw": None}
-    info: dict[str, Any] = {"version": None, "raw": data if engine.acceptance_reads_server_info else None}
+        return ServerVersion(None, f"{where}: {type(err).__name__}: {str(err)[:100]}")
+    raw = data if engine.acceptance_reads_server_info else None
     version = data.get(key) if isinstance(data, dict) else None
     if is_number(version):
         version = str(version)
     if isinstance(version, str) and 0 < len(version) <= 100:
-        info["version"] = version
-    elif not isinstance(data, dict):
-        info["version_error"] = f"{where}: answered a JSON {type(data).__name__}, not an object"
-    else:
-        info["version_error"] = f"{where}: {key!r} is {'missing' if version is None else 'not a version string'}"
-    return info
+        return ServerVersion(version, raw=raw)
+    if not isinstance(data, dict):
+        return ServerVersion(None, f"{where}: answered a JSON {type(data).__name__}, not an object", raw)
+    return ServerVersion(None, f"{where}: {key!r} is {'missing' if version is None else 'not a version string'}", raw)
 
 
 async def check_url(session: aiohttp.ClientSession, config: ServerConfig, model: str, engine: Engine) -> None:

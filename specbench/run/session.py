@@ -8,7 +8,6 @@ import os
 import platform
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from .. import __version__
 from ..errors import SuiteError
@@ -17,11 +16,13 @@ from ..launch.process import stop_leftover
 from ..measure.best_k import tune_analysis
 from ..measure.slo import attach_capacity
 from ..schemas.cell import Cell
-from ..schemas.meta import RunMeta, Timing
+from ..schemas.launched import ProcessIdentity, StoppedLeftover
+from ..schemas.meta import RunMeta, ServerMeta, Timing
 from ..schemas.phase import PhaseInfo
 from ..schemas.request import Prompt, RequestRecord
 from ..schemas.row import ResultRow
 from ..schemas.run_files import META
+from ..schemas.slo_search import SloSearch
 from ..suite import Suite
 from .lock import RunLock
 from .preflight import now
@@ -75,7 +76,7 @@ def new_meta(suite: Suite, prompts: dict[str, list[Prompt]]) -> RunMeta:
     return RunMeta.from_dict({
         "specbench_version": __version__,
         "suite": {"name": suite.name, "path": str(suite.path), "raw": redact_raw(suite.raw)},
-        "suite_file": suite_file_provenance(suite.path),
+        "suite_file": suite_file_provenance(suite.path).to_dict(),
         "comparability": suite.comparability().to_dict(),
         "prompts": {name: p.to_dict() for name, p in prompt_prints(suite, prompts).items()},
         **weights_meta(suite),
@@ -86,13 +87,13 @@ def new_meta(suite: Suite, prompts: dict[str, list[Prompt]]) -> RunMeta:
     }, f"{suite.path}: {META}")
 
 
-def stop_leftovers(run: RunDir, progress: Progress) -> list[dict[str, Any]]:
+def stop_leftovers(run: RunDir, progress: Progress) -> list[StoppedLeftover]:
     """Stop the servers an earlier, killed run left running in ``run``; the ones stopped."""
     stopped = []
     for name, identity in run.launched().items():
         if stop_leftover(identity):
-            stopped.append({"config": name, **identity})
-            progress("notice", message=f"stopped a leftover server of config {name!r} (pid {identity.get('pid')}) "
+            stopped.append(StoppedLeftover.of(name, identity))
+            progress("notice", message=f"stopped a leftover server of config {name!r} (pid {identity.pid}) "
                                        f"that an earlier, killed run had left running")
     run.forget_all_servers()
     return stopped
@@ -128,18 +129,18 @@ class ServerStarts:
 
 class RunSession(ServerStarts):
     """The run dir of one ``specbench run``: fresh (``out`` must hold no run), ``resume`` (continue
-    it) or ``overwrite`` (replace it). ``extra_meta`` is merged into meta.json at ``begin``; ``render``
-    writes results.md beside every results.json."""
+    it) or ``overwrite`` (replace it). The keys set in ``extra_meta`` (a command's plan, a parallel run's
+    placement) are set in meta.json at ``begin``; ``render`` writes results.md beside every results.json."""
 
     def __init__(self, suite: Suite, out: Path, *, render: Render, resume: bool = False, overwrite: bool = False,
-                 progress: Progress | None = None, extra_meta: dict[str, Any] | None = None) -> None:
+                 progress: Progress | None = None, extra_meta: RunMeta | None = None) -> None:
         if resume and overwrite:
             raise SuiteError("--resume and --overwrite exclude each other")
         self.suite, self.dir, self.render = suite, RunDir(out), render
         self.resume, self.overwrite = resume, overwrite
         self.progress = progress or (lambda *a, **k: None)
-        self.extra_meta = extra_meta or {}
-        self.stopped_leftovers: list[dict[str, Any]] = []
+        self.extra_meta = extra_meta or RunMeta()
+        self.stopped_leftovers: list[StoppedLeftover] = []
         self.meta = RunMeta()  # until ``begin``: the new run's, or the resumed run's from disk
         self.path, self.logs = self.dir.path, self.dir.logs
         self.lock = RunLock(self.path)
@@ -165,7 +166,7 @@ class RunSession(ServerStarts):
         self.lock.mark()
         self.meta = (resumed_meta(self.dir, self.suite, prompts) if self.resume else None) or new_meta(self.suite, prompts)
         self.meta.start_run(now(), resume=self.resume, overwrite=self.overwrite, stopped_leftovers=self.stopped_leftovers)
-        self.meta.update(self.extra_meta)
+        self.meta.update({key: getattr(self.extra_meta, key) for key in self.extra_meta.keys()})
         if self.resume:
             self.supersede_incomplete(merge_prints(self.meta, prompt_prints(self.suite, prompts)))
         self.save_meta()
@@ -188,14 +189,14 @@ class RunSession(ServerStarts):
         self.dir.write_meta(self.meta)
 
     # ---- what a run reports, in the order it happens ----
-    def record_server(self, name: str, identity: dict[str, Any]) -> None:
+    def record_server(self, name: str, identity: ProcessIdentity) -> None:
         self.dir.record_server(name, identity)
 
     def forget_server(self, name: str) -> None:
         self.dir.forget_server(name)
 
-    def server_ready(self, name: str, info: dict[str, Any]) -> None:
-        self.meta.server_ready(name, info)
+    def server_ready(self, name: str, server: ServerMeta) -> None:
+        self.meta.server_ready(name, server)
         self.save_meta()
 
     def chunk_clock(self, name: str, clock: str) -> None:
@@ -211,7 +212,7 @@ class RunSession(ServerStarts):
         self.dir.append_probes(records, rate)
         self.progress("cell_done", row=None)
 
-    def store_search(self, name: str, dataset: str, result: dict[str, Any]) -> None:
+    def store_search(self, name: str, dataset: str, result: SloSearch) -> None:
         self.meta.store_search(name, dataset, result)
         self.write()
 
@@ -240,7 +241,7 @@ class RunSession(ServerStarts):
         self.dir.write_results(rows, self.render(rows, self.meta))
         return self.written(rows)
 
-    def finish(self, timing: dict[str, Any]) -> list[ResultRow]:
+    def finish(self, timing: Timing) -> list[ResultRow]:
         self.meta.finished_at = now()
-        self.meta.timing = Timing.from_dict(timing, "timing")
+        self.meta.timing = timing
         return self.write(final=True)

@@ -27,13 +27,13 @@ from .plans import (
 from .profile_file import CategoryAcceptance, ProfileEntry, ProfileFile, ProfileProvenance, ProfileSource
 from .quarantine import QuarantinedLine
 from .record import FieldSpec, Record, type_name
-from .request import RequestRecord, SloProbe
+from .request import ProbeRequest, RequestRecord
 from .steplog import GpuRow, SchedRow, StepHeader, TokenRow
 
 #: (title, records) in the page's order: a record nested in another follows it
 SECTIONS: tuple[tuple[str, tuple[type[Record], ...]], ...] = (
     ("The raw data: one line per request and per measured phase",
-     (RequestRecord, PhaseInfo, SloProbe, QuarantinedLine)),
+     (RequestRecord, PhaseInfo, ProbeRequest, QuarantinedLine)),
     ("meta.json: the run's metadata",
      (RunMeta, SuiteInfo, SuiteFile, GitState, Comparability, PromptSet, Host, ServerMeta, RunStart, Timing,
       SupersededPhase)),

@@ -4,9 +4,9 @@ comparability fingerprint, the host, a server, a run entry, the timing).
 
 The plans other modules own stay plain ``dict[str, Any]``: ``whatif``/``tune``/``schedule`` (the
 command's plan, written by ``run.whatif``/``run.tune``/``cli.tune`` and read by ``measure``),
-``parallel`` (``run.parallel``'s placement), ``slo_search`` (``measure.slo``'s result per config
-and data set), ``superseded_phases`` (``PhaseInfo`` dicts). Typing them here would copy their
-owners' shapes into a second place that must change with each.
+``superseded_phases`` (``PhaseInfo`` dicts). Typing them here would copy their owners' shapes into
+a second place that must change with each. ``parallel`` (``schemas.placement``), ``slo_search``
+(``schemas.slo_search``) and ``runs[].stopped_leftovers`` (``schemas.launched``) have their own records.
 
 Versions. ``SCHEMA_VERSION`` 1 is every meta.json written so far; the record adds no key of its
 own, so a file's bytes stay what the run wrote, and the version is implied by
@@ -23,10 +23,13 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..util.jsonio import read_json, write_json
+from .launched import StoppedLeftover
 from .phase import SupersededPhase
+from .placement import Placement
 from .plans import ScheduleCheck, TunePlan, WhatifPlan
 from .record import Record
 from .run_files import META
+from .slo_search import SloSearch
 
 
 @dataclass
@@ -132,7 +135,7 @@ class RunStart(Record):
     started_at: str | None = None
     resume: bool | None = None
     overwrite: bool | None = None
-    stopped_leftovers: list[dict[str, Any]] | None = None
+    stopped_leftovers: list[StoppedLeftover] | None = None
     parallel: str | None = None
 
 
@@ -171,8 +174,8 @@ class RunMeta(Record):
     run_dir_notes: list[str] | None = None
     restarts: dict[str, int] | None = None
     chunk_clock: dict[str, str] | None = None
-    slo_search: dict[str, dict[str, Any]] | None = None
-    parallel: dict[str, Any] | None = None
+    slo_search: dict[str, dict[str, SloSearch]] | None = None
+    parallel: Placement | None = None
     whatif: WhatifPlan | None = None
     tune: TunePlan | None = None
     schedule: ScheduleCheck | None = None
@@ -203,11 +206,9 @@ class RunMeta(Record):
         return self.suite.name if self.suite else None
 
     # ---- what a run records, in the order it happens (``run.session``) ----
-    def start_run(self, started_at: str, *, resume: bool, overwrite: bool, stopped_leftovers: list[dict[str, Any]]) -> None:
+    def start_run(self, started_at: str, *, resume: bool, overwrite: bool, stopped_leftovers: list[StoppedLeftover]) -> None:
         """One more entry in ``runs`` (the servers it stopped, where an earlier, killed run left them)."""
-        self.grown("runs", []).append(RunStart.from_dict({
-            "started_at": started_at, "resume": resume, "overwrite": overwrite,
-            **({"stopped_leftovers": stopped_leftovers} if stopped_leftovers else {})}, "runs"))
+        self.grown("runs", []).append(RunStart(started_at, resume, overwrite, list(stopped_leftovers) or None))
 
     def set_aside(self, cut: list[SupersededPhase], notes: list[str]) -> None:
         """Phases to measure again (``superseded_phases``) and what the run dir's repair said."""
@@ -216,8 +217,7 @@ class RunMeta(Record):
         for note in notes:
             self.grown("run_dir_notes", []).append(note)
 
-    def server_ready(self, name: str, info: dict[str, Any]) -> None:
-        server = ServerMeta.from_dict(info, f"server of config {name}")
+    def server_ready(self, name: str, server: ServerMeta) -> None:
         self.grown("servers", {})[name] = server
         if server.start is not None:
             self.grown("server_starts", {}).setdefault(name, []).append(server)
@@ -231,7 +231,7 @@ class RunMeta(Record):
     def set_chunk_clock(self, name: str, clock: str) -> None:
         self.grown("chunk_clock", {})[name] = clock
 
-    def store_search(self, name: str, dataset: str, result: dict[str, Any]) -> None:
+    def store_search(self, name: str, dataset: str, result: SloSearch) -> None:
         self.grown("slo_search", {}).setdefault(name, {})[dataset] = result
 
     def searched(self, config: str) -> set[str]:

@@ -79,7 +79,7 @@ class RequestRecord(Record):
 
 
 @dataclass
-class SloProbe(RequestRecord):
+class ProbeRequest(RequestRecord):
     """One request of the SLO capacity search (a line of slo_probes.jsonl): a request record and the
     arrival rate its probe sent it at."""
 
@@ -88,5 +88,5 @@ class SloProbe(RequestRecord):
     probe_rate: float | None = key("the probe's arrival rate per second", low=0)
 
     @classmethod
-    def of(cls, record: RequestRecord, rate: float) -> SloProbe:
+    def of(cls, record: RequestRecord, rate: float) -> ProbeRequest:
         return cls(**{name: getattr(record, name) for name in RequestRecord.specs()}, probe_rate=rate)

@@ -17,11 +17,13 @@ import subprocess
 import sys
 import time
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from specbench.cli import main
+from specbench.schemas.launched import ProcessIdentity
 from specbench.suite import load_suite
 from tests.support.paths import SCRIPTED
 from tests.support.processes import alive, marked_processes, spawn_cli, wait_for
@@ -266,7 +268,7 @@ def _leftover(port: int, marker: str) -> subprocess.Popen:
 def _identity(pid: int) -> dict:
     from specbench.launch.process import process_identity
 
-    return process_identity(pid)
+    return process_identity(pid).to_dict()
 
 
 async def test_resume_stops_a_recorded_leftover_server(tmp_path, prompts_file, fake_engines, capsys):
@@ -334,10 +336,12 @@ def test_process_identity_and_stop_leftover_unit(tmp_path):
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
     try:
         ident = process_identity(sleeper.pid)
-        assert ident["pid"] == sleeper.pid and ident["start_ticks"] > 0 and ident["boot_id"]
+        assert ident.pid == sleeper.pid and ident.start_ticks and ident.start_ticks > 0 and ident.boot_id
         assert process_identity(sleeper.pid) == ident
-        assert stop_leftover({**ident, "start_ticks": ident["start_ticks"] + 1}) is False
-        assert stop_leftover({**ident, "boot_id": "another-boot"}) is False
+        assert stop_leftover(replace(ident, start_ticks=ident.start_ticks + 1)) is False
+        assert stop_leftover(replace(ident, boot_id="another-boot")) is False
+        assert stop_leftover(replace(ident, host="another-host")) is False
+        assert stop_leftover(ProcessIdentity.from_dict({"pid": sleeper.pid, "start_ticks": "soon"}, "x", [])) is False
         assert sleeper.poll() is None
         assert stop_leftover(ident) is True
         assert sleeper.wait(timeout=10) is not None

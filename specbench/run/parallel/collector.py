@@ -6,8 +6,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
+from ...schemas.meta import Timing
+from ...schemas.placement import Placement, WorkerPlace
 from ..interrupts import forward_signals
 from ..sequential import RunOutcome
 from ..session import RunSession
@@ -40,9 +41,10 @@ class Collector:
         self.t_start = time.monotonic()
 
     @property
-    def parallel(self) -> dict[str, Any]:
+    def parallel(self) -> Placement:
         """meta.json's ``parallel`` (set when the session began)."""
-        return self.session.meta.grown("parallel", {})
+        placement: Placement = self.session.meta.grown("parallel", Placement())
+        return placement
 
     @property
     def logs(self) -> Path:
@@ -52,21 +54,20 @@ class Collector:
         """A signal arrived: start no more configs; the run ends as interrupted."""
         self.stopping = self.interrupted = True
 
-    def placement(self, name: str) -> dict[str, Any]:
+    def placement(self, name: str) -> WorkerPlace:
         """Where config ``name`` runs (meta.json ``parallel.configs``)."""
-        return self.parallel.setdefault("configs", {}).setdefault(name, {})
+        return self.parallel.place(name)
 
     def handle(self, msg: WorkerMessage) -> None:
         name, s = msg.config, self.session
         if isinstance(msg, WorkerStarted):
-            self.placement(name).update(gpus=msg.gpus, port=msg.port, host=msg.host, node=msg.node,
-                                        started_at=msg.started_at)
+            self.parallel.started(name, msg.gpus, msg.port, msg.host, msg.node, msg.started_at)
             s.save_meta()
         elif isinstance(msg, ServerReady):
-            info = dict(msg.info)
-            if self.mode == "ray" and info.get("log"):  # shipped here when the worker ends
-                self.placement(name)["log_on_node"] = info["log"]
-                info["log"] = str(self.logs / f"{name}.log")
+            info = msg.info.copy()
+            if self.mode == "ray" and info.log:  # shipped here when the worker ends
+                self.placement(name).log_on_node = info.log
+                info.log = str(self.logs / f"{name}.log")
             s.server_ready(name, info)
         elif isinstance(msg, ChunkClock):
             s.chunk_clock(name, msg.clock)
@@ -94,7 +95,7 @@ class Collector:
             self.finished(msg)
 
     def finished(self, msg: WorkerFinished) -> None:
-        self.placement(msg.config)["finished_at"] = msg.finished_at
+        self.placement(msg.config).finished_at = msg.finished_at
         if msg.interrupted:
             self.interrupted = True
         if msg.failed:
@@ -107,7 +108,7 @@ class Collector:
     def fail(self, name: str, error: str, traceback_text: str | None = None) -> None:
         self.failed[name] = error
         if traceback_text:
-            self.placement(name)["traceback"] = traceback_text
+            self.placement(name).traceback = traceback_text
         self.session.config_failed(name, error)
         self.session.save_meta()
 
@@ -115,8 +116,8 @@ class Collector:
         total = time.monotonic() - self.t_start
         measured = sum(p.wall_s for p in self.session.dir.load_phases())
         # configs run side by side, so per-config times overlap and do not add up to the total
-        rows = self.session.finish({"total_s": round(total, 3), "measured_s": round(measured, 3),
-                                    "parallel": True, "harness_s": None, "harness_share": None})
+        rows = self.session.finish(Timing.from_dict({"total_s": round(total, 3), "measured_s": round(measured, 3),
+                                                     "parallel": True, "harness_s": None, "harness_share": None}, "timing"))
         return RunOutcome(self.session.path, rows, dict(self.failed), interrupted=self.interrupted)
 
 

@@ -3,21 +3,21 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from ...errors import SuiteError
 from ...launch import load_engine
 from ...launch.gpus import suite_gpus_per_server
+from ...schemas.placement import Placement
 from ...schemas.request import Prompt
 from ...suite import Suite
 from ..interrupts import forward_signals
 from ..preflight import load_suite_prompts, preflight
-from ..rundir import done_phases
 from ..sequential import RunOutcome
 from ..session import Progress, Render, RunSession
 from .collector import Collector
 from .gpus_mode import run_gpus
-from .planning import MODES, detect_gpus, plan
+from .planning import MODES, detect_gpus, done_by_config, plan
 from .ray_mode import import_ray, run_ray
 
 
@@ -50,22 +50,22 @@ async def run_parallel(suite: Suite, out: Path, *, mode: Literal["gpus", "ray"],
 
 async def _run_jobs(session: RunSession, suite: Suite, mode: str, address: str | None, resume: bool, per_server: int,
                     restart_on_failure: bool) -> RunOutcome:
-    where: dict[str, Any]
     if mode == "gpus":
         gpu_ids = detect_gpus()
         prompts = preflight(suite)
-        where = {"gpus": gpu_ids}
+        where: dict[str, list[str] | str | None] = {"gpus": gpu_ids}
     else:
         import_ray()
         prompts = cluster_prompts(suite)
-        where = {"address": address}
-    session.extra_meta["parallel"] = {"mode": mode, **where, "gpus_per_server": per_server, "configs": {}}
+        where = {"address": address}  # null: the local cluster, written so
+    session.extra_meta.parallel = Placement.from_dict({"mode": mode, **where, "gpus_per_server": per_server, "configs": {}},
+                                                      "parallel")
     session.begin(prompts)  # on resume: damaged lines quarantined, phases cut short set aside to be measured again
     assert session.meta.runs  # begin added this run's entry
     session.meta.runs[-1].parallel = mode
     session.save_meta()
     collector = Collector(session, mode)
-    jobs = plan(suite, done_phases(session.dir.load_phases()) if resume else {}, per_server)
+    jobs = plan(suite, done_by_config(session.dir.load_phases()) if resume else {}, per_server)
     with forward_signals(lambda: None, collector.signalled):  # before and after the workers: the final write
         try:
             if mode == "gpus":

@@ -4,7 +4,6 @@ subprocess (``python -m specbench.run.parallel --worker``) with its own ``CUDA_V
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import pickle
 import shutil
@@ -21,7 +20,7 @@ from ...schemas.request import Prompt
 from ...suite import Suite
 from .collector import Collector, StopSignals
 from .messages import WorkerFinished, decode
-from .planning import Job
+from .planning import Job, WorkerJob
 
 
 async def gpus_worker(collector: Collector, job_file: Path, err_file: Path, name: str,
@@ -37,7 +36,7 @@ async def gpus_worker(collector: Collector, job_file: Path, err_file: Path, name
         assert proc.stdout is not None
         while line := await proc.stdout.readline():
             try:
-                msg = decode(json.loads(line))
+                msg = decode(line)
             except (ValueError, TypeError, KeyError):  # not a message (JSONDecodeError is a ValueError)
                 continue
             try:
@@ -102,9 +101,8 @@ async def run_gpus(collector: Collector, suite: Suite, jobs: list[Job], gpu_ids:
                     take, free[:] = free[:need], free[need:]
                     busy |= job.exclusive
                     pending.remove(job)
-                    payload = {"suite": suite, "config": job.config, "gpus": ",".join(take) if job.launched else None,
-                               "done_phases": job.done_phases, "log_dir": str(collector.logs),
-                               "restart_on_failure": restart_on_failure, "env": {}}
+                    payload = WorkerJob(suite, job.config, job.done_phases, restart_on_failure,
+                                        gpus=",".join(take) if job.launched else None, log_dir=str(collector.logs))
                     job_file = tmp / f"{len(running)}-{time.monotonic_ns()}.pkl"
                     with job_file.open("wb") as f:
                         pickle.dump((payload, prompts), f)

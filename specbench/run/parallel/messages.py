@@ -1,14 +1,20 @@
 """What a parallel worker tells the collector, one typed record per kind. The worker and the
-collector pass these; ``encode``/``decode`` turn them into plain dicts only where they cross a
-process boundary (a JSON line on a gpus worker's stdout, a Ray task's yield), tagged by ``type``."""
+collector pass these; ``encode``/``decode`` turn them into one JSON line, tagged by ``type``, only
+where they cross a process boundary (a gpus worker's stdout, a Ray task's yield)."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from ...errors import ResultsError
+from ...schemas.launched import ProcessIdentity
+from ...schemas.meta import ServerMeta
 from ...schemas.phase import PhaseInfo
+from ...schemas.record import Record
 from ...schemas.request import RequestRecord
+from ...schemas.slo_search import SloSearch
 
 
 @dataclass(frozen=True)
@@ -29,13 +35,13 @@ class ServerLaunched:
     """The worker's server started (its identity, so --resume can stop it) or stopped (None)."""
 
     config: str
-    identity: dict[str, Any] | None
+    identity: ProcessIdentity | None
 
 
 @dataclass(frozen=True)
 class ServerReady:
     config: str
-    info: dict[str, Any]
+    info: ServerMeta
 
 
 @dataclass(frozen=True)
@@ -62,7 +68,7 @@ class ProbesMeasured:
 class SearchDone:
     config: str
     dataset: str
-    result: dict[str, Any]
+    result: SloSearch
 
 
 @dataclass(frozen=True)
@@ -101,30 +107,39 @@ KINDS: dict[str, type[WorkerMessage]] = {
 TYPE_OF = {cls: kind for kind, cls in KINDS.items()}
 
 
-def encode(msg: WorkerMessage) -> dict[str, Any]:
-    """The message as a plain dict tagged by ``type`` (JSON- and pickle-safe)."""
+def encode(msg: WorkerMessage) -> str:
+    """The message as one JSON line (no newline), tagged by ``type``."""
     out: dict[str, Any] = {"type": TYPE_OF[type(msg)]}
     for f in fields(msg):
         value = getattr(msg, f.name)
-        if isinstance(value, PhaseInfo):
+        if isinstance(value, (PhaseInfo, Record)):
             value = value.to_dict()
         elif f.name == "records":
             value = [r.to_dict() for r in value]
         out[f.name] = value
-    return out
+    return json.dumps(out, default=str)
 
 
-def decode(d: dict[str, Any]) -> WorkerMessage:
-    """The typed message of an encoded dict; ValueError, one line naming the kind or key, when it is none."""
-    cls = KINDS.get(d.get("type")) if isinstance(d, dict) else None  # type: ignore[arg-type]  # any JSON value
+def decode(line: str | bytes) -> WorkerMessage:
+    """The typed message of an encoded line; ValueError, one line naming the kind or key, when it is none."""
+    try:
+        d = json.loads(line)
+    except (ValueError, RecursionError):
+        raise ValueError(f"worker message: not JSON: {line!r:.60}") from None
+    cls = KINDS.get(str(d.get("type"))) if isinstance(d, dict) else None
     if cls is None:
         raise ValueError(f"worker message: not a known type: {d!r:.60}")
+    where = f"worker message {d['type']!r}"
     args = {f.name: d[f.name] for f in fields(cls) if f.name in d}
-    if "info" in args and cls is PhaseMeasured:
-        args["info"] = PhaseInfo.from_dict(args["info"])
-    if "records" in args:
-        args["records"] = [RequestRecord.from_dict(r) for r in args["records"]]
     try:
+        if "info" in args:
+            args["info"] = PhaseInfo.from_dict(args["info"]) if cls is PhaseMeasured else ServerMeta.from_dict(args["info"], where)
+        if args.get("identity") is not None:
+            args["identity"] = ProcessIdentity.from_dict(args["identity"], where)
+        if "result" in args:
+            args["result"] = SloSearch.from_dict(args["result"], where)
+        if "records" in args:
+            args["records"] = [RequestRecord.from_dict(r) for r in args["records"]]
         return cls(**args)
-    except TypeError as err:
-        raise ValueError(f"worker message {d['type']!r}: {err}") from None
+    except (TypeError, ResultsError) as err:
+        raise ValueError(f"{where}: {err}") from None

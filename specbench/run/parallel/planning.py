@@ -6,11 +6,12 @@ import os
 import re
 import subprocess
 from dataclasses import dataclass, field
-from typing import Any
 
 from ...errors import LaunchError
 from ...launch.gpus import config_gpu_count
 from ...schemas.cell import Cell
+from ...schemas.phase import PhaseInfo
+from ...suite import ServerConfig, Suite
 from ..preflight import config_order, load_points
 
 MODES = ("gpus", "ray")
@@ -57,18 +58,46 @@ class Job:
     config: str
     gpus: int  # how many
     launched: bool
-    done_phases: list[dict[str, Any]] = field(default_factory=list)
+    done_phases: list[PhaseInfo] = field(default_factory=list)
     exclusive: frozenset[str] = frozenset()  # keys no two running jobs may hold (url lane, fixed ports)
 
 
-def cells_left(suite, config, done: list[dict[str, Any]]) -> int:
+@dataclass(frozen=True)
+class WorkerJob:
+    """What one worker is handed (pickled with the prompts): its config, the phases it need not
+    measure again, and where it runs. ``gpus``: the ids it may use (gpus mode); ``gpus_needed``: take
+    the ones Ray assigned; ``log_dir``: the run dir's logs (gpus mode), else a node-local folder
+    named by ``run_id``; ``env``: set in the worker's environment while it runs."""
+
+    suite: Suite
+    config: str
+    done_phases: list[PhaseInfo]
+    restart_on_failure: bool
+    gpus: str | None = None
+    gpus_needed: bool = False
+    log_dir: str | None = None
+    run_id: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    node: str | None = None
+
+
+def done_by_config(phases: list[PhaseInfo]) -> dict[str, list[PhaseInfo]]:
+    """The complete phases, per config: what a resumed parallel run's workers skip."""
+    by: dict[str, list[PhaseInfo]] = {}
+    for p in phases:
+        if p.complete:
+            by.setdefault(p.config, []).append(p)
+    return by
+
+
+def cells_left(suite: Suite, config: ServerConfig, done: list[PhaseInfo]) -> int:
     """How many (cell, repeat) of ``config`` are not among its ``done`` phases."""
-    have = {(Cell.of_phase(p).with_config(config.name), p["repeat"]) for p in done}
+    have = {(Cell.of_phase(p).with_config(config.name), p.repeat) for p in done}
     return sum(1 for spec in suite.datasets if config.runs_on(spec.name) for point in load_points(suite)
                for rep in range(suite.load.repeats) if (Cell.at(config.name, spec.name, point), rep) not in have)
 
 
-def plan(suite, done_by: dict[str, list[dict[str, Any]]], gpus_per_server: int) -> list[Job]:
+def plan(suite: Suite, done_by: dict[str, list[PhaseInfo]], gpus_per_server: int) -> list[Job]:
     """Jobs in the sequential order (baseline first); configs with nothing left to do are left out."""
     ports = [c.port for c in suite.configs if c.launched and c.port]
     jobs = []

@@ -9,11 +9,12 @@ from contextlib import contextmanager
 from typing import Any
 
 from ...errors import LaunchError
+from ...schemas.placement import WorkerPlace
 from ...schemas.request import Prompt
 from ...suite import Suite
 from .collector import Collector, StopSignals
 from .messages import WorkerFinished, decode
-from .planning import FORWARDED_ENV, RAY_EXTRA, Job
+from .planning import FORWARDED_ENV, RAY_EXTRA, Job, WorkerJob
 from .worker import ray_config_task
 
 
@@ -48,12 +49,12 @@ def ray_connection(address: str | None) -> Iterator[Any]:
             ray.shutdown()
 
 
-def lost_worker(name: str, placements: dict[str, Any], err: Exception) -> str:
+def lost_worker(name: str, placements: dict[str, WorkerPlace], err: Exception) -> str:
     """The error of a config whose Ray worker or node was lost: where it ran, and where its log stays."""
-    where = placements.get(name, {})
-    node = f" on node {where.get('host')} ({str(where.get('node'))[:12]})" if where else ""
+    where = placements.get(name)
+    node = f" on node {where.host} ({str(where.node)[:12]})" if where and where.keys() else ""
     first = str(err).strip().splitlines()[0] if str(err).strip() else ""
-    log = where.get("log_on_node")
+    log = where.log_on_node if where else None
     return (f"config {name!r}: Ray worker lost{node}: {type(err).__name__}: {first}"
             + (f" (its server log stays on that node: {log})" if log else ""))
 
@@ -66,9 +67,9 @@ async def run_ray(collector: Collector, suite: Suite, jobs: list[Job], address: 
 
         nodes = [n for n in ray.nodes() if n.get("Alive")]
         largest = max((int(n.get("Resources", {}).get("GPU", 0)) for n in nodes), default=0)
-        collector.parallel.update(ray_version=ray.__version__, nodes=len(nodes),
-                                          cluster_resources={k: v for k, v in ray.cluster_resources().items()
-                                                             if not k.startswith("node:")})
+        placement = collector.parallel
+        placement.ray_version, placement.nodes = ray.__version__, len(nodes)
+        placement.cluster_resources = {k: v for k, v in ray.cluster_resources().items() if not k.startswith("node:")}
         here = ray.get_runtime_context().get_node_id()
         prompts_ref = ray.put(prompts)
         remote = ray.remote(ray_config_task)
@@ -95,9 +96,8 @@ async def run_ray(collector: Collector, suite: Suite, jobs: list[Job], address: 
                                         num_returns="streaming")
             if not job.launched:  # a URL the collector was given: measure it from the collector's node
                 opts["scheduling_strategy"] = NodeAffinitySchedulingStrategy(here, soft=False)
-            payload = {"suite": suite, "config": job.config, "gpus": None, "gpus_needed": job.launched and job.gpus > 0,
-                       "done_phases": job.done_phases, "log_dir": None, "run_id": run_id,
-                       "restart_on_failure": restart_on_failure, "env": env}
+            payload = WorkerJob(suite, job.config, job.done_phases, restart_on_failure,
+                                gpus_needed=job.launched and job.gpus > 0, run_id=run_id, env=env)
             collector.progress("server", config=job.config, launching=job.launched)
             gen = remote.options(**opts).remote(payload, prompts_ref)
             gens[job.config] = gen
@@ -112,7 +112,7 @@ async def run_ray(collector: Collector, suite: Suite, jobs: list[Job], address: 
                 return
             except ray.exceptions.RayError as err:
                 if not finished:
-                    collector.fail(job.config, lost_worker(job.config, collector.parallel["configs"], err))
+                    collector.fail(job.config, lost_worker(job.config, collector.parallel.configs or {}, err))
                     return
             finally:
                 gens.pop(job.config, None)

@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import pickle
 import queue
@@ -20,13 +19,15 @@ import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from ...launch import reap_all
 from ...schemas.cell import Cell
+from ...schemas.launched import ProcessIdentity
+from ...schemas.meta import ServerMeta, Timing
 from ...schemas.phase import PhaseInfo
 from ...schemas.request import Prompt, RequestRecord
 from ...schemas.row import ResultRow
+from ...schemas.slo_search import SloSearch
 from ..preflight import now
 from ..sequential import SequentialRun
 from .messages import (
@@ -44,7 +45,7 @@ from .messages import (
     encode,
 )
 from .node import claim_port, node_log_dir, start_watchdog, stop_watchdog, sweep_stale
-from .planning import MAX_LOG_BYTES
+from .planning import MAX_LOG_BYTES, WorkerJob
 
 Emit = Callable[[WorkerMessage], None]
 
@@ -53,9 +54,9 @@ class WorkerChannel:
     """A worker's ``Recorder``: every report becomes a message to the collector, the one writer of
     the run dir. Only which cells are done is kept here, so a restarted config skips them."""
 
-    def __init__(self, name: str, emit: Emit, done_phases: list[dict[str, Any]], path: Path, logs: Path) -> None:
+    def __init__(self, name: str, emit: Emit, done_phases: list[PhaseInfo], path: Path, logs: Path) -> None:
         self.name, self.emit, self.path, self.logs = name, emit, path, logs
-        self.completed = {(Cell.of_phase(p), p["repeat"]) for p in done_phases}
+        self.completed = {(p.cell, p.repeat) for p in done_phases}
         self.searched_datasets: set[str] = set()
         self.starts: dict[str, int] = {}
 
@@ -71,7 +72,7 @@ class WorkerChannel:
     def searched(self, config: str) -> set[str]:
         return set(self.searched_datasets)
 
-    def record_server(self, name: str, identity: dict[str, Any]) -> None:
+    def record_server(self, name: str, identity: ProcessIdentity) -> None:
         self.emit(ServerLaunched(name, identity))
 
     def forget_server(self, name: str) -> None:
@@ -85,8 +86,8 @@ class WorkerChannel:
     def rows(self) -> list[ResultRow]:
         return []
 
-    def server_ready(self, name: str, info: dict[str, Any]) -> None:
-        self.emit(ServerReady(name, info))
+    def server_ready(self, name: str, server: ServerMeta) -> None:
+        self.emit(ServerReady(name, server))
 
     def chunk_clock(self, name: str, clock: str) -> None:
         self.emit(ChunkClock(name, clock))
@@ -99,7 +100,7 @@ class WorkerChannel:
     def store_probes(self, records: list[RequestRecord], rate: float) -> None:
         self.emit(ProbesMeasured(self.name, rate, list(records)))
 
-    def store_search(self, name: str, dataset: str, result: dict[str, Any]) -> None:
+    def store_search(self, name: str, dataset: str, result: SloSearch) -> None:
         self.searched_datasets.add(dataset)
         self.emit(SearchDone(name, dataset, result))
 
@@ -112,7 +113,7 @@ class WorkerChannel:
     def config_succeeded(self, name: str) -> None:
         """Reported with the worker's ``done``."""
 
-    def finish(self, timing: dict[str, Any]) -> list[ResultRow]:
+    def finish(self, timing: Timing) -> list[ResultRow]:
         return []  # rows are the collector's
 
     def close(self) -> None:
@@ -157,13 +158,13 @@ def ship_log(logs: Path, name: str, emit: Emit) -> None:
         pass
 
 
-async def run_config(job: dict[str, Any], prompts: dict[str, list[Prompt]], emit: Emit,
+async def run_config(job: WorkerJob, prompts: dict[str, list[Prompt]], emit: Emit,
                      control: WorkerControl | None = None) -> None:
     """Run one config with ``SequentialRun`` and ``emit`` its messages, ``WorkerStarted`` first and
     ``WorkerFinished`` last."""
-    suite, name = job["suite"], job["config"]
-    saved_env = {key: os.environ.get(key) for key in job.get("env") or {}}
-    os.environ.update(job.get("env") or {})
+    suite, name = job.suite, job.config
+    saved_env = {key: os.environ.get(key) for key in job.env}
+    os.environ.update(job.env)
     config = next(c for c in suite.configs if c.name == name)
     sweep_stale()
     scratch = Path(tempfile.mkdtemp(prefix=f"specbench-w{os.getpid()}-{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}-"))
@@ -175,22 +176,22 @@ async def run_config(job: dict[str, Any], prompts: dict[str, list[Prompt]], emit
         port = config.port
         if config.launched and port is None:
             port, claim = claim_port(suite.server.host)
-        gpus = job.get("gpus")
+        gpus = job.gpus
         wconfig = replace(config, port=port, gpus=gpus if gpus is not None else config.gpus)
         wsuite = replace(suite, configs=tuple(wconfig if c.name == name else c for c in suite.configs))
-        emit(WorkerStarted(name, gpus=wconfig.gpus, port=port, host=socket.gethostname(), node=job.get("node"),
+        emit(WorkerStarted(name, gpus=wconfig.gpus, port=port, host=socket.gethostname(), node=job.node,
                            pid=os.getpid(), started_at=now()))
         # gpus: straight into the run dir; ray: a node-local dir that outlives a crashed worker
-        logs = Path(job["log_dir"]) if job.get("log_dir") else node_log_dir(job["run_id"])
+        logs = Path(job.log_dir) if job.log_dir else node_log_dir(job.run_id or "")
         logs.mkdir(parents=True, exist_ok=True)
-        channel = WorkerChannel(name, emit, job.get("done_phases") or [], scratch, logs)
+        channel = WorkerChannel(name, emit, job.done_phases, scratch, logs)
         run = SequentialRun(wsuite, channel, only_configs=[name], prompts=prompts,
-                            restart_on_failure=bool(job.get("restart_on_failure")))
+                            restart_on_failure=job.restart_on_failure)
         if control is not None:
             control.attach(run)
         outcome = await run.execute()
         failed, interrupted = dict(outcome.failed_configs), outcome.interrupted
-        if not job.get("log_dir"):
+        if not job.log_dir:
             ship_log(logs, name, emit)
     except Exception as err:  # a worker bug must not look like a silent success
         failed = {name: f"worker error: {type(err).__name__}: {err}"}
@@ -227,7 +228,7 @@ def worker_main(job_path: str) -> int:
     threading.Thread(target=orphan_watch, daemon=True).start()
 
     def emit(msg: WorkerMessage) -> None:
-        chan.write(json.dumps(encode(msg), default=str) + "\n")
+        chan.write(encode(msg) + "\n")
         chan.flush()
 
     asyncio.run(run_config(job, prompts, emit))
@@ -235,16 +236,14 @@ def worker_main(job_path: str) -> int:
     return 0
 
 
-def ray_config_task(job: dict[str, Any], prompts: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    """The Ray task: a generator of messages; the run goes in a thread with its own loop."""
+def ray_config_task(job: WorkerJob, prompts: dict[str, list[Prompt]]) -> Iterator[str]:
+    """The Ray task: a generator of encoded messages; the run goes in a thread with its own loop."""
     import ray
 
-    job = dict(job)
     gpu_ids = [str(g) for g in ray.get_gpu_ids()]
-    if job.get("gpus_needed"):
-        job["gpus"] = ",".join(gpu_ids)
-    job["node"] = ray.get_runtime_context().get_node_id()
-    messages: queue.Queue = queue.Queue()
+    job = replace(job, gpus=",".join(gpu_ids) if job.gpus_needed else job.gpus,
+                  node=ray.get_runtime_context().get_node_id())
+    messages: queue.Queue[str | None] = queue.Queue()
     control = WorkerControl()
 
     def body() -> None:
@@ -253,7 +252,7 @@ def ray_config_task(job: dict[str, Any], prompts: dict[str, Any]) -> Iterator[di
         finally:
             messages.put(None)
 
-    thread = threading.Thread(target=body, name=f"specbench-{job['config']}", daemon=True)
+    thread = threading.Thread(target=body, name=f"specbench-{job.config}", daemon=True)
     thread.start()
     try:
         while True:

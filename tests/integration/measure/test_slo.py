@@ -11,7 +11,9 @@ from specbench.errors import SuiteError
 from specbench.measure.slo import attach_capacity, meets, percentile_check, slo_summary
 from specbench.run.rate_search import search_max_rate
 from specbench.schemas.request import RequestRecord
+from specbench.schemas.row import row_keys
 from specbench.schemas.row_read import rows_from
+from specbench.schemas.slo_search import SloProbe, SloSearch
 from specbench.suite import load_suite, parse_suite
 from specbench.suite.objectives import RateSearch, Slo, parse_percentile
 from tests.support import suites
@@ -85,10 +87,12 @@ def test_meets_every_bound_and_failed_requests_are_misses():
     failed = rec(0, 0, 0, ok=False)
     assert [meets(r, slo) for r in (good, slow_decode, slow_first, one_token, failed)] == [True, False, False, True, False]
     out = slo_summary([good, slow_decode, slow_first, one_token, failed], 4.0, slo)
-    assert out["slo_attainment"] == pytest.approx(2 / 5)  # the failed request is in the denominator
-    assert out["goodput_rps"] == pytest.approx(2 / 4.0)
-    assert out["slo_met_requests"] == 2 and out["slo"] == {"ttft_ms": 100, "tpot_ms": 20, "latency_ms": 1000}
-    assert slo_summary([good], 1.0, None) == {}  # not asked: no keys, no columns
+    assert out is not None
+    assert out.slo_attainment == pytest.approx(2 / 5)  # the failed request is in the denominator
+    assert out.goodput_rps == pytest.approx(2 / 4.0)
+    assert out.slo_met_requests == 2 and out.slo == {"ttft_ms": 100, "tpot_ms": 20, "latency_ms": 1000}
+    assert list(row_keys(out)) == ["slo", "slo_attainment", "slo_met_requests", "goodput_rps"]  # results.json's order
+    assert slo_summary([good], 1.0, None) is None  # not asked: no keys, no columns
 
 
 def test_percentile_check_counts_failures_as_infinite():
@@ -108,7 +112,7 @@ def test_percentile_check_counts_failures_as_infinite():
 def threshold_probe(capacity: float, calls: list):
     async def probe(rate):
         calls.append(rate)
-        return {"ok": rate <= capacity}
+        return SloProbe(rate=rate, ok=rate <= capacity)
     return probe
 
 
@@ -116,19 +120,20 @@ def threshold_probe(capacity: float, calls: list):
 async def test_search_brackets_a_known_capacity(capacity):
     calls: list[float] = []
     out = await search_max_rate(threshold_probe(capacity, calls), RateSearch(99, max_steps=16, start_rate=1.0, tolerance=0.02))
-    lo, hi = out["bracket"]
-    assert lo <= capacity < hi and out["max_rate_rps"] == lo
-    assert hi / lo - 1 <= 0.02 and out["converged"] is True
-    assert out["steps"] == len(calls) <= 16 and [p["rate"] for p in out["probes"]] == calls
+    lo, hi = out.bracket
+    assert lo <= capacity < hi and out.max_rate_rps == lo
+    assert hi / lo - 1 <= 0.02 and out.converged is True
+    assert out.steps == len(calls) <= 16 and [p.rate for p in out.probes] == calls
 
 
 async def test_search_stops_after_max_steps_with_an_open_bracket():
     calls: list[float] = []
     out = await search_max_rate(threshold_probe(1e9, calls), RateSearch(99, max_steps=4, start_rate=1.0))
-    assert calls == [1, 2, 4, 8] and out["bracket"] == [8, None] and out["converged"] is False
+    assert calls == [1, 2, 4, 8] and out.bracket == [8, None] and out.converged is False
     calls.clear()
     out = await search_max_rate(threshold_probe(1e-9, calls), RateSearch(99, max_steps=3, start_rate=1.0))
-    assert calls == [1, 0.5, 0.25] and out["max_rate_rps"] is None and out["bracket"] == [None, 0.25]
+    assert calls == [1, 0.5, 0.25] and out.max_rate_rps is None and out.bracket == [None, 0.25]
+    assert out.to_dict()["max_rate_rps"] is None  # written as null
 
 
 async def test_search_stops_when_the_run_is_stopped():
@@ -136,16 +141,15 @@ async def test_search_stops_when_the_run_is_stopped():
 
     async def probe(rate):
         calls.append(rate)
-        return None if len(calls) == 2 else {"ok": True}
+        return None if len(calls) == 2 else SloProbe(rate=rate, ok=True)
 
     out = await search_max_rate(probe, RateSearch(99, max_steps=8))
-    assert out["interrupted"] is True and out["steps"] == 1 and out["max_rate_rps"] == 1.0
+    assert out.interrupted is True and out.steps == 1 and out.max_rate_rps == 1.0
 
 
 def test_capacity_speedup_and_the_range_its_brackets_allow():
     rows = rows_from([{"run": "baseline", "dataset": "d"}, {"run": "spec", "dataset": "d"}, {"run": "spec", "dataset": "other"}])
-    searches = {"baseline": {"d": {"percentile": 99, "max_rate_rps": 4.0, "bracket": [4.0, 5.0], "steps": 6}},
-                "spec": {"d": {"percentile": 99, "max_rate_rps": 10.0, "bracket": [10.0, 11.0], "steps": 7}}}
+    searches = {"baseline": {"d": SloSearch(99, 4.0, [4.0, 5.0], 6)}, "spec": {"d": SloSearch(99, 10.0, [10.0, 11.0], 7)}}
     attach_capacity(rows, searches, "baseline")
     assert rows[1].slo_capacity_speedup == pytest.approx(2.5)
     assert rows[1].slo_capacity_speedup_range == pytest.approx([2.0, 2.75])

@@ -496,24 +496,25 @@ def test_suite_file_provenance_hash_commit_and_dirty(tmp_path):
     suite.write_text("name: x\n")
     git(repo, "init", "-q")
     untracked = suite_file_provenance(suite)
-    assert untracked["git"] is None or untracked["git"]["dirty"] is True  # no commit yet, or untracked
+    assert untracked.git is None or untracked.git.dirty is True  # no commit yet, or untracked
     git(repo, "add", ".")
     git(repo, "commit", "-qm", "suite")
     head = git(repo, "rev-parse", "HEAD")
     clean = suite_file_provenance(suite)
-    assert clean == {"sha256": hashlib.sha256(b"name: x\n").hexdigest(),
+    assert clean.to_dict() == {"sha256": hashlib.sha256(b"name: x\n").hexdigest(),
                      "git": {"commit": head, "dirty": False, "tracked": True}}
     suite.write_text("name: x\nmodel: y\n")
     dirty = suite_file_provenance(suite)
-    assert dirty["git"] == {"commit": head, "dirty": True, "tracked": True}
-    assert dirty["sha256"] == hashlib.sha256(b"name: x\nmodel: y\n").hexdigest()
+    assert dirty.to_dict()["git"] == {"commit": head, "dirty": True, "tracked": True}
+    assert dirty.sha256 == hashlib.sha256(b"name: x\nmodel: y\n").hexdigest()
     other = repo / "suites" / "new.yaml"
     other.write_text("name: n\n")
-    assert suite_file_provenance(other)["git"] == {"commit": head, "dirty": True, "tracked": False}
+    assert suite_file_provenance(other).to_dict()["git"] == {"commit": head, "dirty": True, "tracked": False}
     outside = tmp_path / "plain" / "s.yaml"
     outside.parent.mkdir()
     outside.write_text("name: s\n")
-    assert suite_file_provenance(outside)["git"] is None
+    assert suite_file_provenance(outside).git is None
+    assert suite_file_provenance(outside).to_dict()["git"] is None  # written as null
 
 
 async def test_user_flow_run_twice_then_report_results_dir(tmp_path, prompts_file, monkeypatch, capsys):

@@ -21,6 +21,7 @@ import yaml
 from specbench.errors import LaunchError, SuiteError
 from specbench.run import parallel
 from specbench.run.parallel import config_gpu_count, detect_gpus, node, parallel_size, plan
+from specbench.schemas.phase import PhaseInfo
 from specbench.suite import load_suite, parse_suite
 from tests.support import suites
 from tests.support.launchers import write_parallel_launcher
@@ -117,7 +118,7 @@ def test_gpu_count_per_config(tmp_path, prompts_file, parallel_engine):
     assert [j.config for j in jobs] == ["baseline", "ngram_k3", "ngram_k2", "remote"]
     assert [j.exclusive for j in jobs][-1] == {"url"}
     # a config whose every cell is done is not started again
-    done = [{"dataset": "prompts", "concurrency": c, "request_rate": None, "repeat": 0} for c in (1, 2)]
+    done = [PhaseInfo("baseline", "prompts", c, None, 0, 1.0) for c in (1, 2)]
     assert [j.config for j in plan(suite, {"baseline": done}, 1)] == ["ngram_k3", "ngram_k2", "remote"]
 
 
@@ -128,7 +129,7 @@ def test_plan_counts_only_the_data_sets_a_config_runs_on(tmp_path, prompts_file,
     suite = load_suite(path)
     spec = suite.configs[1]
     assert parallel.planning.cells_left(suite, spec, []) == 2  # b at C=1 and C=2; a is not its to measure
-    done = [{"dataset": "b", "concurrency": c, "request_rate": None, "repeat": 0} for c in (1, 2)]
+    done = [PhaseInfo("ngram_k3", "b", c, None, 0, 1.0) for c in (1, 2)]
     assert [j.config for j in plan(suite, {"ngram_k3": done}, 1)] == ["baseline"]  # --resume: nothing left of it
 
 

@@ -56,3 +56,25 @@ def test_the_run_directorys_file_names_are_spelled_in_one_module():
                     found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.value!r:.60}")
     assert found == []
 
+
+
+def test_launched_json_keeps_each_entrys_keys_nulls_and_unknown_keys(tmp_path):
+    """launched.json is read as typed identities and written back as it was: a null start time stays
+    null, a key of another version stays in its place, a wrong value matches no process."""
+    import json
+
+    from specbench.launch.process import stop_leftover
+    from specbench.schemas.launched import ProcessIdentity
+
+    run = RunDir(tmp_path)
+    old = {"a": {"pid": 7, "start_ticks": None, "port": 8001, "boot_id": "b", "host": "h"},
+           "b": {"pid": "seven", "start_ticks": 3}}
+    (tmp_path / "launched.json").write_text(json.dumps(old))
+    run.record_server("c", ProcessIdentity.from_dict({"pid": 9, "start_ticks": None, "boot_id": None, "host": "h"}))
+    written = json.loads((tmp_path / "launched.json").read_text())
+    assert written == {"a": old["a"], "b": {"start_ticks": 3},
+                       "c": {"pid": 9, "start_ticks": None, "boot_id": None, "host": "h"}}
+    assert list(written["a"]) == list(old["a"])
+    assert not any(stop_leftover(identity) for identity in run.launched().values())
+    run.forget_server("a")
+    assert set(json.loads((tmp_path / "launched.json").read_text())) == {"b", "c"}

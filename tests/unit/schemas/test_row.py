@@ -16,6 +16,7 @@ from specbench.run.readback import load_run
 from specbench.schemas.cell import Cell
 from specbench.schemas.row import FIELD_NAMES, REFERENCE_KEYS, ResultRow
 from specbench.schemas.row_read import read_row
+from specbench.schemas.slo_search import SloSearch
 from tests.support.paths import DATA
 
 #: written by the dict rows of commit a3b46e1 (summarize_cell → add_comparisons → add_quality →
@@ -45,9 +46,8 @@ def _rows() -> list[ResultRow]:
     suite = SimpleNamespace(configs=[SimpleNamespace(name=c) for c, _, _ in mf.CONFIGS], baseline=SimpleNamespace(name="baseline"),
                             load=SimpleNamespace(slo=None, grade=("gsm8k",)), cost=None)
     add_quality(rows, phases, records, suite)
-    attach_capacity(rows, {"baseline": {"gsm8k": {"percentile": 95, "max_rate_rps": 2.0, "bracket": [2.0, 3.0], "steps": 4}},
-                           "ngram_k3": {"gsm8k": {"percentile": 95, "max_rate_rps": 3.0, "bracket": [3.0, 4.0], "steps": 5}}},
-                    "baseline")
+    attach_capacity(rows, {"baseline": {"gsm8k": SloSearch(95, 2.0, [2.0, 3.0], 4)},
+                           "ngram_k3": {"gsm8k": SloSearch(95, 3.0, [3.0, 4.0], 5)}}, "baseline")
     return rows
 
 

@@ -1,0 +1,38 @@
+"""launched.json's entries: what tells a server process apart from a later one given the same pid.
+
+Written by the run (``launch.process.process_identity``) while a server it launched runs, read by a
+later run to stop what a killed one left behind (``launch.process.stop_leftover``), and kept in
+meta.json ``runs[].stopped_leftovers`` for each one stopped. Read leniently: a wrong value is dropped,
+and an identity missing its pid or start time matches no process.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .record import Record
+
+
+@dataclass
+class ProcessIdentity(Record):
+    """A process's pid, its start time (clock ticks since boot), the boot and the host."""
+
+    pid: int | None = None
+    start_ticks: int | None = None
+    boot_id: str | None = None
+    host: str | None = None
+
+
+@dataclass
+class StoppedLeftover(Record):
+    """meta.json ``runs[].stopped_leftovers[]``: the config whose leftover server was stopped, and its identity."""
+
+    config: str | None = None
+    pid: int | None = None
+    start_ticks: int | None = None
+    boot_id: str | None = None
+    host: str | None = None
+
+    @classmethod
+    def of(cls, config: str, identity: ProcessIdentity) -> StoppedLeftover:
+        return cls.from_dict({"config": config, **identity.to_dict()}, "stopped_leftovers")
