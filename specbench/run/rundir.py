@@ -23,7 +23,6 @@ import json
 import shutil
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 from ..errors import ResultsError, RunDirError
 from ..schemas.cell import Cell
@@ -117,15 +116,6 @@ def split_incomplete(phases: list[PhaseInfo], records: list[RequestRecord]) -> t
         if r.phase == "measure" and (Cell.of_record(r), r.repeat) not in done:
             r.phase = "superseded"
     return complete, cut, notes
-
-
-def done_phases(phases: list[PhaseInfo]) -> dict[str, list[dict[str, Any]]]:
-    """The complete phases as written, per config."""
-    by: dict[str, list[dict[str, Any]]] = {}
-    for p in phases:
-        if p.complete:
-            by.setdefault(p.config, []).append(p.to_dict())
-    return by
 
 
 def read_meta(path: Path) -> RunMeta | None:

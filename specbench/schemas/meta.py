@@ -2,18 +2,19 @@
 records whose shape is fixed and read (the suite block, the suite file's provenance, the
 comparability fingerprint, the host, a server, a run entry, the timing).
 
-The plans other modules own stay plain ``dict[str, Any]``: ``whatif``/``tune``/``schedule`` (the
-command's plan, written by ``run.whatif``/``run.tune``/``cli.tune`` and read by ``measure``),
-``superseded_phases`` (``PhaseInfo`` dicts). Typing them here would copy their owners' shapes into
-a second place that must change with each. ``parallel`` (``schemas.placement``), ``slo_search``
-(``schemas.slo_search``) and ``runs[].stopped_leftovers`` (``schemas.launched``) have their own records.
+Every key is typed: the parts whose shape is fixed here, and the parts other modules own as their
+own records — the derived suites' plans ``whatif``/``tune``/``schedule`` (``schemas.plans``),
+``superseded_phases`` (``schemas.phase.SupersededPhase``), ``parallel`` (``schemas.placement``),
+``slo_search`` (``schemas.slo_search``) and ``runs[].stopped_leftovers`` (``schemas.launched``). Only
+the suite as written (``SuiteRaw``) keeps its blocks as the YAML had them: ``suite.parse`` owns
+their shape and the file is echoed, not read back.
 
-Versions. ``SCHEMA_VERSION`` 1 is every meta.json written so far; the record adds no key of its
-own, so a file's bytes stay what the run wrote, and the version is implied by
-``specbench_version`` (0.1.0 for all of them). Every field is optional: a file from before a key
-existed (``suite_file``, ``weights``, ``restarts`` …) reads as that key absent, and a key a newer
-version adds is kept in ``unknown`` and written back unchanged. A version that changes a key's
-meaning must bump ``SCHEMA_VERSION`` and tell the files apart by ``specbench_version``.
+Versions (``Record.VERSION``, docs/records.md). Version 1 is every meta.json written so far; the
+record adds no key of its own, so a file's bytes stay what the run wrote. Every field is optional:
+a file from before a key existed (``suite_file``, ``weights``, ``restarts`` …) reads as that key
+absent, and a key a newer version adds is kept in ``unknown`` and written back unchanged. A version
+that changes a key's meaning bumps ``VERSION``: the file then carries ``schema_version`` first and an
+older specbench refuses it in one line.
 """
 
 from __future__ import annotations
