@@ -24,7 +24,7 @@ def report_cli(args: argparse.Namespace) -> int:
         print(write(args.format, args.paths, args.output))
         return 0
     results = load_results(args.paths)
-    text = render(results.rows, args.format, results.meta) + "\n"
+    text = render(results.rows, args.format, results.meta, results.explained) + "\n"
     if args.output:
         write_output(Path(args.output), text)
     else:

@@ -7,6 +7,7 @@ import io
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..measure.explained import Explained
 from ..schemas.meta import RunMeta
 from ..schemas.row import ResultRow
 from ..util.jsonio import dumps
@@ -27,5 +28,5 @@ def to_csv(records: Sequence[Mapping[str, Any]]) -> str:
     return buf.getvalue().rstrip("\n")
 
 
-def render(rows: Sequence[ResultRow], meta: RunMeta | None = None) -> str:
+def render(rows: Sequence[ResultRow], meta: RunMeta | None = None, explained: Explained | None = None) -> str:
     return to_csv([r.to_dict(reference_first=False) for r in rows])

@@ -1,6 +1,7 @@
 """Report formats by name: ``specbench report --format NAME`` offers exactly what ``FORMATS`` lists.
 
-A text format's module has ``render(rows, meta) -> str``, which the CLI prints or writes to
+A text format's module has ``render(rows, meta, explained) -> str`` (``explained``: the run's analyses,
+made by the run stage, ``RunResults.explained``), which the CLI prints or writes to
 ``--output``. A file format's module has ``write(paths, output) -> str``: it reads the runs itself
 (the HTML page draws requests.jsonl, parquet writes a directory tree) and returns what it wrote.
 Modules are imported only when their format is used, so listing the formats costs nothing.
@@ -16,6 +17,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Literal
 
+from ..measure.explained import Explained
 from ..schemas.meta import RunMeta
 from ..schemas.row import ResultRow
 
@@ -42,12 +44,12 @@ FORMATS: dict[str, Format] = {f.name: f for f in (
 TEXT_FORMATS = tuple(name for name, f in FORMATS.items() if f.kind == "text")
 
 
-def render(rows: Sequence[ResultRow], fmt: str, meta: RunMeta | None = None) -> str:
+def render(rows: Sequence[ResultRow], fmt: str, meta: RunMeta | None = None, explained: Explained | None = None) -> str:
     """The rows in a text format."""
     found = FORMATS.get(fmt)
     if found is None or found.kind != "text":
         raise ValueError(f"unknown format {fmt!r} (choose from {', '.join(TEXT_FORMATS)})")
-    text: str = found.load().render(rows, meta)
+    text: str = found.load().render(rows, meta, explained)
     return text
 
 

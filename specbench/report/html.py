@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..measure.explained import explain
-from ..run.readback import load_run, read_requests
+from ..measure.explained import Explained
+from ..run.readback import RunResults, load_run, read_requests
 from ..schemas.cell import baseline_name, load_of, unique
 from ..schemas.meta import Comparability, Host, RunMeta
 from ..schemas.request import RequestRecord
@@ -159,7 +159,8 @@ def _meta_html(m: Model, meta: RunMeta) -> tuple[str, str]:
     return str(name), head
 
 
-def render_html(records: list[ResultRow], requests: list[RequestRecord] | None, meta: RunMeta | None) -> str:
+def render_html(records: list[ResultRow], requests: list[RequestRecord] | None, meta: RunMeta | None,
+                explained: Explained | None = None) -> str:
     """The whole report as one HTML document (inline CSS and SVG only)."""
     meta = meta or RunMeta()
     m = Model(records, meta)
@@ -177,7 +178,7 @@ def render_html(records: list[ResultRow], requests: list[RequestRecord] | None, 
             sections.append(("speedup-load", "Speed-up vs load", lp))
         if has_decomposition(m.rows):
             sections.append(("decomposition", "Why: tokens per step vs step cost", decomposition_plot(m)))
-        explained = explain(records, meta)  # the analyses of a whatif/tune run, once; the sections only draw them
+        explained = explained or Explained()  # the run's analyses, made by the run stage: the sections only draw them
         whatif_title = ("Predicted speed-up at a profile's acceptance (what-if)" if explained.replay
                         else "Break-even acceptance (what-if)")
         for sid, title, content in (("whatif", whatif_title, whatif_section(explained)),
@@ -225,7 +226,7 @@ def write_html(run_paths: list[Path], out: Path) -> Path:
     out = Path(out)
     if out.is_dir():
         out = out / "report.html"
-    write_output(out, render_html(records, requests, meta))
+    write_output(out, render_html(records, requests, meta, RunResults(records, meta).explained))
     return out
 
 

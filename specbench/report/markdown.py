@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..measure.compare import crossover
-from ..measure.explained import explain
+from ..measure.explained import Explained, Sweep
 from ..measure.keepup import LAG_LIMIT_MS
 from ..schemas.cell import Cell, load_label
 from ..schemas.meta import RunMeta
@@ -23,15 +22,17 @@ from .tables import md_row, tables_markdown
 __all__ = ["COLUMNS", "DASH", "DECOMPOSITION_NOTE", "has_decomposition", "markdown", "render"]
 
 
-def markdown(records: Sequence[ResultRow], meta: RunMeta | None = None) -> str:
+def markdown(records: Sequence[ResultRow], meta: RunMeta | None = None, explained: Explained | None = None) -> str:
     """The comparison table and the small tables (``tables.py``), the sweep table, the what-if and
-    tune tables (the run's analyses, made once by ``measure.explained``: the tables only format them),
-    and last the notes and warnings."""
+    tune tables, and last the notes and warnings. The sweep, what-if and tune tables format the run's
+    analyses, made once by the run stage (``explained``: ``RunResults.explained``, or what the run
+    made when it wrote results.md); without them those tables are left out."""
     parts = tables_markdown(records)
-    sweep = sweep_table(records)
+    explained = explained or Explained()
+    sweep = sweep_table(explained.sweep)
     if sweep:
         parts.append(sweep)
-    parts += explain_markdown(explain(records, meta))
+    parts += explain_markdown(explained)
     notes = list((meta.notes if meta else None) or []) + warnings(records)
     if notes:
         parts.append("\n".join(f"- {n}" for n in notes))
@@ -92,25 +93,19 @@ def cell_notes(records: Sequence[ResultRow]) -> list[str]:
             for note, where in cells.items()]
 
 
-def sweep_table(records: Sequence[ResultRow]) -> str | None:
+def sweep_table(sweep: Sweep | None) -> str | None:
     """Speedup vs concurrency per data set and config, with the crossover where it drops below 1."""
-    loads = sorted({c for r in records if (c := r.concurrency) is not None})
-    if len(loads) < 2:
+    if sweep is None:
         return None
-    header = ["Dataset", "Run", *[load_label("concurrency", c) for c in loads], "Crossover"]
+    header = ["Dataset", "Run", *[load_label("concurrency", c) for c in sweep.loads], "Crossover"]
     lines = [md_row(header), md_row(["---"] * len(header))]
-    keys = list(dict.fromkeys((r.dataset, r.run) for r in records if r.speedup_vs_baseline is not None))
-    for dataset, run in keys:
-        by_c = {r.concurrency: r.speedup_vs_baseline for r in records
-                if r.dataset == dataset and r.run == run}
-        if all(v == 1.0 for v in by_c.values() if v is not None):
-            continue  # the baseline itself
-        cross = crossover([(c, by_c.get(c)) for c in loads])
-        lines.append(md_row([dataset, run, *[num(by_c.get(c), 3, "x") for c in loads],
+    for line in sweep.lines:
+        cross = line.crossover
+        lines.append(md_row([line.dataset, line.run, *[num(line.speedups.get(c), 3, "x") for c in sweep.loads],
                               load_label("concurrency", cross) if cross is not None else "none (pays off at every load)"]))
     return "Speedup vs concurrency\n\n" + "\n".join(lines)
 
 
-def render(rows: Sequence[ResultRow], meta: RunMeta | None = None) -> str:
+def render(rows: Sequence[ResultRow], meta: RunMeta | None = None, explained: Explained | None = None) -> str:
     """The ``markdown`` report format."""
-    return markdown(rows, meta)
+    return markdown(rows, meta, explained)

@@ -16,10 +16,12 @@ import gzip
 import json
 import sys
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from ..errors import ResultsError
+from ..measure.explained import Explained, explain
 from ..schemas.meta import RunMeta
 from ..schemas.record import RowError
 from ..schemas.request import RequestRecord
@@ -34,10 +36,17 @@ __all__ = ["RunResults", "is_number", "load_results", "load_run", "read_meta", "
 
 @dataclass
 class RunResults:
+    """A run as read back: its rows, its meta (None: no meta.json beside the results), where, the repairs
+    made, and its analyses (sweep, what-if, replay, tune), made once when first asked for."""
+
     rows: list[ResultRow]
-    meta: RunMeta | None = None  # None: no meta.json beside the results
+    meta: RunMeta | None = None
     path: Path | None = None
     problems: list[str] = field(default_factory=list)
+
+    @cached_property
+    def explained(self) -> Explained:
+        return explain(self.rows, self.meta)
 
 
 #: shown per file before the rest are only counted

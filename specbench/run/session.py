@@ -14,6 +14,7 @@ from ..errors import SuiteError
 from ..grade import grade_phase
 from ..launch.process import stop_leftover
 from ..measure.best_k import tune_analysis
+from ..measure.explained import Explained, explain
 from ..measure.slo import attach_capacity
 from ..schemas.cell import Cell
 from ..schemas.launched import ProcessIdentity, StoppedLeftover
@@ -33,7 +34,7 @@ from .rundir import RunDir
 
 Progress = Callable[..., None]
 #: results.md from the rows and meta.json: the report stage's table, handed in by the command (run never imports report)
-Render = Callable[[list[ResultRow], RunMeta], str]
+Render = Callable[[list[ResultRow], RunMeta, Explained], str]
 
 
 def changed_comparability(suite: Suite, previous: RunMeta, phases: list[PhaseInfo]) -> list[str]:
@@ -238,7 +239,7 @@ class RunSession(ServerStarts):
         self.meta.updated_at = now()
         self.meta.notes = run_notes(self.suite, self.meta.chunk_clock) + (self.meta.run_dir_notes or []) + self.meta.failed_notes()
         self.save_meta()
-        self.dir.write_results(rows, self.render(rows, self.meta))
+        self.dir.write_results(rows, self.render(rows, self.meta, explain(rows, self.meta)))
         return self.written(rows)
 
     def finish(self, timing: Timing) -> list[ResultRow]:

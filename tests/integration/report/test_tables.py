@@ -20,7 +20,7 @@ WHY = ["Tok/step", "Step cost", "Decomposed speedup", "Residual"]
 
 def test_a_gpu_run_pastes_as_the_reference_columns_then_one_table_per_question():
     run = load_run(GPU_RUN, quiet=True)
-    md = markdown(run.rows, run.meta)
+    md = markdown(run.rows, run.meta, run.explained)
     tables = tables_of(md)
     main = tables[""][0]
     assert main == REFERENCE[:2] + ["Conc"] + REFERENCE[2:5] + ["Speedup 95% CI"] + REFERENCE[5:]

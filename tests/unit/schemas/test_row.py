@@ -110,7 +110,7 @@ def test_report_pages_render_byte_identical_from_typed_rows(tmp_path):
         shutil.copy(DATA / "html" / "run" / name, tmp_path / name)
     shutil.copy(GOLDEN, tmp_path / "results.json")
     run = load_run(tmp_path, quiet=True)
-    assert markdown(run.rows, run.meta) == (DATA / "rows" / "report_golden.md").read_text()
+    assert markdown(run.rows, run.meta, run.explained) == (DATA / "rows" / "report_golden.md").read_text()
     page = write_html([tmp_path], tmp_path / "report.html").read_bytes()
     assert hashlib.sha256(page).hexdigest() == PAGE_SHA256
 
