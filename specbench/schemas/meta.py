@@ -28,7 +28,7 @@ from .launched import StoppedLeftover
 from .phase import SupersededPhase
 from .placement import Placement
 from .plans import ScheduleCheck, TunePlan, WhatifPlan
-from .record import Record
+from .record import Record, key
 from .run_files import META
 from .slo_search import SloSearch
 
@@ -54,24 +54,24 @@ class SuiteRaw(Record):
 
 @dataclass
 class SuiteInfo(Record):
-    name: str | None = None
-    path: str | None = None
-    raw: SuiteRaw | None = None
+    name: str | None = key("the suite's name")
+    path: str | None = key('the suite file it was read from')
+    raw: SuiteRaw | None = key('the suite as written, secrets masked')
 
 
 @dataclass
 class GitState(Record):
-    commit: str | None = None
-    dirty: bool | None = None
-    tracked: bool | None = None
+    commit: str | None = key('the commit checked out')
+    dirty: bool | None = key('uncommitted changes anywhere in the checkout')
+    tracked: bool | None = key('the suite file is tracked by git')
 
 
 @dataclass
 class SuiteFile(Record):
     """``run.provenance``: the suite file's sha256 and the git commit it was run at (null outside git)."""
 
-    sha256: str | None = None
-    git: GitState | None = None
+    sha256: str | None = key("the suite file's sha256")
+    git: GitState | None = key('the git state it was run at (null outside git)')
 
 
 @dataclass
@@ -79,20 +79,20 @@ class Comparability(Record):
     """``Suite.comparability()``: what must match between two runs; compared as a whole
     (``to_dict``), so a key added there needs no change here."""
 
-    suite: str | None = None
-    model: str | None = None
-    endpoint: str | None = None
-    max_tokens: int | None = None
-    temperature: float | None = None
-    top_p: float | None = None
-    ignore_eos: bool | None = None
-    warmup: int | str | None = None
-    extra_body: dict[str, Any] | None = None
-    engine: str | None = None
-    model_path: str | None = None
-    load_format: str | None = None
-    datasets: dict[str, str] | None = None
-    configs: dict[str, str] | None = None
+    suite: str | None = key("the suite's name")
+    model: str | None = key("the served model's name")
+    endpoint: str | None = key('chat or completions')
+    max_tokens: int | None = key('load.max_tokens')
+    temperature: float | None = key('load.temperature')
+    top_p: float | None = key('load.top_p')
+    ignore_eos: bool | None = key('load.ignore_eos')
+    warmup: int | str | None = key('load.warmup')
+    extra_body: dict[str, Any] | None = key('load.extra_body, secrets masked')
+    engine: str | None = key("the suite's engine")
+    model_path: str | None = key('server.model_path')
+    load_format: str | None = key('server.load_format, only when not auto (dummy: random weights)')
+    datasets: dict[str, str] | None = key('per data set: a hash of its entry in the suite')
+    configs: dict[str, str] | None = key('per config: a hash of its entry, secrets masked')
 
 
 @dataclass
@@ -100,57 +100,57 @@ class PromptSet(Record):
     """One data set's prompts as the run loaded them (``run.prompt_prints``): what the comparability
     fingerprint (the suite entry) cannot see, so that ``--resume`` never pairs different prompts."""
 
-    sha256: str | None = None
-    prompts: int | None = None
-    source: str | None = None
+    sha256: str | None = key('sha256 over what is sent, prompt by prompt')
+    prompts: int | None = key('prompts loaded')
+    source: str | None = key('the file or source they came from')
 
 
 @dataclass
 class Host(Record):
-    platform: str | None = None
-    python: str | None = None
-    cpus: int | None = None
+    platform: str | None = key("the client machine's platform")
+    python: str | None = key('its Python version')
+    cpus: int | None = key('its CPU count')
 
 
 @dataclass
 class ServerMeta(Record):
     """One config's server as the run saw it ready (``run.servers``): a URL, or a launched process."""
 
-    engine: str | None = None
-    url: str | None = None
-    launched: bool | None = None
-    argv: list[str] | None = None
-    env: dict[str, str] | None = None
-    ready_s: float | None = None
-    log: str | None = None
-    pid: int | None = None
-    version: str | None = None
-    version_error: str | None = None
-    start: int | None = None  # which launch of the config's server (run/servers.py server_log_name)
+    engine: str | None = key("the launcher (vllm, sglang, vllm-cpu) or the URL server's engine")
+    url: str | None = key('where it was reached')
+    launched: bool | None = key('started by specbench (false: given by URL)')
+    argv: list[str] | None = key('the command line, secrets masked')
+    env: dict[str, str] | None = key('the environment set for it, secrets masked')
+    ready_s: float | None = key('seconds from launch to ready')
+    log: str | None = key('its log file, relative to the run directory')
+    pid: int | None = key('its process id')
+    version: str | None = key("the engine's version, as the server said")
+    version_error: str | None = key('why the version could not be read')
+    start: int | None = key("which launch of the config's server (run/servers.py server_log_name)")
 
 
 @dataclass
 class RunStart(Record):
     """One ``specbench run`` into the directory (a fresh start, then each ``--resume``)."""
 
-    started_at: str | None = None
-    resume: bool | None = None
-    overwrite: bool | None = None
-    stopped_leftovers: list[StoppedLeftover] | None = None
-    parallel: str | None = None
+    started_at: str | None = key('when this run started (UTC)')
+    resume: bool | None = key('a --resume')
+    overwrite: bool | None = key('an --overwrite')
+    stopped_leftovers: list[StoppedLeftover] | None = key('servers an earlier, killed run left running, stopped before measuring')
+    parallel: str | None = key('--parallel gpus or --ray, where used')
 
 
 @dataclass
 class Timing(Record):
     """Where the run's time went (``run.sequential.run_timing``; a parallel run's configs overlap)."""
 
-    servers_s: float | None = None
-    warmup_s: float | None = None
-    measured_s: float | None = None
-    total_s: float | None = None
-    harness_s: float | None = None
-    harness_share: float | None = None
-    parallel: bool | None = None
+    servers_s: float | None = key('seconds spent starting and stopping servers')
+    warmup_s: float | None = key('seconds of warm-up passes')
+    measured_s: float | None = key('seconds of timed passes')
+    total_s: float | None = key("the run's wall time")
+    harness_s: float | None = key("what is left: specbench's own time")
+    harness_share: float | None = key('harness_s ÷ total_s')
+    parallel: bool | None = key('configs ran side by side (their times overlap)')
 
 
 @dataclass
@@ -159,34 +159,34 @@ class RunMeta(Record):
 
     FILE: ClassVar[str] = META
 
-    specbench_version: str | None = None
-    suite: SuiteInfo | None = None
-    suite_file: SuiteFile | None = None
-    comparability: Comparability | None = None
-    prompts: dict[str, PromptSet] | None = None
-    weights: str | None = None
-    dummy_weight_configs: list[str] | None = None
-    started_at: str | None = None
-    host: Host | None = None
-    servers: dict[str, ServerMeta] | None = None
-    failed_configs: dict[str, str] | None = None
-    runs: list[RunStart] | None = None
-    superseded_phases: list[SupersededPhase] | None = None
-    run_dir_notes: list[str] | None = None
-    restarts: dict[str, int] | None = None
-    chunk_clock: dict[str, str] | None = None
-    slo_search: dict[str, dict[str, SloSearch]] | None = None
-    parallel: Placement | None = None
-    whatif: WhatifPlan | None = None
-    tune: TunePlan | None = None
-    schedule: ScheduleCheck | None = None
-    updated_at: str | None = None
-    notes: list[str] | None = None
-    finished_at: str | None = None
-    timing: Timing | None = None
-    merged_from: list[str] | None = None
-    server_launches: dict[str, int] | None = None  # launches per config so far: the next start's index
-    server_starts: dict[str, list[ServerMeta]] | None = None  # every ready start per config (``servers``: the latest)
+    specbench_version: str | None = key('the specbench that wrote the file')
+    suite: SuiteInfo | None = key('the suite: name, path, the file as written')
+    suite_file: SuiteFile | None = key("the suite file's hash and git state")
+    comparability: Comparability | None = key('what must match between two runs to compare them')
+    prompts: dict[str, PromptSet] | None = key("per data set: the prompts' hash, count and source (--resume refuses changed prompts)")
+    weights: str | None = key('"dummy": served with random weights (suite load_format: dummy)')
+    dummy_weight_configs: list[str] | None = key('configs served with random weights')
+    started_at: str | None = key('when the first run into the directory started (UTC)')
+    host: Host | None = key('the client machine')
+    servers: dict[str, ServerMeta] | None = key('per config: its latest server as the run saw it ready')
+    failed_configs: dict[str, str] | None = key('per config: why it failed')
+    runs: list[RunStart] | None = key('each specbench run into the directory: the start, then each --resume')
+    superseded_phases: list[SupersededPhase] | None = key('phases set aside to measure again, as phases.jsonl held them')
+    run_dir_notes: list[str] | None = key('what --resume repaired in the run directory')
+    restarts: dict[str, int] | None = key('per config: restarts after its server died')
+    chunk_clock: dict[str, str] | None = key('per config: which clock stamped its chunks')
+    slo_search: dict[str, dict[str, SloSearch]] | None = key('per config and data set: the SLO capacity search')
+    parallel: Placement | None = key('where each config ran (--parallel gpus, --ray)')
+    whatif: WhatifPlan | None = key("a whatif run's plan")
+    tune: TunePlan | None = key("a tune run's plan and result")
+    schedule: ScheduleCheck | None = key("a tune --verify run's plan")
+    updated_at: str | None = key('when the file was last written (UTC)')
+    notes: list[str] | None = key('lines under the tables')
+    finished_at: str | None = key('when the run finished (UTC)')
+    timing: Timing | None = key("where the run's time went")
+    merged_from: list[str] | None = key('the runs a merged report was made of')
+    server_launches: dict[str, int] | None = key("launches per config so far: the next start's index")
+    server_starts: dict[str, list[ServerMeta]] | None = key('every ready start per config (servers: the latest)')
 
     @classmethod
     def load(cls, path: Path, problems: list[str] | None = None) -> RunMeta:
