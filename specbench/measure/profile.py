@@ -112,6 +112,15 @@ def synthetic_configs(meta: RunMeta | None) -> set[str]:
     return out
 
 
+def _text(value: object) -> str | None:
+    """A suite-file value that should be text (the file is hand-written): anything else is not said."""
+    return value if isinstance(value, str) else None
+
+
+def _count(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def provenance(meta: RunMeta | None, row: ResultRow, source: str) -> ProfileProvenance:
     """Where a profile comes from: engine, model, drafter, method, k, temperature, recipe, suite; ``missing`` lists
     what the input could not say (a results.json without its meta.json says only what its rows carry)."""
@@ -119,13 +128,14 @@ def provenance(meta: RunMeta | None, row: ResultRow, source: str) -> ProfileProv
     raw = have.raw
     config = raw.config(row.run)
     server = (have.servers or {}).get(row.run) or ServerMeta()
-    spec: Mapping[str, Any] = config["speculative"] if isinstance(config.get("speculative"), dict) else {}
+    speculative = config.get("speculative")
+    spec: Mapping[str, Any] = speculative if isinstance(speculative, dict) else {}
     entries = [d if isinstance(d, dict) else {"name": d} for d in raw.datasets or []]
     entry = next((d for d in entries if d.get("name") == row.dataset), None)
     out = ProfileProvenance(
         source, server.engine or row.engine, server.version or row.server_version,
-        (raw.server or {}).get("model_path") or raw.model, raw.model, config.get("drafter") or spec.get("model"),
-        config.get("method") or row.method, config.get("num_speculative_tokens") or row.num_speculative_tokens,
+        (raw.server or {}).get("model_path") or raw.model, raw.model, _text(config.get("drafter")) or spec.get("model"),
+        _text(config.get("method")) or row.method, _count(config.get("num_speculative_tokens")) or row.num_speculative_tokens,
         have.comparability.temperature if have.comparability else None, _recipe(entry),
         have.suite.path if have.suite else None, have.suite_file.sha256 if have.suite_file else None,
         have.specbench_version)

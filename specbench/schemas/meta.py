@@ -19,6 +19,7 @@ older specbench refuses it in one line.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -47,8 +48,8 @@ class SuiteRaw(Record):
     server: dict[str, Any] | None = None
     gate: Any = None
 
-    def config(self, name: str | None) -> dict[str, Any]:
-        """The raw config named ``name`` ({} when there is none)."""
+    def config(self, name: str | None) -> Mapping[str, object]:
+        """The raw config named ``name`` as the suite file had it ({} when there is none): read, never trusted."""
         return next((c for c in self.configs or [] if c.get("name") == name), {})
 
 
