@@ -81,7 +81,8 @@ def record_markdown(record: type[Record]) -> str:
                       and issubclass(base, Record) and base is not Record)}
     lines = [f"### {record.FILE or record.__name__} — `{record.__name__}`, version {record.VERSION}", "", doc, "",
              "| key | holds | meaning |", "| --- | --- | --- |"]
-    lines += [f"| `{name}` | {holds(spec)} | {spec.doc or '—'} |" for name, spec in own.items()]
+    # a trailing underscore is Python's for a keyword key (``from_`` holds ``from``)
+    lines += [f"| `{name.rstrip('_')}` | {holds(spec)} | {spec.doc or '—'} |" for name, spec in own.items()]
     return "\n".join(lines)
 
 

@@ -81,7 +81,10 @@ def type_name(hint: Any) -> str:
     if origin in (Union, types.UnionType):
         return " or ".join(type_name(a) for a in args if a is not _NONE)
     if origin is list or (origin is tuple and len(args) == 2 and args[1] is Ellipsis):
-        return f"a list of {type_name(args[0])}s".replace("a list of an ", "a list of ").replace("a list of a ", "a list of ")
+        inner = type_name(args[0])
+        if inner.startswith("a list of "):
+            return "a list of lists of " + inner.removeprefix("a list of ")
+        return f"a list of {inner.removeprefix('an ').removeprefix('a ')}s"
     if origin is tuple:
         return f"[{', '.join(type_name(a) for a in args)}]"
     if origin is dict or (isinstance(hint, type) and hasattr(hint, "from_dict")):

@@ -17,6 +17,7 @@ from specbench.measure.best_k import Candidate, best_candidate, engine_flag, ind
 from specbench.measure.break_even import break_even, verdict, whatif_curves
 from specbench.report.explain_tables import whatif_markdown
 from specbench.report.html import render_html
+from specbench.run.readback import RunResults
 from specbench.run.tune import expand_tune, families, family_name
 from specbench.run.whatif import default_lengths, expand_whatif, synthetic_support
 from specbench.schemas.meta import RunMeta
@@ -166,11 +167,11 @@ def test_whatif_markdown_table_and_html_plot(tmp_path):
     md = whatif_markdown(whatif_curves(rows, meta))
     assert "| Dataset | Config | Load | AL 2 | AL 3 | Break-even AL | Real AL (speedup) | Verdict |" in md
     assert "| d | spec | C=16 | 0.800x @ 1.99 | 1.200x @ 2.99 | 2.49 | 2.30 (0.920x) | needs 2.49 at C=16, has 2.30 → loses |" in md
-    page = render_html(rows, None, meta)
+    page = render_html(rows, None, meta, RunResults(rows, meta).explained)
     fig = page[page.index('id="fig-whatif"'):]
     fig = fig[:fig.index("</figure>")]
     assert fig.count('class="break-even"') == 1 and "needs 2.49 at C=16, has 2.30 → loses" in fig
-    assert 'id="fig-whatif"' not in render_html(rows, None, {})  # only for whatif runs
+    assert 'id="fig-whatif"' not in render_html(rows, None, None, RunResults(rows, None).explained)  # only for whatif runs
     rows, meta = _rows({1.5: 1.195, 2.5: 1.833}, (1.02, 0.909))
     assert "| ≈1.17 | 1.02 (0.909x) | needs ≈1.17" in whatif_markdown(whatif_curves(rows, meta))
 
@@ -304,12 +305,12 @@ def test_tune_report_without_requests_falls_back_to_overlapping_cis():
     [cell] = result.cells
     assert cell.best == 2 and cell.indistinguishable == [1] and result.method.startswith("overlapping")
     assert math.isclose(cell.best_speedup, 1.25)
-    page = render_html(rows, None, meta)
+    page = render_html(rows, None, meta, RunResults(rows, meta).explained)
     fig = page[page.index('id="fig-tune"'):]
     fig = fig[:fig.index("</figure>")]
     assert fig.count('class="best-k"') == 1 and "<b>1.250× [1.15–1.35]</b>" in fig
     assert "Serve it with <code>--speculative-config" in fig and "[[1,1,2]]" in fig
-    assert 'id="fig-tune"' not in render_html(rows, None, RunMeta())
+    assert 'id="fig-tune"' not in render_html(rows, None, RunMeta(), RunResults(rows, RunMeta()).explained)
 
 
 def test_tune_verify_refuses_unusable_schedules_in_one_line(tmp_path, capsys):
