@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import typing
 
+from .launched import ProcessIdentity, StoppedLeftover
 from .meta import Comparability, GitState, Host, PromptSet, RunMeta, RunStart, ServerMeta, SuiteFile, SuiteInfo, Timing
 from .phase import PhaseInfo, SupersededPhase
+from .placement import Placement, WorkerPlace
 from .plans import (
     Candidate,
     KCell,
@@ -28,6 +30,7 @@ from .profile_file import CategoryAcceptance, ProfileEntry, ProfileFile, Profile
 from .quarantine import QuarantinedLine
 from .record import FieldSpec, Record, type_name
 from .request import ProbeRequest, RequestRecord
+from .slo_search import SloProbe, SloSearch
 from .steplog import GpuRow, SchedRow, StepHeader, TokenRow
 
 #: (title, records) in the page's order: a record nested in another follows it
@@ -36,7 +39,9 @@ SECTIONS: tuple[tuple[str, tuple[type[Record], ...]], ...] = (
      (RequestRecord, PhaseInfo, ProbeRequest, QuarantinedLine)),
     ("meta.json: the run's metadata",
      (RunMeta, SuiteInfo, SuiteFile, GitState, Comparability, PromptSet, Host, ServerMeta, RunStart, Timing,
-      SupersededPhase)),
+      SupersededPhase, StoppedLeftover, Placement, WorkerPlace, SloSearch, SloProbe)),
+    ("launched.json: the servers a run started and has not stopped yet (config → identity)",
+     (ProcessIdentity,)),
     ("meta.json: the derived suites' plans (whatif, tune; docs/explain.md) and schedule.json",
      (WhatifPlan, SyntheticLength, ReplayedConfig, ProfileRef, ProfileSpeedup, TunePlan, TunedConfig, TuneFamily,
       TuneResult, KCell, Candidate, Schedule, ScheduleCheck, ScheduleFile)),

@@ -10,28 +10,28 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .record import Record
+from .record import Record, key
 
 
 @dataclass
 class ProcessIdentity(Record):
     """A process's pid, its start time (clock ticks since boot), the boot and the host."""
 
-    pid: int | None = None
-    start_ticks: int | None = None
-    boot_id: str | None = None
-    host: str | None = None
+    pid: int | None = key("the server's process id")
+    start_ticks: int | None = key('its start time, clock ticks since boot (/proc/<pid>/stat)')
+    boot_id: str | None = key('the boot it started in')
+    host: str | None = key('the host it ran on')
 
 
 @dataclass
 class StoppedLeftover(Record):
     """meta.json ``runs[].stopped_leftovers[]``: the config whose leftover server was stopped, and its identity."""
 
-    config: str | None = None
-    pid: int | None = None
-    start_ticks: int | None = None
-    boot_id: str | None = None
-    host: str | None = None
+    config: str | None = key('the config whose server it was')
+    pid: int | None = key("the server's process id")
+    start_ticks: int | None = key('its start time, clock ticks since boot (/proc/<pid>/stat)')
+    boot_id: str | None = key('the boot it started in')
+    host: str | None = key('the host it ran on')
 
     @classmethod
     def of(cls, config: str, identity: ProcessIdentity) -> StoppedLeftover:

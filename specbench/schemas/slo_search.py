@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from .record import Record
+from .record import Record, key
 
 
 @dataclass
@@ -15,11 +15,11 @@ class SloProbe(Record):
     percentiles themselves are under a key named by the percentile (``p99_ms``: metric → ms, null
     where a miss decides it), kept as read (``unknown``) in its place after ``ok``."""
 
-    rate: float | None = None
-    ok: bool | None = None
-    requests: int | None = None
-    failed: int | None = None
-    wall_s: float | None = None
+    rate: float | None = key("the probe's arrival rate, req/s")
+    ok: bool | None = key('every bounded percentile held')
+    requests: int | None = key('requests the probe sent')
+    failed: int | None = key('of them failed')
+    wall_s: float | None = key("the probe's wall time, s")
 
 
 @dataclass
@@ -29,11 +29,11 @@ class SloSearch(Record):
 
     KEEP_NONE: ClassVar[bool] = True
 
-    percentile: float | None = None
-    max_rate_rps: float | None = None
-    bracket: list[float | None] | None = None
-    steps: int | None = None
-    converged: bool | None = None
-    interrupted: bool | None = None
-    probes: list[SloProbe] | None = None
-    slo: dict[str, float] | None = None
+    percentile: float | None = key("the SLO's percentile (99: p99)")
+    max_rate_rps: float | None = key('the highest passing rate probed, req/s (null: none passed)')
+    bracket: list[float | None] | None = key('[highest pass, lowest fail], req/s (an end null where no probe bounded it)')
+    steps: int | None = key('probes run')
+    converged: bool | None = key("the bracket narrowed to the search's tolerance")
+    interrupted: bool | None = key('cut by a stop')
+    probes: list[SloProbe] | None = key('each probe, in the order run')
+    slo: dict[str, float] | None = key('the SLO: metric → bound, ms')
