@@ -180,8 +180,8 @@ def meta_gpus(meta: RunMeta | None, config: str) -> tuple[str, ...]:
         return ()
     server = (meta.servers or {}).get(config)
     ids = gpu_ids((server.env or {}).get("CUDA_VISIBLE_DEVICES")) if server else ()
-    placed = ((meta.parallel or {}).get("configs") or {}).get(config)
-    return ids or (gpu_ids(placed.get("gpus")) if isinstance(placed, dict) else ())
+    placed = ((meta.parallel.configs if meta.parallel else None) or {}).get(config)
+    return ids or (gpu_ids(placed.gpus) if placed else ())
 
 
 def nvml_gpus(phases: Sequence[PhaseInfo], config: str) -> tuple[str, ...]:

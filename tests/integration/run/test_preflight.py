@@ -5,6 +5,7 @@ import json
 import pytest
 
 from specbench.measure.compare import crossover
+from specbench.measure.explained import sweep_of
 from specbench.report.markdown import sweep_table
 from specbench.schemas.row_read import rows_from
 from specbench.suite import load_suite
@@ -23,7 +24,7 @@ def test_crossover_is_where_speedup_stays_below_one():
 def test_sweep_table_marks_the_crossover():
     rows = [{"dataset": "d", "run": r, "concurrency": c, "speedup_vs_baseline": s}
             for r, pts in {"baseline": [(1, 1.0), (8, 1.0)], "spec": [(1, 1.5), (8, 0.8)]}.items() for c, s in pts]
-    table = sweep_table(rows_from(rows))
+    table = sweep_table(sweep_of(rows_from(rows)))
     assert "| d | spec | 1.500x | 0.800x | C=8 |" in table
     assert "baseline" not in table.split("\n", 3)[3]
 

@@ -193,7 +193,7 @@ def test_replay_table_flags_a_measured_length_more_than_3_percent_off():
     assert "| gsm8k | dspark_k3 | 3 | C=16 | 0.900x [0.85–0.95] | 1.250x† | 2.50 | 2.40 ⚠ -4.0% | 0.700 0.500 0.300* |" in md
     assert "Profile /plans/p.json (sha256 abababababab…)" in md and "Not replayed (the profile has no entry for them): extra." in md
     assert "Same output and accuracy do not apply" in md
-    page = render_html(rows, None, meta)
+    page = render_html(rows, None, meta, explain(rows, meta))
     fig = page[page.index('id="fig-whatif"'):]
     fig = fig[:fig.index("</figure>")]
     assert fig.count('class="length-flag"') == 1 and "2.40 ⚠ -4.0%" in fig and "1.250×†" in fig
