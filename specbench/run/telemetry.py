@@ -45,8 +45,9 @@ class PhaseMeter:
     """Energy counters at the ends of a phase and sampled telemetry in between, for some GPUs."""
 
     def __init__(self, gpus: Sequence[str] | None, reason: str | None = None,
-                 interval_s: float = SAMPLE_INTERVAL_S) -> None:
-        self.gpus, self.reason, self.interval_s = list(gpus or []), reason, interval_s
+                 interval_s: float | None = None) -> None:
+        self.gpus, self.reason = list(gpus or []), reason
+        self.interval_s = SAMPLE_INTERVAL_S if interval_s is None else interval_s  # read at start: a test may set it
         self.nvml: Any = None  # the pynvml module once started; it has no type stubs
         self.handles: list[Any] = []
         self.energy0: list[float | None] = []
