@@ -13,8 +13,7 @@ which stays null; a record with ``KEEP_NONE`` writes every field, null or not (a
 ``key(omit_none=True)`` is still left out while None).
 
 Reading is strict or lenient: a value of the wrong type or outside its range is a one-line error
-naming where and the key's path, or — with a ``problems`` list — dropped (or, ``Reader.repair`` =
-"null", kept as null) and said there.
+naming where and the key's path, or — with a ``problems`` list — dropped and said there.
 
 Versions: ``VERSION`` 1 is every file written so far and is implied by the absence of
 ``schema_version`` (so files stay the bytes they were); a later version writes the key first, and a
@@ -62,7 +61,6 @@ class FieldSpec:
     meta: typing.Mapping[str, Any]
     read: ValueReader
     nullable: bool
-    ranged: bool
     default: Any = None
     factory: Callable[[], Any] | None = None
 
@@ -75,9 +73,8 @@ class FieldSpec:
 
 
 def _spec(f: Any, hint: Any) -> FieldSpec:
-    ranged = any(f.metadata.get(k) is not None for k in ("low", "high", "max_len", "length"))
     return FieldSpec(f.name, hint, f.default is MISSING and f.default_factory is MISSING, f.metadata,
-                     field_reader(hint, f.metadata), hint is Any or type(None) in typing.get_args(hint), ranged,
+                     field_reader(hint, f.metadata), hint is Any or type(None) in typing.get_args(hint),
                      None if f.default is MISSING else f.default,
                      None if f.default_factory is MISSING else f.default_factory)
 
@@ -104,9 +101,7 @@ def read_keys(specs: dict[str, FieldSpec], data: dict[str, Any], reader: Reader,
                 value = spec.read(value, prefix + name if prefix else name, reader)
             except WrongValue as err:
                 reader.wrong(f"{prefix}{name}", value, err.expected)
-                if reader.repair != "null":
-                    continue
-                value = None
+                continue
             known[name] = value
         else:
             known[name] = value

@@ -40,11 +40,10 @@ def show(value: Any) -> str:
 class Reader:
     """Where a record is read from, and what a wrong value does: strict (``problems`` None) raises
     ``error`` (a ``ResultsError`` naming ``where``, or a ``RowError`` for a line), lenient drops the
-    key or (``repair`` "null") keeps it as null, and says so in ``problems``."""
+    key and says so in ``problems``."""
 
     where: str
     problems: list[str] | None = None
-    repair: str = "drop"
     line: bool = False
 
     def wrong(self, path: str, value: Any, expected: str) -> None:
@@ -53,7 +52,7 @@ class Reader:
         line = f"{self.where}: {path}: expected {expected}, got {show(value)}"
         if self.problems is None:
             raise ResultsError(line)
-        self.problems.append(line + ("; shown as —" if self.repair == "null" else "; ignored"))
+        self.problems.append(line + "; ignored")
 
     def missing(self, path: str) -> None:
         if self.line:
