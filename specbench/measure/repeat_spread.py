@@ -13,9 +13,9 @@ from ..schemas.cell import Cell
 from ..schemas.phase import PhaseInfo, by_cell
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
-from .compare import mean_ci95, paired_requests, paired_speedup, ratio
+from .compare import paired_requests, paired_speedup, ratio
 from .latency import throughput
-from .spread import HETEROGENEITY_P, heterogeneity, planned_repeats, two_stage_ci
+from .spread import HETEROGENEITY_P, heterogeneity, planned_repeats, ratio_ci95
 
 
 @dataclass(frozen=True)
@@ -64,11 +64,11 @@ def add_spread(rows: list[ResultRow], phases: Sequence[PhaseInfo], records: Sequ
             boot = paired_speedup(pairs)
             intervals.append((boot.paired_speedup_ci_low, boot.paired_speedup_ci_high))
         p = heterogeneity(speedups, intervals)
-        ci = two_stage_ci(speedups, plan.stage) if plan.target is not None else mean_ci95(speedups)
+        ci = ratio_ci95(speedups, plan.stage if plan.target is not None else None)
         if ci is not None and (fresh or plan.target is not None):  # else: add_comparisons' Student-t over repeats stands
             row.ci95 = {**(row.ci95 or {}), "speedup_vs_baseline": [ci[1], ci[2]]}
             how = f" (two-stage: count planned from the first {plan.stage})" if plan.target is not None else ""
-            row.speedup_ci_method = f"Student-t over {len(reps)} paired {_label(fresh)}{how}"
+            row.speedup_ci_method = f"Student-t on the log scale over {len(reps)} paired {_label(fresh)}{how}"
         row.set("speedup_repeats", speedups)
         row.set("speedup_repeats_fresh_servers", fresh)
         row.set("speedup_between_p", p)

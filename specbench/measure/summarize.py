@@ -25,6 +25,7 @@ from .compare import decomposition, fidelity, mean_ci95, paired_requests, paired
 from .keepup import client_lag, client_tokens, token_agreement
 from .latency import Throughput, latency_stats, shared_reads, throughput, token_sources
 from .o200k import O200k, o200k_summary
+from .spread import ratio_ci95
 
 ACCEPTANCE_WINDOW = "from a /metrics snapshot after warm-up to one after the phase's last request"
 
@@ -297,10 +298,10 @@ def _speedup_ci(row: ResultRow, base: ResultRow) -> dict[str, list[float | None]
     reps_c, reps_b = row.output_throughput_tps_repeats, base.output_throughput_tps_repeats
     if row.paired_speedup_ci_low is not None:
         ci["paired_speedup"] = [row.paired_speedup_ci_low, row.paired_speedup_ci_high]
-    mc = mean_ci95([ratio(a, b) for a, b in zip(reps_c, reps_b)]) if reps_c and reps_b and len(reps_c) == len(reps_b) else None
+    mc = ratio_ci95([ratio(a, b) for a, b in zip(reps_c, reps_b)]) if reps_c and reps_b and len(reps_c) == len(reps_b) else None
     if mc and reps_c:
         ci["speedup_vs_baseline"] = [mc[1], mc[2]]
-        row.speedup_ci_method = f"Student-t over {len(reps_c)} paired repeats"
+        row.speedup_ci_method = f"Student-t on the log scale over {len(reps_c)} paired repeats"
     elif (row.paired_speedup_ci_low is not None and row.paired_speedup_ci_high is not None
           and row.speedup_vs_baseline and row.paired_speedup):
         # Closed loop keeps every slot busy, so wall time ∝ Σ latency and the throughput ratio

@@ -115,7 +115,7 @@ LOAD_AND_CI: list[Column] = [
            keys=("concurrency", "request_rate"), identity=True,
            shown=lambda rows: _rates_vary(rows) and _concurrencies_vary(rows)),
     Column("Speedup 95% CI", _ci,
-           "95% confidence interval of Speedup: Student-t over paired repeats where the cell ran repeats, else a "
+           "95% confidence interval of Speedup: Student-t on log speedups over paired repeats where the cell ran repeats, else a "
            "bootstrap over paired prompts (2000 resamples) of Σ tokens ÷ Σ latency, scaled onto Speedup "
            "(speedup_ci_method says which); ⚠ varies between servers (or passes): the cell's repeats disagree by more "
            "than their own bootstrap intervals allow (Cochran's Q, p < 0.05), with their range",

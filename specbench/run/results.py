@@ -86,7 +86,7 @@ def run_notes(suite: Suite, clocks: dict[str, str] | None = None) -> list[str]:
     clock = sorted(set((clocks or {}).values()))
     return weights_notes(suite) + [
         "Speedup = output tok/s of the run ÷ baseline's on the same data set and load point; its 95% CI is "
-        "bootstrapped over paired prompts, or Student-t over repeats (speedup_ci_method in results.json).",
+        "bootstrapped over paired prompts, or Student-t on log speedups over repeats (speedup_ci_method in results.json).",
         "ITL is per token (a chunk of n tokens after a gap g gives n samples of g/n); TPOT = (latency − TTFT)/(output tokens − 1)."
         + (f" Chunk times: {' / '.join(clock)}; TTFT counts from just before the request is written to the socket." if clock else ""),
         "Acceptance: deltas of the engine's spec-decode counters over each measured phase (see acceptance_source in results.json); — = not measured.",

@@ -28,7 +28,7 @@ from .common import ci_of, nm_html, why_missing
 def _caption(m: Model) -> str:
     methods = unique(r.speedup_ci_method for r in m.rows if r.speedup_ci_method)
     how = ("; here: " + "; ".join(esc(x) for x in methods)) if methods else (
-        "; Student-t over per-repeat ratios when the run has repeats")
+        "; Student-t on the log of the per-repeat ratios when the run has repeats")
     return (
         f"Bar: <b>speedup_vs_baseline</b> = output tokens/s of the config ÷ the baseline's "
         f"(<code>{esc(m.baseline)}</code>) on the same data set and load point; the black error bar is its 95% "

@@ -85,3 +85,17 @@ def test_the_check_catches_optional_stopping():
         _, lo, hi = mean_ci95(values)
         hits += lo <= truth <= hi
     assert hits / sims < 0.93
+
+
+def test_a_ratio_interval_is_on_the_log_scale_and_never_below_zero():
+    """Three server starts where one is far off: the t-interval on the ratios went below 0
+    ([−0.84, 3.04]); on the log scale it stays on (0, ∞) and ×/÷ symmetric about the geometric mean."""
+    from specbench.measure.spread import ratio_ci95
+
+    assert mean_ci95([0.2, 1.5, 1.6])[1] < 0
+    centre, low, high = ratio_ci95([0.2, 1.5, 1.6])
+    assert 0 < low < centre < high and centre == pytest.approx((0.2 * 1.5 * 1.6) ** (1 / 3))
+    assert centre / low == pytest.approx(high / centre)
+    steady = ratio_ci95([1.477, 1.485, 1.548])  # the H200 swing's second passes: close to the ratio-scale interval
+    assert steady == pytest.approx((1.5030, 1.4101, 1.6021), abs=1e-3)
+    assert ratio_ci95([1.2, None]) is None and ratio_ci95([1.2, 0.0, 1.1]) is None
