@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import multiprocessing.util
 import os
 import sys
 import threading
@@ -58,6 +59,7 @@ class _Log:
         self.notes: list[str] = []
         self.clock: str | None = None
         self.runner: str | None = None
+        self.exit_pid: int | None = None
 
     def _file(self, kind: str) -> Any:
         if self.pid != os.getpid():  # forked: the parent's open files are not ours
@@ -65,16 +67,29 @@ class _Log:
         f = self.files.get(kind)
         if f is None:
             f = self.files[kind] = open(os.path.join(self.dir, f"{kind}-{os.getpid()}.jsonl"), "a", buffering=1 << 16)
+            self._flush_at_exit()
         return f
+
+    def _flush_at_exit(self) -> None:
+        """Write what is buffered when this process ends. vLLM's engine core and workers are multiprocessing
+        children: they leave through ``os._exit`` after multiprocessing's own finalizers, so ``atexit`` never runs
+        there and the last 0.25 s of rows were lost (issue 38: a token log one accepted guess short). The child's
+        finalizer registry is cleared when it starts, hence registered here, at this process's first row."""
+        if self.exit_pid == os.getpid():
+            return
+        self.exit_pid = os.getpid()
+        multiprocessing.util.Finalize(None, final_flush, exitpriority=100)
 
     def write(self, kind: str, row: dict[str, Any]) -> None:
         line = json.dumps(row, separators=(",", ":"), allow_nan=False)
         with self.lock:
             self._file(kind).write(line + "\n")
 
-    def flush(self) -> None:
+    def flush(self, kind: str | None = None) -> None:
         with self.lock:
-            for f in self.files.values():
+            for name, f in self.files.items():
+                if kind is not None and name != kind:
+                    continue
                 try:
                     f.flush()
                 except (OSError, ValueError):
@@ -118,8 +133,19 @@ def guarded(name: str, body: Callable[..., Any], need: str = "steps") -> Callabl
 
 
 flusher_thread: threading.Thread | None = None
-#: called by the flusher before each flush: the runner hooks resolve the steps whose marks completed
-resolvers: list[Callable[[], None]] = []
+#: called by the flusher before each flush (``block`` False) and once at exit (True, the GPU idle): the runner
+#: hooks resolve the steps whose marks completed
+resolvers: list[Callable[[bool], None]] = []
+
+
+def final_flush() -> None:
+    """Every step still pending resolved, every file flushed: at the process's exit, never raising into it."""
+    try:
+        for resolve in resolvers:
+            resolve(True)
+    except Exception:  # the engine is going away: what cannot be resolved now is dropped
+        pass
+    LOG.flush()
 
 
 def start_flusher() -> None:
@@ -134,7 +160,7 @@ def start_flusher() -> None:
             try:
                 ACTIVE.refresh()
                 for resolve in resolvers:
-                    resolve()
+                    resolve(False)
                 LOG.flush()
             except Exception as err:  # keep the thread: the next tick may succeed
                 LOG.notes.append(f"flush: {type(err).__name__}: {err}"[:300])

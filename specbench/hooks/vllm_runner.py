@@ -108,7 +108,7 @@ class _Timeline:
 
 
 TIMELINE = _Timeline()
-resolvers.append(lambda: TIMELINE.resolve(block=False))
+resolvers.append(TIMELINE.resolve)
 
 
 def _wrap_method(owner: Any, name: str, hook: str, before: Callable[..., Any] | None,

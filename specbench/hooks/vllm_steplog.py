@@ -31,7 +31,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import steplog_files
-from .steplog_files import LOG, level, start_flusher
+from .steplog_files import LOG, final_flush, level, start_flusher
 from .vllm_runner import TIMELINE, patch_cudagraph_v2, patch_runner
 from .vllm_scheduler import patch_scheduler
 from .vllm_tokens import patch_rejection_sampler
@@ -41,13 +41,6 @@ RUNNER_V1 = "vllm.v1.worker.gpu_model_runner"
 RUNNER_V2 = "vllm.v1.worker.gpu.model_runner"
 CUDAGRAPH_V2 = "vllm.v1.worker.gpu.cudagraph_utils"
 SAMPLER_V1 = "vllm.v1.sample.rejection_sampler"
-
-
-def _at_exit() -> None:
-    try:
-        TIMELINE.resolve(block=True)
-    finally:
-        LOG.flush()
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):
@@ -101,7 +94,7 @@ def register() -> None:
         if name in sys.modules:
             patch(sys.modules[name])
     sys.meta_path.insert(0, _AfterImport({k: v for k, v in patches.items() if k not in sys.modules}))
-    atexit.register(_at_exit)
+    atexit.register(final_flush)  # the API server; vLLM's children flush through LOG's finalizer
     os.register_at_fork(before=LOG.flush, after_in_child=_forked)
 
 

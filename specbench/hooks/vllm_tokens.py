@@ -62,6 +62,7 @@ def _after(sampler: Any, output: Any) -> None:
                 "t_prob": t[0][i], "t_entropy": t[1][i], "t_margin": t[2][i],
                 "d_prob": d[0][i] if d else None, "d_entropy": d[1][i] if d else None, "d_margin": d[2][i] if d else None})
             i += 1
+    LOG.flush("tokens")  # accuracy runs only: a step's guesses reach disk with the step, never lost at shutdown
 
 
 def note_batch(runner: Any, step: dict[str, Any] | None) -> None:

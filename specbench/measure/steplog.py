@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..schemas.row import ResultRow
-from ..schemas.steplog import HIST_LEN, GpuRow, SchedRow, StepHeader
+from ..schemas.steplog import HIST_LEN, GpuRow, SchedRow, StepHeader, TokenRow
 
 #: ``num_reqs`` buckets of the step time by batch size
 BATCH_BUCKETS = ((1, 1), (2, 4), (5, 8), (9, 16), (17, 32), (33, 64), (65, 128), (129, 256), (257, 10**9))
@@ -193,6 +193,51 @@ def cell_stats(passes: Sequence[PassSteps]) -> StepStats:
         steplog_graph_modes={m: n / len(steps) for m, n in sorted(modes.items())} or None,
         steplog_padding_share=(sum(r.padded_tokens or 0 for r in padded) - unpadded) / unpadded if unpadded else None,
     )
+
+
+def pass_tokens(tokens: Sequence[TokenRow], steps: Sequence[Step]) -> list[TokenRow]:
+    """The token log's rows of one timed pass: those of its steps, by step number — the one cut its steps got.
+    A token row's own wall time is the sampler's, taken in another process, and may fall on the other side of
+    a scrape than its step's."""
+    numbers = {s.sched.step for s in steps}
+    return [r for r in tokens if r.step in numbers]
+
+
+@dataclass(frozen=True)
+class PassTokens:
+    """One timed pass's steps and the token rows of those steps (``pass_tokens``)."""
+
+    steps: tuple[Step, ...]
+    tokens: tuple[TokenRow, ...]
+
+
+@dataclass(frozen=True)
+class TokenLogStats:
+    """The token log over a cell's timed passes against its step log, named as the result row names it: the
+    verified guesses, the accepted ones, whether they equal the steps' accepted tokens, and what could not be
+    placed (reason → count; None: everything was)."""
+
+    steplog_token_guesses: int
+    steplog_token_accepted: int
+    steplog_token_agree: bool | None
+    steplog_token_unplaced: dict[str, int] | None
+
+
+def token_stats(passes: Sequence[PassTokens], orphans: int = 0) -> TokenLogStats:
+    """Σ accepted of the token rows against Σ accepted of the same steps' scheduler rows; a step that accepted
+    guesses but has no token row (a row lost before it reached disk) is counted, and so are ``orphans``, the
+    launch's token rows whose step no scheduler row has (they cannot be placed in any pass)."""
+    tokens = [t for p in passes for t in p.tokens]
+    steps = [s for p in passes for s in p.steps]
+    with_rows = {t.step for t in tokens}
+    missing = sum(1 for s in steps if (s.sched.accepted or 0) > 0 and s.sched.step not in with_rows)
+    known = all(s.sched.accepted is not None for s in steps)
+    accepted = sum(1 for t in tokens if t.accepted)
+    unplaced = {k: v for k, v in (("pass steps that accepted guesses but have no token row", missing),
+                                  ("token rows of a step the scheduler log lacks", orphans)) if v}
+    return TokenLogStats(steplog_token_guesses=len(tokens), steplog_token_accepted=accepted,
+                         steplog_token_agree=accepted == sum(s.sched.accepted or 0 for s in steps) if known else None,
+                         steplog_token_unplaced=unplaced or None)
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,10 @@ from typing import Any
 
 import pandas as pd
 
-from ..measure.steplog import StepLog
+from ..measure.steplog import StepLog, pass_tokens
 from ..run.readback import RunResults
 from ..run.rundir import read_phases
-from ..run.steplog import pass_steps, pass_tokens, read_launch
+from ..run.steplog import pass_steps, read_launch, read_tokens
 from ..schemas.cell import Cell
 from ..schemas.phase import PhaseInfo
 from ..schemas.request import RequestRecord
@@ -93,11 +93,16 @@ def _request_of(rows: Sequence[TokenRow], candidates: dict[int, RequestRecord]) 
 
 
 def tokens_frame(run: Path, phases: Sequence[PhaseInfo], requests: Sequence[RequestRecord], identity: Identity) -> pd.DataFrame:
-    """One row per verified guess of every complete timed pass run at the ``tokens`` level; ``req`` matches
+    """One row per verified guess of every complete timed pass run at the ``tokens`` level — the rows of the
+    pass's steps, by step number, as the results' ``steplog_token_*`` keys take them; ``req`` matches
     ``outputs``' (found by the guesses kept: they are the output's tokens at their positions)."""
     rows: list[dict[str, Any]] = []
+    logs: dict[Path, tuple[StepLog, list[TokenRow]]] = {}
     for p, key, folder in logged_passes(run, phases, identity):
-        tokens, _ = pass_tokens(folder, p)
+        if folder not in logs:
+            logs[folder] = (read_launch(folder), read_tokens(folder)[0])
+        log, launch_tokens = logs[folder]
+        tokens = pass_tokens(launch_tokens, pass_steps(log, p) or ())
         candidates = {i: r for i, r in enumerate(requests)
                       if r.phase == "measure" and r.repeat == p.repeat and Cell.of_record(r) == p.cell}
         by_req: dict[str | None, list[TokenRow]] = {}

@@ -59,6 +59,11 @@ def warnings(records: Sequence[ResultRow]) -> list[str]:
         if r.steplog_hist_agree is False:
             out.append(f"⚠ {where}: the step log's histogram counts {r.steplog_hist_accepted} accepted tokens, its "
                        f"spec-decode stats {r.steplog_accepted}")
+        if r.steplog_token_agree is False or r.steplog_token_unplaced:
+            unplaced = "; ".join(f"{n} {why}" for why, n in (r.steplog_token_unplaced or {}).items())
+            out.append(f"⚠ {where}: the token log's accepted guesses ({r.steplog_token_accepted}) "
+                       f"{'differ from' if r.steplog_token_agree is False else 'match'} the step log's ({r.steplog_accepted})"
+                       + (f"; not placed: {unplaced}" if unplaced else ""))
         if r.shared_read_share is not None and r.shared_read_share > 0.01:
             out.append(f"⚠ {where}: {100 * r.shared_read_share:.1f}% of chunks came in the same read as the one before "
                        "(client or network a whole step behind, or steps flushed together): ITL/step percentiles are coarser than the server's steps")

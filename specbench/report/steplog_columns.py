@@ -61,6 +61,13 @@ STEP_COLUMNS: list[Column] = [
            "Σ (j − 1)·hist[j] vs Σ accepted of the same steps: the per-request histogram against the engine's own "
            "spec-decode stats; ⚠ with both numbers when they differ", STEP, "tokens",
            ("steplog_hist_accepted", "steplog_hist_agree"), _has_log),
+    Column("Token log = log", lambda r: _agree(r.steplog_token_agree, r.steplog_token_accepted, r.steplog_accepted),
+           "the token log (steplog: tokens) against the step log: its accepted guesses over the rows of the timed passes' "
+           "steps (cut by step number, as the steps are) vs the steps' accepted tokens; ⚠ with both numbers when they "
+           "differ; steplog_token_guesses counts the verified guesses and steplog_token_unplaced what could not be "
+           "placed (a step that accepted guesses without a token row, a token row of a step the scheduler log lacks)",
+           STEP, "tokens", ("steplog_token_accepted", "steplog_token_agree", "steplog_token_guesses",
+                            "steplog_token_unplaced"), lambda rows: any(r.steplog_token_guesses is not None for r in rows)),
     Column("Graph modes", _modes,
            "share of steps per CUDA-graph mode (FULL, PIECEWISE, NONE; --cudagraph-metrics), and in "
            "steplog_padding_share the padded tokens beyond the scheduled ones ÷ the scheduled ones",

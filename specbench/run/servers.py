@@ -112,6 +112,30 @@ async def check_url(session: aiohttp.ClientSession, config: ServerConfig, model:
 
 
 STEPLOG_DIR = "steplog"  # under the run's logs/: one folder per server start, and _plugin
+SETTLE_QUIET_S, SETTLE_MAX_S = 0.6, 3.0  # the recorder flushes every 0.25 s
+
+
+async def settle(folder: Path) -> None:
+    """Wait until the step log's files stop growing (no change for ``SETTLE_QUIET_S``, at most ``SETTLE_MAX_S``)
+    before the server is stopped: an idle server's last rows reach disk on the recorder's next flush, and a
+    process that is killed instead of exiting loses what it had not flushed."""
+    def sizes() -> tuple[tuple[str, int], ...]:
+        out = []
+        for p in sorted(folder.glob("*.jsonl")):
+            try:
+                out.append((p.name, p.stat().st_size))
+            except OSError:
+                continue
+        return tuple(out)
+
+    loop = asyncio.get_running_loop()
+    start = last_change = loop.time()
+    seen = sizes()
+    while loop.time() - start < SETTLE_MAX_S and loop.time() - last_change < SETTLE_QUIET_S:
+        await asyncio.sleep(0.1)
+        now = sizes()
+        if now != seen:
+            seen, last_change = now, loop.time()
 
 
 def steplog_launch(logs: Path, config: ServerConfig, env: dict[str, str], start: int | None = None) -> dict[str, str]:
@@ -169,6 +193,8 @@ async def open_server(suite: Suite, config: ServerConfig, book: ServerBook, sess
         })
     finally:
         try:
+            if "SPECBENCH_STEPLOG_DIR" in env and not (stop is not None and stop.is_set()):
+                await settle(Path(env["SPECBENCH_STEPLOG_DIR"]))
             await stop_off_loop(proc)  # a second Ctrl-C meanwhile kills the group at once
         finally:
             book.forget_server(config.name)

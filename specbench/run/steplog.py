@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..measure.steplog import PassSteps, Step, StepLog, StepStats, cell_stats, cut, join
+from ..measure.steplog import PassSteps, PassTokens, Step, StepLog, StepStats, TokenLogStats, cell_stats, cut, join, pass_tokens, token_stats
 from ..schemas.cell import Cell
 from ..schemas.phase import PhaseInfo
 from ..schemas.row import ResultRow
@@ -97,14 +97,19 @@ def _rows(folder: Path, kind: str, reader: Callable[[Any], T], skipped: Counter[
     return rows
 
 
-def pass_tokens(folder: Path, phase: PhaseInfo) -> tuple[list[TokenRow], dict[str, int]]:
-    """The token log's rows of one timed pass (cut by its /metrics scrapes, as its steps are), and the lines
-    skipped by reason; nothing where the pass has no recorded window."""
+def read_tokens(folder: Path) -> tuple[list[TokenRow], dict[str, int]]:
+    """A launch's token log (``tokens-*.jsonl``, the ``tokens`` level), one row per verified guess (a second row
+    of the same guess — another rank's — skipped), and the lines skipped by reason."""
     skipped: Counter[str] = Counter()
-    if phase.scraped_before is None or phase.scraped_after is None:
-        return [], {}
-    rows = _rows(folder, "tokens", TokenRow.from_line, skipped)
-    return [r for r in rows if phase.scraped_before <= r.wall <= phase.scraped_after], dict(skipped)
+    rows, seen = [], set()
+    for r in _rows(folder, "tokens", TokenRow.from_line, skipped):
+        guess = (r.step, r.req_id, r.draft_pos)
+        if guess in seen:
+            skipped["tokens: duplicate guess"] += 1
+            continue
+        seen.add(guess)
+        rows.append(r)
+    return rows, dict(skipped)
 
 
 def pass_steps(log: StepLog, phase: PhaseInfo) -> tuple[Step, ...] | None:
@@ -129,23 +134,28 @@ class CellStepLog:
 
     stats: StepStats | None
     source: StepLogSource
+    tokens: TokenLogStats | None = None
 
     def add_to(self, row: ResultRow) -> None:
         if self.stats is not None:
             row.add(self.stats)
         row.add(self.source)
+        if self.tokens is not None:
+            row.add(self.tokens)
 
 
 def steplog_results(run_dir: Path, phases: Sequence[PhaseInfo]) -> dict[Cell, CellStepLog]:
-    """The ``steplog_*`` results keys of every cell whose timed passes ran with the step log on."""
+    """The ``steplog_*`` results keys of every cell whose timed passes ran with the step log on (and, where the
+    launch kept a token log, the ``steplog_token_*`` keys: its rows cut by the same step numbers)."""
     logs: dict[str, StepLog] = {}
+    token_logs: dict[str, tuple[list[TokenRow], dict[str, int]]] = {}
     cells: dict[Cell, list[PhaseInfo]] = {}
     for p in phases:
         if p.steplog and p.complete:
             cells.setdefault(p.cell, []).append(p)
     out = {}
     for cell, ps in cells.items():
-        passes, skipped, errors = [], Counter[str](), []
+        passes, token_passes, skipped, errors, orphans = [], [], Counter[str](), [], 0
         for p in ps:
             assert p.steplog is not None
             folder = (run_dir / p.steplog).resolve()
@@ -155,12 +165,20 @@ def steplog_results(run_dir: Path, phases: Sequence[PhaseInfo]) -> dict[Cell, Ce
             if p.steplog not in logs:
                 logs[p.steplog] = read_launch(folder)
                 skipped.update(logs[p.steplog].skipped)
+                if any(folder.glob("tokens-*.jsonl")):
+                    token_logs[p.steplog] = read_tokens(folder)
+                    skipped.update(token_logs[p.steplog][1])
+                    logged = {s.sched.step for s in logs[p.steplog].steps}
+                    orphans += sum(1 for t in token_logs[p.steplog][0] if t.step not in logged)
             steps = pass_steps(logs[p.steplog], p)
             if steps is None:
                 errors.append(f"repeat {p.repeat}: no /metrics scrape times in phases.jsonl")
                 continue
             counter = p.acceptance.spec_accepted_tokens
             passes.append(PassSteps(steps, counter if isinstance(counter, int) and not isinstance(counter, bool) else None))
+            if p.steplog in token_logs:
+                token_passes.append(PassTokens(steps, tuple(pass_tokens(token_logs[p.steplog][0], steps))))
         out[cell] = CellStepLog(cell_stats(passes) if passes else None,
-                                StepLogSource(WINDOW if passes else None, dict(skipped) or None, "; ".join(errors) or None))
+                                StepLogSource(WINDOW if passes else None, dict(skipped) or None, "; ".join(errors) or None),
+                                token_stats(token_passes, orphans) if token_passes else None)
     return out

@@ -282,6 +282,10 @@ class StepLogStats:
     steplog_skipped_rows: Obj | None = None
     steplog_error: str | None = None
     step_source: str | None = None
+    steplog_token_guesses: int | None = None
+    steplog_token_accepted: int | None = None
+    steplog_token_agree: bool | None = None
+    steplog_token_unplaced: Obj | None = None
 
 
 @dataclass(eq=False)

@@ -102,6 +102,9 @@ def check_step_log(out, meta, spec, base):
     assert spec["steplog_accepted"] == spec["steplog_counter_accepted"] == spec["spec_accepted_tokens"]
     assert spec["steplog_hist_accepted"] == spec["steplog_accepted"] and spec["steplog_accepted_agree"] is True
     assert spec["steplog_drafter_ms"] is not None and spec["steplog_fwd_ms"] > 0
+    # the token log, cut by the pass's step numbers, holds every accepted guess of the step log (issue 38)
+    assert spec["steplog_token_accepted"] == spec["steplog_accepted"] and spec["steplog_token_agree"] is True
+    assert spec["steplog_token_unplaced"] is None and spec["steplog_token_guesses"] >= spec["steplog_token_accepted"]
     assert base.get("step_source") is None and base.get("steplog_steps") is None  # no log on the baseline: chunk gaps
     assert spec["step_source"] == "chunk gaps"  # the decomposition needs both sides' step times
     prof = out / "export"

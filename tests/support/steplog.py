@@ -34,6 +34,20 @@ def sched_row(step: int, wall: float, committed: list[int], k: int | None = None
     return row
 
 
+def token_row(step: int, wall: float, req_id: str, pos: int, out_pos: int, token: int, accepted: bool, **over) -> dict:
+    """A token-log row: one guess the target verified (the ``tokens`` level)."""
+    row = {"step": step, "wall": wall, "req_id": req_id, "batch": 2, "draft_pos": pos, "ctx": 10 + out_pos,
+           "out_pos": out_pos, "token": token, "target_top": token if accepted else token + 1, "accepted": accepted,
+           "t_prob": 0.9 if accepted else 0.1, "t_entropy": 0.3, "t_margin": 0.5, "d_prob": None, "d_entropy": None,
+           "d_margin": None}
+    return {**row, **over}
+
+
+def step_guesses(step: int, wall: float, req_id: str, k: int, accepted: int) -> list[dict]:
+    """The token rows of one request's draft of ``k`` guesses in ``step``, the first ``accepted`` of them kept."""
+    return [token_row(step, wall, req_id, p, 10 * step + p, 100 + p, p <= accepted) for p in range(1, k + 1)]
+
+
 def gpu_row(step: int, wall: float, since_prev_ms: float | None, *, fwd: tuple[float, float] = (0.1, 4.0),
             lm_head: tuple[float, float] = (4.0, 4.5), samp: float = 4.5, draft: tuple[float, float] | None = (5.0, 7.0),
             end: float = 7.5) -> dict:

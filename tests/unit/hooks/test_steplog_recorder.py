@@ -40,6 +40,7 @@ def hooks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     registered: list[Any] = []
     monkeypatch.setattr("atexit.register", lambda fn, *a, **k: registered.append(fn))
     monkeypatch.setattr("os.register_at_fork", lambda **k: registered.append(k))
+    monkeypatch.setattr("multiprocessing.util.Finalize", lambda *a, **k: registered.append(a))
 
     def load(level: str | None, control: Path | None = None) -> SimpleNamespace:
         if level is None:
@@ -514,3 +515,44 @@ def test_the_control_file_never_raises_the_launch_level(hooks, tmp_path: Path) -
     control.unlink()
     h.files.ACTIVE.refresh()  # a missing file keeps the level it had
     assert h.files.LEVELS[h.files.ACTIVE.rank] == "steps"
+
+
+CHILD = """
+import multiprocessing, os, sys
+def child():
+    from specbench.hooks.steplog_files import LOG
+    LOG.write("sched", {"step": 1})  # buffered: no flush before the child ends
+if __name__ == "__main__":
+    p = multiprocessing.get_context(sys.argv[1]).Process(target=child)
+    p.start(); p.join(); sys.exit(p.exitcode)
+"""
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_a_multiprocessing_child_flushes_its_rows_when_it_ends(tmp_path: Path, method: str) -> None:
+    """Issue 38: vLLM's engine core and workers are multiprocessing children, which end through os._exit, so an
+    atexit flush never ran there and their last buffered rows were lost (a token log one guess short)."""
+    import os
+    import subprocess
+
+    script = tmp_path / "child.py"
+    script.write_text(CHILD)
+    env = {**os.environ, "SPECBENCH_STEPLOG": "steps", "SPECBENCH_STEPLOG_DIR": str(tmp_path),
+           "PYTHONPATH": str(Path(__file__).resolve().parents[3])}
+    subprocess.run([sys.executable, str(script), method], env=env, check=True, timeout=60)
+    (written,) = tmp_path.glob("sched-*.jsonl")
+    assert written.read_text() == '{"step":1}\n'
+
+
+def test_the_token_log_reaches_disk_with_its_step(hooks) -> None:
+    """The tokens level (accuracy runs only) flushes each step's guesses as the sampler returns: none waits for
+    the flusher, so none is lost when the worker ends."""
+    from specbench.hooks import vllm_tokens
+
+    h = hooks("tokens")
+    tokens = importlib.reload(vllm_tokens)
+    stats = ([0.9, 0.2], [0.1, 0.3], [0.5, 0.1], [7, 9])
+    tokens._BATCH.update(step=3, req_ids=["r"], computed=[10], prompt=[8], pending=([7, 8], [2], stats, None))
+    tokens._after(None, SimpleNamespace(sampled_token_ids=SimpleNamespace(tolist=lambda: [[7, 5, -1]])))
+    rows = [json.loads(line) for line in (h.dir / f"tokens-{h.files.LOG.pid}.jsonl").read_text().splitlines()]
+    assert [(r["step"], r["draft_pos"], r["accepted"]) for r in rows] == [(3, 1, True), (3, 2, False)]

@@ -5,7 +5,7 @@ import json
 from specbench.report.export_steps import STEP_COLUMNS, TOKEN_COLUMNS, TableKey, outputs_frame, steps_frame, tokens_frame
 from specbench.schemas.phase import PhaseInfo
 from specbench.schemas.request import RequestRecord
-from tests.support.steplog import WALL0, gpu_row, sched_row, write_launch
+from tests.support.steplog import WALL0, gpu_row, sched_row, step_guesses, token_row, write_launch
 
 IDENT = TableKey(gpu="H200", target="t", split="d", drafter="dspark", k=3, c=1)
 
@@ -35,14 +35,6 @@ def test_outputs_are_the_measured_requests():
     assert outputs_frame(recs, lambda cell: None).empty
 
 
-def token_row(step: int, wall: float, req_id: str, pos: int, out_pos: int, token: int, accepted: bool, **over) -> dict:
-    row = {"step": step, "wall": wall, "req_id": req_id, "batch": 2, "draft_pos": pos, "ctx": 10 + out_pos,
-           "out_pos": out_pos, "token": token, "target_top": token if accepted else token + 1, "accepted": accepted,
-           "t_prob": 0.9 if accepted else 0.1, "t_entropy": 0.3, "t_margin": 0.5, "d_prob": None, "d_entropy": None,
-           "d_margin": None}
-    return {**row, **over}
-
-
 def test_tokens_are_the_passes_guesses_joined_to_their_requests(tmp_path):
     """Each vLLM request's kept guesses are found in exactly one measured output at their positions (kept
     guesses past max_tokens, cut from the output, are no evidence); a bad line is skipped, never raised."""
@@ -62,3 +54,18 @@ def test_tokens_are_the_passes_guesses_joined_to_their_requests(tmp_path):
     assert list(frame.columns) == TOKEN_COLUMNS and len(frame) == 5
     assert frame.req.tolist()[:4] == [1, 1, 2, 2] and frame.req.isna().tolist()[4]
     assert frame.accepted.tolist() == [True, False, True, True, True] and frame.d_prob.isna().all()
+
+
+def test_tokens_are_cut_by_the_passes_step_numbers_not_their_own_wall_times(tmp_path):
+    """Issue 38: a token row's wall is the sampler's, in another process: a warm-up step sampled just after the
+    first scrape, and the pass's last step sampled just after the second, straddle the window edges. The export
+    takes the rows of the pass's steps, as the results do."""
+    folder = tmp_path / "logs/steplog/spec-s0"
+    committed = {1: 2, 2: 2, 3: 3, 4: 3, 5: 4, 6: 3}  # tokens each step's one request committed (k=3)
+    write_launch(folder, [sched_row(n, WALL0 + n, [c], 3) for n, c in committed.items()])
+    rows = [r for n, c in committed.items() for r in step_guesses(n, WALL0 + n + (0.7 if n in (2, 5) else 0.1), "a", 3, c - 1)]
+    (folder / "tokens-1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    phase = PhaseInfo(config="spec", dataset="d", concurrency=1, request_rate=None, repeat=0, wall_s=1.0,
+                      scraped_before=WALL0 + 2.5, scraped_after=WALL0 + 5.5, steplog="logs/steplog/spec-s0")
+    frame = tokens_frame(tmp_path, [phase], [], lambda cell: IDENT)
+    assert sorted(set(frame.step)) == [3, 4, 5] and int(frame.accepted.sum()) == 2 + 2 + 3

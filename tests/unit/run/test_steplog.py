@@ -12,7 +12,7 @@ from specbench.schemas.acceptance import AcceptanceWindow
 from specbench.schemas.phase import PhaseInfo
 from specbench.schemas.row import ResultRow
 from specbench.suite import parse_suite
-from tests.support.steplog import WALL0, gpu_row, sched_row, write_launch
+from tests.support.steplog import WALL0, gpu_row, sched_row, step_guesses, write_launch
 
 
 def phase(repeat, t0, t1, folder="logs/steplog/spec-s0", accepted=None):
@@ -81,3 +81,39 @@ def test_sglang_with_a_step_log_is_refused_before_any_server_starts(tmp_path):
     with pytest.raises(SuiteError) as info:
         preflight(suite)
     assert "'sg_eagle'" in str(info.value) and "sglang" in str(info.value) and info.value.exit_code == 2
+
+
+def _token_launch(tmp_path, committed, lost=(), orphan=False):
+    """A launch whose steps each committed ``committed[n]`` tokens (k=3), with its token log; the rows of a step
+    in ``lost`` never reached disk, and ``orphan`` adds a row of a step no scheduler row has."""
+    folder = write_launch(tmp_path / "logs/steplog/spec-s0", [sched_row(n, WALL0 + n, [c], 3) for n, c in committed.items()])
+    rows = [r for n, c in committed.items() if n not in lost
+            for r in step_guesses(n, WALL0 + n + (0.7 if n in (2, 5) else 0.1), "a", 3, c - 1)]
+    rows += step_guesses(99, WALL0 + 4.2, "a", 3, 1) if orphan else []
+    (folder / "tokens-2.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+COMMITTED = {1: 2, 2: 2, 3: 3, 4: 3, 5: 4, 6: 3}  # pass: steps 3-5, 2 + 2 + 3 accepted
+
+
+def test_the_token_log_is_cut_by_the_passes_step_numbers_where_a_step_straddles_a_scrape(tmp_path):
+    """Issue 38 item 3: step 2 (warm-up) was sampled 0.2 s after the first scrape, step 5 (the pass's last) 0.2 s
+    after the second; cut by their own wall times the pass held 5 accepted guesses where its steps held 7."""
+    _token_launch(tmp_path, COMMITTED)
+    keys = _keys(steplog_results(tmp_path, [phase(0, WALL0 + 2.5, WALL0 + 5.5, accepted=7)]))
+    assert keys["steplog_accepted"] == 7 and keys["steplog_token_accepted"] == 7 and keys["steplog_token_agree"] is True
+    assert keys["steplog_token_guesses"] == 9 and keys["steplog_token_unplaced"] is None
+
+
+def test_token_rows_that_cannot_be_placed_are_said(tmp_path):
+    """A step whose token rows were lost, and rows of a step the scheduler log lacks: counted by reason."""
+    _token_launch(tmp_path, COMMITTED, lost=(4,), orphan=True)
+    keys = _keys(steplog_results(tmp_path, [phase(0, WALL0 + 2.5, WALL0 + 5.5, accepted=7)]))
+    assert keys["steplog_token_accepted"] == 5 and keys["steplog_token_agree"] is False
+    assert keys["steplog_token_unplaced"] == {"pass steps that accepted guesses but have no token row": 1,
+                                              "token rows of a step the scheduler log lacks": 3}
+
+
+def test_a_launch_without_a_token_log_has_no_token_keys(tmp_path):
+    write_launch(tmp_path / "logs/steplog/spec-s0", [sched_row(n, WALL0 + n, [3], 3) for n in range(1, 4)])
+    assert "steplog_token_guesses" not in _keys(steplog_results(tmp_path, [phase(0, WALL0 + 0.5, WALL0 + 3.5, accepted=6)]))
