@@ -111,8 +111,9 @@ def register(sub: Any) -> None:
 
 def add_bundle_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engine", help="the engine requirement, e.g. vllm==0.26.0")
-    p.add_argument("--host-packages", metavar="FILE", help="the host's `pip list` / `pip freeze` output; "
-                   "what it has (compatible) is left out")
+    p.add_argument("--host-packages", metavar="FILE", help="the host's `pip inspect` (best: it carries each package's "
+                   "requirements) or `pip list` / `pip freeze` output; what it has (compatible) is left out, and what "
+                   "the host's packages require of a packed wheel is honoured")
     p.add_argument("--python-version", default="3.12", help="the host's Python (default 3.12)")
     p.add_argument("--platform", default="manylinux_2_28_x86_64", help="the host's wheel platform (default manylinux_2_28_x86_64)")
     p.add_argument("--part-size", default="60M", help="size of each archive part (default 60M)")
