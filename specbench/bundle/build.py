@@ -15,10 +15,16 @@ from packaging.utils import canonicalize_name
 from ..errors import SpecbenchError
 from ..util.diskio import make_output_dir, output_errors, output_file, write_output
 from .archive import sha256_of, write_archive
-from .pip import download, local_wheel, req_text, resolve, resolver_for, wheel_name_version, wheel_requires
+from .hostreqs import fit_host, inspect_requires
+from .pip import download, local_wheel, req_text, requires_of, resolve, resolver_for, wheel_modules, wheel_name_version, wheel_requires
 from .plan import DEFAULT_EXCLUDE, DEFAULT_KEEP_HOST, FORMAT, Plan, Resolved, applies, is_excluded, marker_env, parse_host_packages, plan_bundle
 
 UNPACK_TEMPLATE = Path(__file__).with_name("unpack.py")
+# What unpack.py imports before it says ready (manifest ``imports``): the engine's server module (the
+# launchers' command) and transformers' auto classes (convert_gguf, every engine's model loading),
+# then each --with package. ``import vllm`` alone imports neither transformers nor huggingface-hub.
+ENGINE_MODULES = {"vllm": ("vllm", "vllm.entrypoints.openai.api_server"), "sglang": ("sglang", "sglang.launch_server")}
+MODEL_PATH = ("transformers", "transformers.models.auto.modeling_auto", "transformers.models.auto.tokenization_auto")
 
 
 def build_bundle(engine: str, host_file: Path | None, out: Path, *, python_version: str = "3.12",
@@ -32,10 +38,13 @@ def build_bundle(engine: str, host_file: Path | None, out: Path, *, python_versi
     except InvalidRequirement as e:
         raise SpecbenchError(f"--engine: not a requirement like vllm==0.26.0: {engine!r} ({e})") from None
     host: dict[str, str | None] = {}
+    listed: dict[str, list[Requirement]] | None = None
     if host_file is not None:
         if not host_file.is_file():
             raise SpecbenchError(f"--host-packages: {host_file}: no such file")
-        host = parse_host_packages(host_file.read_text(), str(host_file))
+        text = host_file.read_text()
+        host = parse_host_packages(text, str(host_file))
+        listed = inspect_requires(text, str(host_file))
     python = resolver_python or resolver_for(python_version)
     env = marker_env(python_version, platform)
     exclude = tuple(canonicalize_name(p) if "*" not in p else p.lower() for p in exclude)
@@ -64,10 +73,20 @@ def build_bundle(engine: str, host_file: Path | None, out: Path, *, python_versi
                                                    else str(r) for r in top[1:]]
         log(f"resolving {len(kept)} requirements of {engine_wheel.name} (+{len(top) - 1} --with) for "
             f"Python {python_version} / {platform} with {python}")
-        resolved = resolve(as_text, python, python_version, platform, list(index_args), constraints, work)
         ename = canonicalize_name(engine_req.name)
-        resolved[ename] = Resolved(ename, wheel_name_version(engine_wheel)[1], engine_meta)
-        plan = plan_bundle(top, resolved, host, env, exclude, keep_host, reasons)
+        engine_res = Resolved(ename, wheel_name_version(engine_wheel)[1], engine_meta)
+
+        def plan_with(honour: list[str], shadow: set[str]) -> Plan:
+            resolved = resolve(as_text, python, python_version, platform, list(index_args), constraints + honour, work)
+            usable = {n: v for n, v in host.items() if n not in shadow}
+            return plan_bundle(top, {**resolved, ename: engine_res}, usable, env, exclude, keep_host, reasons)
+
+        def read_requires(pins: dict[str, str]) -> tuple[dict[str, list[Requirement]], dict[str, str]]:
+            log(f"reading the requirements of {len(pins)} host packages from the index")
+            return requires_of(pins, python, python_version, platform, list(index_args), work)
+
+        fit = fit_host(plan_with, read_requires, host, listed, env, exclude, log)
+        plan = fit.plan
         names = [r for r in plan.bundle if r.name != ename and r.name not in local]
         files: dict[str, Path] = {ename: engine_wheel, **local}
         if names:
@@ -87,6 +106,9 @@ def build_bundle(engine: str, host_file: Path | None, out: Path, *, python_versi
         only_names = [r.name for r in plan.bundle if plan.reasons.get(r.name) == "with-only"]
         order = [ename] + only_names + [n for n in local] + sorted(r.name for r in names)
         wheels, entries = _checked_wheels(order, files, plan)
+        imports = list(ENGINE_MODULES.get(ename) or wheel_modules(engine_wheel))
+        imports += MODEL_PATH if "transformers" in plan.required_by else ()
+        imports += [m for n in order if plan.reasons.get(n) == "with" for m in wheel_modules(files[n]) if m not in imports]
         with output_errors(out / "bundle.tar"):
             parts, total_sha, total = write_archive(wheels, out, part_size)
     manifest = {
@@ -95,17 +117,22 @@ def build_bundle(engine: str, host_file: Path | None, out: Path, *, python_versi
         "part_size": part_size, "parts": parts,
         "archive": {"name": "bundle.tar", "size": sum(p["size"] for p in parts), "sha256": total_sha},
         "wheels": entries, "wheel_bytes": total,
-        "host_packages": {"file": str(host_file) if host_file else None, "used": plan.host_used},
+        "host_packages": {"file": str(host_file) if host_file else None, "used": plan.host_used,
+                          "requirements_from": None if host_file is None else "pip inspect" if listed is not None else "index",
+                          "honoured": fit.honoured, "requirements_unknown": fit.unknown},
+        "imports": imports,
         "excluded": {"patterns": list(exclude), "left_out": plan.excluded},
-        "conflicts": plan.conflicts,
+        "conflicts": plan.conflicts + fit.conflicts,
     }
-    with output_file(out / "unpack.py") as tmp:
-        shutil.copyfile(UNPACK_TEMPLATE, tmp)
+    with output_file(out / "unpack.py") as dest:
+        shutil.copyfile(UNPACK_TEMPLATE, dest)
     write_output(out / "manifest.json", json.dumps(manifest, indent=1) + "\n")
     log(f"{len(entries)} wheels, {total / 1e6:.1f} MB in {len(parts)} parts of ≤ {part_size / (1 << 20):g} MiB "
         f"→ {out} ({time.monotonic() - t0:.0f} s); host provides {len(plan.host_used)}, excluded {len(plan.excluded)}")
-    for line in plan.conflicts:
+    for line in plan.conflicts + fit.conflicts:
         log("warning: " + line)
+    for line in fit.unknown.values():
+        log(f"warning: requirements of the host's {line}; what is packed is not checked against them (a `pip inspect` list carries them)")
     return manifest
 
 

