@@ -15,8 +15,6 @@ from pathlib import Path
 
 STEPLOG_LEVELS = ("off", "steps", "timing", "tokens")
 ENTRY_POINT = "specbench_steplog = specbench.hooks.vllm_steplog:register"
-_HOOK_FILES = ("__init__.py", "site.py", "vllm_steplog.py", "steplog_files.py", "vllm_scheduler.py", "vllm_runner.py",
-               "vllm_tokens.py")
 
 
 def plugin_site(dest: Path) -> Path:
@@ -25,9 +23,8 @@ def plugin_site(dest: Path) -> Path:
     pkg = dest / "specbench" / "hooks"
     pkg.mkdir(parents=True, exist_ok=True)
     (dest / "specbench" / "__init__.py").write_text('"""specbench\'s engine hooks only (a plugin folder)."""\n')
-    for name in _HOOK_FILES:
-        if (here / name).exists():
-            shutil.copyfile(here / name, pkg / name)
+    for path in sorted(here.glob("*.py")):  # every hook module: a new one can never be left behind
+        shutil.copyfile(path, pkg / path.name)
     info = dest / "specbench_steplog-0.dist-info"
     info.mkdir(exist_ok=True)
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: specbench_steplog\nVersion: 0\n")

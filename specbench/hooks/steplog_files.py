@@ -8,6 +8,7 @@ import os
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -132,6 +133,32 @@ def guarded(name: str, body: Callable[..., Any], need: str = "steps") -> Callabl
     return run
 
 
+FLUSH_MIN_MS = 1.0  # a flush at least this long is an event of its own (the recorder ruled in or out)
+MAX_PENDING = 100_000  # events queued while nothing flushes: the oldest are dropped, the engine never grows
+#: events not yet written (``emit``): (kind, wall, ms, step, detail)
+PENDING: deque[tuple[str, float, float, int | None, str | None]] = deque(maxlen=MAX_PENDING)
+#: the step in flight in this process, [step]: the runner's while it runs one, else the scheduler's last; None between
+IN_FLIGHT: list[int | None] = [None]
+
+
+def emit(kind: str, wall: float, ms: float, detail: str | None = None) -> None:
+    """Queue one event (``events`` rows, the ``steps`` level and above): never blocks, never takes the log's lock —
+    a garbage collection can start inside ``LOG.write`` — and is written by the flusher."""
+    if ACTIVE.rank < LEVELS.index("steps"):
+        return
+    PENDING.append((kind, wall, round(max(ms, 0.0), 4), IN_FLIGHT[0], detail[:300] if detail else None))
+
+
+def write_pending() -> None:
+    """The queued events to ``events-<pid>.jsonl`` (the flusher's thread, or the process's end)."""
+    while PENDING:
+        try:
+            kind, wall, ms, step, detail = PENDING.popleft()
+        except IndexError:
+            return
+        LOG.write("events", {"kind": kind, "wall": wall, "ms": ms, "step": step, "detail": detail})
+
+
 flusher_thread: threading.Thread | None = None
 #: called by the flusher before each flush (``block`` False) and once at exit (True, the GPU idle): the runner
 #: hooks resolve the steps whose marks completed
@@ -143,6 +170,7 @@ def final_flush() -> None:
     try:
         for resolve in resolvers:
             resolve(True)
+        write_pending()
     except Exception:  # the engine is going away: what cannot be resolved now is dropped
         pass
     LOG.flush()
@@ -159,9 +187,14 @@ def start_flusher() -> None:
             time.sleep(0.25)
             try:
                 ACTIVE.refresh()
+                wall, t0 = time.time(), time.perf_counter()
                 for resolve in resolvers:
                     resolve(False)
+                write_pending()
                 LOG.flush()
+                ms = (time.perf_counter() - t0) * 1e3
+                if ms >= FLUSH_MIN_MS:
+                    emit("recorder_flush", wall, ms)
             except Exception as err:  # keep the thread: the next tick may succeed
                 LOG.notes.append(f"flush: {type(err).__name__}: {err}"[:300])
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import os
 import sys
 import threading
 import time
@@ -9,8 +11,22 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from .steplog_files import LOG, MARK, STEP_ATTR, guarded, resolvers, start_flusher, vllm_version
+from .steplog_files import IN_FLIGHT, LOG, MARK, STEP_ATTR, guarded, resolvers, start_flusher, vllm_version
 from .vllm_tokens import note_batch
+
+#: tests only: the step in which the worker forces a full collection of cyclic garbage (a real cause, recorded by the
+#: same ``gc`` hook as any other, for the CPU engine's test of stall causes); 0: never
+TEST_GC_STEP = int(os.environ.get("SPECBENCH_STEPLOG_TEST_GC_STEP", "0") or 0)
+
+
+def _forced_collection() -> None:
+    junk = []
+    for _ in range(300_000):
+        a: list[Any] = []
+        a.append([a])
+        junk.append(a)
+    del junk
+    gc.collect()
 
 
 class _Clock:
@@ -68,6 +84,9 @@ class _Timeline:
         self.resolve(block=False)
         start = self.clock.mark()
         self.current = {"step": tag[0], "wall": time.time(), "start": start, "prev": self.prev_start, "marks": {}}
+        IN_FLIGHT[0] = tag[0]
+        if TEST_GC_STEP and tag[0] == TEST_GC_STEP:
+            _forced_collection()
         self.prev_start = start
 
     def mark(self, name: str, first: bool = True) -> None:
@@ -82,6 +101,7 @@ class _Timeline:
             return
         self.mark("end", first=False)
         self.current = None
+        IN_FLIGHT[0] = None
         with self.lock:
             self.pending.append(cur)
 

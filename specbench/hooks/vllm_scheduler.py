@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from .steplog_files import LOG, MARK, MAX_HIST, STEP_ATTR, guarded, start_flusher, vllm_version
+from .steplog_files import IN_FLIGHT, LOG, MARK, MAX_HIST, STEP_ATTR, guarded, start_flusher, vllm_version
 
 
 class _Sched:
@@ -92,6 +92,7 @@ def patch_scheduler(module: Any) -> None:
     row = guarded("scheduler.update_from_output", _Sched.row)
 
     def schedule(self: Any, *args: Any, **kwargs: Any) -> Any:
+        IN_FLIGHT[0] = _Sched.step + 1  # what happens while scheduling (a preemption) belongs to the step scheduled
         out = orig_schedule(self, *args, **kwargs)
         after(self, out)
         return out

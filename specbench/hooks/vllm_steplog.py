@@ -31,7 +31,8 @@ from collections.abc import Callable
 from typing import Any
 
 from . import steplog_files
-from .steplog_files import LOG, final_flush, level, start_flusher
+from .steplog_files import IN_FLIGHT, LOG, PENDING, final_flush, level, start_flusher
+from .vllm_events import install_gc, patch_preemption
 from .vllm_runner import TIMELINE, patch_cudagraph_v2, patch_runner
 from .vllm_scheduler import patch_scheduler
 from .vllm_tokens import patch_rejection_sampler
@@ -79,12 +80,17 @@ class _PatchingLoader(importlib.abc.Loader):
             LOG.header()
 
 
+def _scheduler_and_preemption(module: Any) -> None:
+    patch_scheduler(module)
+    patch_preemption(module)
+
+
 def register() -> None:
     """The ``vllm.general_plugins`` entry point: idle unless ``SPECBENCH_STEPLOG`` asks; idempotent."""
     lvl = level()
     if lvl == "off" or any(isinstance(f, _AfterImport) for f in sys.meta_path):
         return
-    patches: dict[str, Callable[[Any], None]] = {SCHEDULER: patch_scheduler}
+    patches: dict[str, Callable[[Any], None]] = {SCHEDULER: _scheduler_and_preemption}
     if lvl in ("timing", "tokens"):
         patches.update({RUNNER_V1: lambda m: patch_runner(m, "v1"), RUNNER_V2: lambda m: patch_runner(m, "v2"),
                         CUDAGRAPH_V2: patch_cudagraph_v2})
@@ -94,6 +100,8 @@ def register() -> None:
         if name in sys.modules:
             patch(sys.modules[name])
     sys.meta_path.insert(0, _AfterImport({k: v for k, v in patches.items() if k not in sys.modules}))
+    install_gc()  # every process the plugin loads in: the API server that streams, the engine core, the workers
+    start_flusher()
     atexit.register(final_flush)  # the API server; vLLM's children flush through LOG's finalizer
     os.register_at_fork(before=LOG.flush, after_in_child=_forked)
 
@@ -102,6 +110,8 @@ def _forked() -> None:
     """vLLM forks its engine core from the API server: the child keeps the patches, not the flusher thread."""
     steplog_files.flusher_thread = None
     LOG.lock, LOG.files = threading.Lock(), {}
+    PENDING.clear()  # the parent's events are the parent's to write
+    IN_FLIGHT[0] = None
     TIMELINE.lock = threading.Lock()
     if LOG.hooks:
         LOG.header()

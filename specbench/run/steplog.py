@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ..measure.stalls import StallStats, pass_stalls, stall_stats
 from ..measure.steplog import PassSteps, PassTokens, Step, StepLog, StepStats, TokenLogStats, cell_stats, cut, join, pass_tokens, token_stats
 from ..schemas.cell import Cell
 from ..schemas.phase import PhaseInfo
 from ..schemas.row import ResultRow
-from ..schemas.steplog import GpuRow, RowError, SchedRow, StepHeader, TokenRow
+from ..schemas.steplog import EventRow, GpuRow, RowError, SchedRow, StepHeader, TokenRow
 
 T = TypeVar("T")
 MAX_LINE = 1 << 16  # a step row is ~400 bytes; a longer line is not one
@@ -97,6 +98,14 @@ def _rows(folder: Path, kind: str, reader: Callable[[Any], T], skipped: Counter[
     return rows
 
 
+def read_events(folder: Path) -> tuple[list[EventRow], dict[str, int]]:
+    """A launch's events (``events-*.jsonl`` of every process: collections, compiles, captures, autotunes,
+    allocator growth, preemptions, the recorder's flushes), in wall-time order, and the lines skipped by reason."""
+    skipped: Counter[str] = Counter()
+    rows = _rows(folder, "events", EventRow.from_line, skipped)
+    return sorted(rows, key=lambda e: e.wall), dict(skipped)
+
+
 def read_tokens(folder: Path) -> tuple[list[TokenRow], dict[str, int]]:
     """A launch's token log (``tokens-*.jsonl``, the ``tokens`` level), one row per verified guess (a second row
     of the same guess — another rank's — skipped), and the lines skipped by reason."""
@@ -135,6 +144,7 @@ class CellStepLog:
     stats: StepStats | None
     source: StepLogSource
     tokens: TokenLogStats | None = None
+    stalls: StallStats | None = None
 
     def add_to(self, row: ResultRow) -> None:
         if self.stats is not None:
@@ -142,6 +152,8 @@ class CellStepLog:
         row.add(self.source)
         if self.tokens is not None:
             row.add(self.tokens)
+        if self.stalls is not None:
+            row.add(self.stalls)
 
 
 def steplog_results(run_dir: Path, phases: Sequence[PhaseInfo]) -> dict[Cell, CellStepLog]:
@@ -149,6 +161,7 @@ def steplog_results(run_dir: Path, phases: Sequence[PhaseInfo]) -> dict[Cell, Ce
     launch kept a token log, the ``steplog_token_*`` keys: its rows cut by the same step numbers)."""
     logs: dict[str, StepLog] = {}
     token_logs: dict[str, tuple[list[TokenRow], dict[str, int]]] = {}
+    events: dict[str, list[EventRow]] = {}
     cells: dict[Cell, list[PhaseInfo]] = {}
     for p in phases:
         if p.steplog and p.complete:
@@ -156,6 +169,7 @@ def steplog_results(run_dir: Path, phases: Sequence[PhaseInfo]) -> dict[Cell, Ce
     out = {}
     for cell, ps in cells.items():
         passes, token_passes, skipped, errors, orphans = [], [], Counter[str](), [], 0
+        stalls, walls = [], []
         for p in ps:
             assert p.steplog is not None
             folder = (run_dir / p.steplog).resolve()
@@ -170,6 +184,8 @@ def steplog_results(run_dir: Path, phases: Sequence[PhaseInfo]) -> dict[Cell, Ce
                     skipped.update(token_logs[p.steplog][1])
                     logged = {s.sched.step for s in logs[p.steplog].steps}
                     orphans += sum(1 for t in token_logs[p.steplog][0] if t.step not in logged)
+                events[p.steplog], event_skips = read_events(folder)
+                skipped.update(event_skips)
             steps = pass_steps(logs[p.steplog], p)
             if steps is None:
                 errors.append(f"repeat {p.repeat}: no /metrics scrape times in phases.jsonl")
@@ -178,7 +194,12 @@ def steplog_results(run_dir: Path, phases: Sequence[PhaseInfo]) -> dict[Cell, Ce
             passes.append(PassSteps(steps, counter if isinstance(counter, int) and not isinstance(counter, bool) else None))
             if p.steplog in token_logs:
                 token_passes.append(PassTokens(steps, tuple(pass_tokens(token_logs[p.steplog][0], steps))))
+            assert p.scraped_before is not None and p.scraped_after is not None  # pass_steps returned steps
+            stalls.append(pass_stalls(steps, events[p.steplog], p.wall_s, p.repeat, p.server_start,
+                                      (p.scraped_before, p.scraped_after)))
+            walls.append(p.wall_s)
         out[cell] = CellStepLog(cell_stats(passes) if passes else None,
                                 StepLogSource(WINDOW if passes else None, dict(skipped) or None, "; ".join(errors) or None),
-                                token_stats(token_passes, orphans) if token_passes else None)
+                                token_stats(token_passes, orphans) if token_passes else None,
+                                stall_stats(stalls, walls) if stalls else None)
     return out

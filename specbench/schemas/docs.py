@@ -31,7 +31,7 @@ from .quarantine import QuarantinedLine
 from .record import FieldSpec, Record, type_name
 from .request import ProbeRequest, RequestRecord
 from .slo_search import SloProbe, SloSearch
-from .steplog import GpuRow, SchedRow, StepHeader, TokenRow
+from .steplog import EventRow, GpuRow, SchedRow, StepHeader, TokenRow
 
 #: (title, records) in the page's order: a record nested in another follows it
 SECTIONS: tuple[tuple[str, tuple[type[Record], ...]], ...] = (
@@ -48,7 +48,7 @@ SECTIONS: tuple[tuple[str, tuple[type[Record], ...]], ...] = (
     ("The acceptance profile (`specbench profile`, `whatif --profile`)",
      (ProfileFile, ProfileSource, ProfileEntry, ProfileProvenance, CategoryAcceptance)),
     ("The step log (logs/steplog/, docs/steplog.md)",
-     (StepHeader, SchedRow, GpuRow, TokenRow)),
+     (StepHeader, SchedRow, GpuRow, TokenRow, EventRow)),
 )
 
 

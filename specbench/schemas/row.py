@@ -286,6 +286,13 @@ class StepLogStats:
     steplog_token_accepted: int | None = None
     steplog_token_agree: bool | None = None
     steplog_token_unplaced: Obj | None = None
+    steplog_stalls: int | None = None
+    steplog_stall_ms: float | None = None
+    steplog_stall_share: float | None = None
+    steplog_stall_causes: Obj | None = None
+    steplog_stall_unknown_ms: float | None = None
+    steplog_one_time_events: int | None = None
+    steplog_stall_passes: list[Obj] | None = None
 
 
 @dataclass(eq=False)

@@ -16,7 +16,14 @@ TIME_POINTS = ("fwd", "fwd_end", "lg0", "lg1", "samp", "d0", "d1", "exec_end", "
 MAX_MS = 3.6e6  # an hour: a mark later than that within one step is not a time
 WALL_LOW, WALL_HIGH = 1e9, 1e10  # Unix time: 2001 to 2286
 
-__all__ = ["HIST_LEN", "MAX_MS", "SCHEMA", "TIME_POINTS", "GpuRow", "RowError", "SchedRow", "StepHeader", "TokenRow"]
+#: what an ``events`` row can say happened (docs/steplog.md); one-time kinds are warm-up left undone, steady ones
+#: belong to the steady state, ``recorder_flush`` is the recorder's own write (so it can be ruled in or out)
+ONE_TIME_KINDS = ("compile", "graph_capture", "triton_compile", "triton_autotune", "alloc_growth")
+STEADY_KINDS = ("gc", "preemption")
+EVENT_KINDS = (*ONE_TIME_KINDS, *STEADY_KINDS, "recorder_flush")
+
+__all__ = ["EVENT_KINDS", "HIST_LEN", "MAX_MS", "ONE_TIME_KINDS", "SCHEMA", "STEADY_KINDS", "TIME_POINTS", "EventRow",
+           "GpuRow", "RowError", "SchedRow", "StepHeader", "TokenRow"]
 
 
 def _ms(doc: str) -> Any:
@@ -139,3 +146,27 @@ class TokenRow(Record):
     d_prob: float | None = _prob("the drafter's probability of the guess")
     d_entropy: float | None = _prob("the drafter's entropy there (nats)", 50.0)
     d_margin: float | None = _prob("the drafter's top-1 minus top-2 probability")
+
+
+@dataclass(kw_only=True)
+class EventRow(Record):
+    """Something that can make a step slow, as an engine process saw it happen (``events-<pid>.jsonl``, the
+    ``steps`` level and above): a garbage collection, a compile, a graph capture, a Triton compile or autotune,
+    the allocator growing, a preemption, or the recorder's own flush."""
+
+    FILE: ClassVar[str] = "step log events-<pid>.jsonl line"
+
+    kind: str = key(f"what happened: one of {', '.join(EVENT_KINDS)}", required=True, max_len=40)
+    wall: float = key("Unix time it began", required=True, low=WALL_LOW, high=WALL_HIGH)
+    ms: float = key("how long it took (0: an instant, e.g. a preemption)", required=True, low=0.0, high=MAX_MS)
+    step: int | None = key("the step the process had in flight (null: between steps, or a process without steps)",
+                           low=1)
+    detail: str | None = key("what exactly: the collection's generation, the kernel, the shape, the bytes", max_len=300)
+
+    def problem(self) -> str | None:
+        return None if self.kind in EVENT_KINDS else f"kind: {self.kind[:40]!r} is not one of {', '.join(EVENT_KINDS)}"
+
+    @property
+    def one_time(self) -> bool:
+        """Warm-up left undone (a compile, a capture, an autotune, the allocator's first growth)."""
+        return self.kind in ONE_TIME_KINDS

@@ -22,6 +22,7 @@ from tests.support.runs import run_suite
 pytestmark = pytest.mark.engine
 
 ENGINE_PY = cache_dir() / "engine" / "bin" / "python"
+GC_STEP = 70  # inside the timed pass: the warm-up request takes fewer than 48 steps
 MODEL = cache_dir() / "models" / MODEL_NAME
 
 
@@ -40,7 +41,8 @@ async def test_real_vllm_baseline_vs_ngram(tmp_path):
         "name": "real_cpu", "model": "smol", "endpoint": "chat", "engine": "vllm-cpu",
         "configs": [{"name": "baseline"},
                     {"name": "ngram_k3", "method": "ngram", "num_speculative_tokens": 3,
-                     "speculative": {"prompt_lookup_max": 4, "prompt_lookup_min": 2}, "steplog": "tokens"}],
+                     "speculative": {"prompt_lookup_max": 4, "prompt_lookup_min": 2}, "steplog": "tokens",
+                     "env": {"SPECBENCH_STEPLOG_TEST_GC_STEP": str(GC_STEP)}}],
         "datasets": [{"name": "builtin", "categories": ["math"], "requests": 3}],
         "load": {"concurrency": 1, "max_tokens": 48, "temperature": 0, "warmup": 1},
         "server": {"startup_timeout_s": 400},
@@ -102,6 +104,15 @@ def check_step_log(out, meta, spec, base):
     assert spec["steplog_accepted"] == spec["steplog_counter_accepted"] == spec["spec_accepted_tokens"]
     assert spec["steplog_hist_accepted"] == spec["steplog_accepted"] and spec["steplog_accepted_agree"] is True
     assert spec["steplog_drafter_ms"] is not None and spec["steplog_fwd_ms"] > 0
+    # issue 39: the collection the worker was made to run inside step GC_STEP is recorded by the gc hook in the
+    # engine's own process, and names the stall it caused
+    events = [json.loads(line) for p in (out / "logs/steplog/ngram_k3-s0").glob("events-*.jsonl")
+              for line in p.read_text().splitlines()]
+    assert any(e["kind"] == "gc" and e["step"] == GC_STEP and e["detail"].startswith("generation 2") for e in events)
+    assert "events.gc" in {k for k, v in hooks.items() if v == "installed"}
+    stalls = [s for p in spec["steplog_stall_passes"] for s in p["longest"] if s["step"] == GC_STEP]
+    assert stalls and any(c.startswith("gc:") and "generation 2" in c for c in stalls[0]["causes"]), spec["steplog_stall_passes"]
+    assert spec["steplog_stall_causes"]["gc"] > 0 and spec["steplog_stalls"] >= 1
     # the token log, cut by the pass's step numbers, holds every accepted guess of the step log (issue 38)
     assert spec["steplog_token_accepted"] == spec["steplog_accepted"] and spec["steplog_token_agree"] is True
     assert spec["steplog_token_unplaced"] is None and spec["steplog_token_guesses"] >= spec["steplog_token_accepted"]

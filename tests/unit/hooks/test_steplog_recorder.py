@@ -7,6 +7,7 @@ and restores ``sys.meta_path``, so no test sees another's state.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import json
 import sys
@@ -18,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from specbench.hooks import steplog_files, vllm_runner, vllm_scheduler, vllm_steplog
+from specbench.hooks import steplog_files, vllm_events, vllm_runner, vllm_scheduler, vllm_steplog, vllm_tokens
 
 HIST_LEN = 17
 NO_STATS = object()
@@ -29,6 +30,10 @@ class _Running:
 
     def is_alive(self) -> bool:
         return True
+
+
+#: in import order: each imports names from the ones before it
+MODULES = (steplog_files, vllm_events, vllm_tokens, vllm_scheduler, vllm_runner, vllm_steplog)
 
 
 @pytest.fixture
@@ -52,15 +57,17 @@ def hooks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
             monkeypatch.delenv("SPECBENCH_STEPLOG_CONTROL", raising=False)
         else:
             monkeypatch.setenv("SPECBENCH_STEPLOG_CONTROL", str(control))
-        for mod in (steplog_files, vllm_scheduler, vllm_runner, vllm_steplog):
+        for mod in MODULES:
             importlib.reload(mod)
         steplog_files.flusher_thread = _Running()  # type: ignore[assignment]
-        return SimpleNamespace(files=steplog_files, sched=vllm_scheduler, runner=vllm_runner,
+        return SimpleNamespace(files=steplog_files, sched=vllm_scheduler, runner=vllm_runner, events=vllm_events,
                                plugin=vllm_steplog, dir=tmp_path, registered=registered)
 
+    callbacks = list(gc.callbacks)
     yield load
+    gc.callbacks[:] = callbacks  # the interpreter keeps this very list: restored in place
     monkeypatch.undo()
-    for mod in (steplog_files, vllm_scheduler, vllm_runner, vllm_steplog):
+    for mod in MODULES:
         importlib.reload(mod)  # the next importer gets state read from its own environment
 
 
@@ -547,12 +554,79 @@ def test_a_multiprocessing_child_flushes_its_rows_when_it_ends(tmp_path: Path, m
 def test_the_token_log_reaches_disk_with_its_step(hooks) -> None:
     """The tokens level (accuracy runs only) flushes each step's guesses as the sampler returns: none waits for
     the flusher, so none is lost when the worker ends."""
-    from specbench.hooks import vllm_tokens
-
     h = hooks("tokens")
-    tokens = importlib.reload(vllm_tokens)
+    tokens = vllm_tokens
     stats = ([0.9, 0.2], [0.1, 0.3], [0.5, 0.1], [7, 9])
     tokens._BATCH.update(step=3, req_ids=["r"], computed=[10], prompt=[8], pending=([7, 8], [2], stats, None))
     tokens._after(None, SimpleNamespace(sampled_token_ids=SimpleNamespace(tolist=lambda: [[7, 5, -1]])))
     rows = [json.loads(line) for line in (h.dir / f"tokens-{h.files.LOG.pid}.jsonl").read_text().splitlines()]
     assert [(r["step"], r["draft_pos"], r["accepted"]) for r in rows] == [(3, 1, True), (3, 2, False)]
+
+
+def events(folder: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for p in sorted(folder.glob("events-*.jsonl")) for line in p.read_text().splitlines()]
+
+
+def test_a_full_collection_is_an_event_with_the_step_in_flight(hooks) -> None:
+    """Issue 39: gc.callbacks in every process the plugin loads in; the row names the generation and the step the
+    process had in flight, and is written by the flusher, never from inside the collection."""
+    h = hooks("steps")
+    h.plugin.register()
+    assert h.files.LOG.hooks["events.gc"] == "installed"
+    h.files.IN_FLIGHT[0] = 7
+    gc.collect()
+    assert events(h.dir) == []  # queued, not written inside the collection
+    h.files.write_pending()
+    h.files.LOG.flush()
+    (row,) = [e for e in events(h.dir) if e["kind"] == "gc"]
+    assert row["step"] == 7 and row["detail"].startswith("generation 2,") and row["ms"] >= 0
+
+
+def test_no_event_hook_when_the_log_is_off(hooks) -> None:
+    h = hooks("off")
+    h.plugin.register()
+    gc.collect()
+    assert "events.gc" not in h.files.LOG.hooks and not h.files.PENDING
+
+
+def test_a_preemption_is_an_event_of_the_step_being_scheduled(hooks) -> None:
+    h = hooks("steps")
+    preempted = []
+
+    class Scheduler:
+        def schedule(self) -> Any:
+            self._preempt_request(SimpleNamespace(request_id="req-9"), 1.0)
+            return SimpleNamespace(num_scheduled_tokens={}, total_num_scheduled_tokens=0)
+
+        def update_from_output(self, out: Any, result: Any) -> dict[str, Any]:
+            return {}
+
+        def _preempt_request(self, request: Any, timestamp: float) -> None:
+            preempted.append(request.request_id)
+
+    module = types.ModuleType("vllm.v1.core.sched.scheduler")
+    module.Scheduler = Scheduler  # type: ignore[attr-defined]
+    h.plugin._scheduler_and_preemption(module)
+    Scheduler().schedule()
+    h.files.write_pending()
+    h.files.LOG.flush()
+    assert preempted == ["req-9"]
+    assert [(e["kind"], e["step"], e["detail"]) for e in events(h.dir)] == [("preemption", 1, "request req-9")]
+
+
+def test_a_slow_flush_of_the_recorder_is_an_event_of_its_own(hooks, monkeypatch: pytest.MonkeyPatch) -> None:
+    """So a stall the recorder itself caused is named, not hidden (the flusher's loop, one tick)."""
+    h = hooks("steps")
+    ticks = iter([0.0, 0.0025])  # perf_counter: the tick's start, its end 2.5 ms later
+    monkeypatch.setattr(h.files.time, "perf_counter", lambda: next(ticks, 0.0025))
+    sleeps = []
+    monkeypatch.setattr(h.files.time, "sleep", lambda s: sleeps.append(s) if len(sleeps) < 1 else (_ for _ in ()).throw(SystemExit))
+    h.files.flusher_thread = None
+    started = []
+    monkeypatch.setattr(h.files.threading, "Thread", lambda target, **k: started.append(target) or SimpleNamespace(start=lambda: None))
+    h.files.start_flusher()
+    with pytest.raises(SystemExit):
+        started[0]()
+    h.files.write_pending()
+    h.files.LOG.flush()
+    assert [(e["kind"], e["ms"]) for e in events(h.dir)] == [("recorder_flush", 2.5)]
