@@ -188,3 +188,22 @@ def stall_stats(passes: Sequence[PassStalls], wall_s: Sequence[float | None]) ->
                                            for s in sorted(p.stalls, key=lambda s: -s.excess_ms)[:TOP]]}
                               for p in passes],
     )
+
+
+@dataclass(frozen=True)
+class SteadyWarmup:
+    """``load.warmup: steady`` over a cell's timed passes, named as the result row names it: the warm-up passes
+    each repeat took, and whether every one ended on a pass with no one-time event (False: the cap was reached
+    first; ``warmup_steady_events`` keeps the counts per pass of each repeat)."""
+
+    warmup_steady_passes: list[int]
+    warmup_steady: bool
+    warmup_steady_events: list[list[int]]
+
+
+def steady_warmup(seen: Sequence[list[int] | None]) -> SteadyWarmup | None:
+    """From each timed pass's ``warmup_one_time`` (one-time events per warm-up pass); None: no steady warm-up ran."""
+    runs = [s for s in seen if s is not None]
+    if not runs:
+        return None
+    return SteadyWarmup([len(s) for s in runs], all(bool(s) and s[-1] == 0 for s in runs), [list(s) for s in runs])

@@ -64,6 +64,15 @@ def warnings(records: Sequence[ResultRow]) -> list[str]:
             out.append(f"⚠ {where}: the token log's accepted guesses ({r.steplog_token_accepted}) "
                        f"{'differ from' if r.steplog_token_agree is False else 'match'} the step log's ({r.steplog_accepted})"
                        + (f"; not placed: {unplaced}" if unplaced else ""))
+        out += stall_warnings(r, where)
+        if r.warmup_steady_passes:
+            passes = "/".join(str(n) for n in r.warmup_steady_passes)
+            if r.warmup_steady:
+                out.append(f"{where}: steady warm-up: {passes} warm-up pass(es) per repeat; the last held no one-time event")
+            else:
+                left = "/".join(str(e[-1]) if e else "—" for e in r.warmup_steady_events or [])
+                out.append(f"⚠ {where}: steady warm-up stopped at its cap ({passes} passes per repeat) with one-time events "
+                           f"still in the last ({left}): the timed passes may hold warm-up left undone")
         if r.shared_read_share is not None and r.shared_read_share > 0.01:
             out.append(f"⚠ {where}: {100 * r.shared_read_share:.1f}% of chunks came in the same read as the one before "
                        "(client or network a whole step behind, or steps flushed together): ITL/step percentiles are coarser than the server's steps")
@@ -114,3 +123,35 @@ def sweep_table(sweep: Sweep | None) -> str | None:
 def render(rows: Sequence[ResultRow], meta: RunMeta | None = None, explained: Explained | None = None) -> str:
     """The ``markdown`` report format."""
     return markdown(rows, meta, explained)
+
+
+STALL_NOTE_SHARE = 0.02  # a timed pass that lost at least this share of its wall time to stalls is named under the table
+
+
+def stall_warnings(r: ResultRow, where: str) -> list[str]:
+    """A line per timed pass that lost ≥ 2 % to stalls, naming them (issue 39), and, where the speedup varies
+    between repeats, whether the repeats that disagree are the ones with stalls."""
+    out, stalled = [], []
+    for p in r.steplog_stall_passes or []:
+        share = p.get("share")
+        if not isinstance(share, (int, float)) or share < STALL_NOTE_SHARE:
+            continue
+        stalled.append(p.get("repeat"))
+        longest = [s for s in p.get("longest") or [] if isinstance(s, dict)]
+        parts = sorted({str(s.get("where")) for s in longest if s.get("where")})
+        ms = " and ".join(f"{s.get('ms', 0):.0f}" for s in longest[:3])
+        causes = "; ".join(dict.fromkeys(c for s in longest[:3] for c in s.get("causes") or []))
+        start = f", server start {p['server_start']}" if p.get("server_start") is not None else ""
+        out.append(f"⚠ {where} (repeat {p.get('repeat')}{start}): stalls took {100 * share:.1f}% of the timed pass — "
+                   f"{p.get('stalls')} step(s), the longest {ms} ms" + (f" ({', '.join(parts)})" if parts else "")
+                   + f": {causes}")
+    speedups = r.speedup_repeats or []
+    if r.speedup_varies and stalled and len(speedups) > max((i for i in stalled if isinstance(i, int)), default=len(speedups)):
+        with_ = [speedups[i] for i in stalled if isinstance(i, int) and speedups[i] is not None]
+        without = [v for i, v in enumerate(speedups) if i not in stalled and v is not None]
+        if with_ and without:
+            rng = f"{min(without):.2f}–{max(without):.2f}×" if len(without) > 1 else f"{without[0]:.2f}×"
+            out.append(f"⚠ {where}: the speedup varies between repeats, and the repeats with stalls are "
+                       f"{', '.join(str(i) for i in stalled)} ({', '.join(f'{v:.2f}×' for v in with_)}; without stalls {rng})")
+    return out
+

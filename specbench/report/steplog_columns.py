@@ -27,6 +27,18 @@ def _modes(r: ResultRow) -> str:
     return " ".join(f"{m} {pct(v, 0)}" for m, v in modes.items()) or "—"
 
 
+def _stalls(r: ResultRow) -> str:
+    if r.steplog_stalls is None:
+        return "—"
+    return f"{r.steplog_stalls}/{num(r.steplog_stall_ms, 0)}/{pct(r.steplog_stall_share, 1)}"
+
+
+def _causes(r: ResultRow) -> str:
+    causes = r.steplog_stall_causes or {}
+    top = sorted(((k, v) for k, v in causes.items() if isinstance(v, (int, float))), key=lambda kv: -kv[1])
+    return ", ".join(f"{k} {v:.0f}" for k, v in top[:3]) or ("none" if r.steplog_stalls == 0 else "—")
+
+
 def _has_log(records: Rows) -> bool:
     return any(r.steplog_steps is not None for r in records)
 
@@ -68,6 +80,18 @@ STEP_COLUMNS: list[Column] = [
            "placed (a step that accepted guesses without a token row, a token row of a step the scheduler log lacks)",
            STEP, "tokens", ("steplog_token_accepted", "steplog_token_agree", "steplog_token_guesses",
                             "steplog_token_unplaced"), lambda rows: any(r.steplog_token_guesses is not None for r in rows)),
+    Column("Stalls n/ms/share", _stalls,
+           "steps of the timed passes that took ≥ 5× their pass's median step or ≥ 50 ms (a step's time: its start to "
+           "the next one's), how many, the ms they took beyond the median, and that share of the passes' wall time; "
+           "per pass with its longest stalls in steplog_stall_passes (docs/steplog.md)", STEP, "steps/ms/%",
+           ("steplog_stalls", "steplog_stall_ms", "steplog_stall_share", "steplog_stall_passes"), _has_log),
+    Column("Stall causes", _causes,
+           "what the stalls' excess ms went to, by cause: the events that overlapped a stall (gc, compile, graph_capture, "
+           "triton_compile, triton_autotune, alloc_growth, preemption, recorder_flush), a step of ≥ 5× a median "
+           "step's tokens (prefill, batch), a step outside the pass's CUDA-graph mode (graph mode), or unknown; a stall "
+           "with two causes counts toward both; steplog_one_time_events counts the one-time events (warm-up left "
+           "undone) anywhere in the passes", STEP, "ms",
+           ("steplog_stall_causes", "steplog_stall_unknown_ms", "steplog_one_time_events"), _has_log),
     Column("Graph modes", _modes,
            "share of steps per CUDA-graph mode (FULL, PIECEWISE, NONE; --cudagraph-metrics), and in "
            "steplog_padding_share the padded tokens beyond the scheduled ones ÷ the scheduled ones",

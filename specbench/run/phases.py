@@ -30,6 +30,7 @@ from .recorder import Recorder
 from .refusal import refusal
 from .servers import Server, server_info
 from .telemetry import PhaseMeter
+from .warmup import WarmUp
 
 
 @dataclass
@@ -46,20 +47,6 @@ class Phases:
     def _on_record(self, record: RequestRecord) -> None:
         self.progress("request", record=record)
 
-    async def _warm_up(self, transport: Transport, spec: RequestSpec, prompts: list[Prompt], config: str,
-                       dataset: str, point: LoadPoint) -> list[RequestRecord]:
-        warmup = self.suite.load.warmup
-        warm = warmup if isinstance(warmup, int) else len(prompts)  # or "pass"
-        if not warm:
-            return []
-        chosen = prompts if warmup == "pass" else [Prompt(p.id, p.dataset, p.turns[:1], p.category, p.system)
-                                                   for p in prompts[:warm]]
-        self.progress("phase", config=config, dataset=dataset, point=point.label, total=len(chosen), warmup=True)
-        res = await generate_load(transport, spec, chosen, LoadPass(config, "warmup", max(point.concurrency, 1), None),
-                                  on_record=self._on_record, stop=self.stop, grace_s=self.grace_s)
-        self.timing["warmup_s"] += res.wall_s
-        return res.records
-
     async def _timed(self, transport: Transport, spec: RequestSpec, prompts: list[Prompt], load: LoadPass) -> LoadResult:
         processes = self.suite.load.processes_at(load.concurrency) if load.request_rate is None else 1
         if processes > 1:
@@ -75,7 +62,8 @@ class Phases:
         transport = open_transport(server.url, self.suite.load.client)
         meter = PhaseMeter.for_config(self.suite, cfg)
         try:
-            warm_records = await self._warm_up(transport, spec, prompts, cfg.name, dataset, point)
+            warm = WarmUp(self.suite, self.stop, self.progress, self.grace_s, self.timing, self._on_record)
+            warm_records, one_time = await warm.run(transport, spec, prompts, server, dataset, point)
             refused = refusal(warm_records)
             if refused is not None:
                 raise RequestsRefused(f"config {cfg.name!r}: all {len(warm_records)} warm-up requests got {refused}; "
@@ -115,7 +103,8 @@ class Phases:
                           interrupted=self.stop.is_set(), server_died=died, telemetry=meter.stop().to_dict(), generation=generation,
                           server_start=server.info.get("start"),
 
-                          scraped_before=scraped_before, scraped_after=scraped_after, steplog=server.info.get("steplog"))
+                          scraped_before=scraped_before, scraped_after=scraped_after, steplog=server.info.get("steplog"),
+                          warmup_one_time=one_time)
         recorder.store_phase(phase, warm_records + result.records)
 
     async def search_rate(self, server: Server, spec: RequestSpec, prompts: list[Prompt], dataset: str,

@@ -56,6 +56,7 @@ class Server:
     engine: Engine
     process: ServerProcess | None = None
     info: dict[str, Any] = field(default_factory=dict)
+    steplog_dir: Path | None = None  # the launch's step-log folder (a launched config with the log on)
 
 
 @dataclass(frozen=True)
@@ -190,7 +191,7 @@ async def open_server(suite: Suite, config: ServerConfig, book: ServerBook, sess
             "engine": engine.name, "url": url, "launched": True, "argv": engine.redact(argv),
             "env": redact_env(env),
             "ready_s": round(ready_s, 1), "log": str(proc.log_path), "pid": proc.proc.pid, "start": start, **steplog,
-        })
+        }, steplog_dir=Path(env["SPECBENCH_STEPLOG_DIR"]) if "SPECBENCH_STEPLOG_DIR" in env else None)
     finally:
         try:
             if "SPECBENCH_STEPLOG_DIR" in env and not (stop is not None and stop.is_set()):

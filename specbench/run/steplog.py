@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..measure.stalls import StallStats, pass_stalls, stall_stats
+from ..measure.stalls import StallStats, SteadyWarmup, pass_stalls, stall_stats, steady_warmup
 from ..measure.steplog import PassSteps, PassTokens, Step, StepLog, StepStats, TokenLogStats, cell_stats, cut, join, pass_tokens, token_stats
 from ..schemas.cell import Cell
 from ..schemas.phase import PhaseInfo
@@ -145,6 +145,7 @@ class CellStepLog:
     source: StepLogSource
     tokens: TokenLogStats | None = None
     stalls: StallStats | None = None
+    warmup: SteadyWarmup | None = None
 
     def add_to(self, row: ResultRow) -> None:
         if self.stats is not None:
@@ -154,6 +155,8 @@ class CellStepLog:
             row.add(self.tokens)
         if self.stalls is not None:
             row.add(self.stalls)
+        if self.warmup is not None:
+            row.add(self.warmup)
 
 
 def steplog_results(run_dir: Path, phases: Sequence[PhaseInfo]) -> dict[Cell, CellStepLog]:
@@ -201,5 +204,6 @@ def steplog_results(run_dir: Path, phases: Sequence[PhaseInfo]) -> dict[Cell, Ce
         out[cell] = CellStepLog(cell_stats(passes) if passes else None,
                                 StepLogSource(WINDOW if passes else None, dict(skipped) or None, "; ".join(errors) or None),
                                 token_stats(token_passes, orphans) if token_passes else None,
-                                stall_stats(stalls, walls) if stalls else None)
+                                stall_stats(stalls, walls) if stalls else None,
+                                steady_warmup([p.warmup_one_time for p in ps]))
     return out

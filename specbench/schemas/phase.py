@@ -44,6 +44,9 @@ class PhaseInfo(Record):
     scraped_before: float | None = key("Unix time of the window's first /metrics scrape (the step log is cut by it)")
     scraped_after: float | None = key("Unix time of the window's last /metrics scrape")
     steplog: str | None = key("the server launch's step-log folder, relative to the run directory (docs/steplog.md)")
+    warmup_one_time: list[int] | None = key("load.warmup steady: the one-time events (compile, capture, autotune, "
+                                            "allocator growth) the step log saw in each warm-up pass; the last is 0 when "
+                                            "the warm-up reached the steady state before its cap", low=0, omit_none=True)
 
     @property
     def complete(self) -> bool:

@@ -293,6 +293,9 @@ class StepLogStats:
     steplog_stall_unknown_ms: float | None = None
     steplog_one_time_events: int | None = None
     steplog_stall_passes: list[Obj] | None = None
+    warmup_steady_passes: list[int] | None = None
+    warmup_steady: bool | None = None
+    warmup_steady_events: list[list[int]] | None = None
 
 
 @dataclass(eq=False)

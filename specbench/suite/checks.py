@@ -24,7 +24,7 @@ TOP_KEYS: dict[str, type | tuple[type, ...]] = {
 CONFIG_KEYS: dict[str, type | tuple[type, ...]] = {
     "name": str, "url": str, "method": str, "num_speculative_tokens": int, "drafter": str,
     "speculative": dict, "baseline": bool, "engine": str, "args": list, "env": dict, "port": int,
-    "gpus": (str, int), "load_format": str, "datasets": list, "steplog": str,
+    "gpus": (str, int), "load_format": str, "datasets": list, "steplog": str, "warmup": (int, str),
 }
 LOAD_KEYS: dict[str, type | tuple[type, ...]] = {
     "concurrency": (int, list), "request_rate": (int, float, list), "max_tokens": int,
@@ -32,6 +32,7 @@ LOAD_KEYS: dict[str, type | tuple[type, ...]] = {
     "repeats": int, "timeout_s": (int, float), "seed": int, "extra_body": dict, "workload": str,
     "client_processes": (int, str), "client": str, "slo": dict, "max_rate_at_slo": (str, int, float, dict),
     "grade": (bool, list), "tiktoken_file": str, "restart": bool, "target_ci": (int, float, str), "max_repeats": int,
+    "warmup_max_passes": int,
 }
 
 class TopBlock(TypedDict, total=False):
@@ -70,6 +71,7 @@ class ConfigBlock(TypedDict, total=False):
     load_format: str
     datasets: list[Any]
     steplog: str
+    warmup: int | str
 
 
 class LoadBlock(TypedDict, total=False):
@@ -96,6 +98,7 @@ class LoadBlock(TypedDict, total=False):
     restart: bool
     target_ci: float | str
     max_repeats: int
+    warmup_max_passes: int
 
 
 class ServerBlock(TypedDict, total=False):
@@ -179,6 +182,17 @@ def check_url(url: str, where: str, problems: list[str]) -> None:
 def check_load_format(value: Any, where: str, problems: list[str]) -> None:
     if value not in LOAD_FORMATS:
         problems.append(f"{where}: expected one of {', '.join(LOAD_FORMATS)}, got {value!r}")
+
+
+WARMUP_MODES = ("pass", "steady")
+MAX_WARMUP_PASSES = 50
+
+
+def check_warmup(value: int | str, where: str, problems: list[str]) -> None:
+    """``warmup``: a count of requests, ``pass`` (one full matching pass) or ``steady`` (passes until the step log
+    sees no one-time event in a whole one; docs/suites.md)."""
+    if value not in WARMUP_MODES if isinstance(value, str) else value < 0:
+        problems.append(f"{where}: expected 0 or more requests, \"pass\" or \"steady\", got {value!r}")
 
 
 def check_steplog(value: Any, where: str, problems: list[str]) -> None:

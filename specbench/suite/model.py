@@ -36,6 +36,7 @@ class ServerConfig:
     load_format: str = "auto"  # "dummy": the target's weights at random (checks.LOAD_FORMATS)
     datasets: tuple[str, ...] | None = None  # None: every data set of the suite
     steplog: str = "off"  # the engine's step log for a launched server: off | steps | timing (docs/steplog.md)
+    warmup: int | str | None = None  # this config's own load.warmup (None: the suite's)
 
     @property
     def launched(self) -> bool:
@@ -76,7 +77,9 @@ class LoadSpec:
     temperature: float = 0.0
     top_p: float | None = None
     ignore_eos: bool = False
-    warmup: int | str = 2  # requests before each timed pass, or "pass": a full matching warm pass
+    warmup: int | str = 2  # requests before each timed pass, "pass": a full matching warm pass, or "steady": passes
+    #: until the step log sees no one-time event (compile, capture, autotune, allocator growth) in a whole one
+    warmup_max_passes: int = 5  # "steady": the cap
     repeats: int = 1
     restart: bool = False  # each repeat of every config on a fresh server start, rounds interleaved
     target_ci: float | None = None  # adaptive repeats: the speedup CI's relative half-width to reach

@@ -17,6 +17,7 @@ from .checks import (
     CONFIG_KEYS,
     ENDPOINTS,
     LOAD_KEYS,
+    MAX_WARMUP_PASSES,
     SERVER_KEYS,
     TOP_KEYS,
     WORKLOADS,
@@ -29,6 +30,7 @@ from .checks import (
     check_name,
     check_steplog,
     check_url,
+    check_warmup,
     non_finite,
     positive_list,
 )
@@ -116,6 +118,8 @@ def _configs(top: TopBlock, where: str, problems: list[str], load_format: str = 
             if "url" in c and c["steplog"] != "off":
                 problems.append(f"{cwhere}.steplog: only a server specbench launches can write a step log "
                                 f"(this config has url:)")
+        if "warmup" in c:
+            check_warmup(c["warmup"], f"{cwhere}.warmup", problems)
         if k is not None and not c.get("method"):
             problems.append(f"{cwhere}.method: required when num_speculative_tokens is given")
         configs.append(ServerConfig(
@@ -126,7 +130,7 @@ def _configs(top: TopBlock, where: str, problems: list[str], load_format: str = 
             port=c.get("port"), gpus=str(c["gpus"]) if "gpus" in c else None,
             load_format=c.get("load_format", "auto" if "url" in c else load_format),
             datasets=_name_list(c["datasets"], f"{cwhere}.datasets", problems) if "datasets" in c else None,
-            steplog=c.get("steplog", "off" if "url" in c else steplog),
+            steplog=c.get("steplog", "off" if "url" in c else steplog), warmup=c.get("warmup"),
         ))
     names = [c.name for c in configs]
     for dup in sorted({n for n in names if names.count(n) > 1}):
@@ -189,8 +193,10 @@ def _load(lraw: LoadBlock, datasets: list[DatasetSpec], base: Path, where: str, 
     for key in ("max_tokens", "repeats"):
         if key in lraw and lraw[key] < 1:
             problems.append(f"{where}: load.{key}: expected a positive integer, got {lraw[key]}")
-    if "warmup" in lraw and (lraw["warmup"] != "pass" if isinstance(lraw["warmup"], str) else lraw["warmup"] < 0):
-        problems.append(f"{where}: load.warmup: expected 0 or more requests, or \"pass\", got {lraw['warmup']!r}")
+    if "warmup" in lraw:
+        check_warmup(lraw["warmup"], f"{where}: load.warmup", problems)
+    if "warmup_max_passes" in lraw and not 1 <= lraw["warmup_max_passes"] <= MAX_WARMUP_PASSES:
+        problems.append(f"{where}: load.warmup_max_passes: expected 1-{MAX_WARMUP_PASSES}, got {lraw['warmup_max_passes']}")
     cp = lraw.get("client_processes")
     if cp is not None and (cp != "auto" if isinstance(cp, str) else cp < 1):
         problems.append(f"{where}: load.client_processes: expected a positive integer or \"auto\", got {cp!r}")
@@ -285,6 +291,10 @@ def _urls_against_settings(top: TopBlock, lraw: LoadBlock, configs: list[ServerC
                 problems.append(f"{where}: configs[{i}].url: load.restart starts a fresh server per repeat; "
                                 f"config {cfg.name!r} is reached by URL, not launched")
                 break
+    for i, cfg in enumerate(configs):
+        if (cfg.warmup if cfg.warmup is not None else lraw.get("warmup")) == "steady" and cfg.steplog == "off":
+            problems.append(f"{where}: configs[{i}]: warmup steady needs the step log, which sees the one-time events "
+                            f"(server.steplog or this config's steplog: steps or timing; config {cfg.name!r} has none)")
     if lraw.get("restart") and "max_rate_at_slo" in lraw:
         problems.append(f"{where}: load.restart: cannot be combined with load.max_rate_at_slo (its search runs on one server)")
     if lraw.get("client") == "socket":

@@ -13,7 +13,9 @@ Started through a launcher YAML (adapter vllm) like a real engine: it reads ``--
 - ``num_speculative_tokens_per_batch_size`` is recorded in ``/version`` (``schedule``) so a test
   can see the flag arrived;
 - with ``SPECBENCH_STEPLOG`` / ``SPECBENCH_STEPLOG_DIR`` set (a suite's ``steplog:``), one step-log row per
-  decode chunk (``tests/support/steplog.StepWriter``), its accepted tokens the ones /metrics counts.
+  decode chunk (``tests/support/steplog.StepWriter``), its accepted tokens the ones /metrics counts; with
+  ``FAKE_ONE_TIME_REQUESTS=N`` also a one-time ``compile`` event for each of the first N requests it serves (what
+  ``load.warmup: steady`` waits out).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ class FakeEngine(ScriptedServer):
         self.gap_per_draft, self.inflight, self.schedule_flag = gap_per_draft, 0, schedule
         level, folder = os.environ.get("SPECBENCH_STEPLOG", "off"), os.environ.get("SPECBENCH_STEPLOG_DIR")
         self.steplog = StepWriter(folder, level) if folder and level in ("steps", "timing") else None
+        self.one_time_left = int(os.environ.get("FAKE_ONE_TIME_REQUESTS", "0"))
 
     def _count_step(self, n: int) -> None:
         super()._count_step(n)
@@ -58,6 +61,9 @@ class FakeEngine(ScriptedServer):
         return self.s.gap_s + self.gap_per_draft * (self.s.k or 0) * max(self.inflight, 1)
 
     async def complete(self, request: web.Request) -> web.StreamResponse:
+        if self.steplog is not None and self.one_time_left > 0:
+            self.one_time_left -= 1
+            self.steplog.event("compile", time.time(), 3.0, "fake first-call compile")
         self.inflight += 1
         try:
             return await super().complete(request)

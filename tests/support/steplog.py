@@ -89,6 +89,7 @@ class StepWriter:
         pid = os.getpid()
         (self.folder / f"header-{pid}.json").write_text(json.dumps({**header(level, pid), "clock": "perf_counter"}))
         self.sched = (self.folder / f"sched-{pid}.jsonl").open("a", buffering=1)
+        self.events = (self.folder / f"events-{pid}.jsonl").open("a", buffering=1)
         self.gpu = (self.folder / f"gpu-{pid}.jsonl").open("a", buffering=1) if level == "timing" else None
 
     def write(self, wall: float, committed: int, k: int | None) -> None:
@@ -98,3 +99,7 @@ class StepWriter:
             since = None if self.prev_wall is None else (wall - self.prev_wall) * 1000.0
             self.gpu.write(json.dumps(gpu_row(self.step, wall, since, draft=(5.0, 7.0) if k else None)) + "\n")
         self.prev_wall = wall
+
+    def event(self, kind: str, wall: float, ms: float, detail: str | None = None) -> None:
+        """One ``events`` row, tagged with the step last written."""
+        self.events.write(json.dumps({"kind": kind, "wall": wall, "ms": ms, "step": self.step or None, "detail": detail}) + "\n")

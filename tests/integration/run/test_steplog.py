@@ -97,3 +97,45 @@ async def test_steps_level_and_overwrite_start_the_folders_afresh(tmp_path, fake
     assert spec["steplog_step_clock"] == "scheduler wall" and spec["steplog_step_mean_ms"] > 0
     assert spec["steplog_fwd_ms"] is None and spec["steplog_accepted_agree"] is True
     assert spec["steplog_skipped_rows"] is None and spec["step_source"] == "step log"
+
+
+async def test_steady_warm_up_repeats_passes_until_one_holds_no_one_time_event(tmp_path, fake_engine):
+    """Issue 39 item 3 on the fake engine: its first 7 requests each log a one-time compile; 3 prompts a pass, so
+    passes see 3, 3, 1 and then 0 one-time events and the warm-up stops after the 4th. A config whose compiles
+    never end stops at the cap and says so; the baseline keeps its own warm-up of 1 request."""
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text("".join(json.dumps({"prompt": f"question {i}"}) + "\n" for i in range(3)))
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(yaml.safe_dump({
+        "name": "steady", "model": "smol", "engine": "fake",
+        "configs": [{"name": "baseline", "warmup": 1},
+                    {"name": "ngram_k3", "method": "ngram", "num_speculative_tokens": 3,
+                     "env": {"FAKE_ONE_TIME_REQUESTS": "7"}},
+                    {"name": "ngram_k2", "method": "ngram", "num_speculative_tokens": 2,
+                     "env": {"FAKE_ONE_TIME_REQUESTS": "1000"}}],
+        "datasets": [{"name": "a", "path": str(prompts)}],
+        "load": {"concurrency": [1], "max_tokens": 9, "warmup": "steady", "warmup_max_passes": 5},
+        "server": {"startup_timeout_s": 30, "steplog": "steps"}}))
+    out = tmp_path / "out"
+    assert await asyncio.to_thread(main, ["run", str(suite), "-o", str(out), "-q"]) == 0
+    rows = {r["run"]: r for r in json.loads((out / "results.json").read_text())}
+    assert rows["ngram_k3"]["warmup_steady_events"] == [[3, 3, 1, 0]] and rows["ngram_k3"]["warmup_steady"] is True
+    assert rows["ngram_k3"]["warmup_steady_passes"] == [4] and rows["ngram_k3"]["steplog_one_time_events"] == 0
+    assert rows["ngram_k2"]["warmup_steady_events"] == [[3, 3, 3, 3, 3]] and rows["ngram_k2"]["warmup_steady"] is False
+    assert rows["ngram_k2"]["steplog_one_time_events"] == 3  # the timed pass still compiled: counted there too
+    assert "warmup_steady" not in rows["baseline"]
+    records = [json.loads(line) for line in (out / "requests.jsonl").read_text().splitlines()]
+    warm = {c: sum(1 for r in records if r["config"] == c and r["phase"] == "warmup") for c in rows}
+    assert warm == {"baseline": 1, "ngram_k3": 12, "ngram_k2": 15}
+    md = (out / "results.md").read_text()
+    assert "steady warm-up: 4 warm-up pass(es) per repeat; the last held no one-time event" in md
+    assert "steady warm-up stopped at its cap (5 passes per repeat) with one-time events still in the last (3)" in md
+
+
+def test_steady_warm_up_without_a_step_log_is_refused(tmp_path):
+    from specbench.errors import SuiteError
+    from specbench.suite import parse_suite
+
+    with pytest.raises(SuiteError, match=r"configs\[0\]: warmup steady needs the step log"):
+        parse_suite({"name": "s", "model": "m", "configs": [{"name": "b"}], "datasets": [{"name": "gsm8k"}],
+                     "load": {"warmup": "steady"}}, tmp_path / "s.yaml")

@@ -29,3 +29,31 @@ def test_step_log_flags_travel_under_the_table():
     assert "accepted tokens (10) differ from the /metrics counter delta (12)" in text
     assert "counts 9 accepted tokens, its spec-decode stats 10" in text
     assert "come from the step log, unaffected" in text and "overstated by the same factor" not in text
+
+
+def _pass(repeat, share, longest=()):
+    return {"repeat": repeat, "server_start": repeat, "stalls": len(longest), "stall_ms": 10.0, "share": share,
+            "one_time_events": 0, "longest": list(longest)}
+
+
+def test_a_pass_that_lost_two_percent_to_stalls_is_named_and_so_are_the_repeats_that_disagree():
+    """Issue 39: the stalls of a pass that lost ≥ 2 % are named under the table; where the speedup varies between
+    server starts, the line says the disagreeing start is the one with stalls."""
+    stall = {"step": 1, "at_s": 0.0, "ms": 246.0, "excess_ms": 240.0, "where": "drafter",
+             "causes": ["triton_autotune: _kernel (231 ms)"]}
+    r = row("spec", steplog_stalls=2, steplog_stall_ms=460.0, steplog_stall_share=0.05,
+            steplog_stall_causes={"triton_autotune": 400.0, "unknown": 60.0},
+            steplog_stall_passes=[_pass(0, 0.15, [stall, {**stall, "ms": 227.0}]), _pass(1, 0.001), _pass(2, 0.0)],
+            speedup_repeats=[1.26, 1.57, 1.67], speedup_varies=True, speedup_repeats_fresh_servers=True, concurrency=16)
+    lines = warnings([r])
+    assert ("⚠ spec / d / C=16 (repeat 0, server start 0): stalls took 15.0% of the timed pass — 2 step(s), the longest "
+            "246 and 227 ms (drafter): triton_autotune: _kernel (231 ms)") in lines
+    assert "⚠ spec / d / C=16: the speedup varies between repeats, and the repeats with stalls are 0 (1.26×; without " \
+           "stalls 1.57–1.67×)" in lines
+    cells = {c.header: c.cell(r) for c in STEP_COLUMNS}
+    assert cells["Stalls n/ms/share"] == "2/460/5.0%" and cells["Stall causes"] == "triton_autotune 400, unknown 60"
+
+
+def test_passes_under_two_percent_are_not_named():
+    r = row("spec", steplog_stalls=1, steplog_stall_passes=[_pass(0, 0.019)], speedup_varies=False)
+    assert not [w for w in warnings([r]) if "stalls" in w]
