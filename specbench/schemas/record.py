@@ -32,7 +32,18 @@ from typing import Any, ClassVar, TypeVar
 from ..errors import ResultsError
 from ..util.jsonio import dumps
 from ..util.numbers import finite
-from .record_values import Reader, RowError, ValueReader, WrongValue, field_reader, key, read_value, show, type_name
+from .record_values import (
+    Reader,
+    RowError,
+    ValueReader,
+    WrongValue,
+    field_reader,
+    key,
+    not_finite,
+    read_value,
+    show,
+    type_name,
+)
 
 __all__ = ["VERSION_KEY", "FieldSpec", "Reader", "Record", "RowError", "key", "plain", "read_value", "show", "type_name"]
 
@@ -68,6 +79,11 @@ class FieldSpec:
     def doc(self) -> str:
         return str(self.meta.get("doc") or "")
 
+    @property
+    def ranged(self) -> bool:
+        """A number range is declared (``key(low=, high=)``): NaN/±Infinity there is refused, not null."""
+        return self.meta.get("low") is not None or self.meta.get("high") is not None
+
     def empty(self) -> Any:
         return self.factory() if self.factory is not None else self.default
 
@@ -88,11 +104,16 @@ def read_keys(specs: dict[str, FieldSpec], data: dict[str, Any], reader: Reader,
     known: dict[str, Any] = {}
     unknown: dict[str, Any] = {}
     keys: dict[str, None] = {}
+    nan_null = reader.nonfinite_null
     for name, value in data.items():
         spec = specs.get(name)
         if spec is None:
-            unknown[name] = value
-        elif value is None and reader.line and not spec.nullable:
+            unknown[name] = finite(value) if nan_null else value
+            keys[name] = None
+            continue
+        if nan_null and not_finite(value) and not spec.ranged:
+            value = None  # NaN/±Infinity where no range is declared: not measured
+        if value is None and reader.line and not spec.nullable:
             if spec.required:
                 reader.wrong(f"{prefix}{name}", value, type_name(spec.hint))
             continue  # a line's null where no null belongs: the field's default
@@ -170,10 +191,11 @@ class Record:
 
     @classmethod
     def from_dict(cls: type[R], data: Any, where: str | Path = "", problems: list[str] | None = None) -> R:
-        """``read`` of JSON data (NaN/±Infinity read as null); not an object is a ``ResultsError``."""
+        """``read`` of JSON data (NaN/±Infinity read as null, except where a range is declared: a wrong
+        value there); not an object is a ``ResultsError``."""
         if not isinstance(data, dict):
             raise ResultsError(f"{where}: expected a JSON object, got {type(data).__name__}")
-        return cls.read(finite(data), Reader(str(where), problems))
+        return cls.read(data, Reader(str(where), problems))
 
     @classmethod
     def from_line(cls: type[R], data: Any) -> R:

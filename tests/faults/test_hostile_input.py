@@ -824,3 +824,35 @@ def test_url_credentials_and_an_api_key_together_are_refused(tmp_path, prompts, 
     assert rc == 2
     one_line_error(err, str(path), "configs[0].url", "api_key_env")
     assert PASSWORD not in err
+
+
+# ======================================================= 5. numbers: every one a file can carry is bounded
+
+from specbench.schemas.profile_file import FORMAT as PROFILE_FORMAT  # noqa: E402
+
+PROFILE_ENTRY = ('{"config": "eagle_k3", "dataset": "p", "num_speculative_tokens": 3, "speedup_vs_baseline": 1.5, '
+                 '"acceptance_per_position": [0.75, 0.5, 0.25], "mean_acceptance_length": LENGTH}')  # later keys win
+
+
+@pytest.mark.parametrize("length, key", [
+    ("Infinity", "mean_acceptance_length"), ("1e999", "mean_acceptance_length"), ("-Infinity", "mean_acceptance_length"),
+    ("NaN", "mean_acceptance_length"), ("-2.5", "mean_acceptance_length"), ("2.5, \"fill_ratio\": Infinity", "fill_ratio"),
+    ("2.5, \"speedup_vs_baseline\": 1e999", "speedup_vs_baseline"), ("2.5, \"spec_drafts\": -4", "spec_drafts"),
+    ("2.5, \"num_speculative_tokens\": 100000", "num_speculative_tokens"),
+])
+def test_whatif_refuses_a_profile_number_that_is_not_one_before_anything_starts(tmp_path, prompts, capsys, fake_engine,
+                                                                                 length, key):
+    """A profile whose acceptance length is Infinity once ran: the record machinery read it as null."""
+    suite = tmp_path / "s.yaml"
+    suite.write_text(yaml.safe_dump({
+        "name": "plan", "model": "smol", "engine": "fake",
+        "configs": [{"name": "baseline"}, {"name": "ngram_k3", "method": "ngram", "num_speculative_tokens": 3}],
+        "datasets": [{"name": "p", "path": str(prompts)}],
+        "load": {"concurrency": 1, "max_tokens": 8, "warmup": 0}, "server": {"startup_timeout_s": 30}}))
+    profile = tmp_path / "profile.json"
+    profile.write_text(f'{{"format": "{PROFILE_FORMAT}", "profiles": [{PROFILE_ENTRY.replace("LENGTH", length)}]}}')
+    rc, _, err = cli(capsys, "whatif", suite, "--profile", profile, "--no-real", "-o", tmp_path / "out", "-q")
+    assert rc == 2
+    one_line_error(err, str(profile), f"profiles[0].{key}: expected")
+    assert not (tmp_path / "out").exists()
+
