@@ -856,3 +856,38 @@ def test_whatif_refuses_a_profile_number_that_is_not_one_before_anything_starts(
     one_line_error(err, str(profile), f"profiles[0].{key}: expected")
     assert not (tmp_path / "out").exists()
 
+
+LAUNCHED = "  - name: baseline\n  - name: ngram_k3\n    method: ngram\n    num_speculative_tokens: 3\n"
+
+
+@pytest.mark.parametrize("config, load, server, key", [
+    # adaptive repeats: a target that underflows Stein's plan (a traceback), a cap in the millions (an unbounded run)
+    (LAUNCHED, "  restart: true\n  target_ci: 1.0e-320\n  max_repeats: 10\n", "", "load.target_ci"),
+    (LAUNCHED, "  restart: true\n  target_ci: '1e-318%'\n  max_repeats: 10\n", "", "load.target_ci"),
+    (LAUNCHED, "  restart: true\n  target_ci: 3%\n  max_repeats: 5000000\n", "", "load.max_repeats"),
+    (LAUNCHED, "  repeats: 2000000\n", "", "load.repeats"),
+    (LAUNCHED, "  concurrency: [1, 100000000]\n", "", "load.concurrency"),
+    (LAUNCHED, "  request_rate: 1.0e-300\n", "", "load.request_rate"),
+    (LAUNCHED, "  warmup: 1000000000\n", "", "load.warmup"),
+    (LAUNCHED, "  max_tokens: 1000000000000\n", "", "load.max_tokens"),
+    (LAUNCHED, "  timeout_s: 1.0e+300\n", "", "load.timeout_s"),
+    (LAUNCHED, "  top_p: -3\n", "", "load.top_p"),
+    (LAUNCHED, "  client_processes: 1000000\n", "", "load.client_processes"),
+    (LAUNCHED, "  slo: {ttft_ms: 1.0e+300}\n", "", "load.slo.ttft_ms"),
+    (LAUNCHED, "  slo: {ttft_ms: 100}\n  max_rate_at_slo: {start_rate: 1.0e-12}\n", "", "load.max_rate_at_slo.start_rate"),
+    (LAUNCHED, "", "server:\n  startup_timeout_s: -1\n", "server.startup_timeout_s"),
+    (LAUNCHED, "", "server:\n  startup_timeout_s: 1.0e+300\n", "server.startup_timeout_s"),
+    (LAUNCHED, "", "server:\n  gpus_per_server: 100000000\n", "server.gpus_per_server"),
+    (LAUNCHED.replace("tokens: 3", "tokens: 100000"), "", "", "configs[1].num_speculative_tokens"),
+    (LAUNCHED, "", "cost:\n  gpu_hour_usd: 1.0e+200\n", "cost.gpu_hour_usd"),
+    (LAUNCHED, "", "gate:\n  max_drop: {speedup_vs_baseline: 400%}\n", "gate.max_drop.speedup_vs_baseline"),
+    (LAUNCHED, "", "gate:\n  min: {speedup_vs_baseline: -1}\n", "gate.min.speedup_vs_baseline"),
+])
+def test_every_suite_number_is_bounded_one_line_naming_file_and_key(tmp_path, prompts, config, load, server, key):
+    """Each of these once read as a valid suite: then a traceback, an unbounded run or a gate that cannot fail."""
+    path = tmp_path / "s.yaml"
+    path.write_text(suite_text(prompts, config=config, load="  max_tokens: 8\n" * ("max_tokens" not in load) + load) + server)
+    with pytest.raises(SuiteError) as err:
+        load_suite(path)
+    assert err.value.exit_code == 2
+    one_line_error(str(err.value), str(path), key, "expected")
