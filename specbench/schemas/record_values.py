@@ -41,11 +41,14 @@ def show(value: Any) -> str:
 class Reader:
     """Where a record is read from, and what a wrong value does: strict (``problems`` None) raises
     ``error`` (a ``ResultsError`` naming ``where``, or a ``RowError`` for a line), lenient drops the
-    key and says so in ``problems``."""
+    key and says so in ``problems``. A record a newer specbench wrote (its ``schema_version`` above the
+    one this version reads) is refused, unless ``newer`` collects it: then it is read with what this
+    version knows, and said there (the history's reader: a CI's pinned version reads newer runs)."""
 
     where: str
     problems: list[str] | None = None
     line: bool = False
+    newer: list[str] | None = None
 
     @property
     def nonfinite_null(self) -> bool:

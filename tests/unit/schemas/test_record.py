@@ -14,7 +14,7 @@ from specbench.errors import ResultsError
 from specbench.schemas.docs import SECTIONS
 from specbench.schemas.meta import RunMeta
 from specbench.schemas.profile_file import ProfileEntry
-from specbench.schemas.record import Reader, Record, RowError, key
+from specbench.schemas.record import Reader, Record, RowError, key, unknown_paths
 
 NON_FINITE = [math.inf, -math.inf, math.nan]
 
@@ -100,3 +100,18 @@ def test_every_ranged_key_of_every_record_refuses_infinity(record, name):
 def test_a_strict_reader_refuses_a_newer_version_in_one_line():
     with pytest.raises(ResultsError, match=r"^/r/meta.json: schema_version 2: written by a newer specbench"):
         RunMeta.from_dict({"schema_version": 2, "started_at": "t"}, "/r/meta.json")
+
+
+def test_a_reader_given_a_newer_list_reads_a_newer_file_and_says_so():
+    newer: list[str] = []
+    problems: list[str] = []
+    data = {"schema_version": 3, "started_at": "t", "brand_new": 1, "notes": {"now": "an object"},
+            "runs": [{"resume": False, "why": "x"}], "servers": {"b": {"pid": 5, "cgroup": "/x"}},
+            "suite": {"name": "s", "raw": {"name": "s", "endpoint": "chat"}}, "comparability": {"new_fingerprint": "y"}}
+    meta = RunMeta.from_dict(data, "/r/meta.json", problems, newer)
+    assert newer == ["schema_version 3 (this version reads meta.json up to 1)"]
+    assert meta.started_at == "t" and meta.notes is None and problems == [
+        '/r/meta.json: notes: expected a list of texts, got {"now": "an object"}; ignored']
+    # the suite as written and the comparability fingerprint hold their extra keys by design: not listed
+    assert unknown_paths(meta) == ["brand_new", "servers.*.cgroup", "runs[].why"]  # in the fields' order
+    assert meta.to_dict()["brand_new"] == 1 and list(meta.to_dict())[0] == "schema_version"
