@@ -423,6 +423,12 @@ REPAIRED = {  # damage → the key that renders —, with a warning naming file 
     "status a number": (_set("status", 5), "status"),
     "flag a string": (_set("acceptance_sources_agree", "no"), "acceptance_sources_agree"),
     "rate a string": (_set("request_rate", "fast"), "request_rate"),
+    # a number outside what its key is by definition (schemas/row_read.BOUNDS): shown as —, said
+    "negative speedup": (_set("speedup_vs_baseline", -1.4), "speedup_vs_baseline"),
+    "negative latency": (_set("latency_p95_ms", -12.5), "latency_p95_ms"),
+    "acceptance rate above 1": (_set("acceptance_rate", 1.7), "acceptance_rate"),
+    "acceptance length below 1": (_set("mean_acceptance_length", 0.4), "mean_acceptance_length"),
+    "a 400-digit count": (_set("requests", 10 ** 400), "requests"),
 }
 
 
