@@ -170,7 +170,9 @@ def load_run(path: str | Path, *, quiet: bool = False, strict: bool = False) -> 
     if strict and problems:
         raise ResultsError(refusal(problems))
     meta_path = results.parent / META
-    meta, meta_problems, notes = None, [], []
+    meta: RunMeta | None = None
+    meta_problems: list[str] = []
+    notes: list[str] = []
     if meta_path.exists():
         meta, meta_problems = read_meta(meta_path, None if strict else notes)
     newer = None if strict else newer_run(meta, meta_path, notes, meta_problems, rows)
