@@ -16,6 +16,7 @@ from ..errors import ResultsError
 from ..schemas.cell import Cell
 from ..schemas.meta import Comparability, RunMeta
 from ..schemas.row import ResultRow
+from ..schemas.row_read import in_bounds
 from ..suite.gate import Check, GateError, Outcome
 from ..util.numbers import is_number
 
@@ -97,6 +98,9 @@ def read_measure(row: ResultRow, metric: str, side: str, cell: Cell) -> Measure:
     if not is_number(value):  # an infinite speedup or latency is damage, never a measurement
         finite = "finite " if isinstance(value, float) else ""
         raise GateError(f"{metric} in {side} cell {cell} is not a {finite}number: {value!r}")
+    outside = in_bounds(metric, value)
+    if outside:  # a negative speedup or latency: no threshold can be judged against it
+        raise GateError(f"{metric} in {side} cell {cell} is {value!r}: expected {outside}")
     return Measure(float(value), read_ci(row, metric, side, cell))
 
 

@@ -5,7 +5,9 @@ then means "the latest complete run of each suite", ``--all`` every complete run
 the latest against the one before it. A run is *complete* when its meta.json says it finished,
 no config or cell failed or was cut, and every cell of the suite (config × data set × load point,
 every repeat) is there. Interrupted, failed, unfinished and unreadable runs are listed one line
-each with the reason, and never shown as if they were results.
+each with the reason, and never shown as if they were results. A run a newer specbench wrote is read
+with what this version knows and shown like any other, said once on stderr and beside its table
+(``run.readback.Newer``); only what cannot be read at all (a cut file, a loop) is unreadable.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 
 from ..errors import ResultsError, SpecbenchError
 from ..gate import GateError
-from ..run.readback import load_run, read_meta, refusal
+from ..run.readback import Newer, load_run, read_meta_only, refusal, warn
 from ..schemas.cell import Cell, LoadPoint, load_of
 from ..schemas.meta import Comparability, GitState, RunMeta, SuiteFile
 from ..schemas.row import ResultRow
@@ -49,6 +51,7 @@ class RunProvenance:
     suite_sha256: str | None
     git_commit: str | None
     git_dirty: bool | None
+    newer: Newer | None  # written by a newer specbench: what says so, the keys ignored (None: not)
 
 
 @dataclass(eq=False)
@@ -61,6 +64,7 @@ class RunEntry:
     status: str  # complete | interrupted | failed | unfinished | unreadable
     reason: str = ""
     started: dt.datetime | None = None
+    newer: Newer | None = None
 
     @property
     def complete(self) -> bool:
@@ -81,7 +85,7 @@ class RunEntry:
         git = source.git or GitState()
         return RunProvenance(str(self.path), self.suite, self.status, self.reason or None, meta.started_at,
                           meta.finished_at, tuple(engines(self.records or [], meta)), meta.specbench_version,
-                          source.sha256, git.commit, git.dirty)
+                          source.sha256, git.commit, git.dirty, self.newer)
 
 
 def engines(records: Sequence[ResultRow], meta: RunMeta) -> list[str]:
@@ -126,33 +130,29 @@ def find_run_dirs(root: Path) -> list[Path]:
     return found
 
 
-def _read_meta(path: Path) -> RunMeta:
-    """meta.json of a run without results: through the report's reader; a repaired value refuses it."""
-    meta, problems = read_meta(path)
-    if problems:
-        raise ResultsError(refusal(problems))
-    return meta
-
-
 def read_entry(path: Path) -> RunEntry:
-    """Read one run directory; damage makes it an ``unreadable`` entry, not an error for the others."""
+    """Read one run directory; damage makes it an ``unreadable`` entry, not an error for the others (a
+    newer specbench's run is not damage: its keys this version cannot read are ignored and said)."""
     try:
         if (path / RESULTS).is_file():
             run = load_run(path, quiet=True)
             if run.problems:  # a repaired value would make a damaged run look complete
                 raise ResultsError(refusal(run.problems))
-            meta, records = run.meta, run.rows
+            meta, records, newer = run.meta, run.rows, run.newer
             for i, r in enumerate(records):
                 if not (isinstance(r.run, str) and isinstance(r.dataset, str)):
                     raise ResultsError(f"{path / RESULTS}: record {i} has no string 'run' and 'dataset'")
         else:
-            meta, records = _read_meta(path / META), None
+            meta, problems, newer = read_meta_only(path / META)
+            if problems:
+                raise ResultsError(refusal(problems))
+            records = None
         status, reason = classify(meta, records)
     except SpecbenchError as err:
         return RunEntry(path, None, None, "unreadable", str(err))
     except (OSError, ValueError, TypeError, KeyError, AttributeError) as err:
         return RunEntry(path, None, None, "unreadable", f"{path}: {type(err).__name__}: {err}".splitlines()[0])
-    return RunEntry(path, meta, records, status, reason, parse_time(meta.started_at if meta else None))
+    return RunEntry(path, meta, records, status, reason, parse_time(meta.started_at if meta else None), newer)
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -279,6 +279,8 @@ def history(roots: Sequence[Path], *, suite: str | None = None, since: dt.dateti
     groups: dict[str, list[RunEntry]] = {}
     for r in sorted(runs, key=_order):
         groups.setdefault(r.group, []).append(r)
+        if r.newer is not None:  # said once per run, whatever the format
+            warn([r.newer.line(r.path)])
     out = []
     for name in sorted(groups):
         h = SuiteHistory(name, groups[name])
@@ -325,11 +327,21 @@ def run_line(run: RunEntry) -> str:
         parts.append("suite file hash and git commit not recorded (run made before they were)")
     if not run.meta:
         parts.append(f"no {META}")
+    if run.newer:
+        parts.append(newer_note(run.newer))
     return " · ".join(parts)
 
 
+def newer_note(newer: Newer) -> str:
+    """A newer specbench's run beside its table or status line: what this version did with it."""
+    ignored = len(newer.ignored_meta_keys) + len(newer.ignored_results_keys)
+    who = f"specbench {newer.specbench_version}" if newer.specbench_version else "a newer specbench"
+    return f"written by {who}: shown with what this version reads" + (f" ({ignored} key(s) ignored)" if ignored else "")
+
+
 def status_line(run: RunEntry) -> str:
-    return f"- `{run.path}` (started {show_time(run.started)}): **{run.status}** — {run.reason}"
+    note = f" ({newer_note(run.newer)})" if run.newer else ""
+    return f"- `{run.path}` (started {show_time(run.started)}): **{run.status}** — {run.reason}{note}"
 
 
 def other_runs(h: SuiteHistory) -> list[str]:

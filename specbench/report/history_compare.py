@@ -179,4 +179,4 @@ def read_named_run(path: Path) -> RunEntry:
     run = load_run(path)
     status, reason = classify(run.meta, run.rows)
     return RunEntry(run.path.parent if run.path else path, run.meta, run.rows, status, reason,
-                    parse_time(run.meta.started_at if run.meta else None))
+                    parse_time(run.meta.started_at if run.meta else None), run.newer)

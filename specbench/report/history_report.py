@@ -14,6 +14,7 @@ from .csv_rows import to_csv
 from .history import (
     SuiteHistory,
     heading,
+    newer_note,
     other_runs,
     run_line,
 )
@@ -62,7 +63,7 @@ def as_csv(histories: Sequence[SuiteHistory]) -> str:
     for h in histories:
         for run in h.shown:
             head = {"suite": h.name, "run_dir": str(run.path), "run_started_at": run.meta.started_at if run.meta else None,
-                    "run_status": run.status, "run_note": None}
+                    "run_status": run.status, "run_note": newer_note(run.newer) if run.newer else None}
             rows += [{**head, **r.to_dict(reference_first=False)} for r in run.records or []]
     for h in histories:
         for run in h.runs:

@@ -8,22 +8,29 @@ tool. What cannot be a table at all (not JSON, not a list of objects, a record w
 file (and record and key). A value of the wrong type where a number, text or flag belongs, and
 NaN/±Infinity anywhere, become ``None``, so the cell renders ``—``; each such repair is said on
 stderr, one line naming the file, record and key. The renderers only ever see clean records.
+
+A run written by a newer specbench (a record's ``schema_version`` or meta.json's ``specbench_version``
+above this one's) is read with what this version knows, since a history is read by whichever version
+a CI pins: ``RunResults.newer`` says so and lists the keys ignored, said once on stderr. Only the gate
+(``strict``) refuses a newer meta.json: it would judge with keys whose meaning may have changed.
 """
 
 from __future__ import annotations
 
 import gzip
 import json
+import re
 import sys
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from .. import __version__
 from ..errors import ResultsError
 from ..measure.explained import Explained, explain
 from ..schemas.meta import RunMeta
-from ..schemas.record import RowError
+from ..schemas.record import VERSION_KEY, RowError, unknown_paths
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
 from ..schemas.row_read import read_row, refusal
@@ -31,18 +38,74 @@ from ..schemas.run_files import META, REQUESTS, REQUESTS_GZ, RESULTS
 from ..util.jsonio import read_json
 from ..util.numbers import is_number
 
-__all__ = ["RunResults", "is_number", "load_results", "load_run", "read_meta", "read_requests", "refusal", "warn"]
+__all__ = ["Newer", "RunResults", "is_number", "load_results", "load_run", "read_meta", "read_requests", "refusal", "warn"]
+
+
+@dataclass(frozen=True)
+class Newer:
+    """A run a newer specbench wrote, read with what this version knows: what says it is newer, and the keys
+    this version ignored (meta.json's dotted, at any depth: unknown to it or of a type it does not read;
+    results.json's by name: kept in the JSON and CSV outputs, not in the tables)."""
+
+    specbench_version: str | None  # the specbench that wrote it, as meta.json says
+    schema_versions: tuple[str, ...]  # each record above the version this one reads, with both
+    ignored_meta_keys: tuple[str, ...]
+    ignored_results_keys: tuple[str, ...]
+
+    def line(self, path: Path | str) -> str:
+        """The one line said about the run: which it is, and what was ignored (the first few keys)."""
+        why = [f"specbench {self.specbench_version}" if self.specbench_version else "", *self.schema_versions]
+        keys = [*(f"{META} {k}" for k in self.ignored_meta_keys), *(f"{RESULTS} {k}" for k in self.ignored_results_keys)]
+        shown = ", ".join(keys[:MAX_SHOWN]) + (f" and {len(keys) - MAX_SHOWN} more" if len(keys) > MAX_SHOWN else "")
+        return (f"{path}: written by a newer specbench ({'; '.join(w for w in why if w)}; this is {__version__}): "
+                f"shown with what this version reads" + (f"; keys it ignored: {shown}" if keys else ""))
+
+
+def version_tuple(text: str) -> tuple[int, ...]:
+    """The release numbers a version starts with (``0.2.0rc1`` → (0, 2, 0)); () when it starts with none."""
+    match = re.match(r"\s*v?(\d+(?:\.\d+)*)", text)
+    return tuple(int(x) for x in match.group(1).split(".")[:4]) if match else ()
+
+
+def is_newer(written: object) -> bool:
+    """Whether ``written`` (meta.json's ``specbench_version``) is a later release than this specbench."""
+    return isinstance(written, str) and version_tuple(written) > version_tuple(__version__)
+
+
+def newer_run(meta: RunMeta | None, meta_where: Path, schema_notes: list[str], meta_problems: list[str],
+              rows: list[ResultRow]) -> Newer | None:
+    """What makes the run newer than this specbench and what it ignored; None for a run this version wrote
+    (or an older one)."""
+    notes = list(schema_notes)
+    row_version = max((r.unknown[VERSION_KEY] for r in rows if type(r.unknown.get(VERSION_KEY)) is int), default=None)
+    if row_version is not None and row_version > ResultRow.VERSION:
+        notes.append(f"{VERSION_KEY} {row_version} (this version reads {ResultRow.FILE} up to {ResultRow.VERSION})")
+    written = meta.specbench_version if meta else None
+    if not notes and not is_newer(written):
+        return None
+    prefix = f"{meta_where}: "
+    dropped = [p.removeprefix(prefix).split(": ", 1)[0] for p in meta_problems]
+    meta_keys = [*unknown_paths(meta), *dropped] if meta else []
+    row_keys = [k for r in rows for k in r.unknown if k != VERSION_KEY and not POSITION_KEY.match(k)]
+    return Newer(written if isinstance(written, str) else None, tuple(notes), tuple(dict.fromkeys(meta_keys)),
+                 tuple(dict.fromkeys(row_keys)))
+
+
+#: a results key this version reads without a field for it (``schemas.acceptance``: acceptance_pos_4..)
+POSITION_KEY = re.compile(r"^acceptance_pos_\d+$")
 
 
 @dataclass
 class RunResults:
     """A run as read back: its rows, its meta (None: no meta.json beside the results), where, the repairs
-    made, and its analyses (sweep, what-if, replay, tune), made once when first asked for."""
+    made, whether a newer specbench wrote it, and its analyses (sweep, what-if, replay, tune), made once when
+    first asked for."""
 
     rows: list[ResultRow]
     meta: RunMeta | None = None
     path: Path | None = None
     problems: list[str] = field(default_factory=list)
+    newer: Newer | None = None
 
     @cached_property
     def explained(self) -> Explained:
@@ -70,18 +133,31 @@ def warn(problems: list[str], prefix: str = "specbench report") -> None:
               f"({problems[0].split(':')[0]})", file=sys.stderr)
 
 
-def read_meta(path: Path) -> tuple[RunMeta, list[str]]:
+def read_meta(path: Path, newer: list[str] | None = None) -> tuple[RunMeta, list[str]]:
     """A meta.json as the report reads it, and the repairs made: not an object is a ResultsError; a
-    known key of the wrong type is dropped (the report shows what it shows without it) and said."""
+    known key of the wrong type is dropped (the report shows what it shows without it) and said; a
+    newer version's file is refused unless ``newer`` collects it (``Record``)."""
     problems: list[str] = []
-    return RunMeta.load(path, problems), problems
+    return RunMeta.load(path, problems, newer), problems
+
+
+def read_meta_only(path: Path) -> tuple[RunMeta, list[str], Newer | None]:
+    """meta.json of a run without results: the meta, its repairs (none when a newer specbench wrote it:
+    then they are keys it ignored) and whether one did."""
+    notes: list[str] = []
+    meta, problems = read_meta(path, notes)
+    newer = newer_run(meta, path, notes, problems, [])
+    return meta, [] if newer else problems, newer
 
 
 def load_run(path: str | Path, *, quiet: bool = False, strict: bool = False) -> RunResults:
-    """One run's clean records and meta; repairs are printed to stderr unless ``quiet``.
+    """One run's clean records and meta; repairs, and a newer specbench's run (once), are printed to
+    stderr unless ``quiet``.
 
     ``strict`` (the gate): a record value that needed a repair is a ``ResultsError`` instead, since
-    a verdict on a value shown as — would be a guess; meta.json's repairs stay in ``problems``.
+    a verdict on a value shown as — would be a guess, and so is a meta.json a newer specbench wrote;
+    meta.json's repairs stay in ``problems``. Otherwise a newer run's meta.json repairs are keys it
+    ignored (``RunResults.newer``), not damage.
     """
     path = Path(path)
     if path.is_dir():
@@ -94,13 +170,19 @@ def load_run(path: str | Path, *, quiet: bool = False, strict: bool = False) -> 
     if strict and problems:
         raise ResultsError(refusal(problems))
     meta_path = results.parent / META
-    meta = None
+    meta: RunMeta | None = None
+    meta_problems: list[str] = []
+    notes: list[str] = []
     if meta_path.exists():
-        meta, meta_problems = read_meta(meta_path)
+        meta, meta_problems = read_meta(meta_path, None if strict else notes)
+    newer = None if strict else newer_run(meta, meta_path, notes, meta_problems, rows)
+    if newer is None:
         problems += meta_problems
     if not quiet:
         warn(problems)
-    return RunResults(rows=rows, meta=meta, path=results, problems=problems)
+        if newer is not None:
+            warn([newer.line(results.parent)])
+    return RunResults(rows=rows, meta=meta, path=results, problems=problems, newer=newer)
 
 
 def load_results(paths: list[str | Path]) -> RunResults:

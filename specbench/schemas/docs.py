@@ -95,9 +95,12 @@ def records_markdown() -> str:
     """The whole page."""
     out = ["# Records: every file and line specbench writes", "",
            "Written from the declarations in `specbench/schemas/` (`schemas/docs.py`); do not edit by hand. "
-           "Each record is read strictly (a wrong type or a value out of its range is one line naming the key), "
+           "Each record is read strictly (a wrong type or a value out of its range is one line naming the key; "
+           "NaN/±Infinity is null where a key declares no range and such a line where it does), "
            "keys a newer version adds are kept and written back, and version 1 is implied by the absence of "
-           "`schema_version` (a later version writes it first). results.json's keys and their definitions are in "
+           "`schema_version` (a later version writes it first: `--resume` and the gate refuse a file of a newer "
+           "version, the report reads it with what it knows and says which keys it ignored, "
+           "[history.md](history.md#a-run-a-newer-specbench-wrote)). results.json's keys and their definitions are in "
            "[metrics.md](metrics.md).", ""]
     for title, records in SECTIONS:
         out += [f"## {title}", ""]

@@ -14,7 +14,8 @@ record adds no key of its own, so a file's bytes stay what the run wrote. Every 
 a file from before a key existed (``suite_file``, ``weights``, ``restarts`` …) reads as that key
 absent, and a key a newer version adds is kept in ``unknown`` and written back unchanged. A version
 that changes a key's meaning bumps ``VERSION``: the file then carries ``schema_version`` first and an
-older specbench refuses it in one line.
+older specbench refuses it in one line where it would act on it (``--resume``, the gate), while its
+report reads it with what it knows and says which keys it ignored (``run.readback.Newer``).
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ from .slo_search import SloSearch
 class SuiteRaw(Record):
     """The suite file as written, secrets masked (its shape is ``suite.parse``'s): typed are only the
     keys the report, the gate and the profile read; every other key is kept as it is."""
+
+    OPEN: ClassVar[bool] = True
 
     name: str | None = None
     model: str | None = None
@@ -79,6 +82,8 @@ class SuiteFile(Record):
 class Comparability(Record):
     """``Suite.comparability()``: what must match between two runs; compared as a whole
     (``to_dict``), so a key added there needs no change here."""
+
+    OPEN: ClassVar[bool] = True
 
     suite: str | None = key("the suite's name")
     model: str | None = key("the served model's name")
@@ -190,9 +195,10 @@ class RunMeta(Record):
     server_starts: dict[str, list[ServerMeta]] | None = key('every ready start per config (servers: the latest)')
 
     @classmethod
-    def load(cls, path: Path, problems: list[str] | None = None) -> RunMeta:
-        """A meta.json file; strict unless ``problems`` collects the values dropped (see ``Record``)."""
-        return cls.from_dict(read_json(Path(path)), path, problems)
+    def load(cls, path: Path, problems: list[str] | None = None, newer: list[str] | None = None) -> RunMeta:
+        """A meta.json file; strict unless ``problems`` collects the values dropped, and refused when a newer
+        specbench wrote it unless ``newer`` collects that (see ``Record``)."""
+        return cls.from_dict(read_json(Path(path)), path, problems, newer)
 
     def save(self, path: Path) -> None:
         write_json(Path(path), self.to_dict())

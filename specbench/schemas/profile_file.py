@@ -1,7 +1,9 @@
 """The acceptance profile file (``specbench-profile/1``) as typed records: ``specbench profile`` writes a
 ``ProfileFile`` (``measure.profile`` makes its entries), ``whatif --profile`` reads it back strictly
 (``measure.replay.read_profile``, then checks each entry as vLLM checks its rates). Every entry writes
-all its keys, null or not; a file read and written back is the same bytes (``schemas.record``).
+all its keys, null or not; a file read and written back is the same bytes (``schemas.record``). Every number
+is bounded in its declaration (rates in [0, 1], lengths in [1, k + 1], counts ≥ 0): a value outside, NaN or
+±Infinity is refused in one line naming the file and key.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from typing import ClassVar
 from .record import Record, key
 
 FORMAT = "specbench-profile/1"
+#: the most draft positions (k) an entry may carry: a suite's num_speculative_tokens has the same bound
+MAX_K = 128
 
 
 @dataclass
@@ -19,11 +23,13 @@ class CategoryAcceptance(Record):
     """One category's acceptance, from the stream's chunk sizes (the counters are per cell)."""
 
     KEEP_NONE: ClassVar[bool] = True
-    acceptance_per_position: list[float | None] | None = key("p_1..p_k from the stream (1-based, unconditional)")
-    mean_acceptance_length: float | None = key("the stream's mean acceptance length (tokens per step)")
+    acceptance_per_position: list[float | None] | None = key("p_1..p_k from the stream (1-based, unconditional)",
+                                                             low=0, high=1, max_len=MAX_K)
+    mean_acceptance_length: float | None = key("the stream's mean acceptance length (tokens per step)",
+                                               low=1, high=MAX_K + 1)
     acceptance_conditional: list[float | None] | None = key("P(draft i accepted given drafts 1..i−1 accepted); null "
-                                                            "where p_(i−1) is 0 or unknown")
-    requests: int | None = key("how many of the cell's requests are of the category")
+                                                            "where p_(i−1) is 0 or unknown", low=0, max_len=MAX_K)
+    requests: int | None = key("how many of the cell's requests are of the category", low=0)
     source: str | None = key("where the numbers come from: the stream's chunk sizes, and their caveat")
 
 
@@ -40,8 +46,8 @@ class ProfileProvenance(Record):
     served_model: str | None = key("the suite's model name")
     drafter: str | None = key("the drafter model (null: none, e.g. ngram)")
     method: str | None = key("the speculative method")
-    num_speculative_tokens: int | None = key("k, the number of draft tokens")
-    temperature: float | None = key("the sampling temperature")
+    num_speculative_tokens: int | None = key("k, the number of draft tokens", low=1, high=MAX_K)
+    temperature: float | None = key("the sampling temperature", low=0)
     recipe: str | None = key("the recipe the data set's prompts were made with")
     suite: str | None = key("the suite file of the run")
     suite_sha256: str | None = key("the suite file's sha256")
@@ -60,23 +66,26 @@ class ProfileEntry(Record):
     KEEP_NONE: ClassVar[bool] = True
     config: str | None = key("the speculative config measured")
     dataset: str | None = key("the data set")
-    concurrency: float | None = key("the concurrency (open loop: the in-flight cap; null: none recorded)")
-    request_rate: float | None = key("open loop: the arrival rate in req/s (null: closed loop)")
+    concurrency: float | None = key("the concurrency (open loop: the in-flight cap; null: none recorded)", low=0)
+    request_rate: float | None = key("open loop: the arrival rate in req/s (null: closed loop)", low=0)
     load: str | None = key('the load point as labelled: "C=4", "2 req/s"')
-    num_speculative_tokens: int | None = key("k, the number of draft positions")
+    num_speculative_tokens: int | None = key("k, the number of draft positions", low=1, high=MAX_K)
     acceptance_per_position: list[float] | None = key("p_1..p_k: P(the first i drafts of a step are all accepted), "
-                                                      "1-based, unconditional")
-    mean_acceptance_length: float | None = key("tokens per step, 1 + Σ p")
+                                                      "1-based, unconditional (checked as vLLM checks them, in "
+                                                      "its words: measure.replay)", max_len=MAX_K)
+    mean_acceptance_length: float | None = key("tokens per step, 1 + Σ p", low=1, high=MAX_K + 1)
     acceptance_conditional: list[float | None] | None = key("P(draft i accepted given drafts 1..i−1 accepted) = "
-                                                            "p_i / p_(i−1); null where p_(i−1) is 0")
-    estimated_positions: list[int] | None = key("1-based positions filled by fill_rule, not measured")
+                                                            "p_i / p_(i−1); null where p_(i−1) is 0",
+                                                            low=0, high=1, max_len=MAX_K)
+    estimated_positions: list[int] | None = key("1-based positions filled by fill_rule, not measured",
+                                                low=1, high=MAX_K, max_len=MAX_K)
     fill_rule: str | None = key("the rule that filled them (null: nothing filled)")
-    fill_ratio: float | None = key("r of the fill rule (null: nothing filled)")
-    measured_positions: int | None = key("how many positions the input gave")
+    fill_ratio: float | None = key("r of the fill rule (null: nothing filled)", low=0, high=1)
+    measured_positions: int | None = key("how many positions the input gave", low=0, high=MAX_K)
     acceptance_source: str | None = key("where the acceptance came from: the engine's counters, or the results "
                                         "file's keys")
-    spec_drafts: int | None = key("drafting steps the counters saw (they weight loads when pooled)")
-    speedup_vs_baseline: float | None = key("the cell's speedup vs the baseline")
+    spec_drafts: int | None = key("drafting steps the counters saw (they weight loads when pooled)", low=0)
+    speedup_vs_baseline: float | None = key("the cell's speedup vs the baseline", low=0)
     speedup_ci95: list[float | None] | None = key("its 95% CI [low, high]")
     status: str | None = key('status of the results row: "ok", "failed", "interrupted" (null: not written, read as ok)')
     categories: dict[str, CategoryAcceptance] | None = key("per prompt category: its acceptance from the stream "
@@ -92,8 +101,8 @@ class ProfileSource(Record):
     results: str | None = key("the results file read")
     results_sha256: str | None = key("its sha256")
     meta: bool | None = key("a meta.json was beside it (false: only what the rows carry is known)")
-    profiles: int | None = key("the entries made from it")
-    refused: int | None = key("its records refused (numbers no profile can match)")
+    profiles: int | None = key("the entries made from it", low=0)
+    refused: int | None = key("its records refused (numbers no profile can match)", low=0)
 
 
 @dataclass

@@ -17,7 +17,9 @@ naming where and the key's path, or — with a ``problems`` list — dropped and
 
 Versions: ``VERSION`` 1 is every file written so far and is implied by the absence of
 ``schema_version`` (so files stay the bytes they were); a later version writes the key first, and a
-reader refuses a file whose ``schema_version`` is newer than the one it knows.
+strict reader refuses a file whose ``schema_version`` is newer than the one it knows; a reader given a
+``newer`` list (the report's, for a history) reads it with what it knows and says so there, and
+``unknown_paths`` lists the keys it kept without reading.
 """
 
 from __future__ import annotations
@@ -32,9 +34,21 @@ from typing import Any, ClassVar, TypeVar
 from ..errors import ResultsError
 from ..util.jsonio import dumps
 from ..util.numbers import finite
-from .record_values import Reader, RowError, ValueReader, WrongValue, field_reader, key, read_value, show, type_name
+from .record_values import (
+    Reader,
+    RowError,
+    ValueReader,
+    WrongValue,
+    field_reader,
+    key,
+    not_finite,
+    read_value,
+    show,
+    type_name,
+)
 
-__all__ = ["VERSION_KEY", "FieldSpec", "Reader", "Record", "RowError", "key", "plain", "read_value", "show", "type_name"]
+__all__ = ["VERSION_KEY", "FieldSpec", "Reader", "Record", "RowError", "key", "plain", "read_value", "show", "type_name",
+           "unknown_paths"]
 
 R = TypeVar("R", bound="Record")
 VERSION_KEY = "schema_version"
@@ -68,6 +82,11 @@ class FieldSpec:
     def doc(self) -> str:
         return str(self.meta.get("doc") or "")
 
+    @property
+    def ranged(self) -> bool:
+        """A number range is declared (``key(low=, high=)``): NaN/±Infinity there is refused, not null."""
+        return self.meta.get("low") is not None or self.meta.get("high") is not None
+
     def empty(self) -> Any:
         return self.factory() if self.factory is not None else self.default
 
@@ -88,11 +107,16 @@ def read_keys(specs: dict[str, FieldSpec], data: dict[str, Any], reader: Reader,
     known: dict[str, Any] = {}
     unknown: dict[str, Any] = {}
     keys: dict[str, None] = {}
+    nan_null = reader.nonfinite_null
     for name, value in data.items():
         spec = specs.get(name)
         if spec is None:
-            unknown[name] = value
-        elif value is None and reader.line and not spec.nullable:
+            unknown[name] = finite(value) if nan_null else value
+            keys[name] = None
+            continue
+        if nan_null and not_finite(value) and not spec.ranged:
+            value = None  # NaN/±Infinity where no range is declared: not measured
+        if value is None and reader.line and not spec.nullable:
             if spec.required:
                 reader.wrong(f"{prefix}{name}", value, type_name(spec.hint))
             continue  # a line's null where no null belongs: the field's default
@@ -112,12 +136,26 @@ def read_keys(specs: dict[str, FieldSpec], data: dict[str, Any], reader: Reader,
     return known, unknown, keys
 
 
+def check_version(cls: type[Record], version: Any, reader: Reader, prefix: str) -> None:
+    """A file a newer specbench wrote (``schema_version`` above ``cls.VERSION``): refused in one line, or
+    said in ``reader.newer`` when the reader collects it."""
+    if isinstance(version, int) and not isinstance(version, bool) and version > cls.VERSION:
+        what = cls.FILE or cls.__name__
+        if reader.newer is None:
+            raise ResultsError(f"{reader.where}: {prefix}{VERSION_KEY} {version}: written by a newer specbench "
+                               f"(this one reads {what} up to version {cls.VERSION}): upgrade specbench")
+        reader.newer.append(f"{prefix}{VERSION_KEY} {version} (this version reads {what} up to {cls.VERSION})")
+
+
 @dataclass
 class Record:
     """A JSON object as a typed dataclass; see the module's docstring."""
 
     KEEP_NONE: ClassVar[bool] = False
     VERSION: ClassVar[int] = 1
+    #: keys beyond the fields are part of what it holds (a suite as written, a fingerprint compared whole),
+    #: never a newer version's: ``unknown_paths`` leaves them out
+    OPEN: ClassVar[bool] = False
     #: what the record is, for docs/records.md: the file or line it is
     FILE: ClassVar[str] = ""
     unknown: dict[str, Any] = field(default_factory=dict, kw_only=True, repr=False)
@@ -150,12 +188,8 @@ class Record:
     @classmethod
     def read(cls: type[R], data: dict[str, Any], reader: Reader, prefix: str = "") -> R:
         """A record from a JSON object, its key order kept; a wrong value goes to ``reader``."""
-        specs = cls.specs()
-        version = data.get(VERSION_KEY)
-        if isinstance(version, int) and version > cls.VERSION:
-            raise ResultsError(f"{reader.where}: {prefix}{VERSION_KEY} {version}: written by a newer specbench "
-                               f"(this one reads {cls.FILE or cls.__name__} up to version {cls.VERSION}): upgrade specbench")
-        known, unknown, keys = read_keys(specs, data, reader, prefix)
+        check_version(cls, data.get(VERSION_KEY), reader, prefix)
+        known, unknown, keys = read_keys(cls.specs(), data, reader, prefix)
         obj = cls.empty()  # the fields set directly: no __setattr__ key tracking, no __post_init__
         obj.__dict__.update(known, unknown=unknown, _keys=keys)
         if reader.line:
@@ -169,11 +203,13 @@ class Record:
         return None
 
     @classmethod
-    def from_dict(cls: type[R], data: Any, where: str | Path = "", problems: list[str] | None = None) -> R:
-        """``read`` of JSON data (NaN/±Infinity read as null); not an object is a ``ResultsError``."""
+    def from_dict(cls: type[R], data: Any, where: str | Path = "", problems: list[str] | None = None,
+                  newer: list[str] | None = None) -> R:
+        """``read`` of JSON data (NaN/±Infinity read as null, except where a range is declared: a wrong
+        value there); not an object is a ``ResultsError``; ``newer``: see ``Reader``."""
         if not isinstance(data, dict):
             raise ResultsError(f"{where}: expected a JSON object, got {type(data).__name__}")
-        return cls.read(finite(data), Reader(str(where), problems))
+        return cls.read(data, Reader(str(where), problems, newer=newer))
 
     @classmethod
     def from_line(cls: type[R], data: Any) -> R:
@@ -232,3 +268,22 @@ class Record:
 
     def copy(self: R) -> R:
         return copy.deepcopy(self)
+
+
+def unknown_paths(value: Any, prefix: str = "") -> list[str]:
+    """The keys a record keeps at any depth without a field for them (a newer version's, another tool's),
+    dotted from ``prefix``; a list's items are ``[]``, a mapping's values ``*`` (``runs[].x``, ``servers.*.x``).
+    An ``OPEN`` record's extra keys are its content, not listed."""
+    out: list[str] = []
+    if isinstance(value, Record):
+        if not value.OPEN:
+            out += [prefix + k for k in value.unknown if k != VERSION_KEY]
+        for name in value.specs():
+            out += unknown_paths(getattr(value, name), f"{prefix}{name}.")
+    elif isinstance(value, dict):
+        for item in value.values():
+            out += unknown_paths(item, prefix + "*.")
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            out += unknown_paths(item, prefix.removesuffix(".") + "[].")
+    return list(dict.fromkeys(out))

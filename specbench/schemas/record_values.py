@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 import types
 import typing
 from collections.abc import Callable
@@ -13,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Union
 
 from ..errors import ResultsError
-from ..util.numbers import is_number
+from ..util.numbers import finite, is_number
 
 _NONE = type(None)
 
@@ -40,11 +41,20 @@ def show(value: Any) -> str:
 class Reader:
     """Where a record is read from, and what a wrong value does: strict (``problems`` None) raises
     ``error`` (a ``ResultsError`` naming ``where``, or a ``RowError`` for a line), lenient drops the
-    key and says so in ``problems``."""
+    key and says so in ``problems``. A record a newer specbench wrote (its ``schema_version`` above the
+    one this version reads) is refused, unless ``newer`` collects it: then it is read with what this
+    version knows, and said there (the history's reader: a CI's pinned version reads newer runs)."""
 
     where: str
     problems: list[str] | None = None
     line: bool = False
+    newer: list[str] | None = None
+
+    @property
+    def nonfinite_null(self) -> bool:
+        """A file's NaN/±Infinity reads as null where no range is declared (JSON has neither: a value that
+        is not finite was not measured); a JSON line holds none, so there it is a wrong value."""
+        return not self.line
 
     def wrong(self, path: str, value: Any, expected: str) -> None:
         if self.line:
@@ -110,7 +120,7 @@ def _compile(hint: Any) -> ValueReader:
     expected = type_name(hint)
     scalar = _SCALAR.get(hint)
     if hint is Any:
-        return lambda v, path, reader: v
+        return lambda v, path, reader: finite(v) if reader.nonfinite_null else v
     if scalar is not None:
         def read_scalar(v: Any, path: str, reader: Reader) -> Any:
             if not scalar(v):
@@ -122,7 +132,7 @@ def _compile(hint: Any) -> ValueReader:
         options = [value_reader(a) for a in args if a is not _NONE]
 
         def read_union(v: Any, path: str, reader: Reader) -> Any:
-            if v is None and _NONE in args:
+            if _NONE in args and (v is None or (reader.nonfinite_null and not_finite(v))):
                 return None
             for option in options:
                 try:
@@ -138,7 +148,9 @@ def _compile(hint: Any) -> ValueReader:
         def read_object(v: Any, path: str, reader: Reader) -> Any:
             if not isinstance(v, dict):
                 raise WrongValue("an object")
-            return record.read(v, reader, path + ".") if nested else record.from_dict(v)
+            if nested:
+                return record.read(v, reader, path + ".")
+            return record.from_dict(finite(v) if reader.nonfinite_null else v)
         return read_object
     if origin in (list, tuple):
         return _compile_list(hint, origin, args, expected)
@@ -182,6 +194,11 @@ def _compile_list(hint: Any, origin: Any, args: tuple[Any, ...], expected: str) 
     return read_items
 
 
+def not_finite(value: Any) -> bool:
+    """NaN or ±Infinity (what ``json`` reads from ``NaN``, ``Infinity``, ``1e999``)."""
+    return isinstance(value, float) and not math.isfinite(value)
+
+
 def read_value(value: Any, hint: Any, path: str, reader: Reader) -> Any:
     """``value`` as ``hint`` holds it; else ``WrongValue``."""
     return value_reader(hint)(value, path, reader)
@@ -214,12 +231,16 @@ def _in_range(value: Any, meta: typing.Mapping[str, Any]) -> str | None:
 
 
 def field_reader(hint: Any, meta: typing.Mapping[str, Any]) -> ValueReader:
-    """``value_reader(hint)`` and the field's range in one function; a number in range takes one test."""
+    """``value_reader(hint)`` and the field's range in one function; a number in range takes one test.
+    Where a range is declared, NaN/±Infinity (alone or in a list) is a wrong value, never null: a
+    bound that is not a number cannot be checked."""
     base = value_reader(hint)
     if all(meta.get(k) is None for k in ("low", "high", "max_len", "length")):
         return base
     low, high = meta.get("low"), meta.get("high")
-    lo, hi = -math.inf if low is None else low, math.inf if high is None else high
+    ranged = low is not None or high is not None
+    # the largest finite floats, not ±inf: Infinity must fail the one-test path too
+    lo, hi = -sys.float_info.max if low is None else low, sys.float_info.max if high is None else high
     fast = next((t for t in (int, float) if hint in (t, t | None)), None)
     ints = typing.get_origin(hint) if hint in (tuple[int, ...], list[int]) else None
     length, most = meta.get("length"), meta.get("max_len") or math.inf
@@ -230,6 +251,8 @@ def field_reader(hint: Any, meta: typing.Mapping[str, Any]) -> ValueReader:
         if ints is not None and type(v) is list and (length is None or len(v) == length) and len(v) <= most \
                 and all(type(x) is int and lo <= x <= hi for x in v):
             return ints(v)
+        if ranged and (not_finite(v) or (isinstance(v, list) and any(not_finite(x) for x in v))):
+            raise WrongValue(f"{'a list of numbers' if isinstance(v, list) else 'a number'} {_range(low, high)}")
         v = base(v, path, reader)
         expected = None if v is None else _in_range(v, meta)
         if expected:

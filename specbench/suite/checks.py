@@ -11,6 +11,7 @@ from typing import Any, TypedDict
 from urllib.parse import urlparse
 
 from ..hooks import STEPLOG_LEVELS  # the engine step log a launched server writes (docs/steplog.md)
+from ..schemas.profile_file import MAX_K
 from ..util.redact import redact_url
 
 NAME_RE = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}")
@@ -114,6 +115,23 @@ class ServerBlock(TypedDict, total=False):
     load_format: str
     steplog: str
 
+#: The bounds of a suite's numbers beyond their meaning (a count ≥ 1, a rate > 0 …, checked in parse.py): past
+#: them a value is a typo or a hostile file, and would make a run unbounded (millions of repeats or streams), a
+#: pass that never ends (one request per 10¹⁰ s) or a number that overflows a timer. docs/suites.md lists them.
+MAX_SPECULATIVE_TOKENS = MAX_K  # the profile file's own bound on k
+MAX_CONCURRENCY = 65_536  # streams in flight: the TCP ports one client host has towards one server
+MIN_REQUEST_RATE, MAX_REQUEST_RATE = 0.001, 100_000.0  # req/s: one request per 1000 s … 10⁵ per second
+MAX_TOKENS = 10_000_000
+MAX_TEMPERATURE = 100.0
+MAX_WARMUP = 100_000  # warm-up requests before a pass
+MAX_REPEATS = 1_000  # timed passes per cell, adaptive cap included
+MIN_TARGET_CI, MAX_TARGET_CI = 0.001, 0.5  # the speedup CI's relative half-width: 0.1 % … 50 %
+MAX_TIMEOUT_S = 86_400.0  # a request's, a server start's: one day
+MAX_CLIENT_PROCESSES = 1_024
+MAX_GPUS_PER_SERVER = 1_024
+MAX_SLO_MS = 86_400_000.0  # one day
+MAX_GPU_HOUR_USD = 10_000.0
+
 WORKLOADS = ("fixed", "profilings")
 CLIENTS = ("auto", "socket", "aiohttp", "openai")
 SERVER_KEYS: dict[str, type | tuple[type, ...]] = {
@@ -154,12 +172,28 @@ def check_keys(data: Any, schema: Mapping[str, type | tuple[type, ...]], where: 
     return clean
 
 
-def positive_list(value: Any, kind: type, where: str, problems: list[str]) -> tuple | None:
+def positive_list(value: Any, kind: type, where: str, problems: list[str], low: float = 0, high: float = math.inf) -> tuple | None:
+    """A positive number (``kind`` int or float) or a list of them, each in [``low``, ``high``] too."""
     items = value if isinstance(value, list) else [value]
     if not items or any(isinstance(v, bool) or not isinstance(v, (int, float) if kind is float else int) or v <= 0 for v in items):
         problems.append(f"{where}: expected a positive {'number' if kind is float else 'integer'} or a list of them, got {value!r}")
         return None
+    outside = [v for v in items if not low <= v <= high]
+    if outside:
+        problems.append(f"{where}: expected each from {shown(low)} to {shown(high)}, got {outside[0]!r}")
+        return None
     return tuple(kind(v) for v in items)
+
+
+def shown(number: float) -> str:
+    """A bound as an error line writes it: 100000, 0.001, never 1e+05."""
+    return f"{int(number)}" if float(number).is_integer() else f"{number:g}"
+
+
+def at_most(value: Any, high: float, where: str, problems: list[str]) -> None:
+    """A number above its bound (``high``) is one line; anything else is checked with its meaning."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > high:
+        problems.append(f"{where}: expected at most {shown(high)}, got {value!r}")
 
 
 def check_url(url: str, where: str, problems: list[str]) -> None:
@@ -191,8 +225,8 @@ MAX_WARMUP_PASSES = 50
 def check_warmup(value: int | str, where: str, problems: list[str]) -> None:
     """``warmup``: a count of requests, ``pass`` (one full matching pass) or ``steady`` (passes until the step log
     sees no one-time event in a whole one; docs/suites.md)."""
-    if value not in WARMUP_MODES if isinstance(value, str) else value < 0:
-        problems.append(f"{where}: expected 0 or more requests, \"pass\" or \"steady\", got {value!r}")
+    if value not in WARMUP_MODES if isinstance(value, str) else not 0 <= value <= MAX_WARMUP:
+        problems.append(f"{where}: expected 0-{MAX_WARMUP} requests, \"pass\" or \"steady\", got {value!r}")
 
 
 def check_steplog(value: Any, where: str, problems: list[str]) -> None:

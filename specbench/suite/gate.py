@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from ..errors import SpecbenchError, SuiteError
 from ..schemas.cell import Cell
+from ..schemas.row_read import in_bounds
 from ..util.numbers import is_number
 
 Kind = Literal["min", "max", "max_drop"]
@@ -121,10 +122,33 @@ def parse_number(value: Any) -> float:
     return float(value)
 
 
+#: the most a lower-is-better metric may be allowed to rise under ``max_drop`` (1000 %: eleven times the reference)
+MAX_RISE = 10.0
+
+
+def threshold_problem(kind: Kind, metric: str, number: float) -> str | None:
+    """Why a threshold can never fail (or never pass), else None: a floor or ceiling outside what the metric
+    can be (``schemas.row_read.bounds``), an allowed drop of 100 % or more of a higher-is-better metric
+    (every value down to 0 passes), a rise beyond ``MAX_RISE``."""
+    if kind == "max_drop":
+        if not lower_is_better(metric) and number >= 1:
+            return f"expected a drop below 100% ({metric} is higher-is-better: {number * 100:g}% lets every value pass)"
+        if lower_is_better(metric) and number > MAX_RISE:
+            return f"expected at most {MAX_RISE * 100:g}%, got {number * 100:g}%"
+        return None
+    outside = in_bounds(metric, number)
+    if outside:
+        return f"expected {outside}: {metric} is never outside it, so the check could never fail or never pass; got {number:g}"
+    return None
+
+
 def make_check(kind: Kind, key: str, value: Any, origin: str = CLI_ORIGIN) -> Check:
     """Build a check from a selector string and a raw value; raises ValueError with the reason."""
     selector = Selector.parse(key)
     number = parse_percent(value) if kind == "max_drop" else parse_number(value)
+    why = threshold_problem(kind, selector.metric, number)
+    if why:
+        raise ValueError(why)
     return Check(kind, selector, number, origin)
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..errors import SuiteError
 from ..util.numbers import is_number
+from .checks import MAX_GPU_HOUR_USD, MAX_REQUEST_RATE, MAX_SLO_MS, MIN_REQUEST_RATE, shown
 
 SLO_KEYS = ("ttft_ms", "tpot_ms", "latency_ms")
 
@@ -57,8 +58,9 @@ def parse_slo(value: Any, where: str, problems: list[str]) -> Slo | None:
     for key, bound in value.items():
         if key not in SLO_KEYS:
             problems.append(f"{where}.{key}: unknown key (allowed: {', '.join(SLO_KEYS)})")
-        elif not _positive(bound):
-            problems.append(f"{where}.{key}: expected a positive number of milliseconds, got {bound!r}")
+        elif not _positive(bound) or bound > MAX_SLO_MS:
+            problems.append(f"{where}.{key}: expected a positive number of milliseconds (at most {shown(MAX_SLO_MS)}), got {bound!r}"
+                            if _positive(bound) else f"{where}.{key}: expected a positive number of milliseconds, got {bound!r}")
         else:
             clean[key] = float(bound)
     return Slo(**clean) if len(clean) == len(value) else None
@@ -99,6 +101,8 @@ def parse_search(value: Any, where: str, problems: list[str]) -> RateSearch | No
                 out[key] = v
         elif not _positive(v) or (key == "tolerance" and v >= 1):
             problems.append(f"{at}: expected a positive number{' below 1' if key == 'tolerance' else ''}, got {v!r}")
+        elif key == "start_rate" and not MIN_REQUEST_RATE <= v <= MAX_REQUEST_RATE:
+            problems.append(f"{at}: expected from {shown(MIN_REQUEST_RATE)} to {shown(MAX_REQUEST_RATE)} requests per second, got {v!r}")
         else:
             out[key] = float(v)
     return RateSearch(**out) if len(out) == len(raw) else None
@@ -153,5 +157,8 @@ def parse_cost(value: Any, where: str, problems: list[str]) -> Cost | None:
     price = value["gpu_hour_usd"]
     if not _positive(price):
         problems.append(f"{where}.gpu_hour_usd: expected a positive number, got {price!r}")
+        return None
+    if price > MAX_GPU_HOUR_USD:
+        problems.append(f"{where}.gpu_hour_usd: expected at most {shown(MAX_GPU_HOUR_USD)}, got {price!r}")
         return None
     return Cost(float(price))

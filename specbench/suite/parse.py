@@ -17,7 +17,19 @@ from .checks import (
     CONFIG_KEYS,
     ENDPOINTS,
     LOAD_KEYS,
+    MAX_CLIENT_PROCESSES,
+    MAX_CONCURRENCY,
+    MAX_GPUS_PER_SERVER,
+    MAX_REPEATS,
+    MAX_REQUEST_RATE,
+    MAX_SPECULATIVE_TOKENS,
+    MAX_TARGET_CI,
+    MAX_TEMPERATURE,
+    MAX_TIMEOUT_S,
+    MAX_TOKENS,
     MAX_WARMUP_PASSES,
+    MIN_REQUEST_RATE,
+    MIN_TARGET_CI,
     SERVER_KEYS,
     TOP_KEYS,
     WORKLOADS,
@@ -25,6 +37,7 @@ from .checks import (
     LoadBlock,
     ServerBlock,
     TopBlock,
+    at_most,
     check_keys,
     check_load_format,
     check_name,
@@ -111,6 +124,7 @@ def _configs(top: TopBlock, where: str, problems: list[str], load_format: str = 
         k = c.get("num_speculative_tokens")
         if k is not None and k < 1:
             problems.append(f"{cwhere}.num_speculative_tokens: expected a positive integer, got {k}")
+        at_most(k, MAX_SPECULATIVE_TOKENS, f"{cwhere}.num_speculative_tokens", problems)
         if "load_format" in c:
             check_load_format(c["load_format"], f"{cwhere}.load_format", problems)
         if "steplog" in c:
@@ -183,16 +197,22 @@ def _load(lraw: LoadBlock, datasets: list[DatasetSpec], base: Path, where: str, 
     load_kwargs: dict[str, Any] = {k: v for k, v in lraw.items() if k not in ("concurrency", "request_rate", "slo",
                                                                                 "max_rate_at_slo", "grade")}
     if "concurrency" in lraw:
-        conc = positive_list(lraw["concurrency"], int, f"{where}: load.concurrency", problems)
+        conc = positive_list(lraw["concurrency"], int, f"{where}: load.concurrency", problems, 1, MAX_CONCURRENCY)
         if conc:
             load_kwargs["concurrency"] = conc
     if "request_rate" in lraw:
-        rate = positive_list(lraw["request_rate"], float, f"{where}: load.request_rate", problems)
+        rate = positive_list(lraw["request_rate"], float, f"{where}: load.request_rate", problems, MIN_REQUEST_RATE, MAX_REQUEST_RATE)
         if rate:
             load_kwargs["request_rate"] = rate
     for key in ("max_tokens", "repeats"):
         if key in lraw and lraw[key] < 1:
             problems.append(f"{where}: load.{key}: expected a positive integer, got {lraw[key]}")
+    for key, high in (("max_tokens", MAX_TOKENS), ("repeats", MAX_REPEATS), ("max_repeats", MAX_REPEATS),
+                      ("temperature", MAX_TEMPERATURE), ("timeout_s", MAX_TIMEOUT_S),
+                      ("client_processes", MAX_CLIENT_PROCESSES)):
+        at_most(lraw.get(key), high, f"{where}: load.{key}", problems)
+    if "top_p" in lraw and not 0 < lraw["top_p"] <= 1:
+        problems.append(f"{where}: load.top_p: expected a number above 0 and at most 1, got {lraw['top_p']}")
     if "warmup" in lraw:
         check_warmup(lraw["warmup"], f"{where}: load.warmup", problems)
     if "warmup_max_passes" in lraw and not 1 <= lraw["warmup_max_passes"] <= MAX_WARMUP_PASSES:
@@ -243,6 +263,8 @@ def _repeat_keys(lraw: LoadBlock, where: str, problems: list[str]) -> float | No
             value = math.nan
         if not 0 < value < 1:
             problems.append(f"{where}: load.target_ci: expected a relative half-width such as 3% or 0.03, got {raw!r}")
+        elif not MIN_TARGET_CI <= value <= MAX_TARGET_CI:  # 1e-320 underflows Stein's plan; 90 % is no target
+            problems.append(f"{where}: load.target_ci: expected from {MIN_TARGET_CI:.1%} to {MAX_TARGET_CI:.0%}, got {raw!r}")
         else:
             target_ci = value
         if not lraw.get("restart"):
@@ -263,6 +285,10 @@ def _server(top: TopBlock, where: str, problems: list[str]) -> LaunchSettings:
     sraw = cast(ServerBlock, check_keys(top.get("server", {}), SERVER_KEYS, f"{where}: server", problems))
     if "gpus_per_server" in sraw and sraw["gpus_per_server"] < 0:
         problems.append(f"{where}: server.gpus_per_server: expected 0 or more, got {sraw['gpus_per_server']}")
+    at_most(sraw.get("gpus_per_server"), MAX_GPUS_PER_SERVER, f"{where}: server.gpus_per_server", problems)
+    if "startup_timeout_s" in sraw and sraw["startup_timeout_s"] <= 0:
+        problems.append(f"{where}: server.startup_timeout_s: expected a positive number, got {sraw['startup_timeout_s']}")
+    at_most(sraw.get("startup_timeout_s"), MAX_TIMEOUT_S, f"{where}: server.startup_timeout_s", problems)
     if "load_format" in sraw:
         check_load_format(sraw["load_format"], f"{where}: server.load_format", problems)
     if "steplog" in sraw:

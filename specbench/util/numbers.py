@@ -5,12 +5,18 @@ not 1) and never NaN/±Infinity (a value that is not finite was not measured). M
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any, TypeGuard
+
+#: the largest finite float: an int beyond it (JSON allows 400 digits) is no number a float can hold
+_MAX = sys.float_info.max
 
 
 def is_number(value: Any) -> TypeGuard[int | float]:
-    """A finite int or float; bool is not a number here."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    """A finite int or float; bool is not a number here, nor an int too large to be a float."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return isinstance(value, int) and not isinstance(value, bool) and -_MAX <= value <= _MAX
 
 
 def finite(value: Any) -> Any:

@@ -423,6 +423,12 @@ REPAIRED = {  # damage → the key that renders —, with a warning naming file 
     "status a number": (_set("status", 5), "status"),
     "flag a string": (_set("acceptance_sources_agree", "no"), "acceptance_sources_agree"),
     "rate a string": (_set("request_rate", "fast"), "request_rate"),
+    # a number outside what its key is by definition (schemas/row_read.BOUNDS): shown as —, said
+    "negative speedup": (_set("speedup_vs_baseline", -1.4), "speedup_vs_baseline"),
+    "negative latency": (_set("latency_p95_ms", -12.5), "latency_p95_ms"),
+    "acceptance rate above 1": (_set("acceptance_rate", 1.7), "acceptance_rate"),
+    "acceptance length below 1": (_set("mean_acceptance_length", 0.4), "mean_acceptance_length"),
+    "a 400-digit count": (_set("requests", 10 ** 400), "requests"),
 }
 
 
@@ -824,3 +830,70 @@ def test_url_credentials_and_an_api_key_together_are_refused(tmp_path, prompts, 
     assert rc == 2
     one_line_error(err, str(path), "configs[0].url", "api_key_env")
     assert PASSWORD not in err
+
+
+# ======================================================= 5. numbers: every one a file can carry is bounded
+
+from specbench.schemas.profile_file import FORMAT as PROFILE_FORMAT  # noqa: E402
+
+PROFILE_ENTRY = ('{"config": "eagle_k3", "dataset": "p", "num_speculative_tokens": 3, "speedup_vs_baseline": 1.5, '
+                 '"acceptance_per_position": [0.75, 0.5, 0.25], "mean_acceptance_length": LENGTH}')  # later keys win
+
+
+@pytest.mark.parametrize("length, key", [
+    ("Infinity", "mean_acceptance_length"), ("1e999", "mean_acceptance_length"), ("-Infinity", "mean_acceptance_length"),
+    ("NaN", "mean_acceptance_length"), ("-2.5", "mean_acceptance_length"), ("2.5, \"fill_ratio\": Infinity", "fill_ratio"),
+    ("2.5, \"speedup_vs_baseline\": 1e999", "speedup_vs_baseline"), ("2.5, \"spec_drafts\": -4", "spec_drafts"),
+    ("2.5, \"num_speculative_tokens\": 100000", "num_speculative_tokens"),
+])
+def test_whatif_refuses_a_profile_number_that_is_not_one_before_anything_starts(tmp_path, prompts, capsys, fake_engine,
+                                                                                 length, key):
+    """A profile whose acceptance length is Infinity once ran: the record machinery read it as null."""
+    suite = tmp_path / "s.yaml"
+    suite.write_text(yaml.safe_dump({
+        "name": "plan", "model": "smol", "engine": "fake",
+        "configs": [{"name": "baseline"}, {"name": "ngram_k3", "method": "ngram", "num_speculative_tokens": 3}],
+        "datasets": [{"name": "p", "path": str(prompts)}],
+        "load": {"concurrency": 1, "max_tokens": 8, "warmup": 0}, "server": {"startup_timeout_s": 30}}))
+    profile = tmp_path / "profile.json"
+    profile.write_text(f'{{"format": "{PROFILE_FORMAT}", "profiles": [{PROFILE_ENTRY.replace("LENGTH", length)}]}}')
+    rc, _, err = cli(capsys, "whatif", suite, "--profile", profile, "--no-real", "-o", tmp_path / "out", "-q")
+    assert rc == 2
+    one_line_error(err, str(profile), f"profiles[0].{key}: expected")
+    assert not (tmp_path / "out").exists()
+
+
+LAUNCHED = "  - name: baseline\n  - name: ngram_k3\n    method: ngram\n    num_speculative_tokens: 3\n"
+
+
+@pytest.mark.parametrize("config, load, server, key", [
+    # adaptive repeats: a target that underflows Stein's plan (a traceback), a cap in the millions (an unbounded run)
+    (LAUNCHED, "  restart: true\n  target_ci: 1.0e-320\n  max_repeats: 10\n", "", "load.target_ci"),
+    (LAUNCHED, "  restart: true\n  target_ci: '1e-318%'\n  max_repeats: 10\n", "", "load.target_ci"),
+    (LAUNCHED, "  restart: true\n  target_ci: 3%\n  max_repeats: 5000000\n", "", "load.max_repeats"),
+    (LAUNCHED, "  repeats: 2000000\n", "", "load.repeats"),
+    (LAUNCHED, "  concurrency: [1, 100000000]\n", "", "load.concurrency"),
+    (LAUNCHED, "  request_rate: 1.0e-300\n", "", "load.request_rate"),
+    (LAUNCHED, "  warmup: 1000000000\n", "", "load.warmup"),
+    (LAUNCHED, "  max_tokens: 1000000000000\n", "", "load.max_tokens"),
+    (LAUNCHED, "  timeout_s: 1.0e+300\n", "", "load.timeout_s"),
+    (LAUNCHED, "  top_p: -3\n", "", "load.top_p"),
+    (LAUNCHED, "  client_processes: 1000000\n", "", "load.client_processes"),
+    (LAUNCHED, "  slo: {ttft_ms: 1.0e+300}\n", "", "load.slo.ttft_ms"),
+    (LAUNCHED, "  slo: {ttft_ms: 100}\n  max_rate_at_slo: {start_rate: 1.0e-12}\n", "", "load.max_rate_at_slo.start_rate"),
+    (LAUNCHED, "", "server:\n  startup_timeout_s: -1\n", "server.startup_timeout_s"),
+    (LAUNCHED, "", "server:\n  startup_timeout_s: 1.0e+300\n", "server.startup_timeout_s"),
+    (LAUNCHED, "", "server:\n  gpus_per_server: 100000000\n", "server.gpus_per_server"),
+    (LAUNCHED.replace("tokens: 3", "tokens: 100000"), "", "", "configs[1].num_speculative_tokens"),
+    (LAUNCHED, "", "cost:\n  gpu_hour_usd: 1.0e+200\n", "cost.gpu_hour_usd"),
+    (LAUNCHED, "", "gate:\n  max_drop: {speedup_vs_baseline: 400%}\n", "gate.max_drop.speedup_vs_baseline"),
+    (LAUNCHED, "", "gate:\n  min: {speedup_vs_baseline: -1}\n", "gate.min.speedup_vs_baseline"),
+])
+def test_every_suite_number_is_bounded_one_line_naming_file_and_key(tmp_path, prompts, config, load, server, key):
+    """Each of these once read as a valid suite: then a traceback, an unbounded run or a gate that cannot fail."""
+    path = tmp_path / "s.yaml"
+    path.write_text(suite_text(prompts, config=config, load="  max_tokens: 8\n" * ("max_tokens" not in load) + load) + server)
+    with pytest.raises(SuiteError) as err:
+        load_suite(path)
+    assert err.value.exit_code == 2
+    one_line_error(str(err.value), str(path), key, "expected")

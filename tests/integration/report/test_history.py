@@ -237,6 +237,85 @@ def test_damaged_run_is_listed_unreadable_and_the_rest_still_reported(results, c
     assert "| d1 | spec_k3 | 6 | 100.00 | 1.100x |" in out
 
 
+# ------------------------------------------------------------------------------ a newer specbench's run
+
+
+def newer_run(root: Path, name: str = "alpha-20261206-100000", *, results: bool = True, finished: bool = True) -> Path:
+    """A complete alpha run as a newer specbench might write it: meta.json at schema_version 2 by specbench 9.0.0
+    with keys this version does not know (at the top and nested) and a known key of a shape it does not read;
+    rows with a key it does not know and their own schema_version."""
+    path = write_run(root / name, "alpha", "2026-12-06T10:00:00+00:00",
+                     alpha_records(d1_speedup=1.61, d1_ci=(1.55, 1.67)) if results else None, finished=finished, **ALPHA)
+    meta = json.loads((path / "meta.json").read_text())
+    meta = {"schema_version": 2, **meta, "specbench_version": "9.0.0", "energy_budget": {"j": 5},
+            "notes": {"kind": "structured now"}}
+    meta["suite_file"]["git"]["signed"] = True
+    (path / "meta.json").write_text(json.dumps(meta))
+    if results:
+        rows = json.loads((path / "results.json").read_text())
+        (path / "results.json").write_text(json.dumps([{"schema_version": 2, **r, "goodput_per_watt": 0.5} for r in rows]))
+    return path
+
+
+def test_a_run_a_newer_specbench_wrote_is_shown_and_said_once(results, capsys):
+    """A history is read by whichever version a CI pins: the newer run was listed unreadable and left out."""
+    newer = newer_run(results)
+    code, out, err = report(capsys, results)
+    assert code == 0 and "unreadable" not in out
+    latest = next(line for line in out.splitlines() if line.startswith("Latest complete run:") and "alpha-" in line)
+    assert str(newer) in latest and "written by specbench 9.0.0: shown with what this version reads (4 key(s) ignored)" in latest
+    assert "| d1 | spec_k3 | 6 | 100.00 | 1.610x |" in out
+    said = [line for line in err.splitlines() if str(newer) in line]
+    assert len(said) == 1 and len(err.splitlines()) == 1, err
+    assert said[0].startswith(f"specbench report: warning: {newer}: written by a newer specbench (specbench 9.0.0; "
+                              "schema_version 2 (this version reads meta.json up to 1); schema_version 2 (this version "
+                              "reads results.json row up to 1); this is ")
+    assert said[0].endswith("keys it ignored: meta.json energy_budget, meta.json suite_file.git.signed, meta.json notes, "
+                            "results.json goodput_per_watt")
+
+
+def test_json_and_csv_say_per_run_which_is_newer_and_what_it_ignored(results, capsys):
+    newer_run(results)
+    code, out, _ = report(capsys, results, "--format", "json")
+    assert code == 0
+    alpha = {Path(r["path"]).name: r for r in json.loads(out)["suites"][0]["runs"]}
+    run = alpha["alpha-20261206-100000"]
+    assert run["status"] == "complete" and run["shown"] and run["records"][1]["speedup_vs_baseline"] == 1.61
+    assert run["newer"] == {"specbench_version": "9.0.0",
+                            "schema_versions": ["schema_version 2 (this version reads meta.json up to 1)",
+                                                "schema_version 2 (this version reads results.json row up to 1)"],
+                            "ignored_meta_keys": ["energy_budget", "suite_file.git.signed", "notes"],
+                            "ignored_results_keys": ["goodput_per_watt"]}
+    assert alpha["alpha-20261203-100000"]["newer"] is None
+    code, out, _ = report(capsys, results, "--format", "csv")
+    notes = {row["run_note"] for row in csv.DictReader(io.StringIO(out)) if row["run_dir"].endswith("alpha-20261206-100000")}
+    assert code == 0 and notes == {"written by specbench 9.0.0: shown with what this version reads (4 key(s) ignored)"}
+
+
+def test_a_newer_run_is_refused_only_where_it_cannot_be_read(results, capsys):
+    unfinished = newer_run(results, "alpha-20261207-100000", results=False, finished=False)
+    cut = newer_run(results, "alpha-20261208-100000")
+    (cut / "results.json").write_text((cut / "results.json").read_text()[:200])
+    code, out, err = report(capsys, results)
+    assert code == 0
+    line = next(line for line in out.splitlines() if str(unfinished) in line)
+    assert "**unfinished**" in line and "written by specbench 9.0.0" in line
+    assert any(str(cut) in line and "not valid JSON" in line for line in out.splitlines() if "**unreadable**" in line)
+    assert sum(str(unfinished) in line for line in err.splitlines()) == 1
+
+
+def test_one_newer_run_reported_alone_is_shown_but_the_gate_still_refuses_it(tmp_path, capsys):
+    """The report shows it; the gate acts on meta.json (comparability, thresholds), where a key whose meaning
+    changed would make a verdict a guess: it still refuses a newer meta.json in one line."""
+    newer = newer_run(tmp_path)
+    code, out, err = report(capsys, newer)
+    assert code == 0 and "| d1 | spec_k3 | 6 | 100.00 | 1.610x |" in out
+    assert err.count("written by a newer specbench") == 1 and "results.json goodput_per_watt" in err
+    assert gate(newer, "--min", "speedup_vs_baseline:spec_k3=1.0") == 2
+    assert "schema_version 2: written by a newer specbench (this one reads meta.json up to version 1): upgrade specbench" \
+        in capsys.readouterr().err
+
+
 # ------------------------------------------------------------------------------ other formats
 
 

@@ -228,6 +228,69 @@ def test_unusable_inputs_return_2(tmp_path, capsys):
     assert gate(cand, "--min", "speedup_vs_baseline:dspark_k3@gsm8k=1.1") == 2
 
 
+@pytest.mark.parametrize("side, metric, value, check", [
+    ("reference", "speedup_vs_baseline", -0.5, ("--max-drop", "speedup_vs_baseline:dspark_k3=5%")),
+    ("candidate", "speedup_vs_baseline", -2.0, ("--max", "speedup_vs_baseline:dspark_k3=3")),
+    ("reference", "latency_p95_ms", -100.0, ("--max-drop", "latency_p95_ms:dspark_k3=5%")),
+    ("candidate", "mean_acceptance_length", 0.2, ("--max", "mean_acceptance_length:dspark_k3=4")),
+    ("candidate", "acceptance_rate", 1.7, ("--min", "acceptance_rate:dspark_k3=0.2")),
+    ("candidate", "repeats", 0, ("--min", "speedup_vs_baseline:dspark_k3=1.2")),
+    ("candidate", "requests", 10 ** 400, ("--min", "speedup_vs_baseline:dspark_k3=1.2")),
+])
+def test_a_value_outside_what_its_metric_can_be_is_exit_2_never_a_pass(tmp_path, capsys, side, metric, value, check):
+    """A negative speedup in the reference once made every drop pass; an impossible value is unusable input."""
+    bad = two_cells()
+    bad[1] |= {metric: value, "ci95": {"speedup_vs_baseline": [1.2, 1.4]}}
+    cand = write_run(tmp_path / "cand", bad if side == "candidate" else two_cells())
+    ref = write_run(tmp_path / "ref", bad if side == "reference" else two_cells())
+    assert gate(cand, "-r", ref, *check) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert f"{tmp_path / ('cand' if side == 'candidate' else 'ref')}/results.json: record 1 (dspark_k3 / math500): {metric}: expected " in err
+
+
+def test_the_judge_refuses_an_impossible_value_of_a_row_made_in_code():
+    rows = [read_row(c, "rows", i) for i, c in enumerate(two_cells())]
+    rows[1].speedup_vs_baseline = -1.0
+    check = parse_cli_threshold("min", "speedup_vs_baseline:dspark_k3=1.2")
+    with pytest.raises(GateError, match=r"speedup_vs_baseline in candidate cell dspark_k3 / math500 is -1.0: expected a number ≥ 0"):
+        evaluate(check, index_cells(rows, "rows"), None)
+
+
+@pytest.mark.parametrize("flag, text, words", [
+    ("--max-drop", "speedup_vs_baseline=100%", "expected a drop below 100%"),
+    ("--max-drop", "speedup_vs_baseline=250%", "expected a drop below 100%"),
+    ("--max-drop", "output_throughput_tps=" + "9" * 400 + "%", "expected a drop below 100%"),
+    ("--max-drop", "latency_p95_ms=1500%", "expected at most 1000%"),
+    ("--min", "speedup_vs_baseline=-1", "expected a number ≥ 0"),
+    ("--max", "acceptance_rate=1.5", "expected a number in [0, 1]"),
+    ("--max", "latency_p95_ms=-5", "expected a number ≥ 0"),
+])
+def test_a_threshold_that_could_never_fail_or_pass_is_exit_2(tmp_path, capsys, flag, text, words):
+    cand = write_run(tmp_path / "cand", two_cells())
+    ref = write_run(tmp_path / "ref", two_cells())
+    assert gate(cand, "-r", ref, flag, text) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and words in err and err.startswith(f"specbench gate: {flag} ")
+    selector, value = text.split("=")  # the suite's gate: section says the same (YAML numbers for min/max)
+    section = flag.strip("-").replace("-", "_")
+    with pytest.raises(SuiteError, match="^suites/x.yaml: gate.") as info:
+        GateSpec.from_mapping({section: {selector: value if section == "max_drop" else float(value)}}, "suites/x.yaml: gate")
+    assert words in str(info.value)
+
+
+def test_a_threshold_is_bounded_by_what_its_metric_can_be_and_its_ends_are_kept():
+    assert parse_cli_threshold("max_drop", "speedup_vs_baseline=99%").value == pytest.approx(0.99)
+    assert parse_cli_threshold("max_drop", "latency_p95_ms=1000%").value == pytest.approx(10.0)
+    assert parse_cli_threshold("min", "acceptance_rate=0").value == 0
+    assert parse_cli_threshold("max", "acceptance_rate=1").value == 1
+    assert parse_cli_threshold("min", "acceptance_tokens_diff=-5").value == -5  # a difference: no range
+    for kind, text in (("max_drop", "speedup_vs_baseline=100%"), ("max_drop", "latency_p95_ms=1001%"),
+                       ("min", "acceptance_rate=-0.01"), ("max", "acceptance_rate=1.01")):
+        with pytest.raises(GateError):
+            parse_cli_threshold(kind, text)
+
+
 def test_missing_meta_warns_but_judges(tmp_path, capsys):
     cand = write_run(tmp_path / "cand", two_cells(), meta=False)
     ref = write_run(tmp_path / "ref", two_cells())

@@ -175,7 +175,7 @@ def test_rates_are_checked_as_vllm_checks_them(rates, message):
                                       "acceptance_per_position": [0.5, 0.2], "mean_acceptance_length": 2.2}]},
      "plan.json: profiles[0].mean_acceptance_length: expected 1 + Σ acceptance_per_position = 1.7000, got 2.2"),
     ({"format": FORMAT, "profiles": [{"config": "c", "dataset": "d", "num_speculative_tokens": 0}]},
-     "plan.json: profiles[0].num_speculative_tokens: expected a positive integer, got 0"),
+     "plan.json: profiles[0].num_speculative_tokens: expected a number in [1, 128], got 0"),
 ])
 def test_a_profile_file_that_cannot_be_replayed_is_one_line(doc, message):
     with pytest.raises(ProfileError) as err:

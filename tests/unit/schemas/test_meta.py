@@ -148,7 +148,8 @@ def test_nan_and_infinity_read_as_null():
 
 @pytest.mark.parametrize("value, number", [
     (1, True), (0.5, True), (-3, True), (True, False), (False, False), (float("nan"), False), (float("inf"), False),
-    (float("-inf"), False), ("1", False), (None, False), ([1], False)])
+    (float("-inf"), False), ("1", False), (None, False), ([1], False), (10 ** 400, False), (-(10 ** 400), False),
+    (10 ** 300, True)])  # JSON's 400-digit integer is no number a float can hold (it once raised OverflowError)
 def test_is_number_is_a_finite_int_or_float_never_a_bool(value, number):
     assert is_number(value) is number
 

@@ -239,7 +239,7 @@ def test_bad_load_values(tmp_path, prompts):
     assert len(lines) == 5
     assert any("load.concurrency: expected a positive integer or a list of them, got [1, 0]" in l for l in lines)
     assert any("load.max_tokens: expected a positive integer, got 0" in l for l in lines)
-    assert any("load.warmup: expected 0 or more" in l and l.endswith("got -1") for l in lines)
+    assert any("load.warmup: expected 0-100000 requests" in l and l.endswith("got -1") for l in lines)
     assert any("load.temperature: expected 0 or more" in l for l in lines)
     assert any("load.timeout_s: expected a positive number" in l for l in lines)
 
