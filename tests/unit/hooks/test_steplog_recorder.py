@@ -359,8 +359,9 @@ def test_timing_rows_mark_the_parts_of_a_step_in_order(hooks, monkeypatch: pytes
     assert (first["step"], second["step"]) == (1, 2)
     order = ["t_fwd", "t_fwd_end", "t_lg0", "t_lg1", "t_exec_end", "t_samp", "t_d0", "t_d1", "t_end"]
     assert set(first) == {"step", "wall", "since_prev_ms", *order}
-    assert [first[k] for k in order] == pytest.approx([1, 2, 3, 4, 5, 6, 7, 8, 9])  # the drafter's LM head moves nothing
-    assert first["since_prev_ms"] is None and second["since_prev_ms"] == pytest.approx(10)
+    # the drafter's LM head moves nothing; execute_model's end is not marked (issue 39: one event fewer a step)
+    assert [first[k] for k in order] == pytest.approx([1, 2, 3, 4, None, 5, 6, 7, 8])
+    assert first["since_prev_ms"] is None and second["since_prev_ms"] == pytest.approx(9)
     hdr = header(h.dir)
     assert (hdr["clock"], hdr["runner"]) == ("perf_counter", "v1")
     assert hdr["hooks"]["model.compute_logits"] == "installed"
@@ -630,3 +631,50 @@ def test_a_slow_flush_of_the_recorder_is_an_event_of_its_own(hooks, monkeypatch:
     h.files.write_pending()
     h.files.LOG.flush()
     assert [(e["kind"], e["ms"]) for e in events(h.dir)] == [("recorder_flush", 2.5)]
+
+
+def test_a_v2_step_takes_eight_marks_its_verification_start_sharing_the_lm_heads_end(
+        hooks, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 39 item 6: V2's LM head ends where sampling begins — one event for both — and execute_model's end is
+    not marked: 8 events a step (start, forward, its end, LM head start and end, drafter start and end, end)."""
+    h = hooks("timing")
+    ticks = Ticks()
+    monkeypatch.setattr(h.runner, "time", SimpleNamespace(perf_counter=ticks, time=time.time))
+
+    class Model:
+        def compute_logits(self, hidden: Any) -> Any:
+            return "logits"
+
+    class Speculator:
+        def propose(self) -> Any:
+            return "drafts"
+
+    class Graphs:
+        def run_fullgraph(self) -> Any:
+            return "hidden"
+
+    class GPUModelRunner:
+        def __init__(self) -> None:
+            self.model, self.speculator, self.graphs = Model(), Speculator(), Graphs()
+
+        def execute_model(self, scheduler_output: Any) -> Any:
+            self.graphs.run_fullgraph()
+            return None
+
+        def sample_tokens(self, grammar: Any) -> Any:
+            self.model.compute_logits("h")
+            self.speculator.propose()
+            return "sampled"
+
+    h.runner.patch_cudagraph_v2(fake_module("fake.cudagraph_utils", Graphs=Graphs))
+    h.runner.patch_runner(fake_module("fake.v2", GPUModelRunner=GPUModelRunner), "v2")
+    runner = GPUModelRunner()
+    before = ticks.now
+    runner.execute_model(tagged(1))
+    runner.sample_tokens(None)
+    assert round((ticks.now - before) / 0.001) == 8
+    h.runner.TIMELINE.resolve(block=False)
+    h.files.LOG.flush()
+    (row,) = rows(h.dir, "gpu")
+    assert row["t_samp"] == row["t_lg1"] and row["t_exec_end"] is None
+    assert [row[k] for k in ("t_fwd", "t_fwd_end", "t_lg0", "t_lg1", "t_d0", "t_d1", "t_end")] == pytest.approx([1, 2, 3, 4, 5, 6, 7])
