@@ -35,13 +35,14 @@ from .steplog_files import IN_FLIGHT, LOG, PENDING, final_flush, level, start_fl
 from .vllm_events import install_gc, patch_preemption
 from .vllm_runner import TIMELINE, patch_cudagraph_v2, patch_runner
 from .vllm_scheduler import patch_scheduler
-from .vllm_tokens import patch_rejection_sampler
+from .vllm_tokens import patch_rejection_sampler, patch_rejection_sampler_v2
 
 SCHEDULER = "vllm.v1.core.sched.scheduler"
 RUNNER_V1 = "vllm.v1.worker.gpu_model_runner"
 RUNNER_V2 = "vllm.v1.worker.gpu.model_runner"
 CUDAGRAPH_V2 = "vllm.v1.worker.gpu.cudagraph_utils"
 SAMPLER_V1 = "vllm.v1.sample.rejection_sampler"
+SAMPLER_V2 = "vllm.v1.worker.gpu.spec_decode.rejection_sampler"
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):
@@ -95,7 +96,7 @@ def register() -> None:
         patches.update({RUNNER_V1: lambda m: patch_runner(m, "v1"), RUNNER_V2: lambda m: patch_runner(m, "v2"),
                         CUDAGRAPH_V2: patch_cudagraph_v2})
     if lvl == "tokens":
-        patches[SAMPLER_V1] = patch_rejection_sampler
+        patches.update({SAMPLER_V1: patch_rejection_sampler, SAMPLER_V2: patch_rejection_sampler_v2})
     for name, patch in patches.items():
         if name in sys.modules:
             patch(sys.modules[name])

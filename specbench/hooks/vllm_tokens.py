@@ -1,11 +1,12 @@
 """The token log (``tokens`` level, accuracy runs only): one ``tokens`` row per guess the target verified.
 
-Hooked at V1's ``RejectionSampler.forward`` (n-gram, draft-model and EAGLE on MoE targets run there): before
-the sampler runs, the target's probability of each guess, its entropy and its top-1 − top-2 margin come from the
-raw target logits at the guess's position (and the drafter's from its probabilities where it keeps them: n-gram
-has none, so those are null); after it, which guesses were kept. Reading those values back to the host costs a
-synchronisation every step: never time a run with this level on. The V2 runner (DSpark, EAGLE on dense targets)
-is not hooked yet: its header says so.
+Hooked at both runners' rejection samplers: V1's ``RejectionSampler.forward`` (n-gram, draft-model, EAGLE on MoE
+targets) and V2's ``RejectionSampler.__call__`` (``vllm.v1.worker.gpu.spec_decode.rejection_sampler``: DSpark,
+EAGLE, MTP, DFlash on dense targets). Before the sampler runs, the target's probability of each guess, its entropy
+and its top-1 − top-2 margin come from the raw target logits at the guess's position (and the drafter's from its
+logits or probabilities where it keeps them — V2 with ``draft_sample_method: probabilistic``; n-gram and greedy
+drafting have none, so those are null); after it, which guesses were kept. Reading those values back to the host
+costs a synchronisation every step: never time a run with this level on.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import sys
 import time
 from typing import Any
 
-from .steplog_files import ACTIVE, LEVELS, LOG, MARK, guarded, vllm_version
+from .steplog_files import ACTIVE, IN_FLIGHT, LEVELS, LOG, MARK, guarded, vllm_version
 
 #: the batch's requests, taken at ``_sample`` (the sampler itself sees tensors only)
 _BATCH: dict[str, Any] = {}
@@ -97,3 +98,76 @@ def patch_rejection_sampler(module: Any) -> None:
     setattr(forward, MARK, True)
     cls.forward = forward
     LOG.hook("tokens.rejection_sampler", "installed")
+
+
+def _before_v2(sampler: Any, logits: Any, batch: Any, draft_logits: Any = None, *_: Any) -> None:
+    """V2: request r's logits rows are ``cu_num_logits[r]`` … ``cu_num_logits[r+1]-1`` over the inputs [last token,
+    guess 1, …, guess k]; row j verifies guess j+1 (the input at the next row); its draft logits are
+    ``draft_logits[idx_mapping[r], j]``."""
+    _BATCH.pop("v2", None)
+    torch = sys.modules["torch"]
+    step = IN_FLIGHT[0]
+    if step is None or (torch.cuda.is_available() and torch.cuda.is_current_stream_capturing()):
+        return  # a dummy run, a capture or a profile run: not a step
+    cu = [int(x) for x in batch.cu_num_logits_np]
+    rows, guess_at, req_of, pos_of = [], [], [], []
+    for r in range(len(cu) - 1):
+        for p in range(1, cu[r + 1] - cu[r]):
+            rows.append(cu[r] + p - 1)
+            guess_at.append(cu[r] + p)
+            req_of.append(r)
+            pos_of.append(p)
+    if not rows:
+        return
+    dev = logits.device
+    guesses = batch.input_ids[batch.logits_indices][torch.tensor(guess_at, device=dev)]
+    t = _stats(torch, logits[torch.tensor(rows, device=dev)], guesses)
+    d = None
+    if draft_logits is not None:
+        states = batch.idx_mapping[torch.tensor(req_of, device=dev)].long()
+        d = _stats(torch, draft_logits[states, torch.tensor([p - 1 for p in pos_of], device=dev)], guesses)
+    _BATCH["v2"] = (step, guesses.tolist(), req_of, pos_of, t, d, list(batch.req_ids), len(cu) - 1,
+                    [int(x) for x in batch.num_computed_tokens_np[: len(cu) - 1]],
+                    [int(x) for x in batch.prefill_len_np[: len(cu) - 1]])
+
+
+def _after_v2(sampler: Any, output: Any) -> None:
+    pending = _BATCH.pop("v2", None)
+    if pending is None:
+        return
+    step, guesses, req_of, pos_of, t, d, req_ids, n_reqs, computed, prompt = pending
+    committed = output.num_sampled.tolist()  # accepted guesses + 1 per request (0: a prefill chunk)
+    wall = time.time()
+    for i, (r, p) in enumerate(zip(req_of, pos_of)):
+        ctx = computed[r] + p if r < len(computed) else None
+        LOG.write("tokens", {
+            "step": step, "wall": wall, "req_id": req_ids[r] if r < len(req_ids) else None, "batch": n_reqs,
+            "draft_pos": p, "ctx": ctx, "out_pos": ctx - prompt[r] if ctx is not None and r < len(prompt) else None,
+            "token": guesses[i], "target_top": t[3][i], "accepted": p <= max(int(committed[r]) - 1, 0),
+            "t_prob": t[0][i], "t_entropy": t[1][i], "t_margin": t[2][i],
+            "d_prob": d[0][i] if d else None, "d_entropy": d[1][i] if d else None, "d_margin": d[2][i] if d else None})
+    LOG.flush("tokens")
+
+
+def patch_rejection_sampler_v2(module: Any) -> None:
+    cls: Any = getattr(module, "RejectionSampler", None)
+    if cls is None or "__call__" not in vars(cls):
+        LOG.hook("tokens.rejection_sampler_v2", f"missing: {module.__name__}.RejectionSampler.__call__ (vLLM {vllm_version()})")
+        return
+    if getattr(cls.__call__, MARK, False):
+        return
+    orig = cls.__call__
+    before = guarded("tokens.rejection_sampler_v2", _before_v2, "tokens")
+    after = guarded("tokens.rejection_sampler_v2", _after_v2, "tokens")
+
+    def call(self: Any, logits: Any, input_batch: Any, draft_logits: Any = None, *args: Any, **kwargs: Any) -> Any:
+        before(self, logits, input_batch, draft_logits)
+        out = orig(self, logits, input_batch, draft_logits, *args, **kwargs)
+        after(self, out)
+        return out
+
+    call.__wrapped__ = orig  # type: ignore[attr-defined]
+    setattr(call, MARK, True)
+    cls.__call__ = call
+    LOG.hook("tokens.rejection_sampler_v2", "installed")
+
