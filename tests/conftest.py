@@ -6,6 +6,7 @@ import pytest
 import requests
 import tiktoken.load
 
+from tests.support.hooks import reloaded_hooks
 from tests.support.launchers import write_fault_launchers, write_launcher
 from tests.support.o200k import write_encoding
 from tests.support.paths import PACKAGE_ENV, SHARED, SUPPORT
@@ -28,6 +29,12 @@ def o200k_file(tmp_path: Path, monkeypatch) -> Path:
     path = tmp_path / "o200k_fixture.tiktoken"
     monkeypatch.setattr("specbench.run.o200k_file.O200K_SHA256", write_encoding(path))
     return path
+
+
+@pytest.fixture
+def hooks(tmp_path: Path, monkeypatch):
+    """The step recorder's modules reloaded under this test's environment: ``hooks(level)`` (tests/support/hooks.py)."""
+    yield from reloaded_hooks(tmp_path, monkeypatch)
 
 
 @pytest.fixture

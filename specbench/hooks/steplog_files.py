@@ -163,6 +163,11 @@ flusher_thread: threading.Thread | None = None
 #: called by the flusher before each flush (``block`` False) and once at exit (True, the GPU idle): the runner
 #: hooks resolve the steps whose marks completed
 resolvers: list[Callable[[bool], None]] = []
+#: called by the flusher every tick (the allocator's reserved bytes, ``vllm_onetime``)
+pollers: list[Callable[[], None]] = []
+#: CUDA-graph captures in progress in this process: the flusher touches no CUDA meanwhile (a call from another
+#: thread breaks a capture in vLLM's ``global`` capture mode)
+CAPTURING = [0]
 
 
 def final_flush() -> None:
@@ -188,8 +193,11 @@ def start_flusher() -> None:
             try:
                 ACTIVE.refresh()
                 wall, t0 = time.time(), time.perf_counter()
-                for resolve in resolvers:
-                    resolve(False)
+                if not CAPTURING[0]:
+                    for resolve in resolvers:
+                        resolve(False)
+                    for poll in pollers:
+                        poll()
                 write_pending()
                 LOG.flush()
                 ms = (time.perf_counter() - t0) * 1e3

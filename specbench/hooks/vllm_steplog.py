@@ -33,6 +33,8 @@ from typing import Any
 from . import steplog_files
 from .steplog_files import IN_FLIGHT, LOG, PENDING, final_flush, level, start_flusher
 from .vllm_events import install_gc, patch_preemption
+from .vllm_onetime import PATCHES as ONE_TIME_PATCHES
+from .vllm_onetime import install_allocator_poll
 from .vllm_runner import TIMELINE, patch_cudagraph_v2, patch_runner
 from .vllm_scheduler import patch_scheduler
 from .vllm_tokens import patch_rejection_sampler, patch_rejection_sampler_v2
@@ -92,6 +94,7 @@ def register() -> None:
     if lvl == "off" or any(isinstance(f, _AfterImport) for f in sys.meta_path):
         return
     patches: dict[str, Callable[[Any], None]] = {SCHEDULER: _scheduler_and_preemption}
+    patches.update(ONE_TIME_PATCHES)  # compiles, captures, Triton: what a steady warm-up waits out (issue 39)
     if lvl in ("timing", "tokens"):
         patches.update({RUNNER_V1: lambda m: patch_runner(m, "v1"), RUNNER_V2: lambda m: patch_runner(m, "v2"),
                         CUDAGRAPH_V2: patch_cudagraph_v2})
@@ -102,6 +105,7 @@ def register() -> None:
             patch(sys.modules[name])
     sys.meta_path.insert(0, _AfterImport({k: v for k, v in patches.items() if k not in sys.modules}))
     install_gc()  # every process the plugin loads in: the API server that streams, the engine core, the workers
+    install_allocator_poll()  # reads the allocator only where CUDA is already initialised
     start_flusher()
     atexit.register(final_flush)  # the API server; vLLM's children flush through LOG's finalizer
     os.register_at_fork(before=LOG.flush, after_in_child=_forked)

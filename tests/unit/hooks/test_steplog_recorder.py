@@ -19,56 +19,11 @@ from typing import Any
 
 import pytest
 
-from specbench.hooks import steplog_files, vllm_events, vllm_runner, vllm_scheduler, vllm_steplog, vllm_tokens
+from specbench.hooks import steplog_files, vllm_tokens
+from tests.support.hooks import events, fake_module, header, rows
 
 HIST_LEN = 17
 NO_STATS = object()
-
-
-class _Running:
-    """Stands in for a started flusher thread: ``start_flusher`` sees it alive and starts none."""
-
-    def is_alive(self) -> bool:
-        return True
-
-
-#: in import order: each imports names from the ones before it
-MODULES = (steplog_files, vllm_events, vllm_tokens, vllm_scheduler, vllm_runner, vllm_steplog)
-
-
-@pytest.fixture
-def hooks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    """Fresh hook modules for one test; ``hooks(level, control=None)`` sets the environment and reloads."""
-    monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
-    monkeypatch.delitem(sys.modules, "torch", raising=False)  # the CPU engine's clock: perf_counter
-    monkeypatch.delitem(sys.modules, "vllm", raising=False)
-    registered: list[Any] = []
-    monkeypatch.setattr("atexit.register", lambda fn, *a, **k: registered.append(fn))
-    monkeypatch.setattr("os.register_at_fork", lambda **k: registered.append(k))
-    monkeypatch.setattr("multiprocessing.util.Finalize", lambda *a, **k: registered.append(a))
-
-    def load(level: str | None, control: Path | None = None) -> SimpleNamespace:
-        if level is None:
-            monkeypatch.delenv("SPECBENCH_STEPLOG", raising=False)
-        else:
-            monkeypatch.setenv("SPECBENCH_STEPLOG", level)
-        monkeypatch.setenv("SPECBENCH_STEPLOG_DIR", str(tmp_path))
-        if control is None:
-            monkeypatch.delenv("SPECBENCH_STEPLOG_CONTROL", raising=False)
-        else:
-            monkeypatch.setenv("SPECBENCH_STEPLOG_CONTROL", str(control))
-        for mod in MODULES:
-            importlib.reload(mod)
-        steplog_files.flusher_thread = _Running()  # type: ignore[assignment]
-        return SimpleNamespace(files=steplog_files, sched=vllm_scheduler, runner=vllm_runner, events=vllm_events,
-                               plugin=vllm_steplog, dir=tmp_path, registered=registered)
-
-    callbacks = list(gc.callbacks)
-    yield load
-    gc.callbacks[:] = callbacks  # the interpreter keeps this very list: restored in place
-    monkeypatch.undo()
-    for mod in MODULES:
-        importlib.reload(mod)  # the next importer gets state read from its own environment
 
 
 # -- fakes shaped like vLLM's ----------------------------------------------------------------------------
@@ -120,13 +75,6 @@ def runner_output(sampled: dict[str, int]) -> Any:
                            sampled_token_ids=[[1] * sampled[r] for r in ids])
 
 
-def fake_module(name: str, **attrs: Any) -> types.ModuleType:
-    mod = types.ModuleType(name)
-    for k, v in attrs.items():
-        setattr(mod, k, v)
-    return mod
-
-
 def runner_class(calls: list[str]) -> type:
     """V1's shape: execute_model → _model_forward, the LM head; sample_tokens → _sample, the drafter's propose
     (whose own LM head must not move the target's marks)."""
@@ -162,15 +110,6 @@ def runner_class(calls: list[str]) -> type:
             self.model.compute_logits("drafter")
 
     return GPUModelRunner
-
-
-def rows(folder: Path, kind: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for p in sorted(folder.glob(f"{kind}-*.jsonl")) for line in p.read_text().splitlines()]
-
-
-def header(folder: Path) -> dict[str, Any]:
-    (path,) = folder.glob("header-*.json")
-    return json.loads(path.read_text())
 
 
 def step(sched: Any, sampled: dict[str, int]) -> Any:
@@ -562,10 +501,6 @@ def test_the_token_log_reaches_disk_with_its_step(hooks) -> None:
     tokens._after(None, SimpleNamespace(sampled_token_ids=SimpleNamespace(tolist=lambda: [[7, 5, -1]])))
     rows = [json.loads(line) for line in (h.dir / f"tokens-{h.files.LOG.pid}.jsonl").read_text().splitlines()]
     assert [(r["step"], r["draft_pos"], r["accepted"]) for r in rows] == [(3, 1, True), (3, 2, False)]
-
-
-def events(folder: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for p in sorted(folder.glob("events-*.jsonl")) for line in p.read_text().splitlines()]
 
 
 def test_a_full_collection_is_an_event_with_the_step_in_flight(hooks) -> None:

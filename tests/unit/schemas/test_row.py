@@ -19,8 +19,9 @@ from specbench.schemas.row_read import read_row
 from specbench.schemas.slo_search import SloSearch
 from tests.support.paths import DATA
 
-#: written by the dict rows of commit a3b46e1 (re-recorded once for the log-scale speedup interval over repeats, issue 38) (summarize_cell → add_comparisons → add_quality →
-#: order_row → attach_capacity) for the simulated sweep of tests/data/html/make_fixture.py
+#: written by the dict rows of commit a3b46e1 (summarize_cell → add_comparisons → add_quality →
+#: order_row → attach_capacity) for the simulated sweep of tests/data/html/make_fixture.py; re-recorded once for
+#: the log-scale speedup interval over repeats (issue 38: its ci95.speedup_vs_baseline and speedup_ci_method only)
 GOLDEN = DATA / "rows" / "results_golden.json"
 
 
