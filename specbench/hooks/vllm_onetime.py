@@ -9,8 +9,14 @@ post-import finder) or at once where it already has. Hooks checked to exist firs
 - ``onetime.graph_capture``: ``torch.cuda.graphs.CUDAGraph.capture_begin/capture_end``: one ``graph_capture``
   per capture, whoever captures (vLLM's V1 wrapper, V2's graph managers, the drafter's);
 - ``onetime.triton_jit``: ``triton.knobs.runtime.jit_cache_hook`` / ``jit_post_compile_hook`` (Triton ≥ 3.3),
-  chained after any hook already set: one ``triton_compile`` per kernel specialisation compiled (or loaded from
-  Triton's disk cache: its ms says which);
+  chained after any hook already set (vLLM's own JIT monitor chains them too): one ``triton_compile`` per kernel
+  specialisation compiled; ``triton.knobs.compilation.listener`` says whether it came from Triton's disk cache
+  (about 1 ms) or was compiled cold (DSpark's ``_prepare_dflash_inputs_kernel``: 175–230 ms a block size on an
+  H200), and from which cache folder;
+- ``onetime.triton_build``: ``triton.runtime.build._build``: a launcher or ``cuda_utils`` built with the C
+  compiler (0.3–0.6 s each) is a ``triton_compile`` of its own;
+- ``onetime.numba``: ``numba.core.event``'s ``numba:compile`` (vLLM's n-gram proposer compiles its numba kernel at
+  the first real decode step): a ``compile`` event per outermost compilation;
 - ``onetime.triton_autotune``: ``triton.runtime.autotuner.Autotuner.run``: one ``triton_autotune`` when a call
   tuned a key it had not seen (its configs benchmarked);
 - ``onetime.allocator``: every flusher tick (0.25 s) in a process whose CUDA is initialised,
@@ -114,8 +120,28 @@ def _kernel(fn: Any) -> str:
     return str(getattr(fn, "name", None) or getattr(getattr(fn, "jit_function", None), "__name__", "?"))[:120]
 
 
+def _listener(kwargs: dict[str, Any]) -> None:
+    """Triton's compilation listener: whether the compile now ending came from the disk cache, and from where."""
+    group = kwargs.get("metadata_group") or {}
+    paths = [str(v) for v in group.values()] if isinstance(group, dict) else []
+    folder = paths[0].rsplit("/", 2)[0] if paths else None
+    _local.source = ("disk cache" if kwargs.get("cache_hit") else "compiled") + (f", {folder}" if folder else "")
+
+
 def patch_triton_knobs(module: Any) -> None:
-    """``triton.knobs``: the JIT's before- and after-compile hooks, chained after whatever was there."""
+    """``triton.knobs``: the JIT's before- and after-compile hooks and the compilation listener, each chained after
+    whatever was there."""
+    compilation = getattr(module, "compilation", None)
+    if compilation is not None and hasattr(compilation, "listener") and not getattr(compilation.listener, MARK, False):
+        prev_listener = compilation.listener
+        note = guarded("onetime.triton_jit", _listener)
+
+        def listener(*args: Any, **kwargs: Any) -> Any:
+            note(kwargs)
+            return prev_listener(*args, **kwargs) if prev_listener else None
+
+        setattr(listener, MARK, True)
+        compilation.listener = listener
     runtime = getattr(module, "runtime", None)
     if runtime is None or not hasattr(runtime, "jit_cache_hook") or not hasattr(runtime, "jit_post_compile_hook"):
         LOG.hook("onetime.triton_jit", f"missing: {module.__name__}.runtime.jit_cache_hook/jit_post_compile_hook")
@@ -124,8 +150,13 @@ def patch_triton_knobs(module: Any) -> None:
         return
     before_prev, after_prev = runtime.jit_cache_hook, runtime.jit_post_compile_hook
     note_begin = guarded("onetime.triton_jit", lambda name: _begin(name))
-    note_end = guarded("onetime.triton_jit",
-                       lambda name: _end("triton_compile", name, f"Triton kernel {name.removeprefix('triton ')}"))
+
+    def ended(name: str) -> None:
+        source = getattr(_local, "source", None)
+        _local.source = None
+        _end("triton_compile", name, f"Triton kernel {name.removeprefix('triton ')}" + (f" ({source})" if source else ""))
+
+    note_end = guarded("onetime.triton_jit", ended)
 
     def cache_hook(*args: Any, **kwargs: Any) -> Any:
         note_begin(f"triton {_kernel(kwargs.get('fn'))}")
@@ -139,6 +170,66 @@ def patch_triton_knobs(module: Any) -> None:
         setattr(fn, MARK, True)
     runtime.jit_cache_hook, runtime.jit_post_compile_hook = cache_hook, post_compile_hook
     LOG.hook("onetime.triton_jit", "installed")
+
+
+def patch_triton_build(module: Any) -> None:
+    """``triton.runtime.build``: a launcher (or ``cuda_utils``) compiled with the C compiler."""
+    fn = getattr(module, "_build", None)
+    if not callable(fn):
+        LOG.hook("onetime.triton_build", f"missing: {module.__name__}._build")
+        return
+    if getattr(fn, MARK, False):
+        return
+    note_begin = guarded("onetime.triton_build", lambda name: _begin(f"build {name}"))
+    note_end = guarded("onetime.triton_build",
+                       lambda name: _end("triton_compile", f"build {name}", f"Triton launcher {name} built with the C compiler"))
+
+    def _build(name: str, *args: Any, **kwargs: Any) -> Any:
+        note_begin(name)
+        try:
+            return fn(name, *args, **kwargs)
+        finally:
+            note_end(name)
+
+    _build.__wrapped__ = fn  # type: ignore[attr-defined]
+    setattr(_build, MARK, True)
+    module._build = _build
+    LOG.hook("onetime.triton_build", "installed")
+
+
+def patch_numba(module: Any) -> None:
+    """``numba.core.event``: a listener of ``numba:compile`` (the outermost compilation of each call)."""
+    base: Any = getattr(module, "Listener", None)
+    register = getattr(module, "register", None)
+    if base is None or not callable(register):
+        LOG.hook("onetime.numba", f"missing: {module.__name__}.Listener/register")
+        return
+    if LOG.hooks.get("onetime.numba") == "installed":
+        return
+    depth = [0]
+    note_begin = guarded("onetime.numba", lambda: _begin("numba"))
+
+    def ended(event: Any) -> None:
+        data = getattr(event, "data", None) or {}
+        what = getattr(data.get("dispatcher"), "__qualname__", None) or getattr(data.get("dispatcher"), "py_func", None)
+        name = getattr(what, "__qualname__", what)
+        _end("compile", "numba", f"numba compile {str(name)[:100]}" if name else "numba compile")
+
+    note_end = guarded("onetime.numba", ended)
+
+    class _Compiles(base):  # type: ignore[misc, valid-type]
+        def on_start(self, event: Any) -> None:
+            depth[0] += 1
+            if depth[0] == 1:
+                note_begin()
+
+        def on_end(self, event: Any) -> None:
+            depth[0] = max(depth[0] - 1, 0)
+            if depth[0] == 0:
+                note_end(event)
+
+    register("numba:compile", _Compiles())
+    LOG.hook("onetime.numba", "installed")
 
 
 def patch_autotuner(module: Any) -> None:
@@ -174,10 +265,21 @@ def patch_autotuner(module: Any) -> None:
 
 
 class _Allocator:
-    """The CUDA caching allocator's reserved bytes, read by the flusher: a rise is a one-time event."""
+    """The CUDA caching allocator, read by the flusher every tick (``torch._C._cuda_memoryStats``: ~18 µs on an H200,
+    where ``memory_reserved()`` builds the whole stats dict, ~120 µs): reserved bytes that rose are a one-time
+    ``alloc_growth``; an allocation retry (a failed cudaMalloc, the cache freed with a device sync) is one too, and a
+    stall of its own."""
 
-    last: int | None = None
+    last: tuple[int, int] | None = None
     at: float | None = None
+
+    @staticmethod
+    def read(torch: Any) -> tuple[int, int]:
+        stats_of = getattr(torch._C, "_cuda_memoryStats", None)
+        if stats_of is None:
+            return int(torch.cuda.memory_reserved()), 0
+        stats = stats_of(torch.cuda.current_device())
+        return int(stats["reserved_bytes"]["all"]["current"]), int(stats.get("num_alloc_retries", 0))
 
     @staticmethod
     def poll() -> None:
@@ -185,12 +287,15 @@ class _Allocator:
         cuda = getattr(torch, "cuda", None)
         if CAPTURING[0] or cuda is None or not cuda.is_initialized():
             return
-        now, reserved = time.time(), int(cuda.memory_reserved())
+        now, (reserved, retries) = time.time(), _Allocator.read(torch)
         last, at = _Allocator.last, _Allocator.at
-        _Allocator.last, _Allocator.at = reserved, now
-        if last is not None and at is not None and reserved > last:
+        _Allocator.last, _Allocator.at = (reserved, retries), now
+        if last is None or at is None:
+            return
+        if reserved > last[0] or retries > last[1]:
+            retried = f", {retries - last[1]} allocation retries" if retries > last[1] else ""
             emit("alloc_growth", at, (now - at) * 1e3,
-                 f"+{(reserved - last) / 2**20:.0f} MiB reserved ({reserved / 2**20:.0f} MiB), within this window")
+                 f"+{(reserved - last[0]) / 2**20:.0f} MiB reserved ({reserved / 2**20:.0f} MiB){retried}, within this window")
 
 
 def install_allocator_poll() -> None:
@@ -204,4 +309,5 @@ def install_allocator_poll() -> None:
 
 #: module → its patch, applied when the engine imports it (or at once where it already has)
 PATCHES = {"torch._dynamo.callback": patch_dynamo, "torch.cuda.graphs": patch_graphs, "triton.knobs": patch_triton_knobs,
-           "triton.runtime.autotuner": patch_autotuner}
+           "triton.runtime.build": patch_triton_build, "triton.runtime.autotuner": patch_autotuner,
+           "numba.core.event": patch_numba}

@@ -85,16 +85,61 @@ def test_only_an_autotune_of_a_new_key_is_an_event(hooks) -> None:
 
 def test_the_allocator_growing_is_an_event_only_where_cuda_is_initialised(hooks, monkeypatch: pytest.MonkeyPatch) -> None:
     h = hooks("steps")
-    reserved = iter([100 << 20, 100 << 20, 612 << 20])
-    cuda = SimpleNamespace(is_initialized=lambda: True, memory_reserved=lambda: next(reserved))
-    monkeypatch.setitem(sys.modules, "torch", SimpleNamespace(cuda=cuda))
+    stats = iter([(100, 0), (100, 0), (612, 0), (612, 2)])
+
+    def memory_stats(device: int) -> dict[str, Any]:
+        reserved, retries = next(stats)
+        return {"reserved_bytes": {"all": {"current": reserved << 20}}, "num_alloc_retries": retries}
+
+    cuda = SimpleNamespace(is_initialized=lambda: True, current_device=lambda: 0)
+    monkeypatch.setitem(sys.modules, "torch", SimpleNamespace(cuda=cuda, _C=SimpleNamespace(_cuda_memoryStats=memory_stats)))
     h.onetime.install_allocator_poll()
     (poll,) = h.files.pollers
-    poll(), poll(), poll()
-    assert written(h) == [("alloc_growth", "+512 MiB reserved (612 MiB), within this window")]
+    poll(), poll(), poll(), poll()
+    grew = [("alloc_growth", "+512 MiB reserved (612 MiB), within this window"),
+            ("alloc_growth", "+0 MiB reserved (612 MiB), 2 allocation retries, within this window")]
+    assert written(h) == grew
     monkeypatch.setitem(sys.modules, "torch", SimpleNamespace(cuda=SimpleNamespace(is_initialized=lambda: False)))
     poll()  # the API server: torch imported, CUDA never initialised by us
-    assert written(h) == [("alloc_growth", "+512 MiB reserved (612 MiB), within this window")]
+    assert written(h) == grew
+
+
+def test_triton_says_whether_a_kernel_came_from_its_disk_cache_and_a_launcher_build_is_an_event(hooks) -> None:
+    h = hooks("steps")
+    theirs = []
+    runtime = SimpleNamespace(jit_cache_hook=None, jit_post_compile_hook=None)
+    compilation = SimpleNamespace(listener=lambda **k: theirs.append(k["cache_hit"]))
+    h.onetime.patch_triton_knobs(fake_module("triton.knobs", runtime=runtime, compilation=compilation))
+    fn = SimpleNamespace(name="_prepare_dflash_inputs_kernel")
+    for hit in (False, True):
+        runtime.jit_cache_hook(key=hit, fn=fn)
+        compilation.listener(cache_hit=hit, metadata_group={"k.cubin": "/root/.triton/cache/AB12/k.cubin"})
+        runtime.jit_post_compile_hook(key=hit, fn=fn)
+    built = []
+    module = fake_module("triton.runtime.build", _build=lambda name, *a: built.append(name) or f"/tmp/{name}.so")
+    h.onetime.patch_triton_build(module)
+    assert module._build("__triton_launcher", "src.c", "/tmp") == "/tmp/__triton_launcher.so" and built == ["__triton_launcher"]
+    assert theirs == [False, True]
+    assert written(h) == [("triton_compile", "Triton kernel _prepare_dflash_inputs_kernel (compiled, /root/.triton/cache)"),
+                          ("triton_compile", "Triton kernel _prepare_dflash_inputs_kernel (disk cache, /root/.triton/cache)"),
+                          ("triton_compile", "Triton launcher __triton_launcher built with the C compiler")]
+
+
+def test_a_numba_compile_is_one_event_for_its_outermost_compilation(hooks) -> None:
+    h = hooks("steps")
+    listeners = []
+
+    class Listener:
+        pass
+
+    h.onetime.patch_numba(fake_module("numba.core.event", Listener=Listener, register=lambda kind, l: listeners.append((kind, l))))
+    ((kind, listener),) = listeners
+    outer = SimpleNamespace(data={"dispatcher": SimpleNamespace(__qualname__="batch_propose_numba")})
+    listener.on_start(outer)
+    listener.on_start(SimpleNamespace(data={}))  # a nested compile of a callee
+    listener.on_end(SimpleNamespace(data={}))
+    listener.on_end(outer)
+    assert kind == "numba:compile" and written(h) == [("compile", "numba compile batch_propose_numba")]
 
 
 def test_a_missing_hook_is_named_in_the_header(hooks) -> None:
