@@ -123,3 +123,30 @@ def check_step_log(out, meta, spec, base):
     tokens, outputs = pd.read_parquet(prof / "tokens"), pd.read_parquet(prof / "outputs")
     assert int(tokens.accepted.sum()) == spec["steplog_accepted"] and tokens.req.notna().all()
     assert set(tokens.req) <= set(outputs.req) and tokens.d_prob.isna().all()  # n-gram has no probabilities
+
+
+async def test_real_vllm_steady_warm_up_waits_out_the_first_compile(tmp_path):
+    """Issue 39 item 3 on the real engine: vLLM's n-gram proposer compiles its numba kernel at the first real decode
+    step, which the recorder sees as a one-time event; `warmup: steady` runs a second pass that holds none, then
+    times. The warm-up passes and what each saw are in the results."""
+    suite_file = tmp_path / "suite.yaml"
+    suite_file.write_text(yaml.safe_dump({
+        "name": "steady_cpu", "model": "smol", "endpoint": "chat", "engine": "vllm-cpu",
+        "configs": [{"name": "ngram_k3", "method": "ngram", "num_speculative_tokens": 3,
+                     "speculative": {"prompt_lookup_max": 4, "prompt_lookup_min": 2}, "steplog": "steps",
+                     "baseline": True}],
+        "datasets": [{"name": "builtin", "categories": ["math"], "requests": 2}],
+        "load": {"concurrency": 1, "max_tokens": 16, "temperature": 0, "warmup": "steady", "warmup_max_passes": 3},
+        "server": {"startup_timeout_s": 400},
+    }))
+    out = tmp_path / "run"
+    outcome = await run_suite(load_suite(suite_file), out)
+    assert outcome.exit_code == 0
+    (row,) = json.loads((out / "results.json").read_text())
+    events = [json.loads(line) for p in (out / "logs/steplog/ngram_k3-s0").glob("events-*.jsonl")
+              for line in p.read_text().splitlines()]
+    compiles = [e for e in events if e["kind"] == "compile" and "numba" in (e["detail"] or "")]
+    assert compiles, events
+    seen = row["warmup_steady_events"][0]
+    assert seen[0] >= 1 and seen[-1] == 0 and row["warmup_steady"] is True and row["warmup_steady_passes"] == [len(seen)]
+    assert row["steplog_one_time_events"] == 0  # the timed pass held none
