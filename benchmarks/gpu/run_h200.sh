@@ -10,6 +10,8 @@
 #   plan_repeat (one GPU) = prep_plan, math500 replayed again with 5x the prompts, then sequential8b twice;
 #   abab8b (two GPUs, issue 25) = prep_plan, then parallel / sequential alternated twice on the 8B-shaped target;
 #   steplog (one GPU, issues 33/34) = prep, shape8b, the swing suite, the recorder's overhead (8B, SmolLM2), the token log run)
+#   stalls (one GPU, issue 39) = prep_plan, the stall suite (3 fresh starts: baseline, default and steady DSpark arms),
+#   the recorder's overhead at 8B (timing's events cut), the V2 token log with DSpark; $GPUIN holds tokenizer/ and data/
 # Expects: the bundle parts + manifest.json + unpack.py in $BUNDLE (default /root/bundle), this
 # checkout at $ROOT, gsm8k.jsonl in $SPECBENCH_DATA_DIR. Writes under $OUTROOT (default /root/out).
 set -u
@@ -51,7 +53,7 @@ prep_plan() {
     > "$OUTROOT/unpack.log" 2>&1 || { say "prep_plan: unpack FAILED"; tail -20 "$OUTROOT/unpack.log"; return 1; }
   (nvidia-smi; nvidia-smi -L; python3 -V; ldd --version | head -1) > "$OUTROOT/host.txt" 2>&1
   python3 -c "import vllm, torch; print('vllm', vllm.__version__, 'torch', torch.__version__, torch.cuda.device_count(), 'GPUs')" >> "$OUTROOT/host.txt" 2>&1
-  TOKENIZER="$ROOT/.gpu/tokenizer" shape8b
+  TOKENIZER="${GPUIN:-$ROOT/.gpu}/tokenizer" shape8b
 }
 
 shape8b() {  # the Qwen3-8B-shaped target and its random DSpark drafter ($TOKENIZER: default the converted SmolLM2)
@@ -190,6 +192,15 @@ elif [ "$phases" = steplog ]; then
     --load-format dummy --max-model-len 4096 --max-num-seqs 64
   overhead smol "$MODELS/SmolLM2-135M-Instruct" 16,256 "H200, vLLM 0.26.0, SmolLM2-135M" --max-model-len 4096
   tokens_smol
+elif [ "$phases" = stalls ]; then
+  export SPECBENCH_DATA_DIR="${GPUIN:-$ROOT/.gpu}/data"
+  prep_plan || { touch "$OUTROOT/DONE"; exit 1; }
+  python3 -c "import triton, torch, vllm; print('triton', triton.__version__, 'torch', torch.__version__, 'vllm', vllm.__version__)" \
+    >> "$OUTROOT/host.txt" 2>&1
+  sequential suites/gpu_stalls_8b.yaml stalls_8b
+  overhead 8b "$MODELS/qwen3-8b-shape" 8,128 "H200, vLLM 0.26.0, Qwen3-8B shape (random weights)" \
+    --load-format dummy --max-model-len 4096 --max-num-seqs 64
+  sequential suites/gpu_tokens_dspark_8b.yaml tokens_dspark_8b
 elif [ "$phases" = abab8b ]; then
   prep_plan && abab8b
 elif [ "$phases" = round2 ]; then
