@@ -51,6 +51,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 sys.path.insert(0, str(ROOT))
 
+from specbench import __version__  # noqa: E402
 from specbench.hooks import plugin_site, steplog_env
 from specbench.schemas.run_files import RESULTS  # noqa: E402
 
@@ -70,7 +71,7 @@ def start_server(a: argparse.Namespace, model: str, port: int, work: Path) -> tu
     control.write_text("timing\n")
     env = dict(os.environ)
     env.update(kv.split("=", 1) for kv in a.env)
-    env.update(steplog_env("timing", logs, plugin_site(work / "site"), env.get("PYTHONPATH")))
+    env.update(steplog_env("timing", logs, plugin_site(work, __version__).path, env.get("PYTHONPATH")))
     env["SPECBENCH_STEPLOG_CONTROL"] = str(control)
     cmd = [a.python, "-m", "vllm.entrypoints.openai.api_server", "--model", model, "--served-model-name", SERVED,
            "--host", "127.0.0.1", "--port", str(port), *shlex.split(a.args)]

@@ -237,8 +237,8 @@ def test_engine_hooks_import_only_the_standard_library_and_their_own_package() -
 
 def test_the_plugin_folder_alone_declares_and_loads_the_step_recorder(tmp_path: Path) -> None:
     """An engine Python without specbench (``-S``: no site-packages, so not the editable install either)
-    finds the entry point in the folder ``plugin_site`` writes, and nothing of specbench but its hooks."""
-    site = plugin_site(tmp_path / "site")
+    finds the entry point in the folder ``plugin_site`` builds, and nothing of specbench but its hooks."""
+    site = plugin_site(tmp_path / "cache", "0.0").path
     probe = (
         "import importlib, importlib.metadata as md, importlib.util as u\n"
         "eps = [e for e in md.entry_points(group='vllm.general_plugins') if e.name == 'specbench_steplog']\n"
