@@ -27,7 +27,8 @@ CPU engine (this repo's ``specbench setup cpu``; proves the script works, nothin
         --env VLLM_CPU_KVCACHE_SPACE=2 --env VLLM_TARGET_DEVICE=cpu \\
         --concurrency 1,4 --rounds 1 --max-tokens 32 --requests 6 --label "CPU, contended 2-core box"
 
-Writes ``--out``/steplog_overhead-<stamp>.{json,md} (default benchmarks/results/).
+Writes ``--out``/steplog_overhead-<stamp>.{json,md} (default results/benchmarks/, git-ignored; what the docs cite is
+copied into results/evidence/: its README).
 """
 
 from __future__ import annotations
@@ -226,7 +227,7 @@ def main() -> None:
                    help="folder with gsm8k.jsonl (else the built-in prompts)")
     p.add_argument("--startup-timeout", type=float, default=900)
     p.add_argument("--label", default="", help="where it ran, written above the table")
-    p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    p.add_argument("--out", type=Path, default=ROOT / "results" / "benchmarks")
     a = p.parse_args()
     bad = [kv for kv in a.env if "=" not in kv]
     if bad:
