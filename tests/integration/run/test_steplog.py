@@ -18,7 +18,8 @@ from tests.support.paths import PACKAGE_ENV, SUPPORT
 
 
 @pytest.fixture
-def fake_engine(launchers):
+def fake_engine(launchers, tmp_path, monkeypatch):
+    monkeypatch.setenv("SPECBENCH_CACHE", str(tmp_path / "cache"))  # the plugin folder: never the user's cache
     write_launcher(launchers, "fake", extends="vllm", python=sys.executable, env=PACKAGE_ENV,
                    command=["{python}", str(SUPPORT / "fake_engine.py")],
                    args=["--port", "{port}", "--host", "{host}", "--served-model-name", "{model}", "--gap", "0.004",
@@ -39,8 +40,7 @@ def suite_file(tmp_path, steplog="timing"):
     return suite
 
 
-async def test_step_log_reaches_the_results_and_the_why_table(tmp_path, fake_engine, monkeypatch):
-    monkeypatch.setenv("SPECBENCH_CACHE", str(tmp_path / "cache"))
+async def test_step_log_reaches_the_results_and_the_why_table(tmp_path, fake_engine):
     out = tmp_path / "out"
     code = await asyncio.to_thread(main, ["run", str(suite_file(tmp_path)), "-o", str(out), "-q"])
     assert code == 0
