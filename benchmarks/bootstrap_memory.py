@@ -13,7 +13,7 @@ machine ends in MemoryError, reported as such, instead of pushing other processe
 both variants are compared value for value.
 
 Usage: ``python benchmarks/bootstrap_memory.py`` (about a minute on 2 cores); writes
-``benchmarks/results/bootstrap_memory-<stamp>.{md,json}``.
+``results/benchmarks/bootstrap_memory-<stamp>.{md,json}`` (git-ignored; evidence is copied into results/evidence/).
 """
 
 from __future__ import annotations
@@ -136,7 +136,7 @@ def main() -> None:
     p.add_argument("--sizes", default="20000,100000", help="paired prompts per cell, comma-separated")
     p.add_argument("--chunks", type=int, default=16, help="chunks per synthetic request")
     p.add_argument("--limit-gib", type=float, default=8.0, help="address-space limit of each child process")
-    p.add_argument("--out", type=Path, default=HERE / "results")
+    p.add_argument("--out", type=Path, default=ROOT / "results" / "benchmarks")
     p.add_argument("--child", nargs=2, metavar=("N", "VARIANT"), help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:

@@ -684,7 +684,7 @@ def main() -> None:
     ap.add_argument("--profile-client", default="specbench")
     ap.add_argument("--profile-load", type=int, default=1024)
     ap.add_argument("--work", type=Path, default=Path("/tmp/specbench-client-overhead"))
-    ap.add_argument("--out", type=Path, default=HERE / "results")
+    ap.add_argument("--out", type=Path, default=ROOT / "results" / "benchmarks")
     ap.add_argument("--quick", action="store_true", help="16,64 streams, 2 rounds, no variants")
     args = ap.parse_args()
     if args.quick:

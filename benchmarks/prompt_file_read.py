@@ -14,7 +14,7 @@ the two interleaved case by case so both see the same machine load; each case ru
 times and the table gives the median time (the peak RSS does not vary).
 
 Usage: ``python benchmarks/prompt_file_read.py [--mb 100] [--repeats 3] [--code OLD_CHECKOUT] [--keep]``;
-prints a markdown table and writes ``benchmarks/results/prompt_file_read-<stamp>.{md,json}``.
+prints a markdown table and writes ``results/benchmarks/prompt_file_read-<stamp>.{md,json}`` (git-ignored; evidence is copied into results/evidence/).
 """
 
 from __future__ import annotations
@@ -96,7 +96,8 @@ def main() -> None:
     table = "\n".join(lines) + "\n"
     print(table)
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    out = HERE / "results" / f"prompt_file_read-{stamp}"
+    out = HERE.parent / "results" / "benchmarks" / f"prompt_file_read-{stamp}"
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".md").write_text(table)
     out.with_suffix(".json").write_text(json.dumps({"mb": size_mb, "rows": rows, "cases": results}, indent=1) + "\n")
     if args.keep:

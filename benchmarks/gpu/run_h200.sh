@@ -68,7 +68,7 @@ shape8b() {  # the Qwen3-8B-shaped target and its random DSpark drafter ($TOKENI
 replay() {  # SUITE NAME: the reference profile replayed on GPU 0 (whatif --profile), into $OUTROOT/NAME
   say "$2: start (GPU 0)"
   CUDA_VISIBLE_DEVICES=0 SPECBENCH_DATA_DIR="$ROOT/.gpu/data" sb whatif "$1" --no-real \
-    --profile benchmarks/results/h200/plan_qwen3_8b/reference_profile.json -o "$OUTROOT/$2" --quiet \
+    --profile suites/profiles/reference_qwen3_8b.json -o "$OUTROOT/$2" --quiet \
     > "$OUTROOT/$2.log" 2>&1
   say "$2: exit $?"
 }

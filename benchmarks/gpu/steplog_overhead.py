@@ -27,7 +27,8 @@ CPU engine (this repo's ``specbench setup cpu``; proves the script works, nothin
         --env VLLM_CPU_KVCACHE_SPACE=2 --env VLLM_TARGET_DEVICE=cpu \\
         --concurrency 1,4 --rounds 1 --max-tokens 32 --requests 6 --label "CPU, contended 2-core box"
 
-Writes ``--out``/steplog_overhead-<stamp>.{json,md} (default benchmarks/results/).
+Writes ``--out``/steplog_overhead-<stamp>.{json,md} (default results/benchmarks/, git-ignored; what the docs cite is
+copied into results/evidence/: its README).
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 sys.path.insert(0, str(ROOT))
 
+from specbench import __version__  # noqa: E402
 from specbench.hooks import plugin_site, steplog_env
 from specbench.schemas.run_files import RESULTS  # noqa: E402
 
@@ -70,7 +72,7 @@ def start_server(a: argparse.Namespace, model: str, port: int, work: Path) -> tu
     control.write_text("timing\n")
     env = dict(os.environ)
     env.update(kv.split("=", 1) for kv in a.env)
-    env.update(steplog_env("timing", logs, plugin_site(work / "site"), env.get("PYTHONPATH")))
+    env.update(steplog_env("timing", logs, plugin_site(work, __version__).path, env.get("PYTHONPATH")))
     env["SPECBENCH_STEPLOG_CONTROL"] = str(control)
     cmd = [a.python, "-m", "vllm.entrypoints.openai.api_server", "--model", model, "--served-model-name", SERVED,
            "--host", "127.0.0.1", "--port", str(port), *shlex.split(a.args)]
@@ -225,7 +227,7 @@ def main() -> None:
                    help="folder with gsm8k.jsonl (else the built-in prompts)")
     p.add_argument("--startup-timeout", type=float, default=900)
     p.add_argument("--label", default="", help="where it ran, written above the table")
-    p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    p.add_argument("--out", type=Path, default=ROOT / "results" / "benchmarks")
     a = p.parse_args()
     bad = [kv for kv in a.env if "=" not in kv]
     if bad:

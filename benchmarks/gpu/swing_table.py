@@ -6,7 +6,7 @@ mean of each part of a step (target forward, LM head, verify, drafter, gap), the
 longest calls over ``--slow-ms`` with when they came (a one-off stall, e.g. a kernel compiled for a shape the
 warm-up did not run, is one long call; a slow server is slow in every step).
 
-    python benchmarks/gpu/swing_table.py benchmarks/results/h200/swing_8b [--config dspark_k7]
+    python benchmarks/gpu/swing_table.py RUN_DIR [--config dspark_k7]   # e.g. results/evidence/h200/swing_8b.tar.xz unpacked
 """
 
 from __future__ import annotations

@@ -14,11 +14,13 @@ from typing import Any, Protocol
 
 import aiohttp
 
+from .. import __version__
 from ..client import RequestSpec
 from ..errors import ServerError
 from ..hooks import plugin_site, steplog_env
 from ..launch import Engine, ServerProcess, load_engine
 from ..launch.process import free_port, served_models, stop_off_loop
+from ..launch.setup_cpu import cache_dir
 from ..schemas.launched import ProcessIdentity
 from ..suite import ServerConfig, Suite
 from ..util.bounded import PROBE_LIMIT, read_capped
@@ -112,7 +114,7 @@ async def check_url(session: aiohttp.ClientSession, config: ServerConfig, model:
         raise ServerError(f"config {config.name!r}: {redact_url(config.url)} serves {served}, not the suite's model {model!r}")
 
 
-STEPLOG_DIR = "steplog"  # under the run's logs/: one folder per server start, and _plugin
+STEPLOG_DIR = "steplog"  # under the run's logs/: one folder per server start
 SETTLE_QUIET_S, SETTLE_MAX_S = 0.6, 3.0  # the recorder flushes every 0.25 s
 
 
@@ -139,22 +141,36 @@ async def settle(folder: Path) -> None:
             seen, last_change = now, loop.time()
 
 
-def steplog_launch(logs: Path, config: ServerConfig, env: dict[str, str], start: int | None = None) -> dict[str, str]:
+@dataclass(frozen=True)
+class SteplogLaunch:
+    """What the step log adds to one launch: the server's env, and its keys in meta.json's server entry."""
+
+    env: dict[str, str] = field(default_factory=dict)
+    meta: dict[str, str | dict[str, str]] = field(default_factory=dict)  # ServerMeta's steplog* keys
+
+
+def steplog_launch(logs: Path, config: ServerConfig, env: dict[str, str], start: int | None = None) -> SteplogLaunch:
     """A launch's step-log folder ``logs/steplog/<config>-s<start>/`` made (``start``: this config's
-    server-start number in the run, 0-based; by default one past the highest there), the plugin folder written
-    once per run, and the server's env additions (``{}`` when the config's log is off)."""
+    server-start number in the run, 0-based; by default one past the highest there), the plugin folder found or
+    built in specbench's cache (``hooks.plugin_site``: once per version, its sha256 recorded), and the server's
+    env additions (nothing when the config's log is off)."""
     if config.steplog == "off":
-        return {}
+        return SteplogLaunch()
     root = logs / STEPLOG_DIR
     if start is None:
         taken = [int(n) for p in root.glob(f"{config.name}-s*") if (n := p.name[len(config.name) + 2:]).isdigit()]
         start = max(taken, default=-1) + 1
-    log_dir, site = root / f"{config.name}-s{start}", root / "_plugin"
+    log_dir = root / f"{config.name}-s{start}"
     with writing(root):
         log_dir.mkdir(parents=True, exist_ok=True)
-        if not (site / "specbench_steplog-0.dist-info").is_dir():
-            plugin_site(site)
-    return steplog_env(config.steplog, log_dir.resolve(), site.resolve(), env.get("PYTHONPATH", os.environ.get("PYTHONPATH")))
+    try:
+        site = plugin_site(cache_dir(), __version__)
+    except OSError as err:
+        raise ServerError(f"config {config.name!r}: cannot write the step recorder's plugin folder ({cache_dir() / 'plugin'}, "
+                          f"nor a temporary one): {err.strerror or err}") from None
+    env_added = steplog_env(config.steplog, log_dir.resolve(), site.path, env.get("PYTHONPATH", os.environ.get("PYTHONPATH")))
+    return SteplogLaunch(env_added, {"steplog": f"logs/{STEPLOG_DIR}/{log_dir.name}", "steplog_level": config.steplog,
+                                     "steplog_plugin": {"path": str(site.path), "sha256": site.sha256}})
 
 
 @asynccontextmanager
@@ -175,9 +191,9 @@ async def open_server(suite: Suite, config: ServerConfig, book: ServerBook, sess
     if config.gpus is not None and engine.gpu_env:
         env[engine.gpu_env] = config.gpus
     start = book.next_start(config.name)
-    env.update(steplog_launch(book.logs, config, env, start))
-    steplog = {"steplog": f"logs/{STEPLOG_DIR}/{Path(env['SPECBENCH_STEPLOG_DIR']).name}",
-               "steplog_level": config.steplog} if "SPECBENCH_STEPLOG_DIR" in env else {}
+    steplog_added = steplog_launch(book.logs, config, env, start)
+    env.update(steplog_added.env)
+    steplog = steplog_added.meta
     url = f"http://{host}:{port}"
     proc = ServerProcess(config.name, argv, env, book.logs / server_log_name(config.name, start), url, engine.health_path,
                          engine.models_path, suite.model, suite.server.startup_timeout_s, engine.redact(argv))

@@ -119,6 +119,15 @@ class Host(Record):
 
 
 @dataclass
+class SteplogPlugin(Record):
+    """The plugin folder that made the step recorder loadable by the server (``hooks.plugin_site``): built once per
+    specbench version in its cache, not copied into the run."""
+
+    path: str | None = key('the folder put first on the server\'s PYTHONPATH (CACHE/plugin/<sha256[:16]>, or a temporary one)')
+    sha256: str | None = key("sha256 over its files in path order, each as path, size and bytes (hooks.site.tree_sha256)")
+
+
+@dataclass
 class ServerMeta(Record):
     """One config's server as the run saw it ready (``run.servers``): a URL, or a launched process."""
 
@@ -133,6 +142,9 @@ class ServerMeta(Record):
     version: str | None = key("the engine's version, as the server said")
     version_error: str | None = key('why the version could not be read')
     start: int | None = key("which launch of the config's server (run/servers.py server_log_name)")
+    steplog: str | None = key("the launch's step-log folder, relative to the run directory (docs/steplog.md)")
+    steplog_level: str | None = key("the step log's level: steps, timing or tokens")
+    steplog_plugin: SteplogPlugin | None = key('the plugin folder that loaded the step recorder, and its sha256')
 
 
 @dataclass

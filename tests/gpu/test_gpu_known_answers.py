@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.gpu import gpu_run_dir
-from tests.support.paths import ROOT
+from tests.support.paths import ROOT, RUNS
 
 SUITE = ROOT / "suites" / "gpu_known_answers.yaml"
 SET_RATES = {"dspark_k3": [0.8, 0.6, 0.4], "dspark_k7": [0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3]}
@@ -133,7 +133,7 @@ def test_length_tolerance_widens_to_three_standard_errors() -> None:
 
 
 def test_the_committed_h200_run_meets_the_known_answers() -> None:
-    rows = json.loads((ROOT / "benchmarks" / "results" / "h200" / "known_answers" / "results.json").read_text())
+    rows = json.loads((RUNS / "gpu_known_answers" / "known_answers.json").read_text())  # the keys the checks read
     assert known_answer_problems(rows) == []
 
 
@@ -215,7 +215,7 @@ def test_gpu_sglang_known_answers(tmp_path: Path) -> None:
 
 
 def test_the_committed_sglang_run_meets_its_checks_and_a_drift_is_named() -> None:
-    rows = json.loads((ROOT / "benchmarks" / "results" / "h200" / "sglang_known_answers" / "results.json").read_text())
+    rows = json.loads((RUNS / "gpu_known_answers" / "sglang_known_answers.json").read_text())
     assert sglang_problems(rows) == []
     spec = next(r for r in rows if r["run"] == "self_draft_k3" and r["concurrency"] == 1)
     spec["stream_mean_acceptance_length"] = spec["mean_acceptance_length"] * 1.05     # the stream saw other steps

@@ -17,10 +17,10 @@ from specbench.measure.break_even import verdict, whatif_curves
 from specbench.schemas.meta import RunMeta
 from specbench.schemas.row_read import rows_from
 from tests.support.gpu import gpu_run_dir
-from tests.support.paths import ROOT
+from tests.support.paths import ROOT, RUNS
 
 SUITE = ROOT / "suites" / "gpu_whatif.yaml"
-COMMITTED = ROOT / "benchmarks" / "results" / "h200" / "whatif_dspark_k3"
+COMMITTED = RUNS / "gpu_whatif_map"  # results/evidence/h200/whatif_dspark_k3: its results.json and meta.json
 LENGTHS = "1.5,2.5,3.5"
 LENGTH_TOL = 0.02
 RANDOM_DRAFTER_CEILING = 1.1

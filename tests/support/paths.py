@@ -5,6 +5,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"
+# trimmed copies of committed runs, one folder per what they test (never results/evidence: docs/developing.md)
+RUNS = DATA / "runs"
 SHARED = Path(os.environ.get("SPECBENCH_SHARED", ROOT.parent / "shared"))
 SCRIPTED = ROOT / "tests" / "support" / "scripted_server.py"
 SUPPORT = ROOT / "tests" / "support"

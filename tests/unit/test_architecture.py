@@ -237,8 +237,8 @@ def test_engine_hooks_import_only_the_standard_library_and_their_own_package() -
 
 def test_the_plugin_folder_alone_declares_and_loads_the_step_recorder(tmp_path: Path) -> None:
     """An engine Python without specbench (``-S``: no site-packages, so not the editable install either)
-    finds the entry point in the folder ``plugin_site`` writes, and nothing of specbench but its hooks."""
-    site = plugin_site(tmp_path / "site")
+    finds the entry point in the folder ``plugin_site`` builds, and nothing of specbench but its hooks."""
+    site = plugin_site(tmp_path / "cache", "0.0").path
     probe = (
         "import importlib, importlib.metadata as md, importlib.util as u\n"
         "eps = [e for e in md.entry_points(group='vllm.general_plugins') if e.name == 'specbench_steplog']\n"
@@ -254,3 +254,44 @@ def test_the_plugin_folder_alone_declares_and_loads_the_step_recorder(tmp_path: 
     done = subprocess.run([sys.executable, "-S", "-c", probe], capture_output=True, text=True, env=env, cwd=tmp_path,
                           timeout=60)
     assert (done.returncode, done.stdout.strip()) == (0, "ok"), done.stderr
+
+
+# ---- the tests read their own data, never the committed evidence ----
+
+#: where committed runs live (results/evidence/, docs/developing.md) and where they lived before
+EVIDENCE_PLACES = ("results/evidence", "benchmarks/results")
+
+
+def path_literals(tree: ast.AST) -> list[tuple[int, str]]:
+    """Every string a test could open as a path, with its line: each string constant but docstrings, and each chain
+    ``a / "b" / "c"`` as its constants joined by ``/`` (``ROOT / "results" / "evidence"`` → ``results/evidence``)."""
+    docstrings = {id(n.body[0].value) for n in ast.walk(tree)
+                  if isinstance(n, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.body
+                  and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+
+    def parts(node: ast.expr) -> list[str]:
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+            return parts(node.left) + parts(node.right)
+        return [node.value] if isinstance(node, ast.Constant) and isinstance(node.value, str) else []
+
+    out = [(n.lineno, n.value) for n in ast.walk(tree)
+           if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docstrings]
+    return out + [(n.lineno, "/".join(parts(n))) for n in ast.walk(tree) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div)]
+
+
+def test_no_test_reads_the_committed_evidence() -> None:
+    """Evidence is what was measured, kept for the docs; a test that read it would make every new run a test input.
+    The runs tests need are trimmed copies under tests/data/runs/<what it tests>/."""
+    here = Path(__file__).resolve()
+    bad = sorted({f"{path.relative_to(ROOT)}:{line}: {text!r}"
+                  for path in (ROOT / "tests").rglob("*.py") if path.resolve() != here
+                  for line, text in path_literals(ast.parse(path.read_text(encoding="utf-8")))
+                  if any(place in text for place in EVIDENCE_PLACES)})
+    assert bad == []
+
+
+def test_the_evidence_check_sees_a_path_built_with_slashes() -> None:
+    tree = ast.parse('"""results/evidence in a docstring is prose"""\nA = ROOT / "results" / "evidence" / "h200"\n'
+                     'B = Path("benchmarks/results/cpu")\n# results/evidence in a comment\n')
+    found = [text for _, text in path_literals(tree) if any(place in text for place in EVIDENCE_PLACES)]
+    assert sorted(set(found)) == ["benchmarks/results/cpu", "results/evidence", "results/evidence/h200"]

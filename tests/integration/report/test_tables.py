@@ -10,10 +10,10 @@ from specbench.report.model import Model
 from specbench.run.readback import load_run
 from specbench.schemas.row_read import rows_from
 from tests.support.md_tables import tables_of
-from tests.support.paths import DATA, ROOT
+from tests.support.paths import DATA, RUNS
 
 #: an H200 run with every column filled: decomposition, per-request acceptance, energy, cost, what-if
-GPU_RUN = ROOT / "benchmarks" / "results" / "h200" / "whatif_dspark_k3"
+GPU_RUN = RUNS / "gpu_whatif_map"  # results/evidence/h200/whatif_dspark_k3: its results.json and meta.json
 REFERENCE = tables_of((DATA / "report" / "results_example.md").read_text())[""][0]
 WHY = ["Tok/step", "Step cost", "Decomposed speedup", "Residual"]
 

@@ -5,18 +5,21 @@ named in meta.json, each timed pass is cut from it, results carry the keys and t
 import asyncio
 import json
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
 
 from specbench.cli import main
+from specbench.hooks.site import folder_sha256
 from tests.support.launchers import write_launcher
 from tests.support.paths import PACKAGE_ENV, SUPPORT
 
 
 @pytest.fixture
-def fake_engine(launchers):
+def fake_engine(launchers, tmp_path, monkeypatch):
+    monkeypatch.setenv("SPECBENCH_CACHE", str(tmp_path / "cache"))  # the plugin folder: never the user's cache
     write_launcher(launchers, "fake", extends="vllm", python=sys.executable, env=PACKAGE_ENV,
                    command=["{python}", str(SUPPORT / "fake_engine.py")],
                    args=["--port", "{port}", "--host", "{host}", "--served-model-name", "{model}", "--gap", "0.004",
@@ -47,7 +50,10 @@ async def test_step_log_reaches_the_results_and_the_why_table(tmp_path, fake_eng
     assert "steplog" not in meta["servers"]["quiet"] and "--cudagraph-metrics" not in meta["servers"]["quiet"]["argv"]
     folder = out / "logs" / "steplog" / "ngram_k3-s0"
     assert list(folder.glob("sched-*.jsonl")) and list(folder.glob("gpu-*.jsonl"))  # the env reached the server
-    assert (out / "logs" / "steplog" / "_plugin" / "specbench_steplog-0.dist-info" / "entry_points.txt").is_file()
+    plugin = meta["servers"]["ngram_k3"]["steplog_plugin"]  # built once in the cache, named by its sha256, not copied
+    assert plugin == meta["servers"]["baseline"]["steplog_plugin"] and "steplog_plugin" not in meta["servers"]["quiet"]
+    assert plugin["path"] == str(tmp_path / "cache" / "plugin" / plugin["sha256"][:16]) and folder_sha256(Path(plugin["path"])) == plugin["sha256"]
+    assert sorted(p.name for p in (out / "logs" / "steplog").iterdir()) == ["baseline-s0", "ngram_k3-s0"]
     assert not (out / "logs" / "steplog" / "quiet-s0").exists()
     rows = {r["run"]: r for r in json.loads((out / "results.json").read_text())}
     spec, base, quiet = rows["ngram_k3"], rows["baseline"], rows["quiet"]

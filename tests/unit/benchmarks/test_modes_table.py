@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from tests.support.paths import ROOT
+from tests.support.paths import ROOT, RUNS
 
 SCRIPT = ROOT / "benchmarks" / "gpu" / "modes_table.py"
-H200 = ROOT / "benchmarks" / "results" / "h200"
+H200 = RUNS / "modes_table"  # results/evidence/h200/{parallel_run1,sequential_run2}: results, meta, phases
 
 
 def _script() -> ModuleType:

@@ -15,10 +15,10 @@ from specbench.measure.replay import choose, read_profile
 from specbench.run.readback import load_run
 from specbench.schemas.profile_file import FORMAT, ProfileFile
 from specbench.schemas.row_read import rows_from
-from tests.support.paths import ROOT
+from tests.support.paths import ROOT, RUNS
 
-H200_WHATIF = ROOT / "benchmarks" / "results" / "h200" / "whatif_dspark_k3"
-REFERENCE_PROFILE = ROOT / "benchmarks" / "results" / "h200" / "plan_qwen3_8b" / "reference_profile.json"
+H200_WHATIF = RUNS / "gpu_whatif_map"
+REFERENCE_PROFILE = ROOT / "suites" / "profiles" / "reference_qwen3_8b.json"
 
 # two data sets of /work/shared/reference/results_example.json, as given (p1..p3 and the length; k=3 and k=7)
 REFERENCE = [
@@ -208,7 +208,7 @@ def test_choice_per_data_set_and_k_pools_one_configs_loads():
 
 
 def test_the_committed_reference_profile_is_replayable():
-    """benchmarks/results/h200/plan_qwen3_8b/reference_profile.json: `specbench profile` of the reference results."""
+    """suites/profiles/reference_qwen3_8b.json (the GPU plan suites replay it): `specbench profile` of the reference results."""
     doc = json.loads(REFERENCE_PROFILE.read_text())
     entries = read_profile(doc, str(REFERENCE_PROFILE))
     assert {(e.dataset, e.k) for e in entries} == {(d, k) for d in ("math500", "gsm8k", "humaneval", "mbpp", "mt_bench",

@@ -9,7 +9,7 @@ from specbench.schemas.acceptance import AcceptanceWindow
 from specbench.schemas.phase import PhaseInfo
 from specbench.schemas.record import RowError
 from specbench.util.jsonio import dumps
-from tests.support.paths import ROOT
+from tests.support.paths import RUNS
 
 VLLM_K3 = {"acceptance_rate": 0.5, "acceptance_pos_1": 0.7, "acceptance_pos_2": 0.5, "acceptance_pos_3": 0.3,
            "mean_acceptance_length": 2.5, "acceptance_per_position": [0.7, 0.5, 0.3, 0.1], "spec_drafts": 10,
@@ -53,8 +53,9 @@ def test_with_error_keeps_the_key_in_its_place():
 
 
 def test_stored_phases_read_and_written_back_byte_identical():
-    """Every phases.jsonl kept under benchmarks/results (written by several older versions)."""
-    files = sorted((ROOT / "benchmarks" / "results").rglob("phases.jsonl"))
+    """phases.jsonl lines as several older versions wrote them: the fewest committed lines that together hold every
+    key (and type of value) any of them has (phases_versions/), and the runs other tests read."""
+    files = sorted([*(RUNS / "phases_versions").glob("*.jsonl"), *RUNS.rglob("phases.jsonl")])
     assert files
     for path in files:
         for line in path.read_text(encoding="utf-8").splitlines():

@@ -18,12 +18,13 @@ from specbench.schemas.plans import Schedule, TuneResult
 from specbench.schemas.row_read import rows_from
 from specbench.util.jsonio import dumps
 from specbench.util.numbers import finite, is_number
-from tests.support.paths import ROOT
+from tests.support.paths import DATA, ROOT, RUNS
 
-COMMITTED = sorted([ROOT / "tests" / "data" / "html" / "run" / "meta.json",
-                    *(ROOT / "benchmarks" / "results").glob("h200/*/meta.json"),
-                    *(ROOT / "benchmarks" / "results").glob("cpu/*/meta.json")])
-TUNE_RUN = ROOT / "benchmarks" / "results" / "cpu" / "cpu_explain-tune"
+#: meta.json as older specbench versions wrote it: the fewest committed runs' files that together hold every key
+#: any of them has (meta_versions/), and the runs other tests read
+COMMITTED = sorted([DATA / "html" / "run" / "meta.json", *(RUNS / "meta_versions").glob("*.json"), *RUNS.glob("*/meta.json"),
+                    *RUNS.glob("modes_table/*/meta.json")])
+TUNE_RUN = RUNS / "cpu_tune"  # results/evidence/cpu/cpu_explain-tune: meta, schedule, results and requests
 
 
 def as_written(data: object) -> str:

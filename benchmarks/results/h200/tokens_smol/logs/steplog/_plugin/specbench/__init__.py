@@ -1,1 +1,0 @@
-"""specbench's engine hooks only (a plugin folder)."""
