@@ -31,7 +31,7 @@ def _kind_of(annotation: Any) -> str | None:
     origin = typing.get_origin(base)
     if origin is dict:
         return "mapping"
-    if origin is list and typing.get_args(base)[0] is not str:
+    if origin is list and typing.get_args(base)[0] in (int, float):  # a list of objects or lists is kept as is
         return "numbers"
     return None
 
