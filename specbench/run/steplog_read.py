@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from ..measure.steplog import StepLog, join
 from ..schemas.phase import PhaseInfo
@@ -28,7 +28,8 @@ from .recorded import run_span
 from .rundir import read_phases
 from .servers import STEPLOG_DIR
 
-T = TypeVar("T")
+#: a line of a step-log file, as its typed record reads it
+StepRow = SchedRow | GpuRow | TokenRow | EventRow
 MAX_LINE = 1 << 16  # a step row is ~400 bytes; a longer line is not one
 STEP_WALL_S = 10.0  # a gpu row starts ~0.1 ms after its step's scheduler row, a token row a few ms: never this far
 #: rows another rank of the same launch also wrote: left out of the join, not damage
@@ -110,7 +111,7 @@ def reason(err: RowError) -> str:
     return str(err).split(":")[0] if ":" in str(err) else str(err)[:60]
 
 
-def kind_files(folder: Path, kind: str, reader: Callable[[Any], T], skipped: Counter[str]) -> list[KindFile]:
+def kind_files(folder: Path, kind: str, reader: Callable[[Any], StepRow], skipped: Counter[str]) -> list[KindFile]:
     files = []
     for path in sorted(folder.glob(f"{kind}-*.jsonl")):
         objs, torn = lines(path, kind, skipped)
@@ -187,6 +188,7 @@ class FolderCheck:
         self.skipped: Counter[str] = Counter()
         self.notes: list[str] = []
         self.headers, self.disowned = read_headers(folder, self.skipped)
+        self.elsewhere: set[str] = set()  # processes whose every step is another launch's
 
     def drop(self, kind: str, f: KindFile, why: str) -> None:
         self.skipped[f"{kind}: {why}"] += len(f.rows)
@@ -198,6 +200,8 @@ class FolderCheck:
         for f in files:
             if f.pid in self.disowned:
                 self.drop(kind, f, self.disowned[f.pid])
+            elif f.pid in self.elsewhere:
+                self.drop(kind, f, f"its process's steps are another launch's ({f.name})")
             else:
                 inside = [r for r in f.rows if self.scope.in_span(r.wall)]
                 if len(inside) < len(f.rows):
@@ -234,7 +238,9 @@ class FolderCheck:
                 why = f"a second engine core's steps ({s.name}), not joined: the log follows {seqs[best].name}"
             else:
                 why = f"another launch's steps ({s.name}: none in this launch's timed passes)"
+                self.elsewhere.add(s.pid)
             self.drop("sched", s, why)
+        self.elsewhere.discard(seqs[best].pid)
         return [seqs[best]]
 
     def at_their_steps(self, kind: str, files: list[KindFile], walls: dict[int, float]) -> list[Any]:

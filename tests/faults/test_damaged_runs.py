@@ -52,12 +52,6 @@ def run(tmp_path: Path) -> Path:
     return copy_run(TOKENS_SMOL, tmp_path / "run")
 
 
-def test_the_committed_run_reads_as_its_results_say(run):
-    keys = step_keys(run)["ngram_k3"]
-    assert (keys["steplog_steps"], keys["steplog_accepted"], keys["steplog_token_guesses"]) == (STEPS, ACCEPTED, GUESSES)
-    assert keys["steplog_skipped_rows"] is None and keys["steplog_error"] is None
-
-
 # ---- the step log ---------------------------------------------------------------------------------------------
 
 
@@ -66,14 +60,18 @@ def test_a_sched_file_of_another_launch_is_left_out_not_joined(run, tmp_path, ca
     launch's own; joined on the step number they replaced 1867 of its pass's 1895 steps."""
     for name in ("sched-5035.jsonl", "header-5035.json"):
         shutil.copy(run / BASE / name, run / NGRAM / name)
+    phase = json.loads((run / "phases.jsonl").read_text().splitlines()[1])
+    gc = {"kind": "gc", "wall": phase["scraped_before"] + 1.0, "ms": 80.0, "step": 5, "detail": "gen 2"}
+    (run / NGRAM / "events-5035.jsonl").write_text(json.dumps(gc) + "\n")  # that process's events went with it
     keys = step_keys(run)["ngram_k3"]
     assert (keys["steplog_steps"], keys["steplog_accepted"], keys["steplog_token_guesses"]) == (STEPS, ACCEPTED, GUESSES)
     assert keys["steplog_skipped_rows"] == {
-        "sched: another launch's steps (sched-5035.jsonl: none in this launch's timed passes)": 3070}
+        "sched: another launch's steps (sched-5035.jsonl: none in this launch's timed passes)": 3070,
+        "events: its process's steps are another launch's (events-5035.jsonl)": 1}
     capsys.readouterr()
     assert main(["export", str(run), "-o", str(tmp_path / "x")]) == 0
     said = warnings_of(capsys.readouterr().err)
-    assert len(said) == 1 and "ngram_k3-s0: step log: 3070 line(s) left out" in said[0] and "sched-5035.jsonl" in said[0]
+    assert len(said) == 1 and "ngram_k3-s0: step log: 3071 line(s) left out" in said[0] and "sched-5035.jsonl" in said[0]
     steps = pd.read_parquet(tmp_path / "x" / "steps")
     assert len(steps[steps.drafter == "ngram"]) == STEPS and len(pd.read_parquet(tmp_path / "x" / "tokens")) == GUESSES
 
