@@ -51,7 +51,7 @@ def read_gate_run(path: Path, warn: Warn) -> Run:
     if not results.is_file():
         raise ResultsError(f"{results}: results file not found")
     run = load_run(results, quiet=True, strict=True)
-    for problem in run.problems:
+    for problem in [*run.problems, *run.notes]:
         warn(problem)
     return Run(results, index_cells(run.rows, str(results)), run.meta)
 

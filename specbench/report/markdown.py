@@ -70,7 +70,7 @@ def warnings(records: Sequence[ResultRow]) -> list[str]:
             if r.warmup_steady:
                 out.append(f"{where}: steady warm-up: {passes} warm-up pass(es) per repeat; the last held no one-time event")
             else:
-                left = "/".join(str(e[-1]) if e else "—" for e in r.warmup_steady_events or [])
+                left = "/".join(str(e[-1]) if isinstance(e, list) and e else "—" for e in r.warmup_steady_events or [])
                 out.append(f"⚠ {where}: steady warm-up stopped at its cap ({passes} passes per repeat) with one-time events "
                            f"still in the last ({left}): the timed passes may hold warm-up left undone")
         if r.shared_read_share is not None and r.shared_read_share > 0.01:
@@ -133,6 +133,8 @@ def stall_warnings(r: ResultRow, where: str) -> list[str]:
     between repeats, whether the repeats that disagree are the ones with stalls."""
     out, stalled = [], []
     for p in r.steplog_stall_passes or []:
+        if not isinstance(p, dict):  # results.json is input: a pass that is not an object says nothing
+            continue
         share = p.get("share")
         if not isinstance(share, (int, float)) or share < STALL_NOTE_SHARE:
             continue

@@ -17,10 +17,11 @@ a CI pins: ``RunResults.newer`` says so and lists the keys ignored, said once on
 
 from __future__ import annotations
 
-import gzip
 import json
 import re
 import sys
+import zlib
+from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -37,6 +38,7 @@ from ..schemas.row_read import read_row, refusal
 from ..schemas.run_files import META, REQUESTS, REQUESTS_GZ, RESULTS
 from ..util.jsonio import read_json
 from ..util.numbers import is_number
+from .steplog_read import SAME_LAUNCH
 
 __all__ = ["Newer", "RunResults", "is_number", "load_results", "load_run", "read_meta", "read_requests", "refusal", "warn"]
 
@@ -106,6 +108,7 @@ class RunResults:
     path: Path | None = None
     problems: list[str] = field(default_factory=list)
     newer: Newer | None = None
+    notes: list[str] = field(default_factory=list)  # what the run's numbers left out, said (``steplog_note``)
 
     @cached_property
     def explained(self) -> Explained:
@@ -114,6 +117,27 @@ class RunResults:
 
 #: shown per file before the rest are only counted
 MAX_SHOWN = 8
+
+
+def steplog_note(rows: list[ResultRow], where: Path) -> str | None:
+    """One line for the rows of the step log the run's numbers left out as damaged or not the launch's, and
+    why a pass had none (results.json ``steplog_skipped_rows``, ``steplog_error``); None when there are none."""
+    left: Counter[str] = Counter()
+    errors, cells = [], 0
+    for r in rows:
+        skipped = r.steplog_skipped_rows if isinstance(r.steplog_skipped_rows, dict) else {}
+        damage = {k: v for k, v in skipped.items() if k not in SAME_LAUNCH and type(v) is int and v > 0}
+        left.update(damage)
+        if isinstance(r.steplog_error, str):
+            errors.append(f"{r.run}: {r.steplog_error}")
+        cells += bool(damage or isinstance(r.steplog_error, str))
+    if not cells:
+        return None
+    shown = ", ".join(f"{k} {v}" for k, v in left.most_common(3)) + (" …" if len(left) > 3 else "")
+    parts = [f"{sum(left.values())} line(s) left out ({shown})" if left else "", errors[0][:300] if errors else "",
+             f"and {len(errors) - 1} more" if len(errors) > 1 else ""]
+    return (f"{where}: step log of {cells} cell(s): " + "; ".join(p for p in parts if p)
+            + f" ({RESULTS} steplog_skipped_rows, steplog_error)")
 
 
 def clean_records(data: Any, where: Path | str) -> tuple[list[ResultRow], list[str]]:
@@ -178,11 +202,13 @@ def load_run(path: str | Path, *, quiet: bool = False, strict: bool = False) -> 
     newer = None if strict else newer_run(meta, meta_path, notes, meta_problems, rows)
     if newer is None:
         problems += meta_problems
+    notes = [n for n in (steplog_note(rows, results.parent),) if n is not None]
     if not quiet:
         warn(problems)
         if newer is not None:
             warn([newer.line(results.parent)])
-    return RunResults(rows=rows, meta=meta, path=results, problems=problems, newer=newer)
+        warn(notes)
+    return RunResults(rows=rows, meta=meta, path=results, problems=problems, newer=newer, notes=notes)
 
 
 def load_results(paths: list[str | Path]) -> RunResults:
@@ -192,39 +218,97 @@ def load_results(paths: list[str | Path]) -> RunResults:
         return runs[0]
     merged = [r for run in runs for r in run.rows]
     return RunResults(rows=merged, meta=RunMeta(merged_from=[str(r.path) for r in runs]),
-                      problems=[p for run in runs for p in run.problems])
+                      problems=[p for run in runs for p in run.problems], notes=[n for run in runs for n in run.notes])
 
 
 # ----------------------------------------------------------------------------- requests.jsonl
 
+def gunzip(data: bytes) -> tuple[bytes, str | None]:
+    """What a gzip file holds, up to where its stream is damaged (every byte the damage left readable: a part
+    that fails is fed again in smaller pieces), and the damage (None: whole). Members follow each other; zero
+    bytes after the last are padding."""
+    out, pos = bytearray(), 0
+    while pos < len(data) and data[pos:].strip(b"\0"):
+        d, step = zlib.decompressobj(wbits=31), GZIP_STEP
+        while not d.eof:
+            if pos >= len(data):
+                return bytes(out + d.flush()), "cut before the end of its stream"
+            piece, saved = data[pos:pos + step], d.copy()
+            try:
+                out += d.decompress(piece)
+            except zlib.error as err:
+                if step == 1:
+                    return bytes(out), str(err).removeprefix("Error -3 while decompressing data: ")
+                d, step = saved, max(1, step // 64)
+                continue
+            pos += len(piece) - len(d.unused_data)
+    return bytes(out), None
+
+
+GZIP_STEP = 1 << 16  # compressed bytes fed at a time
+
+
+def request_lines(path: Path) -> tuple[list[bytes], str | None]:
+    """The lines of ``requests.jsonl``, or of its ``.gz`` up to where the stream is damaged (a cut or corrupt gzip
+    keeps every whole line before it), and the damage (None: the file is whole)."""
+    if path.suffix != ".gz":
+        return path.read_bytes().split(b"\n"), None
+    raw, damage = gunzip(path.read_bytes())
+    lines = raw.split(b"\n")
+    if damage is not None and lines and lines[-1]:
+        lines.pop()  # cut by the damage: not a whole line
+    return lines, damage
+
+
 def read_requests(run_dir: Path, *, quiet: bool = False) -> list[RequestRecord] | None:
     """``requests.jsonl`` of a run directory, or the ``requests.jsonl.gz`` of one archived compressed
-    (None when there is neither). A line cut by a crash ends the file (as the run's own reader does);
-    a line that is JSON but not a request is skipped and said. Lines end at ``\n`` only, as JSONL's do."""
-    path = run_dir / REQUESTS
-    if not path.exists() and (run_dir / REQUESTS_GZ).exists():
-        path = run_dir / REQUESTS_GZ
-    if not path.exists():
+    (None when there is neither); both there are read as one, a record in both counted once. A line cut by a
+    crash ends the file (as the run's own reader does); a line that is JSON but not a request is skipped and
+    said; a damaged ``.gz`` keeps the records before the damage, said with how many; a record recorded twice
+    (the same line again) counts once, said. Lines end at ``\n`` only, as JSONL's do."""
+    paths = [p for p in (run_dir / REQUESTS, run_dir / REQUESTS_GZ) if p.exists()]
+    if not paths:
         return None
     out: list[RequestRecord] = []
     problems: list[str] = []
-    try:
-        raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
-    except (OSError, EOFError) as err:
-        raise ResultsError(f"{path}: cannot read: {getattr(err, 'strerror', None) or err}") from None
-    lines = raw.decode("utf-8", errors="replace").split("\n")
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
+    seen: set[bytes] = set()
+    twice, per_file = 0, []
+    for path in paths:
         try:
-            data = json.loads(line)
-        except (json.JSONDecodeError, RecursionError):
-            problems.append(f"{path}:{n}: not valid JSON; this line and the {len([x for x in lines[n:] if x.strip()])} after it are not read")
-            break
-        try:
-            out.append(RequestRecord.from_line(data))
-        except RowError as err:
-            problems.append(f"{path}:{n}: {err}; request skipped")
+            lines, damage = request_lines(path)
+        except OSError as err:
+            raise ResultsError(f"{path}: cannot read: {err.strerror or err}") from None
+        before, mine = len(out), set()
+        for n, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            if line in seen:
+                twice += line in mine
+                continue
+            try:
+                data = json.loads(line.decode("utf-8", errors="replace"))
+            except (json.JSONDecodeError, RecursionError):
+                problems.append(f"{path}:{n}: not valid JSON; this line and the {sum(1 for x in lines[n:] if x.strip())} after it are not read")
+                break
+            seen.add(line)
+            mine.add(line)
+            try:
+                out.append(RequestRecord.from_line(data))
+            except RowError as err:
+                problems.append(f"{path}:{n}: {err}; request skipped")
+        per_file.append((path, len(out) - before, len(mine)))
+        if damage is not None and damage.endswith(("data check", "length check")):  # the gzip trailer's CRC or size
+            problems.append(f"{path}: damaged ({damage}: its check sum does not match what it holds): "
+                            f"{len(out) - before} request records read, any of which may hold a damaged value")
+        elif damage is not None:
+            problems.append(f"{path}: damaged ({damage}): {len(out) - before} request records read before the damage, "
+                            "the rest not read")
+    if twice:
+        problems.append(f"{paths[0].parent}: {twice} request record(s) recorded twice (the same line again): each counted once")
+    if len(per_file) == 2:
+        (a, n_a, _), (b, n_b, _) = per_file
+        problems.append(f"{run_dir}: both {a.name} ({n_a} records) and {b.name} ({n_b} more) are here: read as one, "
+                        "a record in both counted once")
     if not quiet:
         warn(problems)
     return out

@@ -36,6 +36,8 @@ from ..schemas.row import ResultRow
 from ..schemas.run_files import LAUNCHED, LOGS, META, PHASES, QUARANTINE, REQUESTS, RESULTS, RESULTS_MD, RUN_FILES, SLO_PROBES
 from ..util.diskio import append_text, write_atomic, writing
 from ..util.jsonio import write_json
+from .recorded import lines_once, passes_once, run_span
+from .say import say_once
 
 #: the record each raw file's lines are: its declaration is the line's only reader
 LINE_RECORDS: dict[str, type[RequestRecord] | type[PhaseInfo]] = {REQUESTS: RequestRecord, PHASES: PhaseInfo}
@@ -59,8 +61,8 @@ def line_problem(name: str, raw: bytes) -> tuple[RequestRecord | PhaseInfo | Non
         return None, str(err)
 
 
-def scan_lines(path: Path, name: str) -> tuple[list[tuple[bytes, RequestRecord | PhaseInfo]], list[QuarantinedLine]]:
-    """Every intact line of a raw file (raw, record) and every bad one."""
+def scan_numbered(path: Path, name: str) -> tuple[list[tuple[int, bytes, RequestRecord | PhaseInfo]], list[QuarantinedLine]]:
+    """Every intact line of a raw file (line number, raw, record) and every bad one."""
     if not path.exists():
         return [], []
     good, bad = [], []
@@ -71,13 +73,41 @@ def scan_lines(path: Path, name: str) -> tuple[list[tuple[bytes, RequestRecord |
         if obj is None:
             bad.append(QuarantinedLine(line=number, reason=why or "unreadable", text=raw.decode(errors="replace")))
         else:
-            good.append((raw, obj))
+            good.append((number, raw, obj))
     return good, bad
 
 
-def read_phases(run: Path) -> list[PhaseInfo]:
-    """The intact lines of a run directory's phases.jsonl."""
-    return [p for _, p in scan_lines(Path(run) / PHASES, PHASES)[0] if isinstance(p, PhaseInfo)]
+def scan_lines(path: Path, name: str) -> tuple[list[tuple[bytes, RequestRecord | PhaseInfo]], list[QuarantinedLine]]:
+    """Every intact line of a raw file (raw, record) and every bad one."""
+    good, bad = scan_numbered(path, name)
+    return [(raw, obj) for _, raw, obj in good], bad
+
+
+def _said(line: str | None, notes: list[str] | None) -> None:
+    if line is not None:
+        if notes is None:
+            say_once(line)
+        else:
+            notes.append(line)
+
+
+def read_phases(run: Path, notes: list[str] | None = None) -> list[PhaseInfo]:
+    """The intact lines of a run directory's phases.jsonl, a pass recorded complete twice counted once
+    (``recorded.passes_once``: which line, said once on stderr, or into ``notes``)."""
+    found = [(n, raw, p) for n, raw, p in scan_numbered(Path(run) / PHASES, PHASES)[0] if isinstance(p, PhaseInfo)]
+    phases, line = passes_once(found, Path(run) / PHASES, lambda: run_span(Path(run)))
+    _said(line, notes)
+    return phases
+
+
+def read_records(run: Path, notes: list[str] | None = None) -> list[RequestRecord]:
+    """The intact lines of a run directory's requests.jsonl, a record recorded twice (the same line again)
+    counted once (said once on stderr, or into ``notes``)."""
+    found = scan_numbered(Path(run) / REQUESTS, REQUESTS)[0]
+    again, line = lines_once(found, Path(run) / REQUESTS)
+    _said(line, notes)
+    skip = set(again)
+    return [r for n, _, r in found if isinstance(r, RequestRecord) and n not in skip]
 
 
 def backfill_rates(records: list[RequestRecord], phases: list[PhaseInfo]) -> None:
@@ -244,8 +274,8 @@ class RunDir(LaunchedServers):
     def load_phases(self) -> list[PhaseInfo]:
         return read_phases(self.path)
 
-    def load_requests(self) -> list[RequestRecord]:
-        records = [r for _, r in scan_lines(self.path / REQUESTS, REQUESTS)[0] if isinstance(r, RequestRecord)]
+    def load_requests(self, notes: list[str] | None = None) -> list[RequestRecord]:
+        records = read_records(self.path, notes)
         if any(r.request_rate is None and r.phase != "warmup" for r in records):
             backfill_rates(records, self.load_phases())
         return records
@@ -271,8 +301,8 @@ class RunDir(LaunchedServers):
         (quarantined lines) is measured again too. Unreadable lines are quarantined first.
         Returns the phases set aside and the notes to show."""
         notes = self.quarantine()
-        records = self.load_requests()
-        complete, cut, more = split_incomplete(self.load_phases(), records)
+        records = self.load_requests(notes)
+        complete, cut, more = split_incomplete(read_phases(self.path, notes), records)
         write_atomic(self.path / REQUESTS, "".join(r.to_line() for r in records))
         write_atomic(self.path / PHASES, "".join(p.to_line() for p in complete))
         return cut, notes + more

@@ -10,6 +10,7 @@ any repair, never judges it.
 from __future__ import annotations
 
 import re
+import types
 import typing
 from typing import Any, cast
 
@@ -17,6 +18,13 @@ from ..errors import ResultsError
 from ..util.numbers import finite, is_number
 from .record import show
 from .row import FIELD_NAMES, ResultRow
+
+
+def _numeric(hint: Any) -> bool:
+    """``int``, ``float``, or a union of them with None."""
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return all(a in (int, float, type(None)) for a in typing.get_args(hint))
+    return hint in (int, float)
 
 
 def _kind_of(annotation: Any) -> str | None:
@@ -31,7 +39,7 @@ def _kind_of(annotation: Any) -> str | None:
     origin = typing.get_origin(base)
     if origin is dict:
         return "mapping"
-    if origin is list and typing.get_args(base)[0] is not str:
+    if origin is list and _numeric(typing.get_args(base)[0]):  # a list of objects or lists is kept as is
         return "numbers"
     return None
 

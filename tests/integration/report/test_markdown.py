@@ -248,12 +248,12 @@ def test_requests_of_a_run_archived_compressed_are_read_and_lines_end_at_newline
 
     rec = {"prompt_id": "p1", "dataset": "d", "config": "c", "send_time": 1.0, "chunk_times": [1.1, 1.2],
            "chunk_tokens": [1, 2], "text": "a\u2028b\u0085c"}
-    line = json.dumps(rec, ensure_ascii=False) + "\n"
+    lines = "".join(json.dumps({**rec, "send_time": t}, ensure_ascii=False) + "\n" for t in (1.0, 2.0))  # two requests
     plain, packed = tmp_path / "plain", tmp_path / "packed"
     plain.mkdir()
     packed.mkdir()
-    (plain / "requests.jsonl").write_text(line * 2, encoding="utf-8")
-    (packed / "requests.jsonl.gz").write_bytes(gzip.compress((line * 2).encode()))
+    (plain / "requests.jsonl").write_text(lines, encoding="utf-8")
+    (packed / "requests.jsonl.gz").write_bytes(gzip.compress(lines.encode()))
     for run in (plain, packed):
         got = read_requests(run, quiet=True)
         assert got is not None and [r.text for r in got] == ["a\u2028b\u0085c"] * 2

@@ -1,0 +1,56 @@
+"""Damage done to copies of committed runs after they were written, as a disk, a copy or a hand can do it:
+files cut in the middle of a line, files copied in from another launch or run, lines recorded twice, a gzip
+stream cut or corrupt (for tests/faults/test_damaged_runs.py)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import zlib
+from pathlib import Path
+
+from tests.support.paths import ROOT
+
+#: committed runs small enough to copy per test: SmolLM2 on one H200 with the step log at ``steps`` (baseline)
+#: and ``tokens`` (ngram_k3), one pass each; and 8B with DSpark, requests.jsonl gzipped
+TOKENS_SMOL = ROOT / "benchmarks" / "results" / "h200" / "tokens_smol"
+SWING_8B = ROOT / "benchmarks" / "results" / "h200" / "swing_8b"
+DAY_S = 86_400.0
+
+
+def copy_run(source: Path, dest: Path) -> Path:
+    """A copy of a committed run directory, to damage."""
+    shutil.copytree(source, dest)
+    return dest
+
+
+def cut_file(path: Path, keep: float) -> int:
+    """Cut ``path`` to ``keep`` of its bytes, in the middle of a line; the number of whole lines left."""
+    data = path.read_bytes()
+    end = int(len(data) * keep)
+    while data[end - 1:end] == b"\n":  # a cut between lines would not be in the middle of one
+        end -= 1
+    path.write_bytes(data[:end])
+    return data[:end].count(b"\n")
+
+
+def shifted_lines(path: Path, by_s: float) -> str:
+    """The JSON lines of ``path`` with every ``wall`` (and ``written_at``) moved by ``by_s``: the same file
+    as another run would have written it."""
+    out = []
+    for line in path.read_text().splitlines():
+        row = json.loads(line)
+        for key in ("wall", "written_at"):
+            if key in row:
+                row[key] += by_s
+        out.append(json.dumps(row))
+    return "".join(line + "\n" for line in out)
+
+
+def gzip_with_bad_block(good: bytes, rest: bytes) -> bytes:
+    """A gzip file holding ``good`` intact, then a deflate block of the reserved type (a corrupt stream:
+    zlib's "invalid block type"), then ``rest`` that can no longer be reached."""
+    comp = zlib.compressobj(9, zlib.DEFLATED, -15)
+    body = comp.compress(good) + comp.flush(zlib.Z_FULL_FLUSH)  # byte-aligned: the next block starts here
+    header = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff"
+    return header + body + b"\x07" + zlib.compress(rest)
