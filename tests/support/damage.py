@@ -5,22 +5,29 @@ stream cut or corrupt (for tests/faults/test_damaged_runs.py)."""
 from __future__ import annotations
 
 import json
-import shutil
+import tarfile
 import zlib
 from pathlib import Path
 
-from tests.support.paths import ROOT
+from tests.support.paths import RUNS
 
-#: committed runs small enough to copy per test: SmolLM2 on one H200 with the step log at ``steps`` (baseline)
-#: and ``tokens`` (ngram_k3), one pass each; and 8B with DSpark, requests.jsonl gzipped
-TOKENS_SMOL = ROOT / "benchmarks" / "results" / "h200" / "tokens_smol"
-SWING_8B = ROOT / "benchmarks" / "results" / "h200" / "swing_8b"
+#: copies of committed runs, one archive each (the evidence's own, never read from there): SmolLM2 on one H200 with
+#: the step log at ``steps`` (baseline) and ``tokens`` (ngram_k3), one pass each, whole; and 8B with DSpark, only its
+#: results, meta, phases and the gzipped requests.jsonl
+TOKENS_SMOL = RUNS / "damaged" / "tokens_smol.tar.xz"
+SWING_8B = RUNS / "damaged" / "swing_8b.tar.xz"
 DAY_S = 86_400.0
 
 
 def copy_run(source: Path, dest: Path) -> Path:
-    """A copy of a committed run directory, to damage."""
-    shutil.copytree(source, dest)
+    """A copy of a committed run directory (unpacked from its archive into ``dest``), to damage."""
+    dest.mkdir(parents=True)
+    with tarfile.open(source, "r:xz") as tar:
+        tar.extractall(dest, filter="data")
+    (top,) = list(dest.iterdir())
+    for item in list(top.iterdir()):
+        item.rename(dest / item.name)
+    top.rmdir()
     return dest
 
 
