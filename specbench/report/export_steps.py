@@ -14,18 +14,19 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ..measure.steplog import Step, pass_tokens
 from ..run.readback import RunResults
 from ..run.rundir import read_phases
-from ..run.steplog import pass_steps, read_launch, read_tokens
+from ..run.steplog import read_tokens
 from ..schemas.cell import Cell
 from ..schemas.phase import PhaseInfo
 from ..schemas.request import RequestRecord
 from ..schemas.steplog import TIME_POINTS, TokenRow
 from .export_files import Replacement, table_writer
+from .export_steplog import LaunchColumns, read_columns, step_batch
 
 IDENTITY = ["gpu", "target", "split", "drafter", "k", "c", "start"]
 BATCH_ROWS = 65_536  # rows handed to the parquet writer at a time
@@ -102,27 +103,24 @@ class Columns:
         return table
 
 
-def step_row(part: dict[str, Any], s: Step) -> dict[str, Any]:
-    g, sc = s.gpu, s.sched
-    times = {f"t_{t}": getattr(g, f"t_{t}") if g else None for t in TIME_POINTS if t != "exec_end"}
-    return {**part, "wall": sc.wall, "num_reqs": sc.num_reqs, "num_tokens": sc.num_tokens, "decode_reqs": sc.decode_reqs,
-            "spec_tokens": sc.spec_tokens, "prefill_tokens": sc.prefill_tokens, "ctx_tokens": sc.ctx_tokens,
-            "full_graph": None if sc.graph_mode is None else sc.graph_mode == "FULL", "padded_tokens": sc.padded_tokens,
-            "hist": list(sc.hist), "since_prev_ms": g.since_prev_ms if g else None, **times}
-
-
 def step_batches(run: Path, phases: Sequence[PhaseInfo], identity: Identity) -> Batches:
     """One row per engine step of every complete timed pass run with the step log, pass by pass, in batches;
-    one launch's log read at a time."""
+    one launch's log held at a time, in columns (``export_steplog``)."""
     for folder, passes in launches(run, phases, identity):
-        log = read_launch(folder)
+        cols = read_columns(folder)
         for p, key in passes:
-            part, cols = {**asdict(key), "start": p.repeat}, Columns(STEP_SCHEMA)
-            for s in pass_steps(log, p) or ():
-                if cols.add(step_row(part, s)):
-                    yield part, cols.take()
-            yield part, cols.take()
-        del log
+            part = {**asdict(key), "start": p.repeat}
+            idx = pass_window(cols, p)
+            for at in range(0, len(idx), BATCH_ROWS):
+                yield part, step_batch(cols, idx[at:at + BATCH_ROWS], part, STEP_SCHEMA)
+        del cols
+
+
+def pass_window(cols: LaunchColumns, phase: PhaseInfo) -> np.ndarray:
+    """The pass's steps (``run.steplog.pass_steps``: none where it has no recorded window)."""
+    if phase.scraped_before is None or phase.scraped_after is None:
+        return np.zeros(0, dtype=np.int64)
+    return cols.window(phase.scraped_before, phase.scraped_after)
 
 
 def frame_of(batches: Batches, schema: pa.Schema) -> pd.DataFrame:
@@ -158,9 +156,10 @@ def token_batches(run: Path, phases: Sequence[PhaseInfo], requests: Sequence[Req
         launch_tokens = read_tokens(folder)[0]
         if not launch_tokens:
             continue
-        log = read_launch(folder)
+        cols = read_columns(folder)
         for p, key in passes:
-            tokens = pass_tokens(launch_tokens, pass_steps(log, p) or ())
+            numbers = set(cols.step[pass_window(cols, p)].tolist())
+            tokens = [t for t in launch_tokens if t.step in numbers]  # measure.steplog.pass_tokens: by step number
             candidates = {i: r for i, r in enumerate(requests)
                           if r.phase == "measure" and r.repeat == p.repeat and Cell.of_record(r) == p.cell}
             by_req: dict[str | None, list[TokenRow]] = {}
@@ -172,7 +171,7 @@ def token_batches(run: Path, phases: Sequence[PhaseInfo], requests: Sequence[Req
                 if cols.add({**part, **{k: getattr(t, k) for k in TOKEN_FIELDS}, "req": req_of[t.req_id]}):
                     yield part, cols.take()
             yield part, cols.take()
-        del log, launch_tokens
+        del cols, launch_tokens
 
 
 def tokens_frame(run: Path, phases: Sequence[PhaseInfo], requests: Sequence[RequestRecord], identity: Identity) -> pd.DataFrame:
