@@ -32,6 +32,11 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))
+
+from specbench.run.servers import STEPLOG_DIR  # noqa: E402
+from specbench.schemas.run_files import LOGS, PHASES, RESULTS  # noqa: E402
+
 FIXTURE = ROOT / "tests" / "data" / "html" / "run"
 WALL0 = 1_760_000_000.0
 GIB = 1 << 30
@@ -70,11 +75,11 @@ def make_run(folder: Path, steps: int, launches: int) -> int:
     """The synthetic run directory; returns the steps that fall in a timed pass's window."""
     shutil.copytree(FIXTURE, folder)
     configs = ["baseline", "ngram_k3", "draft_k5"]
-    rows = json.loads((FIXTURE / "results.json").read_text())
+    rows = json.loads((FIXTURE / RESULTS).read_text())
     cells = [(r["run"], r["dataset"], r["concurrency"]) for r in rows]
     per_launch, phases, in_windows = steps // launches, [], 0
     for i in range(launches):
-        d = folder / "logs" / "steplog" / f"{configs[i]}-s0"
+        d = folder / LOGS / STEPLOG_DIR / f"{configs[i]}-s0"
         d.mkdir(parents=True)
         (d / "header-1.json").write_text(json.dumps(HEADER))
         with (d / "sched-1.jsonl").open("w") as s, (d / "gpu-2.jsonl").open("w") as g:
@@ -93,8 +98,8 @@ def make_run(folder: Path, steps: int, launches: int) -> int:
             lo, hi = WALL0 + (j * span + 1) / 1000, WALL0 + ((j + 1) * span) / 1000
             in_windows += int(round((hi - lo) * 1000)) + 1
             phases.append({"config": cfg, "dataset": dataset, "concurrency": c, "request_rate": None, "repeat": rep,
-                           "wall_s": 1.0, "scraped_before": lo, "scraped_after": hi, "steplog": f"logs/steplog/{config}-s0"})
-    (folder / "phases.jsonl").write_text("".join(json.dumps(p) + "\n" for p in phases))
+                           "wall_s": 1.0, "scraped_before": lo, "scraped_after": hi, "steplog": f"{LOGS}/{STEPLOG_DIR}/{config}-s0"})
+    (folder / PHASES).write_text("".join(json.dumps(p) + "\n" for p in phases))
     return in_windows
 
 

@@ -89,9 +89,9 @@ def read_columns(folder: Path) -> LaunchColumns:
     gpu_steps, times = array("q"), {name: array("d") for name in GPU_FLOATS}
     for g in rows_of(folder, "gpu", GpuRow.from_line):
         gpu_steps.append(g.step)
-        for name, col in times.items():
+        for name, column in times.items():
             value = getattr(g, name)
-            col.append(np.nan if value is None else value)
+            column.append(np.nan if value is None else float(value))
     step = np.frombuffer(steps, dtype=np.int64)[keep]
     known, first = np.unique(np.frombuffer(gpu_steps, dtype=np.int64), return_index=True)
     at = np.minimum(np.searchsorted(known, step), max(len(known) - 1, 0))

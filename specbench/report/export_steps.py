@@ -166,11 +166,11 @@ def token_batches(run: Path, phases: Sequence[PhaseInfo], requests: Sequence[Req
             for t in tokens:
                 by_req.setdefault(t.req_id, []).append(t)
             req_of = {rid: _request_of(ts, candidates) for rid, ts in by_req.items()}
-            part, cols = {**asdict(key), "start": p.repeat}, Columns(TOKEN_SCHEMA)
+            part, rows = {**asdict(key), "start": p.repeat}, Columns(TOKEN_SCHEMA)
             for t in tokens:
-                if cols.add({**part, **{k: getattr(t, k) for k in TOKEN_FIELDS}, "req": req_of[t.req_id]}):
-                    yield part, cols.take()
-            yield part, cols.take()
+                if rows.add({**part, **{k: getattr(t, k) for k in TOKEN_FIELDS}, "req": req_of[t.req_id]}):
+                    yield part, rows.take()
+            yield part, rows.take()
         del cols, launch_tokens
 
 

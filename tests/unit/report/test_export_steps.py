@@ -69,6 +69,10 @@ def test_tokens_are_cut_by_the_passes_step_numbers_not_their_own_wall_times(tmp_
                       scraped_before=WALL0 + 2.5, scraped_after=WALL0 + 5.5, steplog="logs/steplog/spec-s0")
     frame = tokens_frame(tmp_path, [phase], [], lambda cell: IDENT)
     assert sorted(set(frame.step)) == [3, 4, 5] and int(frame.accepted.sum()) == 2 + 2 + 3
+    later = PhaseInfo(config="spec", dataset="d", concurrency=2, request_rate=None, repeat=0, wall_s=1.0,
+                      scraped_before=WALL0 + 5.5, scraped_after=WALL0 + 9, steplog="logs/steplog/spec-s0")
+    both = tokens_frame(tmp_path, [phase, later], [], lambda cell: IDENT)  # two passes of one launch
+    assert sorted(set(both.step)) == [3, 4, 5, 6] and len(both) == len(frame) + 3
 
 
 def test_the_exported_steps_are_the_rows_the_runs_own_reader_cuts(tmp_path):
