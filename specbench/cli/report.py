@@ -20,8 +20,12 @@ def report_cli(args: argparse.Namespace) -> int:
     check_output(args)
     if wants_history(args):
         return history_cli(args)
+    if args.gpu is not None and args.format != "parquet":
+        from ..errors import ResultsError
+
+        raise ResultsError("--gpu labels the parquet tables: it applies to --format parquet only")
     if FORMATS[args.format].kind == "files":
-        print(write(args.format, args.paths, args.output))
+        print(write(args.format, args.paths, args.output, **({"gpu": args.gpu} if args.gpu is not None else {})))
         return 0
     results = load_results(args.paths)
     text = render(results.rows, args.format, results.meta, results.explained) + "\n"
@@ -95,4 +99,6 @@ def register(sub: Any) -> None:
     report.add_argument("--since", metavar="DATE", help="a directory of runs: only runs started at or after DATE (ISO, local time)")
     report.add_argument("--compare", action="store_true", help="a directory of runs: the latest complete run of each suite vs the one before")
     report.add_argument("--tolerance", metavar="PCT%", help="with --compare: " + TOLERANCE_HELP)
+    report.add_argument("--gpu", help="parquet: GPU label for the path and the gpu column (default: each config's "
+                                      "recorded accelerator, as `specbench export`)")
     report.set_defaults(func=report_cli)

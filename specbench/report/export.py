@@ -2,24 +2,30 @@
 
 Paths are ``TABLE/GPU/TARGET/SPLIT/DRAFTER-kK/RUN-rSTART.parquet``: one file per run and repeat
 (``start``), named by ``part_path``, so exports of many runs (other loads, other machines) into one
-root stack, and exporting a run again replaces only its own files. Every file carries gpu, target,
-split, drafter, k, c, start and run, so ``pd.read_parquet(root / "runs")`` holds them all apart.
+root stack, and exporting a run again replaces only its own files, all or nothing (``export_files``). Every
+file carries gpu, target, split, drafter, k, c, start and run, so ``pd.read_parquet(root / "runs")`` holds
+them all apart.
+
+GPU: each config's label is the slug of the accelerator its server recorded in meta.json
+(``schemas.accelerator``: ``h200``, ``cpu`` when none was named); ``--gpu`` labels every row instead. A run
+from before meta.json recorded it is labelled ``cpu``, as before, and the export says so.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from ..errors import ResultsError
 from ..run.readback import RunResults, load_run, read_requests
+from ..schemas.accelerator import NO_ACCELERATOR
 from ..schemas.cell import Cell
 from ..schemas.meta import RunMeta
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
-from ..util.diskio import all_or_none
-from .export_files import run_id, slug, write_table
+from .export_files import replacing, run_id, slug
 from .export_steps import export_steps, identities
 
 RUN_COLUMNS = ["gpu", "target", "split", "drafter", "k", "c", "start", "mode", "throughput_tps", "output_tokens",
@@ -27,21 +33,67 @@ RUN_COLUMNS = ["gpu", "target", "split", "drafter", "k", "c", "start", "mode", "
                "engine", "engine_version", "specbench_version", "run"]
 
 
+@dataclass(frozen=True)
+class GpuLabels:
+    """Each config's ``gpu`` label (``default`` for a config with none), and what the export says about them."""
+
+    by_config: dict[str, str]
+    default: str = NO_ACCELERATOR
+    notes: tuple[str, ...] = ()
+
+    def of(self, config: str | None) -> str:
+        return self.by_config.get(config or "", self.default)
+
+
+def gpu_labels(meta: RunMeta | None, override: str | None, where: str) -> GpuLabels:
+    """The labels of a run's configs: ``override`` (``--gpu``) for all, else each server's recorded accelerator;
+    a note for a run that recorded none, a GPU server whose accelerator was not read, a config whose starts
+    ran on different models."""
+    if override is not None:
+        return GpuLabels({}, override)
+    servers = (meta.servers if meta else None) or {}
+    recorded = {name: s.accelerator for name, s in servers.items() if s.accelerator is not None}
+    if not recorded:
+        return GpuLabels({}, notes=(f"{where}: meta.json records no accelerator (a run from before specbench recorded "
+                                    f"it): labelled gpu={NO_ACCELERATOR}; --gpu names it",))
+    notes = []
+    for name, acc in recorded.items():
+        if not acc.name and acc.count != 0:
+            notes.append(f"{where}: config {name}: no accelerator named ({acc.why or 'not read'}): labelled "
+                         f"gpu={NO_ACCELERATOR}; --gpu names it")
+        starts = {s.accelerator.slug for s in ((meta.server_starts if meta else None) or {}).get(name, []) if s.accelerator}
+        if len(starts) > 1:
+            notes.append(f"{where}: config {name}: its server starts ran on {', '.join(sorted(starts))}: labelled "
+                         f"{acc.slug}, its latest")
+    return GpuLabels({name: acc.slug for name, acc in recorded.items()}, notes=tuple(notes))
+
+
+@dataclass(frozen=True)
+class Exported:
+    """What an export wrote, and what it says (one line each)."""
+
+    files: list[Path]
+    notes: tuple[str, ...] = ()
+
+
 def _drafter(row: ResultRow, meta: RunMeta) -> str:
     name = meta.raw.config(row.run).get("drafter") or row.method or "none"
     return slug(str(name).split("/")[-1]) if row.method not in (None, "baseline") else "none"
 
 
-def tables(results: RunResults, requests: list[RequestRecord], gpu: str,
+def tables(results: RunResults, requests: list[RequestRecord], gpu: GpuLabels | str,
            run: str = "run") -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The ``runs`` (one row per cell) and ``requests`` (one row per measured request) frames."""
+    """The ``runs`` (one row per cell) and ``requests`` (one row per measured request) frames; ``gpu``: each
+    config's label (a text: every config's)."""
+    labels = GpuLabels({}, gpu) if isinstance(gpu, str) else gpu
     meta = results.meta or RunMeta()
     target = meta.raw.model or "unknown"
     runs, key_of = [], {}
     for row in results.rows:
         k = row.num_speculative_tokens or 0
         c = row.concurrency or row.max_concurrency or 0
-        ident = {"gpu": gpu, "target": target, "split": row.dataset, "drafter": _drafter(row, meta), "k": k, "c": c}
+        ident = {"gpu": labels.of(row.run), "target": target, "split": row.dataset, "drafter": _drafter(row, meta),
+                 "k": k, "c": c}
         key_of[Cell.of_row(row)] = ident
         runs.append({**ident, "start": 0, "mode": "load", "throughput_tps": row.output_throughput_tps,
                      "output_tokens": row.output_tokens, "requests": row.requests,
@@ -62,27 +114,25 @@ def tables(results: RunResults, requests: list[RequestRecord], gpu: str,
     return pd.DataFrame(runs, columns=RUN_COLUMNS), pd.DataFrame(reqs)
 
 
-def export(results: RunResults, requests: list[RequestRecord], out: Path, gpu: str = "cpu") -> list[Path]:
-    run = run_id(results.meta, results.path.parent.name if results.path else "run")
-    with all_or_none() as written:  # a failed export leaves none of its files: some of a run's would read as all of it
-        for name, frame in zip(("runs", "requests"), tables(results, requests, gpu, run), strict=True):
-            if not frame.empty:
-                written += write_table(out, name, frame, run)
-    return written
-
-
-def export_run(run: Path, out: Path, gpu: str = "cpu") -> list[Path]:
-    """One run directory's rows and measured requests as parquet files under ``out``."""
+def export_run(run: Path, out: Path, gpu: str | None = None) -> Exported:
+    """One run directory's rows, measured requests, steps, tokens and outputs as parquet files under ``out``,
+    replacing the run's files of an earlier export all or nothing; ``gpu``: the label of every row (default: each
+    config's recorded accelerator)."""
     results, requests = load_run(run), read_requests(Path(run)) or []
-    with all_or_none() as written:
-        written += export(results, requests, out, gpu=gpu)
-        written += export_steps(requests, Path(run), out, identities(results, tables(results, [], gpu)[0]),
-                                run_id(results.meta, results.path.parent.name if results.path else "run"))
-    return written
+    labels = gpu_labels(results.meta, gpu, str(run))
+    name = run_id(results.meta, results.path.parent.name if results.path else "run")
+    with replacing(out, name) as rep:
+        runs, reqs = tables(results, requests, labels, name)
+        for table, frame in (("runs", runs), ("requests", reqs)):
+            if not frame.empty:
+                rep.frame(table, frame)
+        export_steps(requests, Path(run), rep, identities(results, runs))
+    return Exported(list(rep.new), labels.notes)
 
 
-def write(paths: list[Path], output: Path | None) -> str:
+def write(paths: list[Path], output: Path | None, gpu: str | None = None) -> str:
     """The ``parquet`` report format: one run directory, ``--output`` the root of the tables."""
     if len(paths) != 1 or output is None:
         raise ResultsError("--format parquet: give one run directory and --output DIR (the root of TABLE/GPU/TARGET/...)")
-    return f"wrote {len(export_run(paths[0], output))} parquet files under {output}"
+    done = export_run(paths[0], output, gpu)
+    return "\n".join([f"wrote {len(done.files)} parquet files under {output}", *(f"note: {n}" for n in done.notes)])

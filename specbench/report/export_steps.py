@@ -1,7 +1,11 @@
 """The export's ``steps``, ``tokens`` and ``outputs`` tables (``../shared/reference/profilings_layout.md``): one row per
 engine step of each timed pass (from the step log, docs/steplog.md), and each measured request's output
 token ids. Same ``TABLE/GPU/TARGET/SPLIT/DRAFTER-kK/`` layout and identity columns as ``export.py``'s
-runs and requests, timed passes only."""
+runs and requests, timed passes only.
+
+A step log can hold millions of steps: steps and tokens are read one launch folder at a time and go to their
+files pass by pass, ``BATCH_ROWS`` rows at a time (``export_files.TableWriter``), with one arrow schema per table,
+so every file of a table has the same column types (a column all null in one file is still typed)."""
 
 from __future__ import annotations
 
@@ -10,25 +14,35 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
 
-from ..measure.steplog import StepLog, pass_tokens
 from ..run.readback import RunResults
 from ..run.rundir import read_phases
-from ..run.steplog import pass_steps, read_launch, read_tokens
+from ..run.steplog import read_tokens
 from ..schemas.cell import Cell
 from ..schemas.phase import PhaseInfo
 from ..schemas.request import RequestRecord
 from ..schemas.steplog import TIME_POINTS, TokenRow
-from .export_files import write_table
+from .export_files import Replacement, table_writer
+from .export_steplog import LaunchColumns, read_columns, step_batch
 
 IDENTITY = ["gpu", "target", "split", "drafter", "k", "c", "start"]
-STEP_COLUMNS = IDENTITY + ["wall", "num_reqs", "num_tokens", "decode_reqs", "spec_tokens", "prefill_tokens",
-                           "ctx_tokens", "full_graph", "padded_tokens", "hist", "since_prev_ms",
-                           *(f"t_{p}" for p in TIME_POINTS if p not in ("exec_end",))]
+BATCH_ROWS = 65_536  # rows handed to the parquet writer at a time
+_STR, _INT, _FLOAT, _BOOL = pa.string(), pa.int64(), pa.float64(), pa.bool_()
+IDENTITY_TYPES = [_STR, _STR, _STR, _STR, _INT, _INT, _INT]
+STEP_SCHEMA = pa.schema(list(zip(IDENTITY, IDENTITY_TYPES, strict=True)) + [
+    ("wall", _FLOAT), ("num_reqs", _INT), ("num_tokens", _INT), ("decode_reqs", _INT), ("spec_tokens", _INT),
+    ("prefill_tokens", _INT), ("ctx_tokens", _INT), ("full_graph", _BOOL), ("padded_tokens", _INT),
+    ("hist", pa.list_(_INT)), ("since_prev_ms", _FLOAT), *((f"t_{p}", _FLOAT) for p in TIME_POINTS if p != "exec_end")])
+TOKEN_FIELDS = ("step", "wall", "batch", "draft_pos", "ctx", "out_pos", "token", "target_top", "accepted",
+                "t_prob", "t_entropy", "t_margin", "d_prob", "d_entropy", "d_margin")
+TOKEN_SCHEMA = pa.schema(list(zip(IDENTITY, IDENTITY_TYPES, strict=True)) + [
+    ("step", _INT), ("wall", _FLOAT), ("req", _INT), ("batch", _INT), ("draft_pos", _INT), ("ctx", _INT), ("out_pos", _INT),
+    ("token", _INT), ("target_top", _INT), ("accepted", _BOOL), *((k, _FLOAT) for k in TOKEN_FIELDS[9:])])
+STEP_COLUMNS, TOKEN_COLUMNS = STEP_SCHEMA.names, TOKEN_SCHEMA.names
 OUTPUT_COLUMNS = IDENTITY + ["req", "question_id", "category", "prompt_tokens", "output_ids"]
-TOKEN_COLUMNS = IDENTITY + ["step", "wall", "req", "batch", "draft_pos", "ctx", "out_pos", "token", "target_top", "accepted",
-                            "t_prob", "t_entropy", "t_margin", "d_prob", "d_entropy", "d_margin"]
 
 
 @dataclass(frozen=True)
@@ -45,6 +59,8 @@ class TableKey:
 
 #: a cell's key in the tables; None for a cell the ``runs`` table does not have
 Identity = Callable[[Cell], TableKey | None]
+#: a table's rows in batches, each with the part (file) it goes to
+Batches = Iterator[tuple[dict[str, Any], pa.Table]]
 
 
 def logged_passes(run: Path, phases: Sequence[PhaseInfo],
@@ -60,23 +76,62 @@ def logged_passes(run: Path, phases: Sequence[PhaseInfo],
             yield p, key, folder
 
 
-def steps_frame(run: Path, phases: Sequence[PhaseInfo], identity: Identity) -> pd.DataFrame:
-    """One row per engine step of every complete timed pass run with the step log."""
-    rows: list[dict[str, Any]] = []
-    logs: dict[str, StepLog] = {}
+def launches(run: Path, phases: Sequence[PhaseInfo], identity: Identity) -> Iterator[tuple[Path, list[tuple[PhaseInfo, TableKey]]]]:
+    """Each launch folder with its logged passes (in phases.jsonl's order): the export reads one launch at a time."""
+    by: dict[Path, list[tuple[PhaseInfo, TableKey]]] = {}
     for p, key, folder in logged_passes(run, phases, identity):
-        assert p.steplog is not None
-        log = logs.get(p.steplog) or logs.setdefault(p.steplog, read_launch(folder))
-        for s in pass_steps(log, p) or ():
-            g, sc = s.gpu, s.sched
-            times = {f"t_{t}": getattr(g, f"t_{t}") if g else None for t in TIME_POINTS if t != "exec_end"}
-            rows.append({**asdict(key), "start": p.repeat, "wall": sc.wall, "num_reqs": sc.num_reqs,
-                         "num_tokens": sc.num_tokens, "decode_reqs": sc.decode_reqs, "spec_tokens": sc.spec_tokens,
-                         "prefill_tokens": sc.prefill_tokens, "ctx_tokens": sc.ctx_tokens,
-                         "full_graph": None if sc.graph_mode is None else sc.graph_mode == "FULL",
-                         "padded_tokens": sc.padded_tokens, "hist": list(sc.hist),
-                         "since_prev_ms": g.since_prev_ms if g else None, **times})
-    return pd.DataFrame(rows, columns=STEP_COLUMNS)
+        by.setdefault(folder, []).append((p, key))
+    yield from by.items()
+
+
+class Columns:
+    """Rows gathered column by column, handed on as an arrow table every ``BATCH_ROWS``."""
+
+    def __init__(self, schema: pa.Schema) -> None:
+        self.schema = schema
+        self.cols: dict[str, list[Any]] = {name: [] for name in schema.names}
+
+    def add(self, row: dict[str, Any]) -> bool:
+        """Add a row; True when a batch is full."""
+        for name, col in self.cols.items():
+            col.append(row[name])
+        return len(self.cols[self.schema.names[0]]) >= BATCH_ROWS
+
+    def take(self) -> pa.Table:
+        table = pa.Table.from_pydict(self.cols, schema=self.schema)
+        self.cols = {name: [] for name in self.schema.names}
+        return table
+
+
+def step_batches(run: Path, phases: Sequence[PhaseInfo], identity: Identity) -> Batches:
+    """One row per engine step of every complete timed pass run with the step log, pass by pass, in batches;
+    one launch's log held at a time, in columns (``export_steplog``)."""
+    for folder, passes in launches(run, phases, identity):
+        cols = read_columns(folder)
+        for p, key in passes:
+            part = {**asdict(key), "start": p.repeat}
+            idx = pass_window(cols, p)
+            for at in range(0, len(idx), BATCH_ROWS):
+                yield part, step_batch(cols, idx[at:at + BATCH_ROWS], part, STEP_SCHEMA)
+        del cols
+
+
+def pass_window(cols: LaunchColumns, phase: PhaseInfo) -> np.ndarray:
+    """The pass's steps (``run.steplog.pass_steps``: none where it has no recorded window)."""
+    if phase.scraped_before is None or phase.scraped_after is None:
+        return np.zeros(0, dtype=np.int64)
+    return cols.window(phase.scraped_before, phase.scraped_after)
+
+
+def frame_of(batches: Batches, schema: pa.Schema) -> pd.DataFrame:
+    """The batches as one frame (the tests' view; the export writes them as they come)."""
+    tables = [t for _, t in batches]
+    return (pa.concat_tables(tables) if tables else schema.empty_table()).to_pandas()
+
+
+def steps_frame(run: Path, phases: Sequence[PhaseInfo], identity: Identity) -> pd.DataFrame:
+    """``step_batches`` as one frame."""
+    return frame_of(step_batches(run, phases, identity), STEP_SCHEMA)
 
 
 def _request_of(rows: Sequence[TokenRow], candidates: dict[int, RequestRecord]) -> int | None:
@@ -92,26 +147,36 @@ def _request_of(rows: Sequence[TokenRow], candidates: dict[int, RequestRecord]) 
     return found[0] if len(found) == 1 else None
 
 
-def tokens_frame(run: Path, phases: Sequence[PhaseInfo], requests: Sequence[RequestRecord], identity: Identity) -> pd.DataFrame:
+def token_batches(run: Path, phases: Sequence[PhaseInfo], requests: Sequence[RequestRecord], identity: Identity) -> Batches:
     """One row per verified guess of every complete timed pass run at the ``tokens`` level — the rows of the
     pass's steps, by step number, as the results' ``steplog_token_*`` keys take them; ``req`` matches
-    ``outputs``' (found by the guesses kept: they are the output's tokens at their positions)."""
-    rows: list[dict[str, Any]] = []
-    logs: dict[Path, tuple[StepLog, list[TokenRow]]] = {}
-    for p, key, folder in logged_passes(run, phases, identity):
-        if folder not in logs:
-            logs[folder] = (read_launch(folder), read_tokens(folder)[0])
-        log, launch_tokens = logs[folder]
-        tokens = pass_tokens(launch_tokens, pass_steps(log, p) or ())
-        candidates = {i: r for i, r in enumerate(requests)
-                      if r.phase == "measure" and r.repeat == p.repeat and Cell.of_record(r) == p.cell}
-        by_req: dict[str | None, list[TokenRow]] = {}
-        for t in tokens:
-            by_req.setdefault(t.req_id, []).append(t)
-        req_of = {rid: _request_of(ts, candidates) for rid, ts in by_req.items()}
-        rows += [{**asdict(key), "start": p.repeat, **{k: getattr(t, k) for k in TOKEN_COLUMNS[len(IDENTITY):] if k != "req"},
-                  "req": req_of[t.req_id]} for t in tokens]
-    return pd.DataFrame(rows, columns=TOKEN_COLUMNS)
+    ``outputs``' (found by the guesses kept: they are the output's tokens at their positions). In batches, one
+    launch's logs read at a time."""
+    for folder, passes in launches(run, phases, identity):
+        launch_tokens = read_tokens(folder)[0]
+        if not launch_tokens:
+            continue
+        cols = read_columns(folder)
+        for p, key in passes:
+            numbers = set(cols.step[pass_window(cols, p)].tolist())
+            tokens = [t for t in launch_tokens if t.step in numbers]  # measure.steplog.pass_tokens: by step number
+            candidates = {i: r for i, r in enumerate(requests)
+                          if r.phase == "measure" and r.repeat == p.repeat and Cell.of_record(r) == p.cell}
+            by_req: dict[str | None, list[TokenRow]] = {}
+            for t in tokens:
+                by_req.setdefault(t.req_id, []).append(t)
+            req_of = {rid: _request_of(ts, candidates) for rid, ts in by_req.items()}
+            part, rows = {**asdict(key), "start": p.repeat}, Columns(TOKEN_SCHEMA)
+            for t in tokens:
+                if rows.add({**part, **{k: getattr(t, k) for k in TOKEN_FIELDS}, "req": req_of[t.req_id]}):
+                    yield part, rows.take()
+            yield part, rows.take()
+        del cols, launch_tokens
+
+
+def tokens_frame(run: Path, phases: Sequence[PhaseInfo], requests: Sequence[RequestRecord], identity: Identity) -> pd.DataFrame:
+    """``token_batches`` as one frame."""
+    return frame_of(token_batches(run, phases, requests, identity), TOKEN_SCHEMA)
 
 
 def outputs_frame(requests: Sequence[RequestRecord], identity: Identity) -> pd.DataFrame:
@@ -134,14 +199,15 @@ def identities(results: RunResults, runs: pd.DataFrame) -> Identity:
     return key_of.get
 
 
-def export_steps(requests: Sequence[RequestRecord], run: Path, out: Path, identity: Identity, run_name: str) -> list[Path]:
-    """``steps/`` and ``outputs/`` under ``out``; ``identity`` maps a cell to its key in the tables;
-    files named per ``run_name`` as every exported table is (``export_files.write_table``)."""
-    written = []
+def export_steps(requests: Sequence[RequestRecord], run: Path, rep: Replacement, identity: Identity) -> None:
+    """``steps/``, ``tokens/`` and ``outputs/`` into the run's replacement of its files; ``identity`` maps a cell to
+    its key in the tables. Steps and tokens go to their files batch by batch as they are read."""
     phases = read_phases(Path(run))
-    for name, frame in (("steps", steps_frame(Path(run), phases, identity)),
-                        ("tokens", tokens_frame(Path(run), phases, requests, identity)),
-                        ("outputs", outputs_frame(requests, identity))):
-        if not frame.empty:
-            written += write_table(out, name, frame.assign(run=run_name), run_name)
-    return written
+    for table, schema, batches in (("steps", STEP_SCHEMA, step_batches(Path(run), phases, identity)),
+                                   ("tokens", TOKEN_SCHEMA, token_batches(Path(run), phases, requests, identity))):
+        with table_writer(rep, table, schema) as writer:
+            for part, batch in batches:
+                writer.write(part, batch)
+    outputs = outputs_frame(requests, identity)
+    if not outputs.empty:
+        rep.frame("outputs", outputs.assign(run=rep.run))

@@ -53,7 +53,8 @@ def render(rows: Sequence[ResultRow], fmt: str, meta: RunMeta | None = None, exp
     return text
 
 
-def write(fmt: str, paths: Sequence[str | Path], output: str | Path | None) -> str:
-    """Run a file format over run directories / results.json files; returns the line to print."""
-    message: str = FORMATS[fmt].load().write([Path(p) for p in paths], None if output is None else Path(output))
+def write(fmt: str, paths: Sequence[str | Path], output: str | Path | None, **options: str) -> str:
+    """Run a file format over run directories / results.json files (``options``: the format's own, e.g.
+    parquet's ``gpu``); returns the line to print."""
+    message: str = FORMATS[fmt].load().write([Path(p) for p in paths], None if output is None else Path(output), **options)
     return message

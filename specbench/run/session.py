@@ -25,6 +25,7 @@ from ..schemas.row import ResultRow
 from ..schemas.run_files import META
 from ..schemas.slo_search import SloSearch
 from ..suite import Suite
+from .hardware import accelerator_of
 from .lock import RunLock
 from .preflight import now
 from .prompt_prints import check_resumed_prompts, merge_prints, prompt_prints
@@ -197,6 +198,8 @@ class RunSession(ServerStarts):
         self.dir.forget_server(name)
 
     def server_ready(self, name: str, server: ServerMeta) -> None:
+        if server.accelerator is None:  # a parallel worker read it on its own machine
+            server.accelerator = accelerator_of(self.suite, name)
         self.meta.server_ready(name, server)
         self.save_meta()
 

@@ -41,6 +41,13 @@ def _err(err: BaseException) -> str:
     return f"{type(err).__name__}: {err}".strip().rstrip(":")
 
 
+def nvml_handle(nvml: Any, gpu: str) -> Any:
+    """The NVML device handle of a GPU id: a number is an NVML index, else a ``GPU-``/``MIG-`` UUID."""
+    if gpu.isdigit():
+        return nvml.nvmlDeviceGetHandleByIndex(int(gpu))
+    return nvml.nvmlDeviceGetHandleByUUID(gpu)
+
+
 class PhaseMeter:
     """Energy counters at the ends of a phase and sampled telemetry in between, for some GPUs."""
 
@@ -89,9 +96,7 @@ class PhaseMeter:
         self._thread.start()
 
     def _handle(self, gpu: str) -> Any:  # an NVML device handle (pynvml has no type stubs)
-        if gpu.isdigit():
-            return self.nvml.nvmlDeviceGetHandleByIndex(int(gpu))
-        return self.nvml.nvmlDeviceGetHandleByUUID(gpu)
+        return nvml_handle(self.nvml, gpu)
 
     def _energy(self, handle: Any) -> float | None:
         try:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import typing
 
+from .accelerator import Accelerator
 from .launched import ProcessIdentity, StoppedLeftover
 from .meta import Comparability, GitState, Host, PromptSet, RunMeta, RunStart, ServerMeta, SteplogPlugin, SuiteFile, SuiteInfo, Timing
 from .phase import PhaseInfo, SupersededPhase
@@ -38,7 +39,8 @@ SECTIONS: tuple[tuple[str, tuple[type[Record], ...]], ...] = (
     ("The raw data: one line per request and per measured phase",
      (RequestRecord, PhaseInfo, ProbeRequest, QuarantinedLine)),
     ("meta.json: the run's metadata",
-     (RunMeta, SuiteInfo, SuiteFile, GitState, Comparability, PromptSet, Host, ServerMeta, SteplogPlugin, RunStart, Timing,
+     (RunMeta, SuiteInfo, SuiteFile, GitState, Comparability, PromptSet, Host, ServerMeta, Accelerator, SteplogPlugin,
+      RunStart, Timing,
       SupersededPhase, StoppedLeftover, Placement, WorkerPlace, SloSearch, SloProbe)),
     ("launched.json: the servers a run started and has not stopped yet (config → identity)",
      (ProcessIdentity,)),

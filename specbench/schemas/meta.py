@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..util.jsonio import read_json, write_json
+from .accelerator import Accelerator
 from .launched import StoppedLeftover
 from .phase import SupersededPhase
 from .placement import Placement
@@ -142,7 +143,9 @@ class ServerMeta(Record):
     version: str | None = key("the engine's version, as the server said")
     version_error: str | None = key('why the version could not be read')
     start: int | None = key("which launch of the config's server (run/servers.py server_log_name)")
-    steplog: str | None = key("the launch's step-log folder, relative to the run directory (docs/steplog.md)")
+    accelerator: Accelerator | None = key('what it ran on: GPU model, count, memory, driver (absent: a run from before '
+                                          'it was recorded; the export then labels it cpu)')
+    steplog: str | None = key("its step-log folder, relative to the run directory (docs/steplog.md)")
     steplog_level: str | None = key("the step log's level: steps, timing or tokens")
     steplog_plugin: SteplogPlugin | None = key('the plugin folder that loaded the step recorder, and its sha256')
 
@@ -190,7 +193,8 @@ class RunMeta(Record):
     failed_configs: dict[str, str] | None = key('per config: why it failed')
     runs: list[RunStart] | None = key('each specbench run into the directory: the start, then each --resume')
     superseded_phases: list[SupersededPhase] | None = key('phases set aside to measure again, as phases.jsonl held them')
-    run_dir_notes: list[str] | None = key('what --resume repaired in the run directory')
+    run_dir_notes: list[str] | None = key('what --resume repaired in the run directory, and what it lacks (a step log '
+                                          'a Ray node could not send back)')
     restarts: dict[str, int] | None = key('per config: restarts after its server died')
     chunk_clock: dict[str, str] | None = key('per config: which clock stamped its chunks')
     slo_search: dict[str, dict[str, SloSearch]] | None = key('per config and data set: the SLO capacity search')
@@ -247,6 +251,12 @@ class RunMeta(Record):
         launches = self.grown("server_launches", {})
         launches[name] = launches.get(name, 0) + 1
         return int(launches[name] - 1)
+
+    def start_taken(self, name: str, start: int) -> None:
+        """Config ``name``'s server start ``start`` was launched elsewhere (a parallel worker): counted, so the
+        next start is numbered after it."""
+        launches = self.grown("server_launches", {})
+        launches[name] = max(launches.get(name, 0), start + 1)
 
     def set_chunk_clock(self, name: str, clock: str) -> None:
         self.grown("chunk_clock", {})[name] = clock

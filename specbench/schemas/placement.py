@@ -18,6 +18,7 @@ class WorkerPlace(Record):
     node: str | None = key('the Ray node id (null: not Ray)')
     started_at: str | None = key('when the worker started (UTC)')
     log_on_node: str | None = key("its server log's path on the Ray node")
+    steplog_on_node: str | None = key("its latest server's step-log folder on the Ray node (copied back cell by cell)")
     finished_at: str | None = key('when it finished (UTC)')
     traceback: str | None = key('how it failed, where it did')
 

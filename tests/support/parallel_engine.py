@@ -1,20 +1,30 @@
 """A vLLM-shaped engine for the scale-out tests: reads ``--speculative-config`` (pattern 1,2,k+1 with
 k = num_speculative_tokens, else 1) and can kill its parent, the worker, after N requests
-(FAKE_KILL_PARENT_AFTER; once, FAKE_MARKER)."""
+(FAKE_KILL_PARENT_AFTER; once, FAKE_MARKER); with ``SPECBENCH_STEPLOG_DIR`` set (a suite's ``steplog:``) it
+writes a step-log row per decode chunk (``tests/support/steplog.StepWriter``)."""
 
 import json
 import os
 import signal
+import time
 
 from aiohttp import web
 
 from tests.support.scripted_server import Script, ScriptedServer, engine_flags
+from tests.support.steplog import StepWriter
 
 
 class Server(ScriptedServer):
     def __init__(self, script: Script, kill_after: str | None, marker: str | None) -> None:
         super().__init__(script)
         self.kill_after, self.marker = kill_after, marker
+        level, folder = os.environ.get("SPECBENCH_STEPLOG", "off"), os.environ.get("SPECBENCH_STEPLOG_DIR")
+        self.steplog = StepWriter(folder, level) if folder and level in ("steps", "timing") else None
+
+    def _count_step(self, n: int) -> None:
+        super()._count_step(n)
+        if self.steplog is not None:
+            self.steplog.write(time.time(), n, self.s.k)
 
     async def complete(self, request):
         if self.kill_after and self.requests + 1 > int(self.kill_after) and not os.path.exists(self.marker):

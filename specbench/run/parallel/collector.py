@@ -11,6 +11,7 @@ from ...schemas.meta import Timing
 from ...schemas.placement import Placement, WorkerPlace
 from ..interrupts import forward_signals
 from ..sequential import RunOutcome
+from ..servers import STEPLOG_DIR, server_log_name
 from ..session import RunSession
 from .messages import (
     ChunkClock,
@@ -21,11 +22,13 @@ from .messages import (
     SearchDone,
     ServerLaunched,
     ServerReady,
+    StepLogShipped,
     WorkerFinished,
     WorkerMessage,
     WorkerStarted,
 )
 from .planning import MAX_LOG_BYTES
+from .shipping import store_piece
 
 
 class Collector:
@@ -38,6 +41,7 @@ class Collector:
         self.failed: dict[str, str] = {}
         self.interrupted = False
         self.stopping = False
+        self.steplogs_missing: set[str] = set()
         self.t_start = time.monotonic()
 
     @property
@@ -66,8 +70,11 @@ class Collector:
         elif isinstance(msg, ServerReady):
             info = msg.info.copy()
             if self.mode == "ray" and info.log:  # shipped here when the worker ends
-                self.placement(name).log_on_node = info.log
-                info.log = str(self.logs / f"{name}.log")
+                place = self.placement(name)
+                place.log_on_node = info.log
+                if info.steplog:
+                    place.steplog_on_node = str(Path(info.log).parent / STEPLOG_DIR / Path(info.steplog).name)
+                info.log = str(self.logs / server_log_name(name, info.start or 0))
             s.server_ready(name, info)
         elif isinstance(msg, ChunkClock):
             s.chunk_clock(name, msg.clock)
@@ -82,17 +89,40 @@ class Collector:
         elif isinstance(msg, ServerLaunched):  # a worker's server, recorded here so --resume can stop it if all are killed
             if msg.identity:
                 s.record_server(name, msg.identity)
-                s.next_start(name)  # counted like a sequential run's launches (the worker numbers its own)
+                if msg.start is None:
+                    s.next_start(name)
+                else:  # the worker numbered it on from the run's count (WorkerJob.first_start)
+                    s.meta.start_taken(name, msg.start)
             else:
                 s.forget_server(name)
+        elif isinstance(msg, StepLogShipped):
+            self.steplog_piece(msg)
         elif isinstance(msg, LogShipped):
             self.logs.mkdir(parents=True, exist_ok=True)
-            with (self.logs / f"{name}.log").open("a") as f:
+            with (self.logs / server_log_name(name, msg.start)).open("a") as f:
                 if msg.truncated:
                     f.write(f"[specbench: log from the worker cut to its last {MAX_LOG_BYTES >> 20} MiB]\n")
                 f.write(msg.text)
         elif isinstance(msg, WorkerFinished):
             self.finished(msg)
+
+    def first_start(self, name: str) -> int:
+        """The number config ``name``'s next server start gets: its launches in the run so far (``--resume`` too)."""
+        return int((self.session.meta.server_launches or {}).get(name, 0))
+
+    def steplog_piece(self, msg: StepLogShipped) -> None:
+        """A piece of a Ray worker's step log into logs/steplog/; a folder the worker could not read, or a piece
+        that cannot go where it says, is said under the tables (its cells' steplog_error names the folder)."""
+        why = msg.error or store_piece(self.logs, msg)
+        if why is None or msg.folder in self.steplogs_missing:
+            return
+        self.steplogs_missing.add(msg.folder)
+        where = self.placement(msg.config)
+        note = (f"⚠ step log logs/{STEPLOG_DIR}/{msg.folder} of config {msg.config} was not copied back from Ray node "
+                f"{where.host or '?'}: {why}" + (f"; it stays there: {where.steplog_on_node}" if msg.error and where.steplog_on_node else ""))
+        self.progress("notice", message=note)
+        self.session.meta.set_aside([], [note])
+        self.session.save_meta()
 
     def finished(self, msg: WorkerFinished) -> None:
         self.placement(msg.config).finished_at = msg.finished_at

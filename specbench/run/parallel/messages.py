@@ -5,6 +5,7 @@ where they cross a process boundary (a gpus worker's stdout, a Ray task's yield)
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -32,10 +33,12 @@ class WorkerStarted:
 
 @dataclass(frozen=True)
 class ServerLaunched:
-    """The worker's server started (its identity, so --resume can stop it) or stopped (None)."""
+    """The worker's server started (its identity, so --resume can stop it, and its start number in the run) or
+    stopped (None)."""
 
     config: str
     identity: ProcessIdentity | None
+    start: int | None = None
 
 
 @dataclass(frozen=True)
@@ -79,11 +82,26 @@ class Restarting:
 
 @dataclass(frozen=True)
 class LogShipped:
-    """A Ray worker's server log (its tail when ``truncated``)."""
+    """A Ray worker's server log of one server start (its tail when ``truncated``)."""
 
     config: str
     text: str
     truncated: bool
+    start: int = 0
+
+
+@dataclass(frozen=True)
+class StepLogShipped:
+    """A piece of a Ray worker's step log (``shipping``): ``text`` (bytes as UTF-8, undecodable bytes kept as
+    surrogate escapes) goes at byte ``offset`` of ``folder/file`` under the run's logs/steplog/, or replaces the
+    file when ``offset`` is None; ``error``: why the folder could not be read on the node (nothing else set)."""
+
+    config: str
+    folder: str
+    file: str = ""
+    offset: int | None = None
+    text: str = ""
+    error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -98,12 +116,14 @@ class WorkerFinished:
 
 
 WorkerMessage = (WorkerStarted | ServerLaunched | ServerReady | ChunkClock | PhaseMeasured | ProbesMeasured
-                 | SearchDone | Restarting | LogShipped | WorkerFinished)
+                 | SearchDone | Restarting | LogShipped | StepLogShipped | WorkerFinished)
+
+Emit = Callable[[WorkerMessage], None]
 
 KINDS: dict[str, type[WorkerMessage]] = {
     "start": WorkerStarted, "launched": ServerLaunched, "server": ServerReady, "chunk_clock": ChunkClock,
     "phase": PhaseMeasured, "probes": ProbesMeasured, "search": SearchDone, "restart": Restarting,
-    "log": LogShipped, "done": WorkerFinished}
+    "log": LogShipped, "steplog": StepLogShipped, "done": WorkerFinished}
 TYPE_OF = {cls: kind for kind, cls in KINDS.items()}
 
 

@@ -67,7 +67,8 @@ class WorkerJob:
     """What one worker is handed (pickled with the prompts): its config, the phases it need not
     measure again, and where it runs. ``gpus``: the ids it may use (gpus mode); ``gpus_needed``: take
     the ones Ray assigned; ``log_dir``: the run dir's logs (gpus mode), else a node-local folder
-    named by ``run_id``; ``env``: set in the worker's environment while it runs."""
+    named by ``run_id``; ``env``: set in the worker's environment while it runs; ``first_start``: the number
+    of its first server start (the config's launches in the run so far: meta.json ``server_launches``)."""
 
     suite: Suite
     config: str
@@ -79,6 +80,7 @@ class WorkerJob:
     run_id: str | None = None
     env: dict[str, str] = field(default_factory=dict)
     node: str | None = None
+    first_start: int = 0
 
 
 def done_by_config(phases: list[PhaseInfo]) -> dict[str, list[PhaseInfo]]:

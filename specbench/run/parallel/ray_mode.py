@@ -55,8 +55,10 @@ def lost_worker(name: str, placements: dict[str, WorkerPlace], err: Exception) -
     node = f" on node {where.host} ({str(where.node)[:12]})" if where and where.keys() else ""
     first = str(err).strip().splitlines()[0] if str(err).strip() else ""
     log = where.log_on_node if where else None
+    steps = where.steplog_on_node if where else None
     return (f"config {name!r}: Ray worker lost{node}: {type(err).__name__}: {first}"
-            + (f" (its server log stays on that node: {log})" if log else ""))
+            + (f" (its server log stays on that node: {log})" if log else "")
+            + (f" (its step log, copied back up to its last measured cell, stays there too: {steps})" if steps else ""))
 
 
 async def run_ray(collector: Collector, suite: Suite, jobs: list[Job], address: str | None, prompts: dict[str, list[Prompt]],
@@ -97,7 +99,8 @@ async def run_ray(collector: Collector, suite: Suite, jobs: list[Job], address: 
             if not job.launched:  # a URL the collector was given: measure it from the collector's node
                 opts["scheduling_strategy"] = NodeAffinitySchedulingStrategy(here, soft=False)
             payload = WorkerJob(suite, job.config, job.done_phases, restart_on_failure,
-                                gpus_needed=job.launched and job.gpus > 0, run_id=run_id, env=env)
+                                gpus_needed=job.launched and job.gpus > 0, run_id=run_id, env=env,
+                                first_start=collector.first_start(job.config))
             collector.progress("server", config=job.config, launching=job.launched)
             gen = remote.options(**opts).remote(payload, prompts_ref)
             gens[job.config] = gen

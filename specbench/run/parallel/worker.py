@@ -16,7 +16,7 @@ import tempfile
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -28,10 +28,13 @@ from ...schemas.phase import PhaseInfo
 from ...schemas.request import Prompt, RequestRecord
 from ...schemas.row import ResultRow
 from ...schemas.slo_search import SloSearch
+from ..hardware import accelerator_of
 from ..preflight import now
 from ..sequential import SequentialRun
+from ..servers import server_log_name
 from .messages import (
     ChunkClock,
+    Emit,
     LogShipped,
     PhaseMeasured,
     ProbesMeasured,
@@ -46,19 +49,19 @@ from .messages import (
 )
 from .node import claim_port, node_log_dir, start_watchdog, stop_watchdog, sweep_stale
 from .planning import MAX_LOG_BYTES, WorkerJob
-
-Emit = Callable[[WorkerMessage], None]
+from .shipping import StepLogShipper
 
 
 class WorkerChannel:
     """A worker's ``Recorder``: every report becomes a message to the collector, the one writer of
     the run dir. Only which cells are done is kept here, so a restarted config skips them."""
 
-    def __init__(self, name: str, emit: Emit, done_phases: list[PhaseInfo], path: Path, logs: Path) -> None:
-        self.name, self.emit, self.path, self.logs = name, emit, path, logs
-        self.completed = {(p.cell, p.repeat) for p in done_phases}
+    def __init__(self, job: WorkerJob, emit: Emit, path: Path, logs: Path, shipper: StepLogShipper | None = None) -> None:
+        self.name, self.suite, self.emit, self.path, self.logs = job.config, job.suite, emit, path, logs
+        self.completed = {(p.cell, p.repeat) for p in job.done_phases}
         self.searched_datasets: set[str] = set()
-        self.starts: dict[str, int] = {}
+        self.first_start, self.starts = job.first_start, list[int]()
+        self.shipper = shipper
 
     def prepare(self) -> None:
         """The collector has checked the run dir."""
@@ -73,20 +76,26 @@ class WorkerChannel:
         return set(self.searched_datasets)
 
     def record_server(self, name: str, identity: ProcessIdentity) -> None:
-        self.emit(ServerLaunched(name, identity))
+        self.emit(ServerLaunched(name, identity, self.starts[-1] if self.starts else None))
 
     def forget_server(self, name: str) -> None:
         self.emit(ServerLaunched(name, None))
 
     def next_start(self, name: str) -> int:
-        """Parallel modes refuse load.restart: one launch per config and worker run."""
-        self.starts[name] = self.starts.get(name, -1) + 1
-        return self.starts[name]
+        """Numbered on from the run's launches of the config so far (``WorkerJob.first_start``), as a sequential
+        run numbers them: a restart, or a --resume, gets the next number, its own log and step-log folder."""
+        self.starts.append(self.first_start + len(self.starts))
+        return self.starts[-1]
+
+    def launch_folders(self) -> list[str]:
+        """The step-log folder names of this worker's server starts (``servers.steplog_launch``)."""
+        return [f"{self.name}-s{start}" for start in self.starts]
 
     def rows(self) -> list[ResultRow]:
         return []
 
     def server_ready(self, name: str, server: ServerMeta) -> None:
+        server.accelerator = accelerator_of(self.suite, name)  # on the server's machine, with the GPUs it was given
         self.emit(ServerReady(name, server))
 
     def chunk_clock(self, name: str, clock: str) -> None:
@@ -95,6 +104,8 @@ class WorkerChannel:
     def store_phase(self, info: PhaseInfo, records: list[RequestRecord]) -> None:
         if info.complete:
             self.completed.add((info.cell, info.repeat))
+        if self.shipper is not None and info.steplog:  # the steps the cell is cut from come back before it
+            self.shipper.ship(Path(info.steplog).name)
         self.emit(PhaseMeasured(self.name, info, list(records)))
 
     def store_probes(self, records: list[RequestRecord], rate: float) -> None:
@@ -142,19 +153,23 @@ class WorkerControl:
                 pass
 
 
-def ship_log(logs: Path, name: str, emit: Emit) -> None:
-    """A Ray worker's server log (its last ``MAX_LOG_BYTES``) to the collector; removed once sent."""
-    log = logs / f"{name}.log"
-    if log.exists():
-        with log.open("rb") as f:
-            size = f.seek(0, os.SEEK_END)
-            f.seek(max(0, size - MAX_LOG_BYTES))
-            text = f.read().decode(errors="replace")
-        emit(LogShipped(name, text, size > MAX_LOG_BYTES))
-        log.unlink(missing_ok=True)  # shipped; kept on the node only when the worker dies
+def ship_logs(logs: Path, channel: WorkerChannel, emit: Emit) -> None:
+    """A Ray worker's server logs (the last ``MAX_LOG_BYTES`` of each start's) and step logs to the collector;
+    removed once sent (kept on the node only when the worker dies)."""
+    for start in channel.starts:
+        log = logs / server_log_name(channel.name, start)
+        if log.exists():
+            with log.open("rb") as f:
+                size = f.seek(0, os.SEEK_END)
+                f.seek(max(0, size - MAX_LOG_BYTES))
+                text = f.read().decode(errors="replace")
+            emit(LogShipped(channel.name, text, size > MAX_LOG_BYTES, start))
+            log.unlink(missing_ok=True)
+    if channel.shipper is not None:
+        channel.shipper.finish(channel.launch_folders())
     try:
         logs.rmdir()
-    except OSError:  # another config's log of the same run is still there
+    except OSError:  # another config's log of the same run is still there (or the step log's plugin folder)
         pass
 
 
@@ -184,7 +199,8 @@ async def run_config(job: WorkerJob, prompts: dict[str, list[Prompt]], emit: Emi
         # gpus: straight into the run dir; ray: a node-local dir that outlives a crashed worker
         logs = Path(job.log_dir) if job.log_dir else node_log_dir(job.run_id or "")
         logs.mkdir(parents=True, exist_ok=True)
-        channel = WorkerChannel(name, emit, job.done_phases, scratch, logs)
+        channel = WorkerChannel(replace(job, suite=wsuite), emit, scratch, logs,
+                                None if job.log_dir else StepLogShipper(name, logs, emit))
         run = SequentialRun(wsuite, channel, only_configs=[name], prompts=prompts,
                             restart_on_failure=job.restart_on_failure)
         if control is not None:
@@ -192,7 +208,7 @@ async def run_config(job: WorkerJob, prompts: dict[str, list[Prompt]], emit: Emi
         outcome = await run.execute()
         failed, interrupted = dict(outcome.failed_configs), outcome.interrupted
         if not job.log_dir:
-            ship_log(logs, name, emit)
+            ship_logs(logs, channel, emit)
     except Exception as err:  # a worker bug must not look like a silent success
         failed = {name: f"worker error: {type(err).__name__}: {err}"}
         trace = traceback.format_exc()

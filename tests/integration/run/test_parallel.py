@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -233,7 +235,7 @@ async def test_gpus_mode_a_killed_worker_fails_only_its_cells_and_resume_reruns_
     marker = tmp_path / "crashed"
     crashy = {**SPEC2, "env": {"FAKE_KILL_PARENT_AFTER": "7", "FAKE_MARKER": str(marker)}}
     wide = {**SPEC3, "args": ["--tensor-parallel-size", "2"]}  # both GPUs: runs alone
-    suite = load_suite(write_suite(tmp_path, prompts_file, [BASE, crashy, wide]))
+    suite = load_suite(write_suite(tmp_path, prompts_file, [BASE, crashy, wide], steplog="steps"))
     out = tmp_path / "run"
     outcome = await run_parallel(suite, out, mode="gpus")
     assert marker.exists()
@@ -263,6 +265,28 @@ async def test_gpus_mode_a_killed_worker_fails_only_its_cells_and_resume_reruns_
     assert [(r["run"], r["concurrency"]) for r in rows_of(out)] == [
         ("baseline", 1), ("ngram_k2", 1), ("ngram_k3", 1), ("baseline", 2), ("ngram_k2", 2), ("ngram_k3", 2)]
     assert meta_of(out)["parallel"]["configs"].keys() == {"ngram_k2"}  # only it had cells left
+    assert_starts_numbered_across_the_resume(out, "ngram_k2")
+
+
+def assert_starts_numbered_across_the_resume(out: Path, crashed: str, first_log: bool = True) -> None:
+    """Issue 38 item 8: a resumed worker's server start is the config's second, as in a sequential run: its own
+    number in meta.json, its own log and step-log folder, named by the phases it measured (``first_log``: the
+    crashed start's log is in the run directory; a lost Ray worker's stays on its node)."""
+    meta = meta_of(out)
+    assert meta["server_launches"] == {"baseline": 1, "ngram_k3": 1, crashed: 2}
+    assert [s["start"] for s in meta["server_starts"][crashed]] == [0, 1] and meta["servers"][crashed]["start"] == 1
+    assert meta["servers"][crashed]["steplog"] == f"logs/steplog/{crashed}-s1"
+    assert Path(meta["servers"][crashed]["log"]) == out / "logs" / f"{crashed}.start1.log"
+    assert "$ " in (out / "logs" / f"{crashed}.start1.log").read_text()
+    assert (out / "logs" / f"{crashed}.log").exists() == first_log
+    by_load = {p["concurrency"]: p for p in jsonl(out / "phases.jsonl") if p["config"] == crashed}
+    assert (by_load[1]["server_start"], by_load[2]["server_start"]) == (0, 1)
+    assert (by_load[1]["steplog"], by_load[2]["steplog"]) == (f"logs/steplog/{crashed}-s0", f"logs/steplog/{crashed}-s1")
+    for s in (0, 1):
+        assert list((out / "logs" / "steplog" / f"{crashed}-s{s}").glob("sched-*.jsonl"))
+    rows = rows_of(out)
+    assert all(r["steplog_steps"] > 0 and r.get("steplog_error") is None for r in rows), [
+        (r["run"], r.get("steplog_steps"), r.get("steplog_error")) for r in rows]
 
 
 async def test_gpus_mode_config_larger_than_the_machine_fails_alone(tmp_path, prompts_file, parallel_engine, monkeypatch):
@@ -333,26 +357,34 @@ async def test_ray_mode_a_killed_worker_fails_only_its_cells_and_resume_reruns_t
                                                                                    ray_cluster):
     marker = tmp_path / "crashed"
     crashy = {**SPEC2, "env": {"FAKE_KILL_PARENT_AFTER": "7", "FAKE_MARKER": str(marker)}}
-    suite = load_suite(write_suite(tmp_path, prompts_file, [BASE, SPEC3, crashy]))
+    suite = load_suite(write_suite(tmp_path, prompts_file, [BASE, SPEC3, crashy], steplog="steps"))
     out = tmp_path / "run"
     outcome = await run_parallel(suite, out, mode="ray", address=ray_cluster["address"])
     assert marker.exists()
     assert set(outcome.failed_configs) == {"ngram_k2"} and outcome.exit_code == 1
     error = outcome.failed_configs["ngram_k2"]
     assert "Ray worker lost" in error and "WorkerCrashedError" in error
-    left = Path(error.split("its server log stays on that node: ")[1].rstrip(")"))
+    left = Path(re.search(r"its server log stays on that node: ([^)]+)\)", error)[1])
     assert left.exists() and "$ " in left.read_text()  # for the post-mortem, on the worker's node
     left.unlink()
+    on_node = Path(re.search(r"its step log, copied back up to its last measured cell, stays there too: ([^)]+)\)", error)[1])
+    assert on_node.name == "ngram_k2-s0" and list(on_node.glob("sched-*.jsonl"))
+    shutil.rmtree(on_node)
     assert set(meta_of(out)["failed_configs"]) == {"ngram_k2"}
     cells = [(r["run"], r["concurrency"]) for r in rows_of(out)]
     assert cells == [("baseline", 1), ("ngram_k3", 1), ("ngram_k2", 1), ("baseline", 2), ("ngram_k3", 2)]
     assert (out / "logs" / "baseline.log").exists()  # shipped back from the worker's node
+    # the step log came back with each cell, the lost worker's measured cell too (issue 38 item 8)
+    for r in rows_of(out):
+        assert r["steplog_steps"] > 0 and r.get("steplog_error") is None, (r["run"], r.get("steplog_error"))
+    assert not list((Path(left).parent / "steplog").glob("baseline-s*"))  # removed from the node once copied
 
     resumed = await run_parallel(suite, out, mode="ray", address=ray_cluster["address"], resume=True)
     assert resumed.exit_code == 0, resumed.failed_configs
     assert meta_of(out)["failed_configs"] == {}
     assert len(jsonl(out / "phases.jsonl")) == 6
     assert len(rows_of(out)) == 6 and all(r["status"] == "ok" for r in rows_of(out))
+    assert_starts_numbered_across_the_resume(out, "ngram_k2", first_log=False)
 
 
 async def test_ray_mode_without_ray_says_how_to_install(tmp_path, prompts_file, parallel_engine, monkeypatch):

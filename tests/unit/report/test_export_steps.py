@@ -69,3 +69,67 @@ def test_tokens_are_cut_by_the_passes_step_numbers_not_their_own_wall_times(tmp_
                       scraped_before=WALL0 + 2.5, scraped_after=WALL0 + 5.5, steplog="logs/steplog/spec-s0")
     frame = tokens_frame(tmp_path, [phase], [], lambda cell: IDENT)
     assert sorted(set(frame.step)) == [3, 4, 5] and int(frame.accepted.sum()) == 2 + 2 + 3
+    later = PhaseInfo(config="spec", dataset="d", concurrency=2, request_rate=None, repeat=0, wall_s=1.0,
+                      scraped_before=WALL0 + 5.5, scraped_after=WALL0 + 9, steplog="logs/steplog/spec-s0")
+    both = tokens_frame(tmp_path, [phase, later], [], lambda cell: IDENT)  # two passes of one launch
+    assert sorted(set(both.step)) == [3, 4, 5, 6] and len(both) == len(frame) + 3
+
+
+def test_the_exported_steps_are_the_rows_the_runs_own_reader_cuts(tmp_path):
+    """The export reads a launch in columns (``export_steplog``), not as ``run.steplog.read_launch``'s records: the
+    same rows, joined and cut the same way — steps out of order across two processes' files, a step written twice,
+    a runner row twice or missing, torn, non-JSON and refused lines, absent values."""
+    from dataclasses import asdict
+
+    from specbench.run.steplog import pass_steps, read_launch
+
+    folder = tmp_path / "logs/steplog/spec-s0"
+    sched = [sched_row(n, WALL0 + n, [n % 4 + 1], 3, graph_mode=[None, "FULL", "PIECEWISE"][n % 3],
+                       padded_tokens=None if n % 5 == 0 else 8 + n) for n in (5, 1, 3, 2, 4, 6, 7, 9, 8)]
+    gpu = [gpu_row(n, WALL0 + n, None if n == 2 else 1.5 * n, draft=None if n % 2 else (5.0, 7.0)) for n in (1, 2, 3, 3, 5, 6, 9)]
+    write_launch(folder, sched, gpu, extra_lines={"sched": ["not json", json.dumps(sched_row(10, WALL0 + 10, [1], num_reqs=-1)),
+                                                            "#torn" + json.dumps(sched_row(11, WALL0 + 11, [1]))[5:-2]]})
+    write_launch(folder, [sched_row(n, WALL0 + n + 0.5, [1]) for n in (3, 12)], pid=7)  # another engine core's file
+    phases = [PhaseInfo(config="spec", dataset="d", concurrency=c, request_rate=None, repeat=r, wall_s=1.0,
+                        scraped_before=WALL0 + lo, scraped_after=WALL0 + hi, steplog="logs/steplog/spec-s0")
+              for c, r, lo, hi in ((1, 0, 1, 5), (2, 0, 5, 12.5), (1, 1, 20, 30))]
+    frame = steps_frame(tmp_path, phases, lambda cell: IDENT)
+    log, expected = read_launch(folder), []
+    for p in phases:
+        for s in pass_steps(log, p):
+            g, sc = s.gpu, s.sched
+            expected.append({**asdict(IDENT), "start": p.repeat, "wall": sc.wall, "num_reqs": sc.num_reqs,
+                             "num_tokens": sc.num_tokens, "decode_reqs": sc.decode_reqs, "spec_tokens": sc.spec_tokens,
+                             "prefill_tokens": sc.prefill_tokens, "ctx_tokens": sc.ctx_tokens,
+                             "full_graph": None if sc.graph_mode is None else sc.graph_mode == "FULL",
+                             "padded_tokens": sc.padded_tokens, "hist": list(sc.hist),
+                             "since_prev_ms": g.since_prev_ms if g else None,
+                             **{c: getattr(g, c) if g else None for c in STEP_COLUMNS if c.startswith("t_")}})
+    got = [{k: (None if v is None or (isinstance(v, float) and v != v) else v) for k, v in row.items()}
+           for row in frame.astype(object).to_dict("records")]
+    got = [{**row, "hist": list(row["hist"])} for row in got]
+    assert len(expected) == 11 and got == expected
+
+
+def test_every_steps_file_has_the_tables_column_types(tmp_path):
+    """One arrow schema per table: a pass whose steps recorded no graph mode, no padding and no runner times
+    writes typed null columns, not columns of no type, so the files of a table read back together."""
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    from specbench.report.export_files import replacing
+    from specbench.report.export_steps import export_steps
+
+    write_launch(tmp_path / "logs/steplog/spec-s0", [sched_row(n, WALL0 + n, [2], 3, graph_mode="FULL", padded_tokens=8)
+                                                     for n in (1, 2)], [gpu_row(n, WALL0 + n, 1.0) for n in (1, 2)])
+    write_launch(tmp_path / "logs/steplog/spec-s1", [sched_row(n, WALL0 + 100 + n, [2], 3) for n in (1, 2)])
+    (tmp_path / "phases.jsonl").write_text("".join(json.dumps(PhaseInfo(
+        config="spec", dataset="d", concurrency=1, request_rate=None, repeat=r, wall_s=1.0, scraped_before=WALL0 + 100 * r,
+        scraped_after=WALL0 + 100 * r + 9, steplog=f"logs/steplog/spec-s{r}").to_dict()) + "\n" for r in (0, 1)))
+    with replacing(tmp_path / "prof", "run") as rep:
+        export_steps([], tmp_path, rep, lambda cell: IDENT)
+    files = sorted((tmp_path / "prof" / "steps").rglob("*.parquet"))
+    assert [f.name for f in files] == ["run-r0.parquet", "run-r1.parquet"]
+    assert pq.read_schema(files[0]).remove_metadata() == pq.read_schema(files[1]).remove_metadata()
+    steps = pd.read_parquet(tmp_path / "prof" / "steps")
+    assert len(steps) == 4 and steps.full_graph.tolist()[:2] == [True, True] and steps.full_graph.isna().tolist()[2:] == [True, True]

@@ -15,6 +15,7 @@ from specbench.run.parallel.messages import (
     SearchDone,
     ServerLaunched,
     ServerReady,
+    StepLogShipped,
     WorkerFinished,
     WorkerMessage,
     WorkerStarted,
@@ -43,6 +44,11 @@ EVERY_KIND = [
                                       [SloProbe.from_dict({"rate": 3.5, "ok": True, "p99_ms": {"ttft_ms": 80.0}})])),
     Restarting("spec", 2),
     LogShipped("spec", "log text\n", truncated=True),
+    LogShipped("spec", "a restart's log\n", truncated=False, start=2),
+    ServerLaunched("spec", ProcessIdentity.from_dict({"pid": 9, "start_ticks": None, "port": 8001}), start=3),
+    StepLogShipped("spec", "spec-s3", "sched-11.jsonl", 4096, '{"step": 1, "x": "\udcff"}\n'),  # a byte no UTF-8
+    StepLogShipped("spec", "spec-s3", "header-11.json", None, "{}"),
+    StepLogShipped("spec", "spec-s3", error="Permission denied"),
     WorkerFinished("spec", "2026-12-02T08:01:00+00:00", {"spec": "worker error: boom"}, True, "Traceback …"),
 ]
 
