@@ -38,24 +38,29 @@ class _Sched:
             "kv_usage": float(kv) if isinstance(kv, (int, float)) else None}))
 
     @staticmethod
-    def hist(sched: Any, out: Any, result: Any) -> list[int]:
+    def hist(sched: Any, out: Any, result: Any) -> tuple[list[int], list[str]]:
+        """The step's commit histogram, and the scheduled requests whose output vLLM does not count (aborted, or
+        finished while the step ran: under async scheduling the runner still verified their guesses)."""
         sampled = getattr(result, "sampled_token_ids", None) or []
         index = getattr(result, "req_id_to_index", None) or {}
         hist = [0] * MAX_HIST
+        skipped = []
         for req_id in (getattr(out, "num_scheduled_tokens", None) or {}):
             req = sched.requests.get(req_id)
             if req is None or req.is_finished() or req_id not in index:
-                continue  # vLLM skips these too (aborted, or finished while the step ran)
+                skipped.append(str(req_id)[:200])  # vLLM skips these too
+                continue
             j = len(sampled[index[req_id]]) if sampled else 0
             hist[min(j, MAX_HIST - 1)] += 1
-        return hist
+        return hist, skipped[:64]
 
     @staticmethod
-    def row(out: Any, hist: list[int], outputs: Any) -> None:
+    def row(out: Any, counted: tuple[list[int], list[str]], outputs: Any) -> None:
         tag = getattr(out, STEP_ATTR, None)
         if tag is None:
             return
         step, wall, batch = tag
+        hist, skipped = counted
         if not batch["num_tokens"]:  # nothing scheduled: the runner does not execute it, it is no step
             return
         stats = None
@@ -70,6 +75,8 @@ class _Sched:
                "accepted": int(getattr(spec, "num_accepted_tokens", 0)) if spec else (0 if known else None),
                "accepted_per_pos": ([int(x) for x in getattr(spec, "num_accepted_tokens_per_pos", []) or []] if spec
                                      else ([] if known else None))}
+        if skipped:
+            row["skipped_reqs"] = skipped
         if cg is not None:
             row["padded_tokens"] = getattr(cg, "num_padded_tokens", None)
             row["unpadded_tokens"] = getattr(cg, "num_unpadded_tokens", None)

@@ -226,15 +226,19 @@ class TokenLogStats:
 def token_stats(passes: Sequence[PassTokens], orphans: int = 0) -> TokenLogStats:
     """Σ accepted of the token rows against Σ accepted of the same steps' scheduler rows; a step that accepted
     guesses but has no token row (a row lost before it reached disk) is counted, and so are ``orphans``, the
-    launch's token rows whose step no scheduler row has (they cannot be placed in any pass)."""
-    tokens = [t for p in passes for t in p.tokens]
+    launch's token rows whose step no scheduler row has (they cannot be placed in any pass), and the guesses the
+    runner verified for a request the scheduler had finished (async scheduling: left out of both sides)."""
     steps = [s for p in passes for s in p.steps]
+    uncounted = {(s.sched.step, r) for s in steps for r in s.sched.skipped_reqs}
+    tokens = [t for p in passes for t in p.tokens if (t.step, t.req_id) not in uncounted]
+    late = sum(len(p.tokens) for p in passes) - len(tokens)
     with_rows = {t.step for t in tokens}
     missing = sum(1 for s in steps if (s.sched.accepted or 0) > 0 and s.sched.step not in with_rows)
     known = all(s.sched.accepted is not None for s in steps)
     accepted = sum(1 for t in tokens if t.accepted)
     unplaced = {k: v for k, v in (("pass steps that accepted guesses but have no token row", missing),
-                                  ("token rows of a step the scheduler log lacks", orphans)) if v}
+                                  ("token rows of a step the scheduler log lacks", orphans),
+                                  ("guesses of a request vLLM had finished (verified, not counted by it)", late)) if v}
     return TokenLogStats(steplog_token_guesses=len(tokens), steplog_token_accepted=accepted,
                          steplog_token_agree=accepted == sum(s.sched.accepted or 0 for s in steps) if known else None,
                          steplog_token_unplaced=unplaced or None)

@@ -56,6 +56,8 @@ class SchedRow(Record):
     graph_mode: str | None = key("the CUDA graph mode the step ran in", max_len=40)
     padded_tokens: int | None = key("tokens after padding to the captured graph size", low=0)
     unpadded_tokens: int | None = key("tokens before padding", low=0)
+    skipped_reqs: tuple[str, ...] = key("requests scheduled in the step whose output vLLM did not count (finished or "
+                                        "aborted while it ran); absent: none", factory=tuple, max_len=64)
 
     def problem(self) -> str | None:
         if self.accepted is not None and self.draft_tokens is not None and self.accepted > self.draft_tokens:

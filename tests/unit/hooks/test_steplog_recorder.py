@@ -139,7 +139,8 @@ def test_a_step_writes_one_row_with_the_documented_keys_and_its_histogram(hooks)
     (row,) = rows(h.dir, "sched")
     assert set(row) == {"step", "wall", "num_reqs", "num_tokens", "decode_reqs", "spec_tokens", "prefill_tokens",
                         "ctx_tokens", "running", "waiting", "kv_usage", "hist", "drafts", "draft_tokens", "accepted",
-                        "accepted_per_pos"}
+                        "accepted_per_pos", "skipped_reqs"}
+    assert row["skipped_reqs"] == ["done"]  # finished while the step ran: the runner's output for it is not counted
     assert row["step"] == 1 and abs(row["wall"] - time.time()) < 60
     assert (row["num_reqs"], row["num_tokens"], row["decode_reqs"], row["spec_tokens"]) == (4, 73, 3, 6)
     assert (row["prefill_tokens"], row["ctx_tokens"]) == (64, 12 + 20 + 9)

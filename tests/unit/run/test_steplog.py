@@ -117,3 +117,19 @@ def test_token_rows_that_cannot_be_placed_are_said(tmp_path):
 def test_a_launch_without_a_token_log_has_no_token_keys(tmp_path):
     write_launch(tmp_path / "logs/steplog/spec-s0", [sched_row(n, WALL0 + n, [3], 3) for n in range(1, 4)])
     assert "steplog_token_guesses" not in _keys(steplog_results(tmp_path, [phase(0, WALL0 + 0.5, WALL0 + 3.5, accepted=6)]))
+
+
+def test_guesses_of_a_request_vllm_had_finished_are_left_out_of_both_sides_and_said(tmp_path):
+    """Under async scheduling (V2: DSpark on the H200) the runner verifies a step for a request that reached
+    max_tokens the step before; the scheduler skips it (`skipped_reqs`), so its kept guesses are in the token log
+    but in no counter: the H200 run of 2026-12-04 read 286 token-log vs 283 step-log accepted."""
+    committed = {1: 2, 2: 2, 3: 3, 4: 3, 5: 4, 6: 3}
+    folder = write_launch(tmp_path / "logs/steplog/spec-s0",
+                          [sched_row(n, WALL0 + n, [c], 3, **({"skipped_reqs": ["b"]} if n == 4 else {}))
+                           for n, c in committed.items()])
+    rows = [r for n, c in committed.items() for r in step_guesses(n, WALL0 + n + 0.1, "a", 3, c - 1)]
+    rows += step_guesses(4, WALL0 + 4.1, "b", 3, 3)  # request b, finished: all 3 kept, none counted
+    (folder / "tokens-2.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    keys = _keys(steplog_results(tmp_path, [phase(0, WALL0 + 2.5, WALL0 + 5.5, accepted=7)]))
+    assert keys["steplog_token_accepted"] == 7 and keys["steplog_token_agree"] is True
+    assert keys["steplog_token_unplaced"] == {"guesses of a request vLLM had finished (verified, not counted by it)": 3}
