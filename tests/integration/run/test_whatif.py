@@ -1,6 +1,7 @@
-"""`specbench profile` → `specbench whatif SUITE --profile` end to end on the vLLM-shaped fake engine
-(tests/support/fake_engine.py), which serves synthetic_acceptance_rates as a step cycle whose per-position
-counters read the rates back exactly."""
+"""`specbench whatif` end to end on the vLLM-shaped fake engine (tests/support/fake_engine.py): the
+break-even acceptance length per load on a known cost model, and `specbench profile` → `specbench whatif
+SUITE --profile`, which serves synthetic_acceptance_rates as a step cycle whose per-position counters read
+the rates back exactly."""
 
 import asyncio
 import hashlib
@@ -11,7 +12,40 @@ import pytest
 import yaml
 
 from specbench.cli import main
+from specbench.measure.break_even import verdict, whatif_curves
+from specbench.schemas.meta import RunMeta
 from specbench.schemas.profile_file import FORMAT
+from specbench.schemas.row_read import rows_from
+from tests.support.suites import known_cost_suite
+
+
+async def test_whatif_end_to_end_finds_the_break_even_per_load(tmp_path, fake_engine):
+    # n-gram K=7, its drafter 3 tokens a step; a step costs 10 + 1.6·7·batch ms (batch 1 at C=1, 4 at C=4), the
+    # baseline's 10 ms; 24 decode tokens a request. Speedup ≈ 250 ms ÷ (10 + 24/L · step): at C=1 0.72 / 1.39 /
+    # 3.4 at L = 1.5 / 3 / 8 (break-even ≈ 2.1), at C=4 0.28 / 0.56 / 1.43 (≈ 5.5). Every point is ≥ 28 % from
+    # 1.0, so a busy machine (a slower client, late wake-ups: both add the same time to both sides) moves the
+    # break-even but never across a grid point.
+    ngram = {"name": "ngram_k7", "method": "ngram", "num_speculative_tokens": 7, "speculative": {"prompt_lookup_max": 4},
+             "args": ["--gap-per-draft", "0.0016"]}
+    suite = known_cost_suite(tmp_path, ngram, [1, 4])
+    out = tmp_path / "out"
+    code = await asyncio.to_thread(main, ["whatif", suite, "--lengths", "1.5,3,8", "-o", str(out), "-q"])
+    assert code == 0
+    rows = json.loads((out / "results.json").read_text())
+    meta = json.loads((out / "meta.json").read_text())
+    assert {r["run"] for r in rows} == {"baseline", "ngram_k7", "ngram_k7_al1.5", "ngram_k7_al3", "ngram_k7_al8"}
+    argv = meta["servers"]["ngram_k7_al3"]["argv"]
+    assert json.loads(argv[argv.index("--speculative-config") + 1])["synthetic_acceptance_length"] == 3.0
+    curves = {c.load.value: c for c in whatif_curves(rows_from(rows), RunMeta.from_dict(meta))}
+    assert set(curves) == {1, 4}
+    for c in curves.values():  # 24 decode tokens: every synthetic length divides them, so counters see it exactly
+        assert [p.measured for p in c.points] == pytest.approx([1.5, 3.0, 8.0])
+    assert 1.5 < curves[1].break_even < 3.0 < curves[4].break_even < 8.0  # more load, more acceptance needed
+    assert verdict(curves[1]).endswith("has 3.00 → wins") and verdict(curves[4]).endswith("has 3.00 → loses")
+    md = (out / "results.md").read_text()
+    assert "What-if: speedup vs acceptance length" in md and "has 3.00 → loses" in md
+    assert main(["report", str(out), "--format", "html", "-o", str(tmp_path / "r.html")]) == 0
+    assert 'id="fig-whatif"' in (tmp_path / "r.html").read_text()
 
 
 async def test_whatif_profile_replays_each_data_set_at_its_own_rates(tmp_path, fake_engine, capsys):
