@@ -242,7 +242,7 @@ def test_sigkill_of_specbench_takes_its_server_down(tmp_path, prompts_file, fake
     proc = spawn_cli(["run", str(suite), "--output", str(out), "--quiet"], tmp_path)
     try:
         wait_for(lambda: marked_processes(fake_engines) and "baseline" in _launched(out) or proc.poll() is not None,
-                  30, "the server")
+                  120, "the server")
         assert proc.poll() is None, (tmp_path / "cli.err").read_text()
         record = _launched(out)["baseline"]
         assert record["pid"] in marked_processes(fake_engines)
@@ -250,7 +250,7 @@ def test_sigkill_of_specbench_takes_its_server_down(tmp_path, prompts_file, fake
         time.sleep(0.5)
         proc.kill()
         proc.wait()
-        wait_for(lambda: not marked_processes(fake_engines), 10, "the orphaned server to exit")
+        wait_for(lambda: not marked_processes(fake_engines), 60, "the orphaned server to exit")
     finally:
         if proc.poll() is None:
             proc.kill()

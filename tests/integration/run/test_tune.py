@@ -12,19 +12,20 @@ NGRAM = {"name": "ngram_k3", "method": "ngram", "num_speculative_tokens": 3, "sp
 
 
 async def test_tune_end_to_end_best_k_per_load_schedule_and_verify(tmp_path, fake_engine, capsys):
-    # a step costs 10 + 4.5·K·batch ms (batch 1 at C=1, 4 at C=4: counted per pass, never read off the clock) and
-    # carries min(K,2)+1 tokens; 24 decode tokens a request, the baseline's 250 ms.
-    suite = known_cost_suite(tmp_path, NGRAM, [1, 4])
+    # a step costs 20 + 9·K·batch ms (batch 1 at C=1, 4 at C=4: counted per pass, never read off the clock) and
+    # carries min(K,2)+1 tokens; 24 decode tokens a request, the baseline's 500 ms (8 requests/s at C=4).
+    suite = known_cost_suite(tmp_path, {**NGRAM, "args": ["--gap-per-draft", "0.009"]}, [1, 4],
+                             server_args=["--gap", "0.02", "--ttft", "0.02"])
     out = tmp_path / "out"
     code = await asyncio.to_thread(main, ["tune", suite, "--k", "1,2,3", "-o", str(out), "-q"])
     assert code == 0
     meta = json.loads((out / "meta.json").read_text())
     result = meta["tune"]["result"]
     cells = {c["load"]: c for c in result["cells"]}
-    # C=1: 10 + 4.5K ms a step → K=2 (1.54x: 8 steps of 19 ms) over K=1 (1.36x: 12 of 14.5) and K=3 (1.26x: 8 of 23.5),
+    # C=1: 20 + 9K ms a step → K=2 (1.54x: 8 steps of 38 ms) over K=1 (1.36x: 12 of 29) and K=3 (1.26x: 8 of 47),
     # every request of K=1 and K=3 ≥ 12 % slower than its pair at K=2
     assert cells[1]["best"] == 2 and cells[1]["indistinguishable"] == []
-    # C=4: 10 + 18K ms a step: every K is ≥ 28 % slower than the baseline (K=1 ≈ 0.72x) → no speculation
+    # C=4: 20 + 36K ms a step: every K is ≥ 28 % slower than the baseline (K=1 ≈ 0.72x) → no speculation
     assert cells[4]["best"] == 0 and cells[4]["indistinguishable"] == []
     assert result["method"].startswith("paired bootstrap")
     schedule = json.loads((out / "schedule.json").read_text())

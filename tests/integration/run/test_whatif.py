@@ -20,14 +20,14 @@ from tests.support.suites import known_cost_suite
 
 
 async def test_whatif_end_to_end_finds_the_break_even_per_load(tmp_path, fake_engine):
-    # n-gram K=7, its drafter 3 tokens a step; a step costs 10 + 1.6·7·batch ms (batch 1 at C=1, 4 at C=4), the
-    # baseline's 10 ms; 24 decode tokens a request. Speedup ≈ 250 ms ÷ (10 + 24/L · step): at C=1 0.72 / 1.39 /
-    # 3.4 at L = 1.5 / 3 / 8 (break-even ≈ 2.1), at C=4 0.28 / 0.56 / 1.43 (≈ 5.5). Every point is ≥ 28 % from
-    # 1.0, so a busy machine (a slower client, late wake-ups: both add the same time to both sides) moves the
-    # break-even but never across a grid point.
+    # n-gram K=7, its drafter 3 tokens a step; a step costs 20 + 3.25·7·batch ms (batch 1 at C=1, 4 at C=4), the
+    # baseline's 20 ms; 24 decode tokens a request (500 ms for the baseline: at most 8 requests/s, so a starved client
+    # can keep up). Speedup ≈ 500 ÷ (20 + 24/L · step): at C=1 0.71 / 1.41 / 3.4 at L = 1.5 / 3 / 8 (break-even
+    # ≈ 2.1), at C=4 0.28 / 0.55 / 1.42 (≈ 5.4). Every point is ≥ 29 % from 1.0, so a busy machine (a slower client,
+    # late wake-ups: the same time added to both sides) moves the break-even but never across a grid point.
     ngram = {"name": "ngram_k7", "method": "ngram", "num_speculative_tokens": 7, "speculative": {"prompt_lookup_max": 4},
-             "args": ["--gap-per-draft", "0.0016"]}
-    suite = known_cost_suite(tmp_path, ngram, [1, 4])
+             "args": ["--gap-per-draft", "0.00325"]}
+    suite = known_cost_suite(tmp_path, ngram, [1, 4], server_args=["--gap", "0.02", "--ttft", "0.02"])
     out = tmp_path / "out"
     code = await asyncio.to_thread(main, ["whatif", suite, "--lengths", "1.5,3,8", "-o", str(out), "-q"])
     assert code == 0
@@ -57,7 +57,7 @@ async def test_whatif_profile_replays_each_data_set_at_its_own_rates(tmp_path, f
         "configs": [{"name": "baseline"}, {"name": "ngram_k3", "method": "ngram", "num_speculative_tokens": 3}],
         "datasets": [{"name": "a", "path": str(prompts)}, {"name": "b", "path": str(prompts)},
                      {"name": "c", "path": str(prompts)}],
-        "load": {"concurrency": [1, 2], "max_tokens": 21, "warmup": 0}, "server": {"startup_timeout_s": 30}}))
+        "load": {"concurrency": [1, 2], "max_tokens": 21, "warmup": 0}, "server": {"startup_timeout_s": 600}}))
     profile = tmp_path / "profile.json"
     profile.write_text(json.dumps({"format": FORMAT, "profiles": [
         {"config": "eagle_k3", "dataset": "a", "num_speculative_tokens": 3, "acceptance_per_position": [0.75, 0.5, 0.25],
