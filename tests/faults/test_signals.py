@@ -26,7 +26,7 @@ import pytest
 import yaml
 
 from specbench.cli import main
-from specbench.launch.process import group_members
+from specbench.launch.owned import group_members
 from specbench.run import RunSession, SequentialRun
 from specbench.suite import load_suite
 from tests.support import runs
