@@ -2,8 +2,10 @@
 
 Every live server is tracked so that Ctrl-C, SIGTERM or an error anywhere reaps all of them. What
 no handler can catch (SIGKILL of specbench) is covered twice: the server gets a parent-death signal,
-and its pid + start time (``process_identity``) is recorded in the run dir, so a later run stops a
-leftover that still matches (``stop_leftover``) and never a process that merely reuses its pid.
+and its pid + start time (``owned.process_identity``) is recorded in the run dir, so a later run stops a
+leftover that still matches (``owned.stop_leftover``) and never a process that merely reuses its pid.
+A server's group is signalled by its id only while its leader is our child not yet reaped (the zombie
+holds the pid); after, only what ``owned`` proves is its own.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from ..schemas.launched import ProcessIdentity
 from ..util.bounded import PROBE_LIMIT, read_capped
 from ..util.diskio import writing
 from ..util.redact import scrub, secret_values
+from .owned import process_identity, signal_server, wait_server_gone
 
 _LIVE: set[ServerProcess] = set()
 
@@ -95,66 +98,6 @@ def die_with_parent() -> Callable[[], None] | None:
     return set_signal
 
 
-def _boot_id() -> str | None:
-    try:
-        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    except OSError:
-        return None
-
-
-def _stat(pid: int) -> list[str] | None:
-    """Fields of /proc/PID/stat after the command name (state first), or None when gone."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-
-
-def _start_ticks(pid: int) -> int | None:
-    fields = _stat(pid)
-    return int(fields[19]) if fields and fields[0] != "Z" else None  # field 22: starttime
-
-
-def process_identity(pid: int) -> ProcessIdentity:
-    """What tells this process apart from a later one given the same pid: its start time (clock
-    ticks since boot), the boot, the host (a value not found is written as null)."""
-    return ProcessIdentity.from_dict({"pid": pid, "start_ticks": _start_ticks(pid), "boot_id": _boot_id(),
-                                      "host": socket.gethostname()}, "process identity")
-
-
-def stop_leftover(identity: ProcessIdentity, grace_s: float = 10.0) -> bool:
-    """Stop the process group a killed run left behind, if it is still the one recorded; True if
-    anything was stopped. A live process with the pid but another start time is someone else's.
-    With the leader gone, its group's workers are still ours: Linux reuses no pid while a group bears it.
-    An identity without a host is taken as this host's."""
-    pid, ticks = identity.pid, identity.start_ticks
-    if pid is None or ticks is None or pid <= 1:
-        return False
-    host = identity.host if "host" in identity.keys() else socket.gethostname()
-    if identity.boot_id != _boot_id() or host != socket.gethostname():
-        return False
-
-    def ours() -> list[int]:
-        leader = [pid] if _start_ticks(pid) == ticks else []
-        return leader + [m for m in group_members(pid) if m != pid and (_start_ticks(m) or -1) >= ticks]
-
-    found = ours()
-    if not found:
-        return False
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for member in ours():
-            try:
-                os.kill(member, sig)
-            except (ProcessLookupError, PermissionError):
-                pass
-        deadline = time.monotonic() + (grace_s if sig == signal.SIGTERM else 5)
-        while ours() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if not ours():
-            break
-    return True
-
-
 def _copy_scrubbed(source: Any, log: Any, values: list[str]) -> None:
     """Engine output → log with secret values masked, line by line (the engine echoes its argv).
     Once the log cannot be written (disk full) the output is still drained, so the engine never
@@ -195,6 +138,7 @@ class ServerProcess:
         self.display_argv = display_argv or argv
         self.secrets = secret_values(argv, self.display_argv, env)
         self.proc: subprocess.Popen | None = None
+        self._identity: ProcessIdentity | None = None
         self._log_copier: threading.Thread | None = None
         self.started_at: float | None = None
         self.ready_s: float | None = None
@@ -220,10 +164,11 @@ class ServerProcess:
         else:
             log.close()
         self.started_at = time.monotonic()
+        self._identity = process_identity(self.proc.pid)  # before anything can reap it
         _LIVE.add(self)
 
     def identity(self) -> ProcessIdentity | None:
-        return process_identity(self.proc.pid) if self.proc is not None else None
+        return self._identity
 
     def exited_within(self, timeout_s: float) -> bool:
         if self.proc is None:
@@ -286,17 +231,17 @@ class ServerProcess:
         if self.proc is None:
             return None
         if self.proc.poll() is None:
-            _signal_group(self.proc.pid, signal.SIGTERM)
+            signal_server(self.proc, self._identity, signal.SIGTERM)
             try:
                 self.proc.wait(timeout=grace_s)
             except subprocess.TimeoutExpired:
                 pass
-        _signal_group(self.proc.pid, signal.SIGKILL)  # stragglers in the group (engine workers)
+        signal_server(self.proc, self._identity, signal.SIGKILL)  # stragglers in the group (engine workers)
         try:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             pass
-        _wait_group_gone(self.proc.pid, timeout_s=10)
+        wait_server_gone(self.proc, self._identity, timeout_s=10)
         if self._log_copier is not None:
             self._log_copier.join(timeout=5)
         return self.proc.returncode
@@ -331,45 +276,6 @@ async def probe_ready(session: aiohttp.ClientSession, base_url: str, health_path
         return None, type(err).__name__
 
 
-def _signal_group(pid: int, sig: int) -> None:
-    try:
-        os.killpg(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def group_members(pgid: int) -> list[int]:
-    """Live (non-zombie) pids of a process group, from /proc. Zombies don't count: ``killpg(pgid, 0)``
-    would count them, and an init that never reaps orphans would make a group look alive forever."""
-    out = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            state, _ppid, group = stat.read_text().rsplit(")", 1)[1].split()[:3]
-        except (OSError, ValueError):
-            continue
-        if int(group) == pgid and state != "Z":
-            out.append(int(stat.parent.name))
-    return out
-
-
-def _group_alive(pgid: int) -> bool:
-    if not Path("/proc/self/stat").exists():
-        try:
-            os.killpg(pgid, 0)
-        except (ProcessLookupError, PermissionError):
-            return False
-        return True
-    return bool(group_members(pgid))
-
-
-def _wait_group_gone(pgid: int, timeout_s: float) -> None:
-    """A SIGKILLed engine core freeing its memory takes a moment to exit: wait, so the next config
-    does not start next to it."""
-    deadline = time.monotonic() + timeout_s
-    while _group_alive(pgid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-
-
 def live_servers() -> frozenset[ServerProcess]:
     """The servers started and not yet stopped (what ``reap_all`` would stop)."""
     return frozenset(_LIVE)
@@ -390,5 +296,4 @@ async def stop_off_loop(server: ServerProcess, grace_s: float = 20.0) -> int | N
 def kill_all() -> None:
     """SIGKILL every live server's group now, without waiting (the waiting is ``stop``'s); for the event loop."""
     for server in list(_LIVE):
-        if server.proc is not None:
-            _signal_group(server.proc.pid, signal.SIGKILL)
+        signal_server(server.proc, server.identity(), signal.SIGKILL)

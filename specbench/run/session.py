@@ -12,7 +12,7 @@ from pathlib import Path
 from .. import __version__
 from ..errors import SuiteError
 from ..grade import grade_phase
-from ..launch.process import stop_leftover
+from ..launch.owned import not_the_recorded, stop_leftover
 from ..measure.best_k import tune_analysis
 from ..measure.explained import Explained, explain
 from ..measure.slo import attach_capacity
@@ -90,10 +90,13 @@ def new_meta(suite: Suite, prompts: dict[str, list[Prompt]]) -> RunMeta:
 
 
 def stop_leftovers(run: RunDir, progress: Progress) -> list[StoppedLeftover]:
-    """Stop the servers an earlier, killed run left running in ``run``; the ones stopped."""
+    """Stop the servers an earlier, killed run left running in ``run``; the ones stopped. A recorded pid now held
+    by another process is left alone, and the run says so in one line."""
     stopped = []
     for name, identity in run.launched().items():
-        if stop_leftover(identity):
+        if (why := not_the_recorded(identity)) is not None:
+            progress("notice", message=f"not signalled: pid {identity.pid}, recorded for config {name!r} in launched.json: {why}")
+        elif stop_leftover(identity):
             stopped.append(StoppedLeftover.of(name, identity))
             progress("notice", message=f"stopped a leftover server of config {name!r} (pid {identity.pid}) "
                                        f"that an earlier, killed run had left running")

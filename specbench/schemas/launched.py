@@ -1,7 +1,7 @@
 """launched.json's entries: what tells a server process apart from a later one given the same pid.
 
-Written by the run (``launch.process.process_identity``) while a server it launched runs, read by a
-later run to stop what a killed one left behind (``launch.process.stop_leftover``), and kept in
+Written by the run (``launch.owned.process_identity``) while a server it launched runs, read by a
+later run to stop what a killed one left behind (``launch.owned.stop_leftover``), and kept in
 meta.json ``runs[].stopped_leftovers`` for each one stopped. Read leniently: a wrong value is dropped,
 and an identity missing its pid or start time matches no process.
 """

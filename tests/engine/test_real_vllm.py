@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from specbench.cli import main
-from specbench.launch.process import group_members
+from specbench.launch.owned import group_members
 from specbench.launch.setup_cpu import MODEL_NAME, cache_dir
 from specbench.suite import load_suite
 from tests.support.md_tables import tables_of

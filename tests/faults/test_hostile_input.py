@@ -87,7 +87,7 @@ def test_alias_bomb_is_refused_at_once(tmp_path, capsys):
     assert len(BOMB) < 800
     t0 = time.monotonic()
     rc, _, err = cli(capsys, "run", path, "-o", tmp_path / "out")
-    assert time.monotonic() - t0 < 5
+    assert time.monotonic() - t0 < 60  # a guard, not a speed: expanded, the bomb's 387M strings take far longer
     assert rc == 2
     one_line_error(err, str(path), "load.extra_body", "alias")
     assert not (tmp_path / "out").exists()
@@ -212,7 +212,7 @@ def test_gate_suite_file_is_read_with_the_same_bounds(tmp_path, capsys):
     results.write_text("[]")
     t0 = time.monotonic()
     rc, _, err = cli(capsys, "gate", results, "--suite", path)
-    assert time.monotonic() - t0 < 5 and rc == 2
+    assert time.monotonic() - t0 < 60 and rc == 2  # a guard (see above)
     assert "alias" in err and "Traceback" not in err
 
 

@@ -29,7 +29,7 @@ from aiohttp import web
 
 from specbench.cli import main
 from specbench.errors import SuiteError
-from specbench.launch.process import group_members
+from specbench.launch.owned import group_members
 from specbench.suite import load_suite
 from tests.support.launchers import write_fault_launchers
 from tests.support.md_tables import tables_of

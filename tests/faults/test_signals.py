@@ -3,10 +3,12 @@ measuring, while a server stops, a second one while it stops, during the final w
 exit 130, no traceback, no process left, and ``--resume`` then completes; a signal mid-run saves what was
 measured (in-flight requests let finish, or cancelled after the grace period), a second one tears down at once.
 
-The real CLI runs in a subprocess against fake engines (tests/support/scripted_server.py) that take
-seconds to start (``--start-delay``) and to stop after SIGTERM (``--stop-delay``, as a big engine
-freeing its GPU does), and write ``--stop-flag`` the moment SIGTERM reaches them. Every process they
-start carries a marker in its environment, so a test can find anything that survived.
+The real CLI runs in a subprocess against fake engines (tests/support/scripted_server.py) that start,
+stop after SIGTERM (as a big engine freeing its GPU does) or serve a request for as long as the test
+says (``--start-until``, ``--stop-until``, ``--hold-on``: a file the test writes ends the wait), and
+write a file at each moment (``--started-flag``, ``--stop-flag``, ``--held-flag``). Every signal is sent
+at a moment such a file, or the run's own answer on stderr, proves; none after a guessed sleep. Every
+process they start carries a marker in its environment, so a test can find anything that survived.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,28 +26,40 @@ import pytest
 import yaml
 
 from specbench.cli import main
-from specbench.launch.process import group_members
+from specbench.launch.owned import group_members
 from specbench.run import RunSession, SequentialRun
 from specbench.suite import load_suite
 from tests.support import runs
 from tests.support.paths import ROOT
 from tests.support.processes import alive, marked_processes, spawn_cli, wait_for
-from tests.support.rundirs import cell, check_run_dir, count_lines, meta_pids
+from tests.support.rundirs import cell, check_run_dir, meta_pids
 from tests.support.suites import write_fault_suite
 
+SEEN = "stopping: finishing requests in flight"  # the run's answer to a first signal, on stderr
 
-def suite_of(tmp_path: Path, prompts_file: Path, **delays: dict[str, float]) -> Path:
-    """Two launched configs, ``baseline`` and ``second``, 3 requests of ~0.6 s each at c=1; ``delays``
-    per config: start_delay / stop_delay (seconds). Each writes ``started-<config>`` once it handles SIGTERM
-    (before its start delay) and ``stop-<config>`` when SIGTERM comes."""
+
+def suite_of(tmp_path: Path, prompts_file: Path, **waits: dict[str, object]) -> Path:
+    """Two launched configs, ``baseline`` and ``second``, 3 requests of ~0.6 s each at c=1; ``waits`` per
+    config: the scripted server's flags (start_until / stop_until: a file; stop_delay: seconds; hold_on …).
+    Each writes ``started-<config>`` once it handles SIGTERM (before any start wait) and ``stop-<config>``
+    when SIGTERM comes."""
     configs = []
     for name in ("baseline", "second"):
         args = ["--gap", "0.1", "--stop-flag", str(tmp_path / f"stop-{name}"), "--started-flag", str(tmp_path / f"started-{name}")]
-        for key, value in delays.get(name, {}).items():
+        for key, value in waits.get(name, {}).items():
             args += [f"--{key.replace('_', '-')}", str(value)]
         configs.append({"name": name, "args": args})
     return write_fault_suite(tmp_path / "suite.yaml", prompts_file, configs, engine="fake",
-                             requests=3, concurrency=[1], max_tokens=6, extra={"server": {"startup_timeout_s": 60}})
+                             requests=3, concurrency=[1], max_tokens=6, extra={"server": {"startup_timeout_s": 600}})  # a guard
+
+
+def said(tmp_path: Path, text: str) -> Callable[[], bool]:
+    """The moment the CLI has written ``text`` to its stderr."""
+    return lambda: text in (tmp_path / "cli.err").read_text(errors="replace")
+
+
+def touch(path: Path) -> Callable[[], None]:
+    return lambda: path.touch()
 
 
 def launched(out: Path) -> dict[str, int]:
@@ -63,10 +76,10 @@ def ready(out: Path) -> set[str]:
         return set()
 
 
-def interrupt(tmp_path: Path, suite: Path, out: Path, moments: list[tuple[Callable[[], bool], int]],
+def interrupt(tmp_path: Path, suite: Path, out: Path, moments: list[tuple[Callable[[], bool], int | Callable[[], None]]],
               extra: tuple[str, ...] | list[str] = ()) -> tuple[int, str, set[int]]:
-    """Run the CLI; at each moment (a predicate) send its signal. Its exit code, its stderr, and the
-    pid of every server it was seen to launch."""
+    """Run the CLI; at each moment (a predicate) send its signal, or do its action (release a wait). Its exit
+    code, its stderr, and the pid of every server it was seen to launch."""
     proc = spawn_cli(["run", str(suite), "--output", str(out), *extra], tmp_path)
     pids: set[int] = set()
 
@@ -75,11 +88,14 @@ def interrupt(tmp_path: Path, suite: Path, out: Path, moments: list[tuple[Callab
         return moment() or proc.poll() is not None
 
     try:
-        for moment, sig in moments:
-            wait_for(lambda m=moment: seen(m), 90, "the moment to signal")
+        for moment, act in moments:
+            wait_for(lambda m=moment: seen(m), 300, "the moment to signal")
             assert proc.poll() is None, "the run ended before the moment: " + (tmp_path / "cli.err").read_text()
-            proc.send_signal(sig)
-        code = proc.wait(timeout=90)  # a guard against a hang, not a speed assertion
+            if isinstance(act, int):
+                proc.send_signal(act)
+            else:
+                act()
+        code = proc.wait(timeout=300)  # a guard against a hang, not a speed assertion
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -102,34 +118,41 @@ def assert_clean_exit(code: int, err: str, pids: set[int], marker: str, out: Pat
 
 def assert_resume_completes(suite: Path, out: Path, extra: tuple[str, ...] | list[str] = ()) -> None:
     done = subprocess.run([sys.executable, "-m", "specbench.cli", "run", str(suite), "--resume", str(out), "--quiet", *extra],
-                          cwd=ROOT, env=os.environ.copy(), capture_output=True, text=True, timeout=180)
+                          cwd=ROOT, env=os.environ.copy(), capture_output=True, text=True, timeout=600)  # a guard
     assert done.returncode == 0, done.stderr
     rows, *_ = check_run_dir(out)
     assert sorted((r["run"], r["requests"], r["status"]) for r in rows) == [("baseline", 3, "ok"), ("second", 3, "ok")]
 
 
 def test_sigint_while_a_server_starts(tmp_path, prompts_file, fake_engines):
-    suite = suite_of(tmp_path, prompts_file, baseline={"start_delay": 4, "stop_delay": 2})
+    go = tmp_path / "go"  # the server listens only once it exists: the signal surely lands while it starts
+    suite = suite_of(tmp_path, prompts_file, baseline={"start_until": go, "stop_delay": 2})
     out = tmp_path / "run"
     code, err, pids = interrupt(tmp_path, suite, out, [(lambda: (tmp_path / "started-baseline").exists(), signal.SIGINT)])
     assert_clean_exit(code, err, pids, fake_engines, out)
     assert (tmp_path / "stop-baseline").exists() and not (tmp_path / "stop-second").exists()
+    go.touch()
     assert_resume_completes(suite, out)
 
 
 def test_sigterm_while_measuring(tmp_path, prompts_file, fake_engines):
-    suite = suite_of(tmp_path, prompts_file, baseline={"stop_delay": 2})
+    held, go = tmp_path / "held", tmp_path / "go"  # request 2 stays in flight until the run has seen the signal
+    suite = suite_of(tmp_path, prompts_file, baseline={"stop_delay": 2, "hold_on": 2, "held_flag": held, "release_flag": go})
     out = tmp_path / "run"
-    code, err, pids = interrupt(tmp_path, suite, out, [(lambda: "baseline" in ready(out), signal.SIGTERM)])
+    code, err, pids = interrupt(tmp_path, suite, out, [(held.exists, signal.SIGTERM), (said(tmp_path, SEEN), touch(go))])
     assert_clean_exit(code, err, pids, fake_engines, out)
     assert "second" not in ready(out), "no config starts after the signal"
+    rows, *_ = check_run_dir(out)
+    assert [(r["run"], r["requests"], r["status"]) for r in rows] == [("baseline", 2, "interrupted")]
     assert_resume_completes(suite, out)
 
 
 def test_sigint_while_a_server_stops(tmp_path, prompts_file, fake_engines):
-    suite = suite_of(tmp_path, prompts_file, baseline={"stop_delay": 6})  # the signal lands well inside the stop
+    go = tmp_path / "go"  # the server's stop lasts until it exists: the signal surely lands inside the stop
+    suite = suite_of(tmp_path, prompts_file, baseline={"stop_until": go})
     out = tmp_path / "run"
-    code, err, pids = interrupt(tmp_path, suite, out, [(lambda: (tmp_path / "stop-baseline").exists(), signal.SIGINT)])
+    code, err, pids = interrupt(tmp_path, suite, out, [(lambda: (tmp_path / "stop-baseline").exists(), signal.SIGINT),
+                                                       (said(tmp_path, SEEN), touch(go))])
     assert_clean_exit(code, err, pids, fake_engines, out)
     assert not (tmp_path / "stop-second").exists() and "second" not in ready(out)
     assert_resume_completes(suite, out)
@@ -148,22 +171,26 @@ def test_second_sigint_while_a_server_stops_kills_it(tmp_path, prompts_file, fak
 
 def test_sigint_while_the_next_server_starts_then_sigterm_while_it_stops(tmp_path, prompts_file, fake_engines):
     """What was seen on the H200: Ctrl-C while the next config's server started, SIGTERM while it was stopped."""
-    suite = suite_of(tmp_path, prompts_file, second={"start_delay": 4, "stop_delay": 600})
+    go = tmp_path / "go"
+    suite = suite_of(tmp_path, prompts_file, second={"start_until": go, "stop_delay": 600})
     out = tmp_path / "run"
     code, err, pids = interrupt(tmp_path, suite, out, [(lambda: (tmp_path / "started-second").exists(), signal.SIGINT),
                                                        (lambda: (tmp_path / "stop-second").exists(), signal.SIGTERM)])
     assert_clean_exit(code, err, pids, fake_engines, out)
     assert "stopping now: servers killed" in err, "the SIGTERM escalated"
+    go.touch()
     assert_resume_completes(suite, out)
 
 
 def test_sigint_and_sigterm_at_once_while_the_next_server_starts(tmp_path, prompts_file, fake_engines):
-    suite = suite_of(tmp_path, prompts_file, second={"start_delay": 4, "stop_delay": 600})
+    go = tmp_path / "go"
+    suite = suite_of(tmp_path, prompts_file, second={"start_until": go, "stop_delay": 600})
     out = tmp_path / "run"
     code, err, pids = interrupt(tmp_path, suite, out, [(lambda: (tmp_path / "started-second").exists(), signal.SIGINT),
                                                        (lambda: True, signal.SIGTERM)])
     assert_clean_exit(code, err, pids, fake_engines, out)
     assert "stopping now: servers killed" in err
+    go.touch()
     assert_resume_completes(suite, out)
 
 
@@ -205,41 +232,25 @@ def test_parallel_gpus_second_sigint_while_servers_stop(tmp_path, prompts_file, 
 
 # ---- a signal mid-run saves what was measured; a second one tears down at once ----------------------
 
-def _interrupt_cli(args: list[str], tmp_path: Path, ready, what: str, settle_s: float, signals: list[int],
-                   timeout_s: float) -> int:
-    """Run the CLI until ``ready()``, wait ``settle_s``, send ``signals`` 0.3 s apart; its exit code."""
-    proc = spawn_cli(args, tmp_path)
-    try:
-        wait_for(lambda: ready() or proc.poll() is not None, 30, what)
-        time.sleep(settle_s)
-        for i, sig in enumerate(signals):
-            if i:
-                time.sleep(0.3)
-            proc.send_signal(sig)
-        return proc.wait(timeout=timeout_s)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-
-
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_signal_saves_measured_and_reaps_servers(tmp_path, prompts_file, fake_engines, sig):
-    # ~0.5 s per request: c=2 (2 rounds) then c=1 (4 rounds), then a second config
-    configs = [{"name": "baseline", "args": ["--gap", "0.08"]}, {"name": "second", "args": ["--gap", "0.08"]}]
+    # c=2 (requests 1-4) then c=1 (5, 6, …), then a second config. Request 6 stays in flight until the run has
+    # answered the signal: the signal lands mid second cell with request 5 measured and 6 in flight, whatever the load.
+    held, go = tmp_path / "held", tmp_path / "go"
+    configs = [{"name": "baseline", "args": ["--gap", "0.08", "--hold-on", "6", "--held-flag", str(held), "--release-flag", str(go)]},
+               {"name": "second", "args": ["--gap", "0.08"]}]
     suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, configs, engine="fake", requests=4,
-                        concurrency=[2, 1], max_tokens=6)
+                              concurrency=[2, 1], max_tokens=6)
     out = tmp_path / "run"
-    # settle 1 s: mid second cell (4 requests of ~0.5 s, one at a time), one in flight
-    code = _interrupt_cli(["run", str(suite), "--output", str(out)], tmp_path,
-                          lambda: count_lines(out / "phases.jsonl") >= 1, "the first cell", 1.0, [sig], 20)
-    err = (tmp_path / "cli.err").read_text()
+    # --grace 3600: the request in flight is let finish however long the test takes to release it
+    code, err, _ = interrupt(tmp_path, suite, out, [(held.exists, sig), (said(tmp_path, SEEN), touch(go))],
+                             extra=["--grace", "3600"])
     assert code == 130, err
     assert "interrupted" in err
     rows, records, phases, meta = check_run_dir(out)
     assert cell(rows, "baseline", 2)["status"] == "ok" and cell(rows, "baseline", 2)["requests"] == 4
     assert cell(rows, "baseline", 1)["status"] == "interrupted"
-    assert 1 <= cell(rows, "baseline", 1)["requests"] < 4
+    assert cell(rows, "baseline", 1)["requests"] == 2, "the one measured before the signal and the one in flight"
     assert not [r for r in rows if r["run"] == "second"], "nothing is sent after the signal"
     assert all(r["error"] is None for r in records), "in-flight requests were let finish"
     assert meta.get("finished_at")
@@ -249,16 +260,18 @@ def test_signal_saves_measured_and_reaps_servers(tmp_path, prompts_file, fake_en
 
 
 def test_second_sigint_tears_down_at_once(tmp_path, prompts_file, fake_engines):
-    configs = [{"name": "baseline", "args": ["--gap", "0.2"]}]
-    suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, configs, engine="fake", requests=4,
-                        concurrency=[1], max_tokens=30)  # ~6 s per request
+    # request 1 is never released and the grace is an hour: only the second signal can end the run within the guard
+    held = tmp_path / "held"
+    configs = [{"name": "baseline", "args": ["--hold-on", "1", "--held-flag", str(held)]}]
+    suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, configs, engine="fake", requests=4, concurrency=[1])
     out = tmp_path / "run"
-    code = _interrupt_cli(["run", str(suite), "--output", str(out), "--quiet"], tmp_path,
-                          lambda: "baseline" in meta_pids(out), "the server", 0.5, [signal.SIGINT, signal.SIGINT], 10)
-    assert code == 130, (tmp_path / "cli.err").read_text()
+    code, err, pids = interrupt(tmp_path, suite, out, [(held.exists, signal.SIGINT), (said(tmp_path, SEEN), signal.SIGINT)],
+                                extra=["--quiet", "--grace", "3600"])
+    assert code == 130, err
+    assert "stopping now: servers killed, requests in flight cut" in err
     check_run_dir(out)
     pid = meta_pids(out)["baseline"]
-    assert not alive(pid) and group_members(pid) == []
+    assert pids == {pid} and not alive(pid) and group_members(pid) == []
     assert marked_processes(fake_engines) == []
 
 
@@ -278,9 +291,8 @@ async def test_stop_cancels_in_flight_after_grace(tmp_path, prompts_file, script
             loop.call_later(0.05, interrupt_when_stalled)
 
     loop.call_later(0.05, interrupt_when_stalled)
-    t0 = time.monotonic()
-    outcome = await asyncio.wait_for(run.execute(), 10)
-    assert time.monotonic() - t0 < 5
+    # request 2 stalls for an hour (and its timeout is 600 s): the run ends within the guard only by cancelling it
+    outcome = await asyncio.wait_for(run.execute(), 120)
     assert outcome.exit_code == 130
     rows, records, _, _ = check_run_dir(out)
     assert rows[0]["status"] == "interrupted" and rows[0]["requests"] == 1
@@ -289,17 +301,17 @@ async def test_stop_cancels_in_flight_after_grace(tmp_path, prompts_file, script
 
 
 def test_signal_during_startup(tmp_path, prompts_file, fake_engines):
-    # a server that never becomes healthy: `sleep` as the engine
+    # a server that never becomes healthy (`sleep` as the engine) and an hour's startup timeout: only the signal can
+    # end the run within the guard
     launchers = Path(os.environ["SPECBENCH_LAUNCHERS"])
     (launchers / "never-ready.yaml").write_text(yaml.safe_dump({
         "extends": "vllm", "name": "never-ready", "python": sys.executable,
-        "command": ["{python}", "-c", "import time; time.sleep(120)"], "args": [],
+        "command": ["{python}", "-c", "import time; time.sleep(7200)"], "args": [],
         "env": {"SPECBENCH_FAULTS_MARKER": fake_engines}}))
     suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline"}], engine="never-ready",
-                        extra={"server": {"startup_timeout_s": 60}})
+                              extra={"server": {"startup_timeout_s": 3600}})
     out = tmp_path / "run"
-    code = _interrupt_cli(["run", str(suite), "--output", str(out), "--quiet"], tmp_path,
-                          lambda: marked_processes(fake_engines), "the server", 0.5, [signal.SIGINT], 3)
-    assert code == 130
+    code, err, pids = interrupt(tmp_path, suite, out, [(lambda: "baseline" in launched(out), signal.SIGINT)], extra=["--quiet"])
+    assert code == 130, err
     check_run_dir(out)
-    assert marked_processes(fake_engines) == []
+    assert pids and marked_processes(fake_engines) == []

@@ -242,7 +242,7 @@ def test_sigkill_of_specbench_takes_its_server_down(tmp_path, prompts_file, fake
     proc = spawn_cli(["run", str(suite), "--output", str(out), "--quiet"], tmp_path)
     try:
         wait_for(lambda: marked_processes(fake_engines) and "baseline" in _launched(out) or proc.poll() is not None,
-                  30, "the server")
+                  120, "the server")
         assert proc.poll() is None, (tmp_path / "cli.err").read_text()
         record = _launched(out)["baseline"]
         assert record["pid"] in marked_processes(fake_engines)
@@ -250,7 +250,7 @@ def test_sigkill_of_specbench_takes_its_server_down(tmp_path, prompts_file, fake
         time.sleep(0.5)
         proc.kill()
         proc.wait()
-        wait_for(lambda: not marked_processes(fake_engines), 10, "the orphaned server to exit")
+        wait_for(lambda: not marked_processes(fake_engines), 60, "the orphaned server to exit")
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -266,7 +266,7 @@ def _leftover(port: int, marker: str) -> subprocess.Popen:
 
 
 def _identity(pid: int) -> dict:
-    from specbench.launch.process import process_identity
+    from specbench.launch.owned import process_identity
 
     return process_identity(pid).to_dict()
 
@@ -321,8 +321,11 @@ async def test_overwrite_stops_a_leftover_and_never_kills_a_reused_pid(tmp_path,
         assert await asyncio.to_thread(cli, str(suite), "-o", str(out), "--overwrite") == 0
         assert ours.wait(timeout=10) is not None
         assert stranger.poll() is None and alive(stranger.pid), "a pid whose start time differs is not ours"
-        err = capsys.readouterr().err
-        assert f"(pid {ours.pid})" in err and f"pid {stranger.pid}" not in err
+        err = " ".join(capsys.readouterr().err.split())  # the terminal wraps a notice
+        assert f"(pid {ours.pid})" in err
+        assert f"not signalled: pid {stranger.pid}, recorded for config 'b' in launched.json: another process holds " \
+               f"it now (started at tick {reused['start_ticks'] + 1} after boot, the server at tick {reused['start_ticks']})" in err
+        assert "stopped a leftover server of config 'b'" not in err
     finally:
         for p in (ours, stranger):
             if p.poll() is None:
@@ -331,7 +334,7 @@ async def test_overwrite_stops_a_leftover_and_never_kills_a_reused_pid(tmp_path,
 
 
 def test_process_identity_and_stop_leftover_unit(tmp_path):
-    from specbench.launch.process import process_identity, stop_leftover
+    from specbench.launch.owned import process_identity, stop_leftover
 
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
     try:
@@ -350,6 +353,115 @@ def test_process_identity_and_stop_leftover_unit(tmp_path):
         if sleeper.poll() is None:
             sleeper.kill()
             sleeper.wait()
+
+
+def _group_with_a_worker(leader_exits: bool = False) -> tuple[subprocess.Popen, int]:
+    """A harmless session leader with a worker in its group (both sleep; the leader exits at once when
+    ``leader_exits``): the leader's Popen and the worker's pid, read from the leader's first line."""
+    code = ("import subprocess, sys, time; c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
+            f"print(c.pid, flush=True); time.sleep({0 if leader_exits else 60})")
+    leader = subprocess.Popen([sys.executable, "-c", code], start_new_session=True, stdout=subprocess.PIPE, text=True)
+    return leader, int(leader.stdout.readline())
+
+
+def _reap(*procs: subprocess.Popen, pids: tuple[int, ...] = ()) -> None:
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+        p.wait()
+        if p.stdout:
+            p.stdout.close()
+    for pid in pids:
+        try:
+            os.kill(pid, 9)
+        except ProcessLookupError:
+            pass
+
+
+def test_a_recorded_pid_another_process_holds_now_is_left_alone_with_its_group():
+    """The recorded server started a tick before the process that holds its pid now: neither that process nor
+    the worker it started (a member of its group, started after the record's time) is signalled."""
+    from specbench.launch.owned import not_the_recorded, owned_members, process_identity, stop_leftover
+
+    stranger, worker = _group_with_a_worker()
+    try:
+        now = process_identity(stranger.pid)
+        assert now.start_ticks is not None
+        recorded = replace(now, start_ticks=now.start_ticks - 1)
+        assert owned_members(recorded) == []
+        assert stop_leftover(recorded, grace_s=1) is False
+        assert stranger.poll() is None and alive(worker), "another process's group was signalled"
+        assert not_the_recorded(recorded) == (f"another process holds it now (started at tick {now.start_ticks} after "
+                                              f"boot, the server at tick {recorded.start_ticks})")
+        assert not_the_recorded(now) is None and sorted(owned_members(now)) == sorted([stranger.pid, worker])
+    finally:
+        _reap(stranger, pids=(worker,))
+
+
+def test_a_leftover_whose_leader_is_gone_is_stopped_through_its_workers():
+    """The recorded leader exited (and was reaped): the workers of its group, started after it, are still its own."""
+    from specbench.launch.owned import not_the_recorded, process_identity, stop_leftover
+
+    leader, worker = _group_with_a_worker(leader_exits=True)
+    try:
+        recorded = process_identity(leader.pid)
+        leader.wait()
+        assert alive(worker) and not_the_recorded(recorded) is None
+        assert stop_leftover(recorded) is True
+        wait_for(lambda: not alive(worker), 60, "the worker to die")
+    finally:
+        _reap(leader, pids=(worker,))
+
+
+@pytest.mark.parametrize("how", ["stop", "kill_all"])
+def test_a_reaped_server_whose_pid_is_another_processs_is_not_signalled(tmp_path, how):
+    """A server stopped (or killed with a second Ctrl-C) after its leader exited and was reaped: the pid is
+    then free, and here another session leader holds it. Neither it nor its group is signalled."""
+    from specbench.launch import ServerProcess, kill_all
+
+    server = ServerProcess("gone", [sys.executable, "-c", "pass"], {}, tmp_path / "gone.log", "http://127.0.0.1:9",
+                           "/health", "/v1/models", "m", 5)
+    server.start()
+    server.proc.wait()  # exited and reaped: its pid may be given to any process now
+    stranger, worker = _group_with_a_worker()
+    try:  # as if the kernel had given the server's pid to the stranger, started after the server
+        server.proc.pid = stranger.pid
+        server._identity = replace(server.identity(), pid=stranger.pid, start_ticks=process_identity_ticks(stranger.pid) - 1)
+        if how == "stop":
+            server.stop(grace_s=1)
+        else:
+            kill_all()
+            server.stop(grace_s=1)
+        assert stranger.poll() is None and alive(worker), "another process's group was signalled"
+    finally:
+        _reap(stranger, pids=(worker,))
+
+
+def process_identity_ticks(pid: int) -> int:
+    from specbench.launch.owned import process_identity
+
+    ticks = process_identity(pid).start_ticks
+    assert ticks is not None
+    return ticks
+
+
+def test_the_parallel_watchdog_leaves_a_recorded_pid_another_process_holds_alone():
+    """The watchdog of a --parallel worker records each server it sees (pid, start time) and, once the worker is
+    dead, stops what is still that server, never a process that took the pid since (nor its group)."""
+    from specbench.run.parallel.node import WATCHDOG_STOP
+
+    watchdog: dict = {}
+    exec(WATCHDOG_STOP, watchdog)  # the watchdog's own code, as `python -c` runs it
+    stranger, worker = _group_with_a_worker()
+    ours, our_worker = _group_with_a_worker()
+    try:
+        watchdog["stop_seen"]({stranger.pid: process_identity_ticks(stranger.pid) - 1,
+                               ours.pid: process_identity_ticks(ours.pid)}, grace_s=30)
+        assert stranger.poll() is None and alive(worker), "another process's group was signalled"
+        assert ours.wait(timeout=60) is not None
+        wait_for(lambda: not alive(our_worker), 60, "our server's worker to die")
+    finally:
+        _reap(stranger, ours, pids=(worker, our_worker))
 
 
 # ---- 5. an open-loop sweep: one cell per request rate --------------------------------------------------

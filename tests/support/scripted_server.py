@@ -25,9 +25,11 @@ Its own clock (tests/integration/client/test_send_clock.py): ``timelines[n]`` ho
 (``perf_counter`` when its first middleware ran), its messages/prompt and the write time of each content chunk.
 
 Run standalone: ``python tests/support/scripted_server.py --port 8123 --pattern 1,2,4 --k 3``. As a fake engine
-for signal tests: ``--start-delay S`` before it listens, ``--stop-delay S`` between SIGTERM and its exit (a big
-engine freeing its GPU), ``--stop-flag FILE`` written the moment SIGTERM arrives, ``--started-flag FILE``
-once it is ready to take it.
+for signal tests, each moment a file the test can wait for and each wait one the test ends: ``--started-flag FILE``
+once it handles SIGTERM, ``--start-until FILE`` (listen only once FILE exists: a start as long as the test wants;
+``--start-delay S`` a fixed one), ``--stop-flag FILE`` written the moment SIGTERM arrives, ``--stop-until FILE``
+(exit only once FILE exists: a big engine freeing its GPU; ``--stop-delay S`` a fixed one), ``--hold-on N``
+``--held-flag FILE`` ``--release-flag FILE`` (request N stays in flight after its first token until FILE exists).
 """
 
 from __future__ import annotations
@@ -83,11 +85,15 @@ class Script:
     api_key: str | None = None
     metrics_format: str = "vllm"  # or "sglang", or "none" (no spec-decode counters)
     capacity: int | None = None  # requests served at once; the rest wait in a queue
-    paced: bool = False  # each decode chunk leaves one step after the previous one was due (no drift): exact mean step time
+    paced: bool = False  # each chunk leaves when due on one timeline from the request's arrival (TTFT, then one step
+    # after the previous chunk was due): a late wake-up delays that chunk only, never the ones after it
     merge_every: int = 0  # every Nth decode step goes out in one chunk with the step after it (an engine that merges steps)
     phantom_tokens: int = 0  # per request, tokens vllm:generation_tokens_total adds beyond those streamed (other traffic)
     long_line: int = 0  # characters added to the first content chunk's text (one data: line longer than that)
     bulk: int = 0  # bytes of 64 KiB content lines streamed after the last chunk, before usage and [DONE]
+    hold_on: int | None = None  # this request (1-based) stays in flight after its first token until release_flag exists
+    held_flag: str | None = None  # written when request hold_on is held: the run is known to be mid-request
+    release_flag: str | None = None  # None: held until the process dies
 
 
 class ScriptedServer:
@@ -226,6 +232,15 @@ class ScriptedServer:
             self.hung_up += 1
         return resp
 
+    async def hold(self) -> None:
+        """Keep request ``hold_on`` in flight until ``release_flag`` exists, having written ``held_flag``: a test
+        acts on a run known to be mid-request (and releases it when it chooses), never after a guessed sleep."""
+        if self.s.held_flag:
+            with open(self.s.held_flag, "a") as f:
+                f.write(f"{self.requests}\n")
+        while self.s.release_flag is None or not os.path.exists(self.s.release_flag):
+            await asyncio.sleep(0.01)
+
     def _count_step(self, n: int) -> None:
         if self.s.k is None:
             return
@@ -236,6 +251,8 @@ class ScriptedServer:
             self.per_pos[i] += 1
 
     async def complete(self, request: web.Request) -> web.StreamResponse:
+        loop = asyncio.get_running_loop()
+        began = loop.time()  # paced: every chunk's time is fixed from here, so a late wake-up never shifts the next
         self.requests += 1
         number = self.requests
         timeline = self.timelines[number] = Timeline(request[RECEIVED])
@@ -292,13 +309,15 @@ class ScriptedServer:
         if chat:
             await send({"id": f"req-{number}", "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}],
                         **({"usage": {"prompt_tokens": prompt_tokens, "completion_tokens": 0, "total_tokens": prompt_tokens}} if usage_each else {})})
-        await asyncio.sleep(self.s.ttft_s)
+        deadline = began + self.s.ttft_s
+        await asyncio.sleep(max(0.0, deadline - loop.time()) if self.s.paced else self.s.ttft_s)
         done = 0
         sched = self.schedule(max_tokens)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time()
         held: list[tuple[int, str]] = []
         for i, n in enumerate(sched):
+            if i == 1 and number == self.s.hold_on:
+                await self.hold()
+                deadline = loop.time()  # its timeline goes on from the release
             if i > 0:
                 gap = self.step_gap()
                 deadline += gap
@@ -423,23 +442,33 @@ def main() -> None:
     p.add_argument("--stop-delay", type=float)
     p.add_argument("--stop-flag")
     p.add_argument("--started-flag")
+    p.add_argument("--start-until", help="listen only once this file exists (a start that lasts until the test says)")
+    p.add_argument("--stop-until", help="after SIGTERM, exit only once this file exists")
+    p.add_argument("--hold-on", type=int)
+    p.add_argument("--held-flag")
+    p.add_argument("--release-flag")
     a = p.parse_args()
     fault_on = tuple(range(1, 100_000)) if a.fault_on == "all" else tuple(int(x) for x in a.fault_on.split(",") if x)
     script = Script(pattern=[int(x) for x in a.pattern.split(",")], k=a.k, ttft_s=a.ttft, gap_s=a.gap, model=a.model,
-                    die_after=a.die_after, fault=a.fault, fault_on=fault_on, api_key=a.api_key)
-    slow_stop = a.stop_delay is not None or a.stop_flag is not None
+                    die_after=a.die_after, fault=a.fault, fault_on=fault_on, api_key=a.api_key, hold_on=a.hold_on,
+                    held_flag=a.held_flag, release_flag=a.release_flag)
+    slow_stop = a.stop_delay is not None or a.stop_flag is not None or a.stop_until is not None
     if slow_stop:
         def on_term(signum, frame) -> None:
             if a.stop_flag:
                 with open(a.stop_flag, "a") as f:
                     f.write(f"{os.getpid()}\n")
             time.sleep(a.stop_delay or 0.0)
+            while a.stop_until and not os.path.exists(a.stop_until):
+                time.sleep(0.01)
             os._exit(0)
 
         signal.signal(signal.SIGTERM, on_term)
     if a.started_flag:
         open(a.started_flag, "w").close()
     time.sleep(a.start_delay)
+    while a.start_until and not os.path.exists(a.start_until):
+        time.sleep(0.01)
     web.run_app(ScriptedServer(script).app, host="127.0.0.1", port=a.port, access_log=None, print=None,
                 handle_signals=not slow_stop)
 

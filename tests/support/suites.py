@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import yaml
+
+from tests.support.fake_engine import batch_args
 
 
 def write_suite(path: Path, configs: list[dict], *, name: str, load: dict, prompts: Path | None = None,
@@ -49,3 +52,22 @@ def write_e2e_suite(tmp_path: Path, prompts_file: Path, urls: dict[str, str], **
     return write_suite(tmp_path, baseline_and_spec(urls["baseline"], urls["spec"], "ngram_k3"), name="e2e", endpoint="chat",
                        prompts=prompts_file, requests=6,
                        load={"concurrency": 2, "max_tokens": 1 + 7 * 3, "temperature": 0, "warmup": 1, **load})
+
+
+def known_cost_suite(tmp_path: Path, spec: dict, concurrency: list[int], server_args: list[str] | None = None,
+                     max_tokens: int = 25, prompts: int = 4) -> str:
+    """whatif's and tune's suite on the ``fake`` engine (tests/support/fake_engine.py): a baseline and ``spec``,
+    ``prompts`` prompts at each load of ``concurrency`` (one warm-up request first), ``server_args`` for every server; the spec
+    config's steps cost what its args say, with the batch of each pass counted (``batch_args``), never read off the
+    clock. Keep the baseline's requests per second low (a few): a starved client caps how many it can send, and a
+    capped baseline would pull every speedup towards 1."""
+    path = tmp_path / "p.jsonl"
+    path.write_text("".join(json.dumps({"prompt": f"question {i}"}) + "\n" for i in range(prompts)))
+    spec = {**spec, "args": [*spec.get("args", []), *batch_args(concurrency, 1 + prompts)]}
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(yaml.safe_dump({
+        "name": "s", "model": "smol", "engine": "fake", "configs": [{"name": "baseline"}, spec],
+        "datasets": [{"name": "p", "path": str(path)}],
+        "load": {"concurrency": concurrency, "max_tokens": max_tokens, "warmup": 1},
+        "server": {"startup_timeout_s": 600, "args": server_args or []}}))  # the timeout: a guard
+    return str(suite)

@@ -42,7 +42,7 @@ async def gpus_worker(collector: Collector, job_file: Path, err_file: Path, name
             try:
                 collector.handle(msg)
             except RunDirWriteError:  # nothing more can be recorded: the worker goes (its watchdog stops the server)
-                _kill_group(proc.pid)
+                _kill_group(proc)
                 await proc.wait()
                 raise
             finished = finished or isinstance(msg, WorkerFinished)
@@ -56,9 +56,13 @@ async def gpus_worker(collector: Collector, job_file: Path, err_file: Path, name
                           + (f"\n{tail}" if tail and tail != "(no log)" else ""))
 
 
-def _kill_group(pid: int, sig: int = signal.SIGKILL) -> None:
+def _kill_group(proc: asyncio.subprocess.Process, sig: int = signal.SIGKILL) -> None:
+    """``sig`` to a worker's process group, only while the worker is our child not yet reaped: once asyncio has
+    reaped it (``returncode`` set) its pid, the group's id, may be another process's."""
+    if proc.returncode is not None:
+        return
     try:
-        os.killpg(pid, sig)
+        os.killpg(proc.pid, sig)
     except (ProcessLookupError, PermissionError):
         pass
 
@@ -82,7 +86,7 @@ async def run_gpus(collector: Collector, suite: Suite, jobs: list[Job], gpu_ids:
 
     def signal_children(sig: int) -> None:
         for proc in list(children.values()):
-            _kill_group(proc.pid, sig)
+            _kill_group(proc, sig)
 
     for job in list(pending):
         if job.launched and job.gpus > len(gpu_ids):

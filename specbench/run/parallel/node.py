@@ -73,45 +73,71 @@ def sweep_stale() -> None:
 
 
 # Runs as `python -c` next to a worker: remembers the server process groups the worker starts
-# (children of the worker that lead their own session, as ServerProcess starts them) and kills
-# them if the worker dies without stopping them; removes the worker's scratch dir and port claims too.
-_WATCHDOG = r"""
-import os, shutil, signal, sys, time
+# (children of the worker that lead their own session, as ServerProcess starts them) with their start
+# times, and stops them if the worker dies without stopping them, each process proven the recorded server's
+# (launch/owned.py's rule: the leader's pid and start time, members of its group started no earlier; a pid
+# another process holds now is left alone) and held by a pidfd from its check to its signal; removes the
+# worker's scratch dir and port claims too. WATCHDOG_STOP is the part that signals, on its own for a test.
+WATCHDOG_STOP = r"""
+import os, signal, time
+def stat_of(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            rest = f.read().rsplit(")", 1)[1].split()
+        return rest[0], int(rest[1]), int(rest[2]), int(rest[19])  # state, parent, group, start ticks
+    except (OSError, IndexError, ValueError):
+        return None
+def is_member(m, pid, ticks):
+    s = stat_of(m)
+    return s is not None and s[0] != "Z" and s[2] == pid and (s[3] == ticks if m == pid else s[3] >= ticks)
+def members(pid, ticks):
+    lead = stat_of(pid)
+    if lead is not None and lead[3] != ticks:
+        return []  # another process holds the server's pid now: its group is not the server's
+    return [int(d) for d in os.listdir("/proc") if d.isdigit() and is_member(int(d), pid, ticks)]
+def hit(pid, ticks, sig):
+    n = 0
+    for m in members(pid, ticks):
+        try:
+            fd = os.pidfd_open(m)
+        except ProcessLookupError:
+            continue
+        except (OSError, AttributeError):
+            fd = None
+        try:
+            if is_member(m, pid, ticks):
+                os.kill(m, sig) if fd is None else signal.pidfd_send_signal(fd, sig)
+                n += 1
+        except OSError:
+            pass
+        finally:
+            if fd is not None:
+                os.close(fd)
+    return n
+def stop_seen(seen, grace_s=15):
+    alive = [(p, t) for p, t in seen.items() if hit(p, t, signal.SIGTERM)]
+    deadline = time.time() + grace_s
+    while alive and time.time() < deadline:
+        time.sleep(0.5)
+        alive = [(p, t) for p, t in alive if members(p, t)]
+    for p, t in alive:
+        hit(p, t, signal.SIGKILL)
+"""
+_WATCHDOG = WATCHDOG_STOP + r"""
+import shutil, sys
 worker, scratch, ports, me = int(sys.argv[1]), sys.argv[2], sys.argv[3], os.getpid()
 def children():
-    out = set()
+    out = {}
     for d in os.listdir("/proc"):
-        if not d.isdigit() or int(d) == me:
-            continue
-        try:
-            with open(f"/proc/{d}/stat") as f:
-                rest = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(rest[1]) == worker and int(rest[3]) == int(d):
-            out.add(int(d))
+        s = stat_of(int(d)) if d.isdigit() and int(d) != me else None
+        if s is not None and s[1] == worker and s[2] == int(d):
+            out[int(d)] = s[3]
     return out
-seen = set()
+seen = {}
 while os.getppid() == worker:
-    seen |= children()
+    seen.update(children())
     time.sleep(0.5)
-alive = []
-for pid in seen:
-    try:
-        if os.getpgid(pid) == pid:
-            os.killpg(pid, signal.SIGTERM)
-            alive.append(pid)
-    except OSError:
-        pass
-deadline = time.time() + 15
-while alive and time.time() < deadline:
-    time.sleep(0.5)
-    alive = [p for p in alive if os.path.exists(f"/proc/{p}")]
-for pid in alive:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except OSError:
-        pass
+stop_seen(seen)
 shutil.rmtree(scratch, ignore_errors=True)
 for name in os.listdir(ports) if os.path.isdir(ports) else []:
     try:

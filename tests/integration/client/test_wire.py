@@ -100,53 +100,74 @@ def spec(url: str, **kw) -> RequestSpec:
     return RequestSpec(base_url=url, model="m", **kw)
 
 
-async def one(wire, url: str, **kw) -> RequestRecord:
-    rec = RequestRecord(prompt_id="p", dataset="d", config="c")
+async def one(wire, url: str, rec: RequestRecord | None = None, **kw) -> RequestRecord:
+    rec = rec or RequestRecord(prompt_id="p", dataset="d", config="c")
     return await stream_request(wire, spec(url, **kw), [{"role": "user", "content": "hi"}], rec)
+
+
+async def until(predicate, what: str, guard_s: float = 30.0) -> None:
+    """Wait for a state the test can see (a chunk read, a connection pooled or closed), never a guessed delay."""
+    deadline = time.monotonic() + guard_s
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.005)
 
 
 @pytest.mark.skipif(SO_TIMESTAMPNS is None, reason="kernel receive stamps are Linux-only")
 async def test_chunk_time_is_kernel_arrival_not_when_the_loop_got_to_it(server):
-    """The loop is blocked for 45 ms while chunk 2 arrives: its stamp must still be its send time.
+    """Chunk 2 is sent only while the loop is blocked, which stays blocked 0.5 s after: its stamp must still be
+    its send time.
 
-    (Chunk 3 arrives after the block; had it arrived during it, one read would return both and
-    both would carry chunk 3's stamp: the limit of per-read stamps, documented in wire.py.)"""
+    (Chunk 3 is sent only once the client has read chunk 2; had two chunks arrived during one block, one read
+    would return both and both would carry the later stamp: the limit of per-read stamps, documented in wire.py.)"""
     sent: list[float] = []
+    blocked, chunk2_sent, read2 = threading.Event(), threading.Event(), threading.Event()
 
     def reply(conn, _):
         conn.sendall(HEAD)
-        for i in range(3):
-            time.sleep(0.05)
+        for i, after in enumerate((None, blocked, read2)):
+            if after is not None:
+                after.wait(30)
             sent.append(time.perf_counter())
             conn.sendall(_event(i + 1))
+            if i == 1:
+                chunk2_sent.set()
         conn.sendall(_chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n")
 
     srv = server(reply)
-    loop = asyncio.get_running_loop()
-    # block the loop from before chunk 2 (t≈100 ms) until 25 ms after it, before chunk 3 (t≈150 ms)
-    loop.call_later(0.08, time.sleep, 0.045)
+    rec = RequestRecord(prompt_id="p", dataset="d", config="c")
     async with Wire() as wire:
         assert wire.clock == CLOCK_KERNEL
-        rec = await one(wire, srv.url)
+        task = asyncio.create_task(one(wire, srv.url, rec))
+        await until(lambda: len(rec.chunk_times) == 1, "chunk 1")
+        blocked.set()  # the loop is blocked from here: chunk 2 arrives meanwhile
+        chunk2_sent.wait(30)
+        time.sleep(0.5)
+        await until(lambda: len(rec.chunk_times) == 2, "chunk 2")
+        read2.set()
+        rec = await task
     assert rec.ok and len(rec.chunk_times) == 3
     lag = [t - s for t, s in zip(rec.chunk_times, sent)]
-    # loopback delivery is µs; 5 ms leaves room for a busy CI machine and still fails a loop stamp (≥ 25 ms)
-    assert all(0 <= x < 0.005 for x in lag), lag
+    # loopback delivery is µs; 0.25 s leaves room for a preempted server thread on a busy machine and still fails
+    # a loop stamp (≥ 0.5 s late for chunk 2)
+    assert all(0 <= x < 0.25 for x in lag), lag
 
 
 async def test_keep_alive_connection_is_reused_and_stale_one_replaced(server):
+    dropped = threading.Event()
+
     def reply(conn, n):
         conn.sendall(HEAD + _event(1) + _chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n")
         if n == 2:  # the server drops the idle connection after the second response
-            time.sleep(0.01)
             conn.shutdown(socket.SHUT_RDWR)
+            dropped.set()
 
     srv = server(reply)
     async with Wire() as wire:
         a = await one(wire, srv.url)
         b = await one(wire, srv.url)
         assert srv.accepts == 1, "second request should reuse the first connection"
-        await asyncio.sleep(0.1)
+        await asyncio.to_thread(dropped.wait, 30)
         c = await one(wire, srv.url)
     assert a.ok and b.ok and c.ok
     assert srv.accepts == 2 and srv.requests == 3
@@ -161,7 +182,7 @@ async def test_done_before_message_end_still_pools_the_connection(server):
     srv = server(reply)
     async with Wire() as wire:
         first = await one(wire, srv.url)
-        await asyncio.sleep(0.1)
+        await until(lambda: any(wire._idle.values()), "the message end (the connection back in the pool)")
         second = await one(wire, srv.url)
     assert first.ok and second.ok and first.chunk_tokens == [2]
     assert srv.accepts == 1
@@ -257,12 +278,11 @@ async def test_close_ends_requests_in_flight_at_once(server):
 
     srv = server(reply)
     wire = Wire()
-    task = asyncio.create_task(one(wire, srv.url, timeout_s=30))
-    await asyncio.sleep(0.2)
-    t0 = time.perf_counter()
+    rec = RequestRecord(prompt_id="p", dataset="d", config="c")
+    task = asyncio.create_task(one(wire, srv.url, rec, timeout_s=600))
+    await until(lambda: rec.chunk_times, "the first chunk")
     wire.close()
-    rec = await task
-    assert time.perf_counter() - t0 < 1
+    rec = await asyncio.wait_for(task, 60)  # the request would wait 600 s: ending in the guard is close's doing
     assert rec.error.endswith("client closed the connection") and rec.chunk_times
     assert not wire._open and not wire._live
 
@@ -277,8 +297,8 @@ async def test_message_that_never_ends_after_done_loses_its_connection(server, m
     async with Wire() as wire:
         rec = await one(wire, srv.url)
         assert rec.ok and len(wire._open) == 1
-        await asyncio.sleep(0.4)
-        assert not wire._open and not any(wire._idle.values())
+        await until(lambda: not wire._open, "the connection to be dropped 0.2 s after [DONE]")
+        assert not any(wire._idle.values())
 
 
 async def test_unresolvable_host_is_a_request_error(monkeypatch):

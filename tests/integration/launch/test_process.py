@@ -8,7 +8,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import aiohttp
@@ -23,7 +22,7 @@ from specbench.run import RunDir, preflight
 from specbench.run.servers import open_server
 from specbench.suite import parse_suite
 from tests.support.paths import ROOT, SCRIPTED
-from tests.support.processes import eventually_gone, gone, group_gone
+from tests.support.processes import eventually_gone, gone, group_gone, wait_for
 
 
 @pytest.fixture(autouse=True)
@@ -165,10 +164,7 @@ async def test_teardown_kills_the_whole_process_group(tmp_path):
                          "http://127.0.0.1:9", "/health", "/v1/models", "m", 5)
     proc.start()
     try:
-        for _ in range(500):
-            if pids.exists() and len(pids.read_text().split()) == 2:
-                break
-            time.sleep(0.01)
+        wait_for(lambda: pids.exists() and len(pids.read_text().split()) == 2, 60, "the engine and its worker")
         parent, child = map(int, pids.read_text().split())
         assert not gone(child)
     finally:

@@ -68,9 +68,9 @@ async def test_stop_reaches_the_workers_and_keeps_what_was_cut(scripted):
     stop = asyncio.Event()
 
     async def stop_when_busy() -> None:
-        while server.requests < 4:
+        # every stream has its first token on the wire (the server wrote it): not a guessed delay
+        while server.requests < 4 or not all(server.timelines[n].writes for n in range(1, 5)):
             await asyncio.sleep(0.02)
-        await asyncio.sleep(0.3)
         stop.set()
 
     asyncio.create_task(stop_when_busy())
@@ -89,17 +89,17 @@ async def test_open_loop_stop_records_the_request_in_flight_before_returning(scr
 
     async def stop_once_the_first_request_is_in_flight() -> None:
         # not a fixed delay: generate_load's start-up gc.collect() alone can take 0.3 s after a long test session
-        while server.requests < 1:
+        while server.requests < 1 or not server.timelines[1].writes:
             await asyncio.sleep(0.01)
-        await asyncio.sleep(0.2)
         stop.set()
 
     stopper = asyncio.ensure_future(stop_once_the_first_request_is_in_flight())
     transport = open_transport(url)
     try:
-        res = await generate_load(transport, spec, prompts(3), LoadPass("c", concurrency=0, request_rate=0.2, seed=1),
-                          stop=stop, grace_s=0.2)
-        assert res.wall_s < 1.5
+        # the next arrival is ~1000 s away (0.001/s): ending within the guard is the stop's doing
+        res = await asyncio.wait_for(generate_load(transport, spec, prompts(3),
+                                                   LoadPass("c", concurrency=0, request_rate=0.001, seed=1),
+                                                   stop=stop, grace_s=0.2), 60)
         assert [r.error for r in res.records] == ["cancelled: run stopped before the request finished"]
         assert server.requests == 1
     finally:

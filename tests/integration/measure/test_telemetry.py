@@ -16,6 +16,7 @@ from specbench.run.telemetry import PhaseMeter
 from specbench.suite import load_suite, parse_suite
 from specbench.suite.objectives import Cost
 from tests.support import suites
+from tests.support.processes import wait_for
 from tests.support.runs import run_suite
 from tests.support.suites import baseline_and_spec
 
@@ -66,9 +67,10 @@ def test_meter_reads_energy_over_the_window_and_samples(monkeypatch):
     nvml = fake_nvml({"0": 120.0, "1": 80.0})
     monkeypatch.setitem(sys.modules, "pynvml", nvml)  # the real import path: import pynvml, nvmlInit
     meter = PhaseMeter(["0", "GPU-1"], interval_s=0.01)
+    util, reads = nvml.nvmlDeviceGetUtilizationRates, []
+    nvml.nvmlDeviceGetUtilizationRates = lambda h: (reads.append(h), util(h))[1]
     meter.start()
-    import time
-    time.sleep(0.05)
+    wait_for(lambda: len(reads) >= 2 * 4, 30, "a fourth sample begun (three taken)")  # not a guessed sleep
     window = meter.stop()
     out = window.to_dict()
     assert out["energy_j_per_gpu"] == [120.0, 80.0] and out["energy_j"] == 200.0

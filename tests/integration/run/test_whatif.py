@@ -1,6 +1,7 @@
-"""`specbench profile` → `specbench whatif SUITE --profile` end to end on the vLLM-shaped fake engine
-(tests/support/fake_engine.py), which serves synthetic_acceptance_rates as a step cycle whose per-position
-counters read the rates back exactly."""
+"""`specbench whatif` end to end on the vLLM-shaped fake engine (tests/support/fake_engine.py): the
+break-even acceptance length per load on a known cost model, and `specbench profile` → `specbench whatif
+SUITE --profile`, which serves synthetic_acceptance_rates as a step cycle whose per-position counters read
+the rates back exactly."""
 
 import asyncio
 import hashlib
@@ -11,7 +12,40 @@ import pytest
 import yaml
 
 from specbench.cli import main
+from specbench.measure.break_even import verdict, whatif_curves
+from specbench.schemas.meta import RunMeta
 from specbench.schemas.profile_file import FORMAT
+from specbench.schemas.row_read import rows_from
+from tests.support.suites import known_cost_suite
+
+
+async def test_whatif_end_to_end_finds_the_break_even_per_load(tmp_path, fake_engine):
+    # n-gram K=7, its drafter 3 tokens a step; a step costs 20 + 3.25·7·batch ms (batch 1 at C=1, 4 at C=4), the
+    # baseline's 20 ms; 24 decode tokens a request (500 ms for the baseline: at most 8 requests/s, so a starved client
+    # can keep up). Speedup ≈ 500 ÷ (20 + 24/L · step): at C=1 0.71 / 1.41 / 3.4 at L = 1.5 / 3 / 8 (break-even
+    # ≈ 2.1), at C=4 0.28 / 0.55 / 1.42 (≈ 5.4). Every point is ≥ 29 % from 1.0, so a busy machine (a slower client,
+    # late wake-ups: the same time added to both sides) moves the break-even but never across a grid point.
+    ngram = {"name": "ngram_k7", "method": "ngram", "num_speculative_tokens": 7, "speculative": {"prompt_lookup_max": 4},
+             "args": ["--gap-per-draft", "0.00325"]}
+    suite = known_cost_suite(tmp_path, ngram, [1, 4], server_args=["--gap", "0.02", "--ttft", "0.02"])
+    out = tmp_path / "out"
+    code = await asyncio.to_thread(main, ["whatif", suite, "--lengths", "1.5,3,8", "-o", str(out), "-q"])
+    assert code == 0
+    rows = json.loads((out / "results.json").read_text())
+    meta = json.loads((out / "meta.json").read_text())
+    assert {r["run"] for r in rows} == {"baseline", "ngram_k7", "ngram_k7_al1.5", "ngram_k7_al3", "ngram_k7_al8"}
+    argv = meta["servers"]["ngram_k7_al3"]["argv"]
+    assert json.loads(argv[argv.index("--speculative-config") + 1])["synthetic_acceptance_length"] == 3.0
+    curves = {c.load.value: c for c in whatif_curves(rows_from(rows), RunMeta.from_dict(meta))}
+    assert set(curves) == {1, 4}
+    for c in curves.values():  # 24 decode tokens: every synthetic length divides them, so counters see it exactly
+        assert [p.measured for p in c.points] == pytest.approx([1.5, 3.0, 8.0])
+    assert 1.5 < curves[1].break_even < 3.0 < curves[4].break_even < 8.0  # more load, more acceptance needed
+    assert verdict(curves[1]).endswith("has 3.00 → wins") and verdict(curves[4]).endswith("has 3.00 → loses")
+    md = (out / "results.md").read_text()
+    assert "What-if: speedup vs acceptance length" in md and "has 3.00 → loses" in md
+    assert main(["report", str(out), "--format", "html", "-o", str(tmp_path / "r.html")]) == 0
+    assert 'id="fig-whatif"' in (tmp_path / "r.html").read_text()
 
 
 async def test_whatif_profile_replays_each_data_set_at_its_own_rates(tmp_path, fake_engine, capsys):
@@ -23,7 +57,7 @@ async def test_whatif_profile_replays_each_data_set_at_its_own_rates(tmp_path, f
         "configs": [{"name": "baseline"}, {"name": "ngram_k3", "method": "ngram", "num_speculative_tokens": 3}],
         "datasets": [{"name": "a", "path": str(prompts)}, {"name": "b", "path": str(prompts)},
                      {"name": "c", "path": str(prompts)}],
-        "load": {"concurrency": [1, 2], "max_tokens": 21, "warmup": 0}, "server": {"startup_timeout_s": 30}}))
+        "load": {"concurrency": [1, 2], "max_tokens": 21, "warmup": 0}, "server": {"startup_timeout_s": 600}}))
     profile = tmp_path / "profile.json"
     profile.write_text(json.dumps({"format": FORMAT, "profiles": [
         {"config": "eagle_k3", "dataset": "a", "num_speculative_tokens": 3, "acceptance_per_position": [0.75, 0.5, 0.25],

@@ -86,7 +86,7 @@ def test_programs_that_hang_are_killed_at_the_limit(program):
     t0 = time.monotonic()
     result = run_program(program, timeout_s=1.5)
     assert not result.passed and result.detail == "timed out after 1.5 s"
-    assert time.monotonic() - t0 < 10
+    assert time.monotonic() - t0 < 50  # a guard, not a speed: left alone the programs run 60 s or forever
 
 
 def test_memory_hog_is_stopped():

@@ -1,7 +1,6 @@
 """`specbench whatif` and `specbench tune`: expansion, break-even interpolation and best-K choice on
-known curves, and both commands end to end on a vLLM-shaped fake engine with a known cost model."""
+known curves (both commands end to end on the fake engine: tests/integration/run/test_whatif.py, test_tune.py)."""
 
-import asyncio
 import json
 import math
 import sys
@@ -231,65 +230,6 @@ def test_engine_flag_is_vllms_per_batch_size_schedule():
     assert engine_flag(TuneFamily(engine="sglang", adapter="sglang", method="eagle3"), [[1, 4, 3]]).flag is None
     off = engine_flag(fam, [[1, 16, 0]])
     assert (off.speculative_config, off.flag) == (None, None)
-
-
-# ------------------------------------------------------------------------------ end to end on the fake engine
-
-
-async def test_whatif_end_to_end_finds_the_break_even_per_load(tmp_path, fake_engine):
-    suite = suite_of(tmp_path, [{"name": "baseline"}, NGRAM], engine="fake")
-    out = tmp_path / "out"
-    code = await asyncio.to_thread(main, ["whatif", str(suite.path), "--lengths", "1.5,2,3,4", "-o", str(out), "-q"])
-    assert code == 0
-    rows = json.loads((out / "results.json").read_text())
-    meta = json.loads((out / "meta.json").read_text())
-    assert {r["run"] for r in rows} == {"baseline", "ngram_k3", "ngram_k3_al1.5", "ngram_k3_al2", "ngram_k3_al3", "ngram_k3_al4"}
-    argv = meta["servers"]["ngram_k3_al3"]["argv"]
-    assert json.loads(argv[argv.index("--speculative-config") + 1])["synthetic_acceptance_length"] == 3.0
-    curves = {c.load.value: c for c in whatif_curves(rows_from(rows), RunMeta.from_dict(meta))}
-    for c in curves.values():  # 12 decode tokens: every synthetic length divides them, so counters see it exactly
-        assert [p.measured for p in c.points] == pytest.approx([1.5, 2.0, 3.0, 4.0])
-    # a step costs 1 + 0.45·k·C baseline steps (k=3): break-even ≈ 2.35 at C=1 and ≈ 3.7 at C=2 (TTFT aside)
-    assert 2.0 < curves[1].break_even < 3.0 and 3.0 < curves[2].break_even < 4.0
-    assert verdict(curves[1]).endswith("has 3.00 → wins") and verdict(curves[2]).endswith("has 3.00 → loses")
-    md = (out / "results.md").read_text()
-    assert "What-if: speedup vs acceptance length" in md and "has 3.00 → loses" in md
-    assert main(["report", str(out), "--format", "html", "-o", str(tmp_path / "r.html")]) == 0
-    assert 'id="fig-whatif"' in (tmp_path / "r.html").read_text()
-
-
-async def test_tune_end_to_end_best_k_per_load_schedule_and_verify(tmp_path, fake_engine, capsys):
-    suite = suite_of(tmp_path, [{"name": "baseline"}, NGRAM], engine="fake", concurrency=[1, 4])
-    out = tmp_path / "out"
-    code = await asyncio.to_thread(main, ["tune", str(suite.path), "--k", "1,2,3", "-o", str(out), "-q"])
-    assert code == 0
-    meta = json.loads((out / "meta.json").read_text())
-    result = meta["tune"]["result"]
-    cells = {c["load"]: c for c in result["cells"]}
-    # C=1: a step costs 10 + 4.5K ms and carries min(K,2)+1 tokens → K=2 (1.51x) over K=1 (1.34x) and K=3 (1.25x)
-    assert cells[1]["best"] == 2 and cells[1]["indistinguishable"] == []
-    # C=4: 10 + 18K ms per step: every K is slower than the baseline (K=1 ≈ 0.73x) → no speculation
-    assert cells[4]["best"] == 0 and cells[4]["indistinguishable"] == []
-    assert result["method"].startswith("paired bootstrap")
-    schedule = json.loads((out / "schedule.json").read_text())
-    [s] = schedule["schedules"]
-    assert s["by_concurrency"] == {"1": 2, "4": 0} and s["ranges"] == [[1, 2, 2], [3, 4, 0]]
-    assert s["speculative_config"]["num_speculative_tokens_per_batch_size"] == [[1, 2, 2], [3, 4, 0]]
-    assert s["flag"].startswith("--speculative-config '{\"method\":\"ngram\"")
-    printed = capsys.readouterr().out
-    assert "| p | ngram | C=4 | **1.000x** |" in printed and f"specbench tune --verify {out}/schedule.json" in printed
-    assert printed.count("Best K per load") == 1  # the run's own table carries the final choice
-    assert "Told apart by: paired bootstrap" in (out / "results.md").read_text()  # written once, after the analysis
-    # the recommendation, re-measured in one command
-    vout = tmp_path / "verify"
-    code = await asyncio.to_thread(main, ["tune", "--verify", str(out / "schedule.json"), "-o", str(vout), "-q"])
-    assert code == 0
-    vmeta = json.loads((vout / "meta.json").read_text())
-    assert set(vmeta["servers"]) == {"baseline", "ngram_schedule"}
-    assert {r["run"] for r in json.loads((vout / "results.json").read_text())} == {"baseline", "ngram_schedule"}
-    argv = vmeta["servers"]["ngram_schedule"]["argv"]
-    sent = json.loads(argv[argv.index("--speculative-config") + 1])
-    assert sent["num_speculative_tokens_per_batch_size"] == [[1, 2, 2], [3, 4, 0]] and sent["num_speculative_tokens"] == 2
 
 
 def test_tune_report_without_requests_falls_back_to_overlapping_cis():

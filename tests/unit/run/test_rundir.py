@@ -63,7 +63,7 @@ def test_launched_json_keeps_each_entrys_keys_nulls_and_unknown_keys(tmp_path):
     null, a key of another version stays in its place, a wrong value matches no process."""
     import json
 
-    from specbench.launch.process import stop_leftover
+    from specbench.launch.owned import stop_leftover
     from specbench.schemas.launched import ProcessIdentity
 
     run = RunDir(tmp_path)
