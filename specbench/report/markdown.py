@@ -14,6 +14,7 @@ from ..measure.keepup import LAG_LIMIT_MS
 from ..schemas.cell import Cell, load_label
 from ..schemas.meta import RunMeta
 from ..schemas.row import ResultRow
+from ..util.numbers import is_number
 from .colspec import DASH, DECOMPOSITION_NOTE
 from .columns import COLUMNS, has_decomposition, num
 from .explain_tables import explain_markdown
@@ -136,13 +137,14 @@ def stall_warnings(r: ResultRow, where: str) -> list[str]:
         if not isinstance(p, dict):  # results.json is input: a pass that is not an object says nothing
             continue
         share = p.get("share")
-        if not isinstance(share, (int, float)) or share < STALL_NOTE_SHARE:
+        if not is_number(share) or share < STALL_NOTE_SHARE:
             continue
         stalled.append(p.get("repeat"))
-        longest = [s for s in p.get("longest") or [] if isinstance(s, dict)]
-        parts = sorted({str(s.get("where")) for s in longest if s.get("where")})
-        ms = " and ".join(f"{s.get('ms', 0):.0f}" for s in longest[:3])
-        causes = "; ".join(dict.fromkeys(c for s in longest[:3] for c in s.get("causes") or []))
+        longest = [s for s in (p.get("longest") if isinstance(p.get("longest"), list) else []) if isinstance(s, dict)]
+        parts = sorted({str(s.get("where"))[:40] for s in longest if s.get("where")})
+        ms = " and ".join(f"{s['ms']:.0f}" for s in longest[:3] if is_number(s.get("ms")))
+        causes = "; ".join(dict.fromkeys(str(c)[:300] for s in longest[:3]
+                                         for c in (s.get("causes") if isinstance(s.get("causes"), list) else [])))
         start = f", server start {p['server_start']}" if p.get("server_start") is not None else ""
         out.append(f"⚠ {where} (repeat {p.get('repeat')}{start}): stalls took {100 * share:.1f}% of the timed pass — "
                    f"{p.get('stalls')} step(s), the longest {ms} ms" + (f" ({', '.join(parts)})" if parts else "")

@@ -57,3 +57,13 @@ def test_a_pass_that_lost_two_percent_to_stalls_is_named_and_so_are_the_repeats_
 def test_passes_under_two_percent_are_not_named():
     r = row("spec", steplog_stalls=1, steplog_stall_passes=[_pass(0, 0.019)], speedup_varies=False)
     assert not [w for w in warnings([r]) if "stalls" in w]
+
+
+def test_a_hostile_stall_list_is_skipped_not_raised():
+    """results.json is input: a stall entry with text for ms, a cause that is not a list, a longest that is not a
+    list — the line is still written with what can be read."""
+    r = row("spec", steplog_stall_passes=[{"repeat": 0, "stalls": 1, "share": 0.5, "longest": [
+        {"ms": "many", "causes": "gc", "where": 7}, {"ms": 80.0, "causes": [1, "unknown"]}]},
+        {"repeat": 1, "share": 0.4, "longest": "none"}])
+    lines = [w for w in warnings([r]) if "stalls took" in w]
+    assert len(lines) == 2 and "the longest 80 ms (7): 1; unknown" in lines[0]
