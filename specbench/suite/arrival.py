@@ -187,7 +187,7 @@ class TraceError(ValueError):
 def _read_bytes(path: Path) -> bytes:
     try:
         if path.stat().st_size > MAX_TRACE_BYTES:
-            raise TraceError(f"larger than {MAX_TRACE_BYTES >> 20} MiB: cut the trace")
+            raise TraceError(f"larger than {MAX_TRACE_BYTES} bytes: cut the trace")
         return path.read_bytes()
     except FileNotFoundError:
         raise TraceError("file not found") from None

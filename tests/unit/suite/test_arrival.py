@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from specbench.errors import SuiteError
-from specbench.suite import load_suite
+from specbench.suite import arrival, load_suite
 
 # Mooncake's published example lines (kvcache-ai/Mooncake FAST25-release/README.md, as AIPerf's docs show them)
 MOONCAKE = """{"timestamp": 0, "input_length": 655, "output_length": 52, "hash_ids": [46, 47]}
@@ -132,3 +132,12 @@ def test_a_trace_that_cannot_be_read_names_its_file(tmp_path):
     (tmp_path / "b.jsonl").write_bytes(b"\xff\xfe")
     [line] = problems(suite(tmp_path, {"arrival": {"kind": "trace", "path": "b.jsonl"}}))
     assert line.endswith("b.jsonl: not UTF-8 text")
+
+
+def test_a_trace_past_its_bounds_is_refused_before_it_is_held(tmp_path, monkeypatch):
+    monkeypatch.setattr(arrival, "MAX_TRACE_LINES", 2)
+    [line] = problems(suite(tmp_path, {"arrival": {"kind": "trace", "path": "t.jsonl"}}, {"t.jsonl": MOONCAKE}))
+    assert line.endswith("t.jsonl: line 3: more than 2 requests: cut the trace")
+    monkeypatch.setattr(arrival, "MAX_TRACE_BYTES", 100)
+    [line] = problems(suite(tmp_path, {"arrival": {"kind": "trace", "path": "t.jsonl"}}, {"t.jsonl": MOONCAKE}))
+    assert line.endswith("t.jsonl: larger than 100 bytes: cut the trace")
