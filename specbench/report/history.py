@@ -166,12 +166,18 @@ def expected_cells(meta: RunMeta) -> set[Cell] | None:
     load = meta.raw.load or {}
     if not configs or not datasets:
         return None
+    arrival = load.get("arrival")
+    kind = arrival.get("kind") if isinstance(arrival, dict) else arrival
     try:
-        if load.get("request_rate") is not None:  # one cap for every rate of a run: not part of the comparison
+        if kind == "trace":  # its cell's rate is the trace file's mean rate: not in the suite copy
+            return None
+        if kind == "ramp":  # its cell's rate is the ramp's end rate (suite/arrival.py)
+            points = [LoadPoint(0, float(arrival["end"]))]
+        elif load.get("request_rate") is not None:  # one cap for every rate of a run: not part of the comparison
             points = [LoadPoint(0, float(v)) for v in _as_list(load["request_rate"])]
         else:
             points = [LoadPoint(_count(v)) for v in _as_list(load.get("concurrency", 1))]
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, KeyError):
         return None
     return {Cell.at(c, d, p) for c in configs for d in datasets for p in points}
 
