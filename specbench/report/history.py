@@ -167,12 +167,12 @@ def expected_cells(meta: RunMeta) -> set[Cell] | None:
     if not configs or not datasets:
         return None
     arrival = load.get("arrival")
-    kind = arrival.get("kind") if isinstance(arrival, dict) else arrival
+    ramp = arrival if isinstance(arrival, dict) else {"kind": arrival}
     try:
-        if kind == "trace":  # its cell's rate is the trace file's mean rate: not in the suite copy
+        if ramp.get("kind") == "trace":  # its cell's rate is the trace file's mean rate: not in the suite copy
             return None
-        if kind == "ramp":  # its cell's rate is the ramp's end rate (suite/arrival.py)
-            points = [LoadPoint(0, float(arrival["end"]))]
+        if ramp.get("kind") == "ramp":  # its cell's rate is the ramp's end rate (suite/arrival.py)
+            points = [LoadPoint(0, float(ramp["end"]))]
         elif load.get("request_rate") is not None:  # one cap for every rate of a run: not part of the comparison
             points = [LoadPoint(0, float(v)) for v in _as_list(load["request_rate"])]
         else:
