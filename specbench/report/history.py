@@ -172,12 +172,15 @@ def expected_cells(meta: RunMeta) -> set[Cell] | None:
         if ramp.get("kind") == "trace":  # its cell's rate is the trace file's mean rate: not in the suite copy
             return None
         if ramp.get("kind") == "ramp":  # its cell's rate is the ramp's end rate (suite/arrival.py)
-            points = [LoadPoint(0, float(ramp["end"]))]
+            end = ramp.get("end")
+            if not isinstance(end, (int, float)):
+                return None
+            points = [LoadPoint(0, float(end))]
         elif load.get("request_rate") is not None:  # one cap for every rate of a run: not part of the comparison
             points = [LoadPoint(0, float(v)) for v in _as_list(load["request_rate"])]
         else:
             points = [LoadPoint(_count(v)) for v in _as_list(load.get("concurrency", 1))]
-    except (TypeError, ValueError, KeyError):
+    except (TypeError, ValueError):
         return None
     return {Cell.at(c, d, p) for c in configs for d in datasets for p in points}
 
