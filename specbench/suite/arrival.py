@@ -74,8 +74,9 @@ class Arrival:
     def describe(self) -> str:
         """One line for the notes under the tables."""
         if self.kind == "gamma":
-            return (f"Arrivals: gamma gaps, burstiness {self.burstiness:g} ({'burstier than' if self.burstiness < 1 else 'more even than'} "
-                    "Poisson at the same mean rate; load.seed + the repeat number)")
+            than = "burstier than" if self.burstiness < 1 else "more even than" if self.burstiness > 1 else "as"
+            return (f"Arrivals: gamma gaps, burstiness {self.burstiness:g} ({than} Poisson at the same mean rate; "
+                    "load.seed + the repeat number)")
         if self.kind == "ramp":
             over = f"over {self.duration_s:g} s, then {self.end:g}" if self.duration_s else "over each pass's requests"
             bursty = f", burstiness {self.burstiness:g}" if self.burstiness != 1 else ""
