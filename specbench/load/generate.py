@@ -1,8 +1,11 @@
 """Load generation: send prompts to a server under a load shape → request records and the phase's wall time.
 
 Closed loop (``concurrency``: C conversations in flight, each worker starts the next as soon as
-its last one ends) or open loop (``request_rate``: Poisson arrivals, seeded). Multi-turn prompts
-feed the model's own answer back, one measured request per turn.
+its last one ends) or open loop (``request_rate``: arrivals due on a schedule computed up front,
+``schedule.py``: Poisson, gamma, a ramp or a trace). In open loop each request records when it was
+due (``scheduled_time``) beside when it was sent, so a client that falls behind shows as waiting
+(``measure/arrivals.py``), never as a fast server. Multi-turn prompts feed the model's own answer
+back, one measured request per turn.
 """
 
 from __future__ import annotations
@@ -11,15 +14,16 @@ import asyncio
 import gc
 import multiprocessing
 import queue
-import random
 import signal
 import time
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..client import RequestSpec, Transport, close_transport, open_transport, stream_request
 from ..schemas.request import Prompt, RequestRecord
+from ..suite.arrival import Arrival
+from .schedule import schedule
 
 
 def phase_window(records: Sequence[RequestRecord]) -> tuple[float, float] | None:
@@ -43,6 +47,7 @@ class LoadPass:
     request_rate: float | None = None
     seed: int = 0
     repeat: int = 0
+    arrival: Arrival = Arrival()  # open loop: when each request is due (schedule.py)
 
 
 @dataclass
@@ -74,18 +79,25 @@ def _messages(prompt: Prompt, answers: list[str], turn: int) -> list[dict[str, s
 
 async def _conversation(
     session: Transport, spec: RequestSpec, prompt: Prompt, phase: LoadPass, sink: list[RequestRecord],
-    on_record: Callable[[RequestRecord], None] | None, stop: asyncio.Event | None,
+    on_record: Callable[[RequestRecord], None] | None, stop: asyncio.Event | None, due: float | None = None,
 ) -> None:
-    """One prompt's turns in order; each record lands in ``sink`` as soon as it ends, even if cancelled."""
+    """One prompt's turns in order; each record lands in ``sink`` as soon as it ends, even if cancelled.
+    ``due``: when its arrival was scheduled (open loop); a later turn is due when the one before it ended."""
     answers: list[str] = []
+    line = prompt.trace
+    if line is not None:  # a trace's line asks for its own output length
+        spec = replace(spec, max_tokens=max(1, line.output_length))
     for turn in range(len(prompt.turns)):
         if stop is not None and stop.is_set():
             break
         rec = RequestRecord(
             prompt_id=prompt.id, dataset=prompt.dataset, config=phase.config, turn=turn,
             category=prompt.category, phase=phase.phase, concurrency=phase.concurrency, repeat=phase.repeat,
-            request_rate=phase.request_rate,
+            request_rate=phase.request_rate, scheduled_time=due,
         )
+        if line is not None:
+            rec.trace_line, rec.trace_session = line.line, line.session_id
+            rec.trace_input_length, rec.trace_output_length = line.input_length, line.output_length
         try:
             await stream_request(session, spec, _messages(prompt, answers, turn), rec)
         except asyncio.CancelledError:
@@ -99,6 +111,7 @@ async def _conversation(
         if rec.error is not None:
             break
         answers.append(rec.text)
+        due = rec.end_time if due is not None else None
 
 
 async def generate_load(
@@ -151,32 +164,23 @@ async def _generate(session: Transport, spec: RequestSpec, prompts: Sequence[Pro
 
     async def open_loop() -> None:
         assert phase.request_rate is not None  # started only for a request rate
-        rng = random.Random(phase.seed)
+        offsets = schedule(phase.arrival, phase.request_rate, prompts, phase.seed)  # up front: the loop only keeps to it
         limit = asyncio.Semaphore(phase.concurrency) if phase.concurrency > 0 else None
         arrivals: list[asyncio.Task] = []
-        next_at = time.perf_counter()
+        start = time.perf_counter()
 
-        async def one(p: Prompt) -> None:
+        async def one(p: Prompt, due: float) -> None:
             if limit is None:
-                await _conversation(session, spec, p, phase, records, on_record, stop)
+                await _conversation(session, spec, p, phase, records, on_record, stop, due)
                 return
-            async with limit:
-                await _conversation(session, spec, p, phase, records, on_record, stop)
+            async with limit:  # a request held by the in-flight cap waits here, and its wait counts from ``due``
+                await _conversation(session, spec, p, phase, records, on_record, stop, due)
 
         try:
-            for p in prompts:
-                delay = next_at - time.perf_counter()
-                if delay > 0 and stop is not None:
-                    try:  # a stop ends the wait for the next arrival at once
-                        await asyncio.wait_for(stop.wait(), delay)
-                    except TimeoutError:
-                        pass
-                elif delay > 0:
-                    await asyncio.sleep(delay)
-                if stop is not None and stop.is_set():
+            for p, offset in zip(prompts, offsets):
+                if not await _wait_until(start + offset, stop):
                     break
-                arrivals.append(asyncio.create_task(one(p)))
-                next_at += rng.expovariate(phase.request_rate)
+                arrivals.append(asyncio.create_task(one(p, start + offset)))
             await asyncio.gather(*arrivals)
         finally:  # cut short: requests in flight are cancelled and recorded before generate_load returns
             pending = [t for t in arrivals if not t.done()]
@@ -206,6 +210,22 @@ async def _generate(session: Transport, spec: RequestSpec, prompts: Sequence[Pro
             main.cancel()
             await asyncio.gather(main, return_exceptions=True)
     return LoadResult.over(records, started, time.perf_counter())
+
+
+async def _wait_until(due: float, stop: asyncio.Event | None) -> bool:
+    """Wait until ``due`` on ``perf_counter``, never returning before it (a loop's timer may fire up to its
+    clock's resolution early: uvloop's is 1 ms); False when ``stop`` is set first, which ends the wait at once."""
+    while (delay := due - time.perf_counter()) > 0:
+        if stop is None:
+            await asyncio.sleep(delay)
+            continue
+        try:
+            await asyncio.wait_for(stop.wait(), delay)
+        except TimeoutError:
+            pass
+        if stop.is_set():
+            return False
+    return stop is None or not stop.is_set()
 
 
 def run_loop(coro):

@@ -21,6 +21,7 @@ from ..schemas.phase import PhaseInfo, by_cell
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
 from . import acceptance as acc
+from .arrivals import from_schedule
 from .compare import decomposition, fidelity, mean_ci95, paired_requests, paired_speedup, ratio
 from .keepup import client_lag, client_tokens, token_agreement
 from .latency import Throughput, latency_stats, shared_reads, throughput, token_sources
@@ -213,6 +214,9 @@ def summarize_cell(phases: Sequence[PhaseInfo], records: Sequence[RequestRecord]
     lag = client_lag(measured)
     if lag is not None:
         row.add(lag)
+    scheduled = from_schedule(measured)
+    if scheduled is not None:
+        row.add(scheduled)
     return row
 
 

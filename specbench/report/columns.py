@@ -13,6 +13,7 @@ from __future__ import annotations
 from ..measure.keepup import LAG_LIMIT_MS
 from ..schemas.cell import load_label
 from ..schemas.row import ResultRow
+from .arrival_columns import ARRIVAL_COLUMNS
 from .colspec import CHECKS, DASH, GROUPS, WHY, Column, Group, Rows, num, pct
 from .o200k_columns import O200K_COLUMNS
 from .quality_columns import QUALITY_COLUMNS
@@ -203,7 +204,7 @@ CHECK_COLUMNS: list[Column] = [
 def all_columns() -> list[Column]:
     """Every column entry, in print order: identity, the comparison table, then one table after another."""
     main = COLUMNS[:2] + LOAD_AND_CI[:3] + COLUMNS[2:5] + LOAD_AND_CI[3:] + COLUMNS[5:]
-    return main + WHY_COLUMNS + STEP_COLUMNS + QUALITY_COLUMNS + O200K_COLUMNS + CHECK_COLUMNS
+    return main + WHY_COLUMNS + STEP_COLUMNS + QUALITY_COLUMNS + O200K_COLUMNS + CHECK_COLUMNS + ARRIVAL_COLUMNS
 
 
 def table_columns(records: Rows) -> list[Column]:

@@ -166,8 +166,17 @@ def expected_cells(meta: RunMeta) -> set[Cell] | None:
     load = meta.raw.load or {}
     if not configs or not datasets:
         return None
+    arrival = load.get("arrival")
+    ramp = arrival if isinstance(arrival, dict) else {"kind": arrival}
     try:
-        if load.get("request_rate") is not None:  # one cap for every rate of a run: not part of the comparison
+        if ramp.get("kind") == "trace":  # its cell's rate is the trace file's mean rate: not in the suite copy
+            return None
+        if ramp.get("kind") == "ramp":  # its cell's rate is the ramp's end rate (suite/arrival.py)
+            end = ramp.get("end")
+            if not isinstance(end, (int, float)):
+                return None
+            points = [LoadPoint(0, float(end))]
+        elif load.get("request_rate") is not None:  # one cap for every rate of a run: not part of the comparison
             points = [LoadPoint(0, float(v)) for v in _as_list(load["request_rate"])]
         else:
             points = [LoadPoint(_count(v)) for v in _as_list(load.get("concurrency", 1))]

@@ -15,6 +15,7 @@ from ..schemas.cell import Cell, load_label
 from ..schemas.meta import RunMeta
 from ..schemas.row import ResultRow
 from ..util.numbers import is_number
+from .arrival_columns import schedule_warnings
 from .colspec import DASH, DECOMPOSITION_NOTE
 from .columns import COLUMNS, has_decomposition, num
 from .explain_tables import explain_markdown
@@ -88,6 +89,7 @@ def warnings(records: Sequence[ResultRow]) -> list[str]:
                        f"their socket read (limit {LAG_LIMIT_MS:g} ms), and read {shared} of them together with the one before "
                        "(limit 1%: it read them a step or more late): TTFT and ITL include the client's own time; "
                        "use load.client_processes or the default client")
+        out += schedule_warnings(r)
         if r.status in ("failed", "interrupted"):
             out.append(f"⚠ {where}: cell {r.status} ({r.failed_requests or 0} failed requests: {r.errors or {}})")
     return out + cell_notes(records)

@@ -74,7 +74,7 @@ class Phases:
             scraped_before = time.time()  # after the scrape: the server is idle until the load starts
             meter.start()
             load = LoadPass(cfg.name, "measure", point.concurrency, point.request_rate,
-                            seed=self.suite.load.seed + repeat, repeat=repeat)
+                            seed=self.suite.load.seed + repeat, repeat=repeat, arrival=self.suite.load.arrival)
             result = await self._timed(transport, spec, prompts, load)
         finally:
             meter.stop()

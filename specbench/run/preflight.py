@@ -11,6 +11,7 @@ from ..datasets import check_available, load_prompts
 from ..errors import LaunchError, SuiteError
 from ..launch import load_engine
 from ..launch.process import port_in_use
+from ..load.trace import trace_prompts
 from ..schemas.cell import LoadPoint
 from ..schemas.request import Prompt
 from ..suite import ServerConfig, Suite
@@ -55,11 +56,14 @@ def preflight(suite: Suite) -> dict[str, list[Prompt]]:
 
 
 def load_suite_prompts(suite: Suite) -> dict[str, list[Prompt]]:
-    """Every data set's prompts, or the one-line error of the first that cannot be had."""
+    """Every data set's prompts, or the one-line error of the first that cannot be had; under a trace, one prompt
+    per trace line, built from them (``load/trace.py``)."""
     prompts = {}
     for spec in suite.datasets:
         check_available(spec, suite.data_dir)
         prompts[spec.name] = load_prompts(spec, suite.data_dir)
         if not prompts[spec.name]:
             raise SuiteError(f"{suite.path}: dataset {spec.name!r} yielded no prompts")
+        if suite.load.arrival.kind == "trace":  # one request per trace line, its text from the data set's prompts
+            prompts[spec.name] = trace_prompts(suite.load.arrival.trace, prompts[spec.name])
     return prompts

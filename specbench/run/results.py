@@ -92,4 +92,5 @@ def run_notes(suite: Suite, clocks: dict[str, str] | None = None) -> list[str]:
         "Acceptance: deltas of the engine's spec-decode counters over each measured phase (see acceptance_source in results.json); — = not measured.",
         f"temperature {suite.load.temperature:g}, max_tokens {suite.load.max_tokens}, warm-up "
         + ("a full matching pass" if suite.load.warmup == "pass" else f"{suite.load.warmup} request(s)") + " before each timed pass.",
-    ] + suite_notes(suite)
+    ] + ([suite.load.arrival.describe()] if suite.load.request_rate and suite.load.arrival.kind != "poisson" else []) \
+        + suite_notes(suite)

@@ -14,6 +14,20 @@ from .run_files import REQUESTS, SLO_PROBES
 
 
 @dataclass(frozen=True)
+class TraceLine:
+    """One request of a timestamped trace (``load.arrival: trace``, read by ``suite/arrival.py``): when it
+    arrives (seconds after the trace's first request, ``time_scale`` applied), the lengths it asks for,
+    and its text and session where the trace has them."""
+
+    at_s: float
+    output_length: int
+    input_length: int | None = None
+    text: str | None = None
+    session_id: str | None = None
+    line: int = 0  # its line in the trace file, from 1 (a CSV's header is line 1)
+
+
+@dataclass(frozen=True)
 class Prompt:
     """One benchmark item.
 
@@ -26,6 +40,7 @@ class Prompt:
     turns: tuple[str, ...]
     category: str | None = None
     system: str | None = None
+    trace: TraceLine | None = None  # a trace's request: its own arrival time and max_tokens (load/trace.py)
 
 
 @dataclass
@@ -63,6 +78,15 @@ class RequestRecord(Record):
     prompt_tokens_o200k: int | None = key("o200k_base tokens of the texts it sent (measure/o200k.py)", low=0)
     chunk_read_times: list[float] | None = key("openai SDK client only: when the read that completed each chunk "
                                                "came off the transport")
+    scheduled_time: float | None = key("open loop: when its arrival was due, on send_time's clock (a later turn: "
+                                       "when the turn before it ended); the client sent it at send_time, never earlier",
+                                       omit_none=True)
+    trace_line: int | None = key("load.arrival trace: the trace file's line it replays", low=1, omit_none=True)
+    trace_session: str | None = key("load.arrival trace: the line's session id, where the trace has one", omit_none=True)
+    trace_input_length: int | None = key("load.arrival trace: the input tokens the line asks for (the prompt is built "
+                                         "to about that many, load/trace.py)", low=0, omit_none=True)
+    trace_output_length: int | None = key("load.arrival trace: the output tokens the line asks for (sent as max_tokens, "
+                                          "at least 1)", low=0, omit_none=True)
 
     @property
     def ok(self) -> bool:
@@ -76,6 +100,19 @@ class RequestRecord(Record):
     def latency(self) -> float | None:
         return self.chunk_times[-1] - self.send_time if self.chunk_times else None
 
+    @property
+    def behind_schedule(self) -> float | None:
+        """Seconds the client sent it after it was due (open loop): time the server never saw."""
+        return None if self.scheduled_time is None or not self.send_time else self.send_time - self.scheduled_time
+
+    @property
+    def ttft_from_schedule(self) -> float | None:
+        """TTFT from when it was due, not when it was sent: a late client shows as waiting, not as a fast server."""
+        return self.chunk_times[0] - self.scheduled_time if self.chunk_times and self.scheduled_time is not None else None
+
+    @property
+    def latency_from_schedule(self) -> float | None:
+        return self.chunk_times[-1] - self.scheduled_time if self.chunk_times and self.scheduled_time is not None else None
 
 
 @dataclass

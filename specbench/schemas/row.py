@@ -296,6 +296,13 @@ class StepLogStats:
     warmup_steady_passes: list[int] | None = None
     warmup_steady: bool | None = None
     warmup_steady_events: list[list[int]] | None = None
+    # open loop, from when each request was due (measure/arrivals.py); written only for cells with due times
+    latency_from_schedule_mean_ms: float | None = None
+    latency_from_schedule_p95_ms: float | None = None
+    ttft_from_schedule_mean_ms: float | None = None
+    ttft_from_schedule_p95_ms: float | None = None
+    client_behind_ms_p99: float | None = None
+    client_behind_schedule: bool | None = None
 
 
 @dataclass(eq=False)

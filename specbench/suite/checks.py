@@ -33,7 +33,7 @@ LOAD_KEYS: dict[str, type | tuple[type, ...]] = {
     "repeats": int, "timeout_s": (int, float), "seed": int, "extra_body": dict, "workload": str,
     "client_processes": (int, str), "client": str, "slo": dict, "max_rate_at_slo": (str, int, float, dict),
     "grade": (bool, list), "tiktoken_file": str, "restart": bool, "target_ci": (int, float, str), "max_repeats": int,
-    "warmup_max_passes": int,
+    "warmup_max_passes": int, "arrival": (str, dict),
 }
 
 class TopBlock(TypedDict, total=False):
@@ -100,6 +100,7 @@ class LoadBlock(TypedDict, total=False):
     target_ci: float | str
     max_repeats: int
     warmup_max_passes: int
+    arrival: str | dict[Any, Any]
 
 
 class ServerBlock(TypedDict, total=False):

@@ -14,6 +14,7 @@ from ..datasets import DatasetSpec
 from ..schemas.cell import find_baseline
 from ..schemas.meta import Comparability
 from ..util.redact import redact_mapping
+from .arrival import Arrival
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,7 @@ class LoadSpec:
     rate_search: Any = None  # slo.RateSearch: --max-rate-at-slo
     grade: tuple[str, ...] = ()  # data sets whose answers are graded (grade/)
     tiktoken_file: str | None = None  # o200k_base.tiktoken for the tokenizer-independent lengths (measure/o200k.py)
+    arrival: Arrival = Arrival()  # open loop: when requests are due (suite/arrival.py)
 
     @property
     def first_stage(self) -> int:
@@ -179,6 +181,8 @@ class Suite:
             "model_path": self.server.model_path,
             # only when set: runs from before the key stay comparable with real-weight runs
             **({"load_format": self.server.load_format} if self.server.load_format != "auto" else {}),
+            # only when not Poisson: runs from before the key stay comparable with Poisson runs
+            **({"arrival": self.load.arrival.fingerprint()} if self.load.arrival.kind != "poisson" else {}),
             "datasets": {d.name: _fingerprint(self.raw_dataset(d.name)) for d in self.datasets},
             "configs": {c.name: _fingerprint(redact_mapping(self.raw_config(c.name))) for c in self.configs},
         }, f"{self.path}: comparability")

@@ -12,6 +12,7 @@ from urllib.parse import urlparse
 from ..datasets import DatasetSpec
 from ..errors import SuiteError
 from ..util.redact import redact_url
+from .arrival import parse_arrival
 from .checks import (
     CLIENTS,
     CONFIG_KEYS,
@@ -195,7 +196,7 @@ def _datasets(top: TopBlock, where: str, base: Path, problems: list[str]) -> lis
 def _load(lraw: LoadBlock, datasets: list[DatasetSpec], base: Path, where: str, problems: list[str]) -> LoadSpec:
     """The checked ``load:`` block as a ``LoadSpec`` (a tiktoken file relative to the suite's folder ``base``)."""
     load_kwargs: dict[str, Any] = {k: v for k, v in lraw.items() if k not in ("concurrency", "request_rate", "slo",
-                                                                                "max_rate_at_slo", "grade")}
+                                                                                "max_rate_at_slo", "grade", "arrival")}
     if "concurrency" in lraw:
         conc = positive_list(lraw["concurrency"], int, f"{where}: load.concurrency", problems, 1, MAX_CONCURRENCY)
         if conc:
@@ -204,6 +205,8 @@ def _load(lraw: LoadBlock, datasets: list[DatasetSpec], base: Path, where: str, 
         rate = positive_list(lraw["request_rate"], float, f"{where}: load.request_rate", problems, MIN_REQUEST_RATE, MAX_REQUEST_RATE)
         if rate:
             load_kwargs["request_rate"] = rate
+    if "arrival" in lraw:
+        load_kwargs.update(_arrival(lraw, base, where, problems))
     for key in ("max_tokens", "repeats"):
         if key in lraw and lraw[key] < 1:
             problems.append(f"{where}: load.{key}: expected a positive integer, got {lraw[key]}")
@@ -247,6 +250,22 @@ def _load(lraw: LoadBlock, datasets: list[DatasetSpec], base: Path, where: str, 
         if not os.path.isfile(load_kwargs["tiktoken_file"]):
             problems.append(f"{where}: load.tiktoken_file: file not found: {load_kwargs['tiktoken_file']}")
     return LoadSpec(**load_kwargs)
+
+
+def _arrival(lraw: LoadBlock, base: Path, where: str, problems: list[str]) -> dict[str, Any]:
+    """``load.arrival`` and, for a ramp or a trace, the one rate it gives its cell (``load.request_rate`` is then
+    not the user's to give); gamma needs the mean rate from ``load.request_rate``."""
+    arrival = parse_arrival(lraw["arrival"], base, where, problems)
+    out: dict[str, Any] = {"arrival": arrival}
+    if arrival.kind in ("ramp", "trace"):
+        if "request_rate" in lraw:
+            problems.append(f"{where}: load.request_rate: not with load.arrival {arrival.kind}: the "
+                            f"{'ramp' if arrival.kind == 'ramp' else 'trace'}'s own rate is the cell's load point")
+        if arrival.own_rate is not None:
+            out["request_rate"] = (arrival.own_rate,)
+    elif arrival.kind == "gamma" and "request_rate" not in lraw:
+        problems.append(f"{where}: load.arrival: gamma arrivals need load.request_rate (their mean rate)")
+    return out
 
 
 def _repeat_keys(lraw: LoadBlock, where: str, problems: list[str]) -> float | None:

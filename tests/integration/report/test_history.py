@@ -179,6 +179,20 @@ def test_classify_counts_missing_cells_and_short_repeats():
     assert status == "interrupted" and "cell b / d / C=1 has fewer than 3 repeats" in why
 
 
+def test_a_ramp_or_trace_run_is_complete_at_its_own_rate():
+    """A ramp's cell is its end rate and a trace's its file's mean rate (suite/arrival.py), neither a concurrency:
+    a finished run of either is complete, not "0 of 2 cells measured"."""
+    comp = {"configs": {"b": "", "s": ""}, "datasets": {"d": ""}}
+    ramp = RunMeta.from_dict({"finished_at": "x", "comparability": comp, "suite": {"raw": {"load": {
+        "concurrency": 4, "arrival": {"kind": "ramp", "start": 1, "end": 16}}}}})
+    rows = rows_from([rec(c, "d", rate=16.0) for c in "bs"])
+    assert classify(ramp, rows) == ("complete", "")
+    assert classify(ramp, rows[:1])[1].startswith("1 of 2 cells measured")
+    trace = RunMeta.from_dict({"finished_at": "x", "comparability": comp, "suite": {"raw": {"load": {
+        "arrival": {"kind": "trace", "path": "t.jsonl"}}}}})
+    assert classify(trace, rows_from([rec(c, "d", rate=13.33) for c in "bs"])) == ("complete", "")
+
+
 def test_all_shows_every_complete_run_oldest_first(results, capsys):
     code, out, _ = report(capsys, results, "--all")
     assert code == 0
