@@ -10,9 +10,9 @@ record measured it, so a results file from elsewhere prints the reference table.
 
 from __future__ import annotations
 
-from ..measure.keepup import LAG_LIMIT_MS
 from ..schemas.cell import load_label
 from ..schemas.row import ResultRow
+from ..schemas.row_latency import LAG_LIMIT_MS
 from .colspec import CHECKS, DASH, GROUPS, WHY, Column, Group, Rows, num, pct
 from .o200k_columns import O200K_COLUMNS
 from .quality_columns import QUALITY_COLUMNS

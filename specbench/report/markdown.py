@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..measure.explained import Explained, Sweep
-from ..measure.keepup import LAG_LIMIT_MS
 from ..schemas.cell import Cell, load_label
 from ..schemas.meta import RunMeta
 from ..schemas.row import ResultRow
+from ..schemas.row_latency import LAG_LIMIT_MS
 from .colspec import DASH, DECOMPOSITION_NOTE
 from .columns import COLUMNS, has_decomposition, num
 from .explain_tables import explain_markdown
