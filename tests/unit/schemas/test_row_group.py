@@ -67,3 +67,10 @@ def test_keys_are_written_in_declaration_order_whatever_the_order_they_were_set_
     assert out[len(REFERENCE_KEYS):] == ["acceptance_pos_4", "acceptance_pos_5", "shared_read_chunks", "shared_read_share",
                                          "slo_attainment", *written(TelemetrySummary()), "zz_newer"]
     assert list(row.to_dict(reference_first=False)) == ["dataset", "run", *out[len(REFERENCE_KEYS):]]
+
+
+def test_docs_records_documents_every_results_key():
+    from specbench.schemas.docs import records_markdown
+
+    page = records_markdown()
+    assert [k for k in FIELD_NAMES if f"| `{k}` |" not in page] == []
