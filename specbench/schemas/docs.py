@@ -109,7 +109,9 @@ def row_markdown() -> str:
         specs = ResultRow.specs()
         lines += [f"#### `{group.__name__}`", "", " ".join((group.__doc__ or "").split()), "",
                   "| key | holds | meaning |", "| --- | --- | --- |"]
-        lines += [f"| `{name}` | {holds(specs[name])} | {specs[name].doc} |" for name in own_names(group)]
+        for name in own_names(group):
+            meaning = specs[name].doc.replace("|", "\\|")  # a pipe in a meaning would end its table cell
+            lines.append(f"| `{name}` | {holds(specs[name])} | {meaning} |")
         lines.append("")
     return "\n".join(lines).rstrip("\n")
 
