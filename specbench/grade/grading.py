@@ -19,7 +19,7 @@ import functools
 import os
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +28,7 @@ from ..datasets.loader import parse_items
 from ..datasets.sources import fetch_rows
 from ..measure.bootstrap import bootstrap_samples
 from ..schemas.request import RequestRecord
-from ..schemas.row import WHEN_SET
+from ..schemas.row_quality import Accuracy, PairedAccuracy
 from . import answers, programs
 
 CODE_TIMEOUT_S = 10.0
@@ -141,18 +141,6 @@ def _correct(r: RequestRecord) -> bool | None:
     return g.get("correct") if isinstance(g, dict) and isinstance(g.get("correct"), bool) else None
 
 
-@dataclass(frozen=True)
-class Accuracy:
-    """A cell's task accuracy (``accuracy_summary``), named as the result row names it."""
-
-    accuracy: float | None
-    accuracy_compared: int
-    accuracy_ungraded: int
-    accuracy_truncated: int
-    accuracy_error: str | None = field(default=None, metadata=WHEN_SET)
-    grade_network_guard: str | None = field(default=None, metadata=WHEN_SET)
-
-
 def accuracy_summary(records: Sequence[RequestRecord], graded_set: bool) -> Accuracy | None:
     """accuracy over the cell's graded requests; null (with ``accuracy_error``) when none was graded;
     None (no key at all) when the suite does not grade the set."""
@@ -183,18 +171,6 @@ def mcnemar_exact(b: int, c: int) -> float:
         term = term * (n - i + 1) // i
         tail += term
     return min(1.0, 2 * (tail / 2 ** n))
-
-
-@dataclass(frozen=True)
-class PairedAccuracy:
-    """Accuracy against the baseline on the same prompts (``paired_accuracy``), named as the result row names it."""
-
-    accuracy_diff_vs_baseline: float | None = None
-    accuracy_diff_ci_low: float | None = None
-    accuracy_diff_ci_high: float | None = None
-    accuracy_mcnemar_p: float | None = None
-    accuracy_paired_prompts: int | None = None
-    accuracy_diff_method: str | None = field(default=None, metadata=WHEN_SET)
 
 
 def paired_accuracy(pairs: Sequence[tuple[bool, bool]], resamples: int = 2000, seed: int = 0) -> PairedAccuracy:

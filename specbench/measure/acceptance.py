@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from ..schemas.acceptance import POSITION, AcceptanceWindow
 from ..schemas.metrics import MetricsSnapshot
 from ..schemas.request import RequestRecord
+from ..schemas.row_acceptance import Agreement, StreamSummary
 
 REPORTED_POSITIONS = 3  # results always carry acceptance_pos_1..3 (null when not measured)
 
@@ -211,20 +212,6 @@ def request_stats_acceptance(records: Sequence[RequestRecord]) -> RequestStatsAc
                                   steps, accepted, drafted, len(stats))
 
 
-@dataclass(frozen=True)
-class StreamSummary:
-    """The stream-derived fields of a result row (``stream_*``), named as the row names them."""
-
-    stream_steps: int | None
-    stream_accepted_tokens: int | None
-    stream_mean_acceptance_length: float | None
-    stream_acceptance_rate: float | None
-    stream_acceptance_joint: list[float | None] | None
-    stream_acceptance_conditional: list[float | None] | None
-    stream_tokens_per_step_histogram: dict[str, int] | None
-    stream_merged_chunks: int | None
-
-
 def stream_summary(records: Sequence[RequestRecord], k: int | None) -> StreamSummary:
     """A cell's acceptance as its stream's chunk sizes show it."""
     sa = stream_acceptance(records, k)
@@ -238,14 +225,6 @@ def stream_summary(records: Sequence[RequestRecord], k: int | None) -> StreamSum
         stream_tokens_per_step_histogram={str(n): c for n, c in sa.histogram.items()} or None,
         stream_merged_chunks=sa.merged_steps if sa.k else None,
     )
-
-
-@dataclass(frozen=True)
-class Agreement:
-    """Accepted tokens as the server's counters and the stream saw them (``agreement``), named as the result row names it."""
-
-    acceptance_tokens_diff: int | None
-    acceptance_sources_agree: bool | None
 
 
 def agreement(counter_accepted: int | None, stream_accepted: int | None, requests: int) -> Agreement:

@@ -10,28 +10,12 @@ client's, or the in-flight cap's (``load.concurrency`` in open loop), holding.""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
 from ..schemas.request import RequestRecord
+from ..schemas.row_latency import BEHIND_LIMIT_MS, FromSchedule
 from .latency import stats_ms
-
-#: a cell whose p99 lateness is above this is flagged: asyncio's timers alone are up to ~1 ms late
-#: (docs/developing.md, client overhead), so 10 ms late is a client (or cap) holding requests back
-BEHIND_LIMIT_MS = 10.0
-
-
-@dataclass(frozen=True)
-class FromSchedule:
-    """A cell's keys (``ResultRow.add``): latency and TTFT from the schedule, and how far behind it the client sent."""
-
-    latency_from_schedule_mean_ms: float | None = None
-    latency_from_schedule_p95_ms: float | None = None
-    ttft_from_schedule_mean_ms: float | None = None
-    ttft_from_schedule_p95_ms: float | None = None
-    client_behind_ms_p99: float | None = None
-    client_behind_schedule: bool | None = None
 
 
 def from_schedule(records: Sequence[RequestRecord]) -> FromSchedule | None:

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields
 
 import numpy as np
 import numpy.typing as npt
 
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
+from ..schemas.row_baseline import Decomposition, Fidelity, PairedSpeedup
 from .acceptance import decode_steps
 from .bootstrap import bootstrap_samples
 
@@ -75,16 +75,6 @@ def paired_bootstrap(columns: np.ndarray, stat: Callable[[np.ndarray], np.ndarra
     return point, float(lo), float(hi)
 
 
-@dataclass(frozen=True)
-class PairedSpeedup:
-    """The speed-up over paired prompts with its bootstrap CI (``paired_speedup``), named as the result row names it."""
-
-    paired_speedup: float | None = None
-    paired_speedup_ci_low: float | None = None
-    paired_speedup_ci_high: float | None = None
-    paired_prompts: int | None = None
-
-
 def paired_speedup(pairs: Sequence[tuple[RequestRecord, RequestRecord]], resamples: int = 2000,
                    seed: int = 0) -> PairedSpeedup:
     """Speedup of per-request decode rate over paired prompts, with a bootstrap 95% CI over prompts.
@@ -135,20 +125,8 @@ def paired_decomposition(pairs: Sequence[tuple[RequestRecord, RequestRecord]], r
     return point, lo, hi
 
 
-@dataclass(frozen=True)
-class Decomposition:
-    """Speedup = tokens per step ÷ step cost × residual (``decomposition``), named as the result row names it;
-    null where not measured."""
-
-    step_cost_ratio: float | None = None
-    speedup_decomposed: float | None = None
-    speedup_decomposed_ci_low: float | None = None
-    speedup_decomposed_ci_high: float | None = None
-    speedup_residual: float | None = None
-
-
 #: results keys of the speedup decomposition, in results.json's order
-DECOMPOSITION_KEYS = tuple(f.name for f in fields(Decomposition))
+DECOMPOSITION_KEYS = Decomposition.names()
 
 
 def decomposition(row: ResultRow, base: ResultRow, pairs: Sequence[tuple[RequestRecord, RequestRecord]]) -> Decomposition:
@@ -185,16 +163,6 @@ def first_divergence(a: Sequence[object], b: Sequence[object]) -> int | None:
         if x != y:
             return i
     return None if len(a) == len(b) else min(len(a), len(b))
-
-
-@dataclass(frozen=True)
-class Fidelity:
-    """Outputs identical to the baseline's (``fidelity``), named as the result row names it."""
-
-    fidelity_identical: float | None = None
-    fidelity_compared: int | None = None
-    fidelity_unit: str | None = None
-    fidelity_first_divergence_median: float | None = None
 
 
 def fidelity(pairs: Sequence[tuple[RequestRecord, RequestRecord]]) -> Fidelity:

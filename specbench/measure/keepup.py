@@ -27,18 +27,8 @@ import numpy as np
 
 from ..schemas.metrics import MetricsSnapshot
 from ..schemas.request import RequestRecord
-from ..schemas.row import ClientLag
+from ..schemas.row_latency import LAG_LIMIT_MS, SHARED_READ_LIMIT, TOLERANCE, ClientLag, TokenAgreement
 from .acceptance import counter_deltas
-
-#: the most the client's count may differ from the server's, relative to the server's, per phase
-TOLERANCE = 0.01
-
-#: SDK lag p99 (ms) above which a cell is client-limited: about one decode step of a GPU engine (10–30 ms), so
-#: a chunk held longer may have moved by a whole step (docs/measurement.md); above a busy machine's scheduling gaps
-LAG_LIMIT_MS = 20.0
-#: share of SDK chunks read together with the one before above which the cell is client-limited (as the
-#: shared-read line under the table: at the loads an SDK process keeps up with it is 0)
-SHARED_READ_LIMIT = 0.01
 
 
 @dataclass(frozen=True)
@@ -89,16 +79,6 @@ def _window(window: object) -> tuple[int | None, str | None]:
 
 def _agree(client: int, server: int) -> bool:
     return client == server or (server > 0 and abs(client / server - 1) <= TOLERANCE)
-
-
-@dataclass(frozen=True)
-class TokenAgreement:
-    """The client's token count against the server's counter over a cell, named as the result row names it."""
-
-    server_generation_tokens: int | None = None
-    client_server_token_ratio: float | None = None
-    client_server_tokens_agree: bool | None = None
-    client_server_token_error: str | None = None
 
 
 def token_agreement(windows: Sequence[object], client: Sequence[int]) -> TokenAgreement | None:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..schemas.request import RequestRecord
+from ..schemas.row_latency import LatencyStats, SharedReads
 
 PERCENTILES = (50, 95, 99)
 
@@ -81,14 +82,6 @@ def _reads(r: RequestRecord) -> list[float]:
     return reads if reads is not None and len(reads) == len(r.chunk_times) else r.chunk_times
 
 
-@dataclass(frozen=True)
-class SharedReads:
-    """Content chunks that came in the same read as the chunk before (``shared_reads``), named as the result row names it."""
-
-    shared_read_chunks: int
-    shared_read_share: float | None
-
-
 def shared_reads(records: Sequence[RequestRecord]) -> SharedReads:
     """Content chunks stamped exactly like the chunk before them: they came in the same socket read
     (for the openai SDK client, the same read of its transport).
@@ -102,32 +95,6 @@ def shared_reads(records: Sequence[RequestRecord]) -> SharedReads:
     gaps = sum(len(r.chunk_times) - 1 for r in ok)
     shared = sum(int(np.count_nonzero(np.diff(_reads(r)) == 0)) for r in ok)
     return SharedReads(shared, shared / gaps if gaps else None)
-
-
-@dataclass(frozen=True)
-class LatencyStats:
-    """A cell's latency, TTFT, ITL, TPOT and step (raw chunk gap) spreads, named as the result row names them."""
-
-    latency_mean_ms: float | None
-    latency_p50_ms: float | None
-    latency_p95_ms: float | None
-    latency_p99_ms: float | None
-    ttft_mean_ms: float | None
-    ttft_p50_ms: float | None
-    ttft_p95_ms: float | None
-    ttft_p99_ms: float | None
-    itl_mean_ms: float | None
-    itl_p50_ms: float | None
-    itl_p95_ms: float | None
-    itl_p99_ms: float | None
-    tpot_mean_ms: float | None
-    tpot_p50_ms: float | None
-    tpot_p95_ms: float | None
-    tpot_p99_ms: float | None
-    step_mean_ms: float | None
-    step_p50_ms: float | None
-    step_p95_ms: float | None
-    step_p99_ms: float | None
 
 
 def latency_stats(records: Sequence[RequestRecord]) -> LatencyStats:

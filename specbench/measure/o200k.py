@@ -23,7 +23,7 @@ import tiktoken.load
 from tiktoken_ext import openai_public
 
 from ..schemas.request import Prompt, RequestRecord
-from ..schemas.row import O200kLengths
+from ..schemas.row_quality import O200kLengths
 
 O200K_URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
 #: counts kept per text, so rows rebuilt after every phase do not count the same answers again

@@ -26,13 +26,14 @@ time per output token (latency ÷ output tokens) exceeds the baseline's on the s
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, TypeGuard
 
 import numpy as np
 
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
+from ..schemas.row_acceptance import RequestAcceptance
+from ..schemas.row_baseline import SlowerShare
 from .acceptance import decode_steps
 
 SOURCE_STATS = "vLLM per-request speculative_decoding stats (drafted steps only)"
@@ -106,19 +107,6 @@ def merged_steps_warning(row: ResultRow) -> str | None:
             "; a merged chunk counts as one step, so these lengths are too high")
 
 
-@dataclass(frozen=True)
-class RequestAcceptance:
-    """A cell's acceptance length per request (``acceptance_summary``), named as the result row names it."""
-
-    request_acceptance_p10: float | None = None
-    request_acceptance_p50: float | None = None
-    request_acceptance_p90: float | None = None
-    request_acceptance_mean: float | None = None
-    request_acceptance_token_weighted_mean: float | None = None
-    request_acceptance_requests: int | None = None
-    request_acceptance_source: str | None = None
-
-
 def acceptance_summary(records: Sequence[RequestRecord]) -> RequestAcceptance:
     lengths, source = request_lengths(records)
     if not lengths:
@@ -136,14 +124,6 @@ def acceptance_summary(records: Sequence[RequestRecord]) -> RequestAcceptance:
 def _time_per_token(r: RequestRecord) -> float | None:
     latency = r.latency
     return latency / r.output_tokens if latency is not None and r.output_tokens else None
-
-
-@dataclass(frozen=True)
-class SlowerShare:
-    """Paired prompts the config served slower per output token than the baseline (``slower_share``)."""
-
-    slower_than_baseline_share: float | None
-    slower_than_baseline_compared: int | None
 
 
 def slower_share(pairs: Sequence[tuple[RequestRecord, RequestRecord]]) -> SlowerShare:

@@ -1,7 +1,7 @@
 """A row's spread over its repeats against the baseline: the per-repeat speedups, whether they ran on
 fresh server starts, the heterogeneity flag, and the adaptive target (``spread.py`` has the rules).
 
-Set after every other key, so these keys end the row (results.json stays backward compatible).
+Its keys are ``schemas.row_baseline.RepeatSpread``'s.
 """
 
 from __future__ import annotations
@@ -69,11 +69,11 @@ def add_spread(rows: list[ResultRow], phases: Sequence[PhaseInfo], records: Sequ
             row.ci95 = {**(row.ci95 or {}), "speedup_vs_baseline": [ci[1], ci[2]]}
             how = f" (two-stage: count planned from the first {plan.stage})" if plan.target is not None else ""
             row.speedup_ci_method = f"Student-t on the log scale over {len(reps)} paired {_label(fresh)}{how}"
-        row.set("speedup_repeats", speedups)
-        row.set("speedup_repeats_fresh_servers", fresh)
-        row.set("speedup_between_p", p)
+        row.speedup_repeats = speedups
+        row.speedup_repeats_fresh_servers = fresh
+        row.speedup_between_p = p
         varies = None if p is None else p < HETEROGENEITY_P
-        row.set("speedup_varies", varies)
+        row.speedup_varies = varies
         notes = list(row.notes or [])
         known = [s for s in speedups if s is not None]
         if varies and known:
@@ -83,8 +83,8 @@ def add_spread(rows: list[ResultRow], phases: Sequence[PhaseInfo], records: Sequ
         if plan.target is not None:
             half = None if ci is None else (ci[2] - ci[1]) / 2 / ci[0]
             met = None if half is None else half <= plan.target
-            row.set("repeats_target", plan.target)
-            row.set("repeats_target_met", met)
+            row.repeats_target = plan.target
+            row.repeats_target_met = met
             got = "unknown" if half is None else f"{'met' if met else 'not met'} (±{half:.1%})"
             notes.append(f"{len(reps)} repeats on {_label(fresh)}; target ±{plan.target:.1%}: {got}")
         row.notes = notes or None

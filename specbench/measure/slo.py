@@ -13,12 +13,12 @@ probes; the answer is the highest passing rate with the bracket [highest pass, l
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
+from ..schemas.row_quality import SloAttainment
 from ..schemas.slo_search import SloSearch
 from ..suite.objectives import Slo
 from .latency import tpot
@@ -41,17 +41,6 @@ def meets(rec: RequestRecord, slo: Slo) -> bool:
         return False
     values = request_values(rec)
     return all((v := values[k]) is None or v <= bound for k, bound in slo.bounds().items())
-
-
-@dataclass(frozen=True)
-class SloAttainment:
-    """A cell at the suite's SLO (its row's keys): the bounds, the share of requests within all of
-    them, those requests, and those per second."""
-
-    slo: dict[str, float]
-    slo_attainment: float | None
-    slo_met_requests: int
-    goodput_rps: float | None
 
 
 def slo_summary(records: Sequence[RequestRecord], wall_s: float, slo: Slo | None) -> SloAttainment | None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..schemas.row_steplog import StallStats, SteadyWarmup
 from ..schemas.steplog import EventRow
 from .steplog import Step, step_times
 
@@ -149,19 +150,6 @@ def pass_stalls(steps: Sequence[Step], events: Sequence[EventRow], wall_s: float
                       round(by_kind.get(UNKNOWN, 0.0), 3), one_time)
 
 
-@dataclass(frozen=True)
-class StallStats:
-    """A cell's stalls over its timed passes, named as the result row names it (docs/steplog.md)."""
-
-    steplog_stalls: int
-    steplog_stall_ms: float
-    steplog_stall_share: float | None
-    steplog_stall_causes: dict[str, float] | None
-    steplog_stall_unknown_ms: float
-    steplog_one_time_events: int
-    steplog_stall_passes: list[dict[str, object]]
-
-
 TOP = 5  # stalls kept per pass in results.json (the longest)
 
 
@@ -188,17 +176,6 @@ def stall_stats(passes: Sequence[PassStalls], wall_s: Sequence[float | None]) ->
                                            for s in sorted(p.stalls, key=lambda s: -s.excess_ms)[:TOP]]}
                               for p in passes],
     )
-
-
-@dataclass(frozen=True)
-class SteadyWarmup:
-    """``load.warmup: steady`` over a cell's timed passes, named as the result row names it: the warm-up passes
-    each repeat took, and whether every one ended on a pass with no one-time event (False: the cap was reached
-    first; ``warmup_steady_events`` keeps the counts per pass of each repeat)."""
-
-    warmup_steady_passes: list[int]
-    warmup_steady: bool
-    warmup_steady_events: list[list[int]]
 
 
 def steady_warmup(seen: Sequence[list[int] | None]) -> SteadyWarmup | None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..schemas.row import ResultRow
+from ..schemas.row_steplog import StepDecomposition, StepStats, TokenLogStats
 from ..schemas.steplog import HIST_LEN, GpuRow, SchedRow, StepHeader, TokenRow
 
 #: ``num_reqs`` buckets of the step time by batch size
@@ -125,32 +126,6 @@ def _agree(a: int | None, b: int | None) -> bool | None:
     return None if a is None or b is None else a == b
 
 
-@dataclass(frozen=True)
-class StepStats:
-    """One cell's step log over its timed passes (``cell_stats``; docs/metrics.md), named as the result row names it."""
-
-    steplog_steps: int
-    steplog_step_mean_ms: float | None
-    steplog_step_p50_ms: float | None
-    steplog_step_p95_ms: float | None
-    steplog_step_clock: str | None
-    steplog_step_by_batch: dict[str, dict[str, int | float]] | None
-    steplog_fwd_ms: float | None
-    steplog_lm_head_ms: float | None
-    steplog_verify_ms: float | None
-    steplog_drafter_ms: float | None
-    steplog_gap_ms: float | None
-    steplog_tokens_per_step: float | None
-    steplog_hist: list[int]
-    steplog_accepted: int | None
-    steplog_counter_accepted: int | None
-    steplog_accepted_agree: bool | None
-    steplog_hist_accepted: int
-    steplog_hist_agree: bool | None
-    steplog_graph_modes: dict[str, float] | None
-    steplog_padding_share: float | None
-
-
 def cell_stats(passes: Sequence[PassSteps]) -> StepStats:
     """The results keys of one cell's step log over its timed passes (``steplog_*``; docs/metrics.md)."""
     steps = [s for p in passes for s in p.steps]
@@ -211,18 +186,6 @@ class PassTokens:
     tokens: tuple[TokenRow, ...]
 
 
-@dataclass(frozen=True)
-class TokenLogStats:
-    """The token log over a cell's timed passes against its step log, named as the result row names it: the
-    verified guesses, the accepted ones, whether they equal the steps' accepted tokens, and what could not be
-    placed (reason → count; None: everything was)."""
-
-    steplog_token_guesses: int
-    steplog_token_accepted: int
-    steplog_token_agree: bool | None
-    steplog_token_unplaced: dict[str, int] | None
-
-
 def token_stats(passes: Sequence[PassTokens], orphans: int = 0) -> TokenLogStats:
     """Σ accepted of the token rows against Σ accepted of the same steps' scheduler rows; a step that accepted
     guesses but has no token row (a row lost before it reached disk) is counted, and so are ``orphans``, the
@@ -244,20 +207,6 @@ def token_stats(passes: Sequence[PassTokens], orphans: int = 0) -> TokenLogStats
                          steplog_token_unplaced=unplaced or None)
 
 
-@dataclass(frozen=True)
-class StepDecomposition:
-    """The Why table's decomposition as the step log gives it (``steplog_decomposition``), named as the result
-    row names it. The decomposition keys are the row's already (``compare.decomposition``): a key the step log
-    does not give keeps the row's value."""
-
-    step_source: str
-    step_cost_ratio: float | None
-    speedup_decomposed: float | None
-    speedup_residual: float | None
-    speedup_decomposed_ci_low: float | None
-    speedup_decomposed_ci_high: float | None
-
-
 def steplog_decomposition(row: ResultRow, base: ResultRow | None) -> StepDecomposition | None:
     """The Why table's Step cost and Tok/step from the step log where both the row and its baseline have
     a measured step time: step cost = the row's mean step ÷ the baseline's (one token per request a
@@ -266,8 +215,10 @@ def steplog_decomposition(row: ResultRow, base: ResultRow | None) -> StepDecompo
     ``step_source`` says which source the row's decomposition used; None: the row has no decomposition."""
     if base is None or row.run == base.run or row.step_cost_ratio is None and row.speedup_decomposed is None:
         return None
-    kept = StepDecomposition("chunk gaps", row.step_cost_ratio, row.speedup_decomposed, row.speedup_residual,
-                             row.speedup_decomposed_ci_low, row.speedup_decomposed_ci_high)
+    kept = StepDecomposition(step_source="chunk gaps", step_cost_ratio=row.step_cost_ratio,
+                             speedup_decomposed=row.speedup_decomposed, speedup_residual=row.speedup_residual,
+                             speedup_decomposed_ci_low=row.speedup_decomposed_ci_low,
+                             speedup_decomposed_ci_high=row.speedup_decomposed_ci_high)
     step, base_step = row.steplog_step_mean_ms, base.steplog_step_mean_ms
     tokens = row.steplog_tokens_per_step
     if step is None or base_step is None or not base_step > 0 or tokens is None:
@@ -279,5 +230,6 @@ def steplog_decomposition(row: ResultRow, base: ResultRow | None) -> StepDecompo
     lo, hi = row.speedup_decomposed_ci_low, row.speedup_decomposed_ci_high
     if old and lo is not None and hi is not None:
         lo, hi = lo * new / old, hi * new / old
-    return StepDecomposition("step log", cost, new, row.speedup_vs_baseline / new if row.speedup_vs_baseline is not None else None,
-                             lo, hi)
+    return StepDecomposition(step_source="step log", step_cost_ratio=cost, speedup_decomposed=new,
+                             speedup_residual=row.speedup_vs_baseline / new if row.speedup_vs_baseline is not None else None,
+                             speedup_decomposed_ci_low=lo, speedup_decomposed_ci_high=hi)

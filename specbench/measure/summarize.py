@@ -320,7 +320,7 @@ def _speedup_ci(row: ResultRow, base: ResultRow) -> dict[str, list[float | None]
 
 
 def add_o200k(rows: list[ResultRow], phases: Sequence[PhaseInfo], records: Sequence[RequestRecord], o200k: O200k) -> None:
-    """Each row's o200k_base lengths (``o200k.o200k_summary``), set last: the keys end the row."""
+    """Each row's o200k_base lengths (``o200k.o200k_summary``)."""
     measured_by, walls = by_cell(phases, records)
     for row in rows:
         cell = Cell.of_row(row)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
-from ..schemas.row import WHEN_SET
+from ..schemas.row_quality import CostSummary, TelemetrySummary
 from ..suite.objectives import Cost
 
 # NVML's utilisation is the busy share of its last sample period (up to 1 s on current drivers): a sample
@@ -100,19 +100,6 @@ def _flat(series: Sequence[tuple[list[float | None], list[PerGpu]]], settle_s: f
     return out
 
 
-@dataclass(frozen=True)
-class TelemetrySummary:
-    """A cell's GPU energy and sampled telemetry, named as the result row names them."""
-
-    energy_j: float | None = None
-    joules_per_output_token: float | None = None
-    gpu_util_mean_pct: float | None = None
-    gpu_mem_used_max_mib: float | None = None
-    sm_clock_mean_mhz: float | None = None
-    telemetry_gpus: list[str] | None = None
-    telemetry_error: str | None = None
-
-
 def telemetry_summary(windows: Sequence[TelemetryWindow], output_tokens: int | None) -> TelemetrySummary:
     """A cell's energy (Σ over its repeats) and sampled telemetry, or null fields with the reason."""
     if not windows:
@@ -133,16 +120,6 @@ def telemetry_summary(windows: Sequence[TelemetryWindow], output_tokens: int | N
                             gpu_mem_used_max_mib=float(max(mem)) if mem else None,
                             sm_clock_mean_mhz=float(np.mean(clock)) if clock else None,
                             telemetry_gpus=windows[0].gpus, telemetry_error=error)
-
-
-@dataclass(frozen=True)
-class CostSummary:
-    """A cell's cost per output token at the suite's GPU-hour price, named as the result row names it."""
-
-    gpu_hour_usd: float
-    cost_gpus: int | None
-    usd_per_million_output_tokens: float | None = None
-    cost_error: str | None = field(default=None, metadata=WHEN_SET)
 
 
 def cost_summary(cost: Cost | None, gpus: int | None, reason: str | None, tps: float | None) -> CostSummary | None:

@@ -1,9 +1,10 @@
-"""One table column as one entry: its header, unit, definition, the table it belongs to, when it is
-shown and how its cell is written (AIPerf's "header, unit and formula in one place").
+"""One table column as one entry: its header, the results fields it shows (their meaning and unit are
+the fields' own, declared once in ``schemas/row_*.py``), the table it belongs to, when it is shown and how its
+cell is written (AIPerf's "header, unit and formula in one place").
 
-``columns.py`` and ``quality_columns.py`` hold the entries; the markdown tables, the HTML table and
-docs/metrics.md are all drawn from them. Missing values are ``—`` (``-`` inside the per-position
-cell), never 0.
+``columns.py``, ``steplog_columns.py``, ``quality_columns.py`` and ``o200k_columns.py`` hold the entries; the
+markdown tables, the HTML table and docs/metrics.md are all drawn from them. Missing values are ``—`` (``-``
+inside the per-position cell), never 0.
 """
 
 from __future__ import annotations
@@ -58,21 +59,40 @@ def always(records: Rows) -> bool:
     return True
 
 
+#: how a field's unit reads in a column: a share (a fraction of 1) is shown as a percentage
+SHOWN_UNIT = {"share": "%"}
+
+
 @dataclass(frozen=True)
 class Column:
-    """``cell`` writes one row's text; ``shown`` says whether these records get the column at all;
-    ``identity`` columns (data set, config, swept load) are repeated in every small table."""
+    """A column shows the row's fields ``keys``, its meaning and unit those of the first (the field's
+    ``key(...)`` in ``schemas/row_*.py``: one source for this page, docs/metrics.md and docs/records.md);
+    ``note`` adds what the cell shows beyond it (its ⚠, the other keys it brings in), ``unit`` the cell's unit
+    where it is not the field's. ``cell`` writes one row's text; ``shown`` says whether these records get the
+    column at all; ``identity`` columns (data set, config, swept load) are repeated in every small table."""
 
     header: str
     cell: Callable[[ResultRow], str]
-    definition: str
+    keys: tuple[str, ...]
     group: Group = MAIN
-    unit: str = ""
-    keys: tuple[str, ...] = ()
+    note: str = ""
+    unit: str | None = None
     shown: Callable[[Rows], bool] = always
     identity: bool = False
     #: the header these records get, where it depends on them (``header`` is its general form)
     header_for: Callable[[Rows], str] | None = None
+
+    @property
+    def definition(self) -> str:
+        doc = ResultRow.specs()[self.keys[0]].doc
+        return f"{doc}; {self.note}" if self.note else doc
+
+    @property
+    def shown_unit(self) -> str:
+        if self.unit is not None:
+            return self.unit
+        unit = ResultRow.specs()[self.keys[0]].unit
+        return SHOWN_UNIT.get(unit, unit)
 
     def for_rows(self, records: Rows) -> Column:
         return self if self.header_for is None else replace(self, header=self.header_for(records))

@@ -4,15 +4,17 @@ here, *Per request*'s and *Quality & cost*'s in ``quality_columns.py``.
 
 This module alone decides which columns a set of records gets and each cell's text; ``tables.py``
 (markdown) and ``html.table_html`` only lay the cells out, and ``reference_markdown`` writes the
-column reference of docs/metrics.md. A column beyond the reference table's appears only when some
-record measured it, so a results file from elsewhere prints the reference table.
+column reference of docs/metrics.md. A column names the results fields it shows: its definition and
+unit are the first field's (declared once in ``schemas/row_*.py``), plus the column's ``note``. A
+column beyond the reference table's appears only when some record measured it, so a results file from
+elsewhere prints the reference table.
 """
 
 from __future__ import annotations
 
-from ..measure.keepup import LAG_LIMIT_MS
 from ..schemas.cell import load_label
 from ..schemas.row import ResultRow
+from ..schemas.row_latency import LAG_LIMIT_MS
 from .arrival_columns import ARRIVAL_COLUMNS
 from .colspec import CHECKS, DASH, GROUPS, WHY, Column, Group, Rows, num, pct
 from .o200k_columns import O200K_COLUMNS
@@ -55,72 +57,42 @@ def _load(r: ResultRow) -> str:
     return DASH if r.concurrency is None else load_label("concurrency", r.concurrency)
 
 
-def _identity(header: str, key: str, definition: str) -> Column:
-    return Column(header, lambda r: str(getattr(r, key)), definition, keys=(key,), identity=True)
+def _identity(header: str, key: str) -> Column:
+    return Column(header, lambda r: str(getattr(r, key)), (key,), identity=True)
 
 
 #: the reference table's columns (``../shared/reference/results_example.md``), in its order
 COLUMNS: list[Column] = [
-    _identity("Dataset", "dataset", "the data set's name in the suite"),
-    _identity("Run", "run", "the config's name in the suite (the baseline has a row of its own)"),
-    Column("Req", lambda r: DASH if r.requests is None else str(r.requests),
-           "successful requests in the cell's timed passes (each turn of a conversation counts; failed ones do not, "
-           "see Failed)", unit="requests", keys=("requests",)),
-    Column("Output tok/s", lambda r: num(r.output_throughput_tps, 2),
-           "Σ output tokens of the successful requests (the server's usage counts) ÷ wall time of the timed pass; "
-           "failed requests add 0", unit="tokens/s", keys=("output_throughput_tps",)),
-    Column("Speedup", lambda r: num(r.speedup_vs_baseline, 3, "x"),
-           "this config's Output tok/s ÷ the baseline's on the same data set and load point (1.000x on the "
-           "baseline's own row)", unit="×", keys=("speedup_vs_baseline",)),
+    _identity("Dataset", "dataset"),
+    _identity("Run", "run"),
+    Column("Req", lambda r: DASH if r.requests is None else str(r.requests), ("requests",)),
+    Column("Output tok/s", lambda r: num(r.output_throughput_tps, 2), ("output_throughput_tps",)),
+    Column("Speedup", lambda r: num(r.speedup_vs_baseline, 3, "x"), ("speedup_vs_baseline",)),
     Column("Latency mean/p95 ms", lambda r: _pair(r.latency_mean_ms, r.latency_p95_ms),
-           "per successful request: arrival of its last content chunk − send time; mean and 95th percentile "
-           "(numpy, linear interpolation, as every percentile here)", unit="ms", keys=("latency_mean_ms", "latency_p95_ms")),
-    Column("TTFT mean/p95 ms", lambda r: _pair(r.ttft_mean_ms, r.ttft_p95_ms),
-           "per successful request: arrival of the first chunk with content − send time (sent = just before the "
-           "request is written to the socket; arrival = the kernel's receive stamp)", unit="ms",
-           keys=("ttft_mean_ms", "ttft_p95_ms")),
-    Column("ITL mean/p95 ms", lambda r: _pair(r.itl_mean_ms, r.itl_p95_ms),
-           "per token, pooled over requests: a chunk of n tokens after a gap g gives n samples of g/n (the raw "
-           "gap between chunks, what other tools call ITL, is step_*_ms in results.json)", unit="ms",
-           keys=("itl_mean_ms", "itl_p95_ms")),
-    Column("TPOT mean/p95 ms", lambda r: _pair(r.tpot_mean_ms, r.tpot_p95_ms),
-           "per request with more than one output token: (latency − TTFT) ÷ (output tokens − 1)", unit="ms",
-           keys=("tpot_mean_ms", "tpot_p95_ms")),
-    Column("Accept rate", lambda r: pct(r.acceptance_rate),
-           "accepted draft tokens ÷ proposed draft tokens: deltas of the engine's spec-decode counters over the "
-           "measured phases (acceptance_source); — = no drafting, or counters missing or untrusted "
-           "(acceptance_error)", unit="%", keys=("acceptance_rate",)),
-    Column("Accept p1/p2/p3", _positions,
-           "drafts whose i-th token was accepted ÷ drafts, i = 1, 2, 3 (joint: the first i tokens were all "
-           "accepted), from the per-position counter; - = not measured (an engine without that counter)", unit="%",
-           keys=("acceptance_pos_1", "acceptance_pos_2", "acceptance_pos_3")),
-    Column("Accept len", lambda r: num(r.mean_acceptance_length, 3),
-           "1 + accepted ÷ drafts (counters): tokens per *drafted* target step, bonus token included; a drafter that "
-           "proposes only where the context matches (n-gram) drafts fewer steps, so this can exceed Tok/step",
-           unit="tokens/step", keys=("mean_acceptance_length",)),
+           ("latency_mean_ms", "latency_p95_ms")),
+    Column("TTFT mean/p95 ms", lambda r: _pair(r.ttft_mean_ms, r.ttft_p95_ms), ("ttft_mean_ms", "ttft_p95_ms")),
+    Column("ITL mean/p95 ms", lambda r: _pair(r.itl_mean_ms, r.itl_p95_ms), ("itl_mean_ms", "itl_p95_ms")),
+    Column("TPOT mean/p95 ms", lambda r: _pair(r.tpot_mean_ms, r.tpot_p95_ms), ("tpot_mean_ms", "tpot_p95_ms")),
+    Column("Accept rate", lambda r: pct(r.acceptance_rate), ("acceptance_rate",)),
+    Column("Accept p1/p2/p3", _positions, ("acceptance_pos_1", "acceptance_pos_2", "acceptance_pos_3")),
+    Column("Accept len", lambda r: num(r.mean_acceptance_length, 3), ("mean_acceptance_length",)),
 ]
 
 #: the swept load (identity: every small table repeats it) and the speed-up's CI, where they apply
 LOAD_AND_CI: list[Column] = [
-    Column("Rate/s", lambda r: DASH if r.request_rate is None else f"{r.request_rate:g}",
-           "the open-loop cell's Poisson request rate (— = a closed-loop cell); shown when the run sweeps the rate",
-           unit="req/s", keys=("request_rate",), identity=True,
+    Column("Rate/s", lambda r: DASH if r.request_rate is None else f"{r.request_rate:g}", ("request_rate",),
+           note="shown when the run sweeps the rate", identity=True,
            shown=lambda rows: _rates_vary(rows) and not _concurrencies_vary(rows)),
-    Column("Conc", lambda r: DASH if r.concurrency is None else str(r.concurrency),
-           "the closed-loop cell's concurrent streams (— = an open-loop cell, whose in-flight cap is "
-           "max_concurrency); shown when the run sweeps concurrency", unit="streams", keys=("concurrency",),
-           identity=True, shown=lambda rows: _concurrencies_vary(rows) and not _rates_vary(rows)),
-    Column("Load", _load,
-           "the cell's load point as one label, C=N (closed loop, N streams) or R req/s (open loop); shown instead "
-           "of Rate/s and Conc when both vary (closed- and open-loop cells in one table)",
-           keys=("concurrency", "request_rate"), identity=True,
-           shown=lambda rows: _rates_vary(rows) and _concurrencies_vary(rows)),
-    Column("Speedup 95% CI", _ci,
-           "95% confidence interval of Speedup: Student-t on log speedups over paired repeats where the cell ran repeats, else a "
-           "bootstrap over paired prompts (2000 resamples) of Σ tokens ÷ Σ latency, scaled onto Speedup "
-           "(speedup_ci_method says which); ⚠ varies between servers (or passes): the cell's repeats disagree by more "
-           "than their own bootstrap intervals allow (Cochran's Q, p < 0.05), with their range",
-           unit="×", keys=("ci95", "speedup_ci_method", "speedup_varies", "speedup_repeats"),
+    Column("Conc", lambda r: DASH if r.concurrency is None else str(r.concurrency), ("concurrency",),
+           note="shown when the run sweeps concurrency", identity=True,
+           shown=lambda rows: _concurrencies_vary(rows) and not _rates_vary(rows)),
+    Column("Load", _load, ("concurrency", "request_rate"),
+           note="shown with request_rate as the cell's load point in one label, C=N (closed loop, N streams) or R "
+                "req/s (open loop), instead of Rate/s and Conc when both vary (closed- and open-loop cells in one "
+                "table)", unit="", identity=True, shown=lambda rows: _rates_vary(rows) and _concurrencies_vary(rows)),
+    Column("Speedup 95% CI", _ci, ("speedup_ci_method", "ci95", "speedup_varies", "speedup_repeats"),
+           note="⚠ varies between servers (or passes): the cell's repeats disagree by more than their own bootstrap "
+                "intervals allow (Cochran's Q, p < 0.05: speedup_varies), with their range", unit="×",
            shown=lambda rows: any((r.ci95 or {}).get("speedup_vs_baseline") for r in rows)),
 ]
 
@@ -141,22 +113,13 @@ def _decomposed(r: ResultRow) -> str:
 
 #: shown when some row has a measured step cost ratio (Speedup = Tok/step ÷ Step cost × Residual)
 WHY_COLUMNS: list[Column] = [
-    Column("Tok/step", _tokens_per_step,
-           "decode tokens ÷ decode chunks of the stream: tokens per target step as the client saw them, over "
-           "every decode step, drafted or not; overstated where the engine merged steps into one chunk (⚠ under the "
-           "tables)", WHY, "tokens/step", ("stream_mean_acceptance_length",), has_decomposition),
-    Column("Step cost", lambda r: num(r.step_cost_ratio, 3, "x"),
-           "mean gap between chunks (step_mean_ms) ÷ the baseline's time per decode step (its step_mean_ms ÷ its "
-           "Tok/step): how much longer one target step takes with drafting and verification", WHY, "×",
-           ("step_cost_ratio",), has_decomposition),
+    Column("Tok/step", _tokens_per_step, ("stream_mean_acceptance_length",), WHY,
+           note="⚠ under the tables where chunks merged steps", shown=has_decomposition),
+    Column("Step cost", lambda r: num(r.step_cost_ratio, 3, "x"), ("step_cost_ratio",), WHY, shown=has_decomposition),
     Column("Decomposed speedup", _decomposed,
-           "Tok/step ÷ Step cost: the ratio of decode token rates (time outside decode steps left out; merged chunks "
-           "leave it unchanged), in brackets its 95% CI from the paired bootstrap over prompts, scaled onto the "
-           "point value like Speedup's", WHY, "×",
-           ("speedup_decomposed", "speedup_decomposed_ci_low", "speedup_decomposed_ci_high"), has_decomposition),
-    Column("Residual", lambda r: num(r.speedup_residual, 3),
-           "Speedup ÷ Decomposed speedup: below 1 lost, above 1 won outside decode steps (prefill/TTFT, queueing, "
-           "scheduling)", WHY, keys=("speedup_residual",), shown=has_decomposition),
+           ("speedup_decomposed", "speedup_decomposed_ci_low", "speedup_decomposed_ci_high"), WHY,
+           note="in brackets its 95% CI (speedup_decomposed_ci_low, _high)", shown=has_decomposition),
+    Column("Residual", lambda r: num(r.speedup_residual, 3), ("speedup_residual",), WHY, shown=has_decomposition),
     STEP_SOURCE_COLUMN,
 ]
 
@@ -179,25 +142,19 @@ def _client_lag(r: ResultRow) -> str:
 
 #: measurement health rather than results
 CHECK_COLUMNS: list[Column] = [
-    Column("Client/server tok", _client_tokens,
-           "tokens the client counted in its measured windows ÷ the server's generated-token counter "
-           "(vllm:generation_tokens_total, sglang:generation_tokens_total) over the same windows, pooled over repeats; "
-           "⚠ = a repeat off by more than 1 % (the client missed tokens, or other traffic reached the server); "
-           "— = no such counter, or one that could not be trusted (client_server_token_error)", CHECKS, "%",
-           ("client_server_token_ratio", "client_server_tokens_agree"),
-           lambda rows: any(r.client_server_token_ratio is not None or r.client_server_tokens_agree is False
-                            for r in rows)),
-    Column("SDK lag p99", _client_lag,
-           "openai SDK client (load.client: openai): how long after its transport read a chunk's bytes the SDK "
-           "yielded it (its decoding, and the chunks of the same read handled before it), p99 over the cell's "
-           f"chunks; ⚠ = client-limited: above {LAG_LIMIT_MS:g} ms, or over 1 % of its chunks read together with "
-           "the one before (read a step or more late): TTFT and ITL carry the client's own time "
-           "(docs/measurement.md); — = another client, whose chunk times are its reads", CHECKS, "ms",
-           ("client_lag_p99_ms", "client_limited"), lambda rows: any(r.client_lag_p99_ms is not None for r in rows)),
-    Column("Failed", _failed,
-           "requests of the cell that failed (their errors are listed under the tables); cell failed / cell "
-           "interrupted = the cell itself did not finish", CHECKS, "requests", ("failed_requests", "status"),
-           lambda rows: any(r.status not in (None, "ok") or r.failed_requests for r in rows)),
+    Column("Client/server tok", _client_tokens, ("client_server_token_ratio", "client_server_tokens_agree"), CHECKS,
+           note="⚠ = a repeat off by more than 1 % (client_server_tokens_agree false)",
+           shown=lambda rows: any(r.client_server_token_ratio is not None or r.client_server_tokens_agree is False
+                                  for r in rows)),
+    Column("SDK lag p99", _client_lag, ("client_lag_p99_ms", "client_limited"), CHECKS,
+           note=f"⚠ = client-limited (client_limited: above {LAG_LIMIT_MS:g} ms, or over 1 % of its chunks read "
+                "together with the one before): TTFT and ITL carry the client's own time; — = another client, whose "
+                "chunk times are its reads",
+           shown=lambda rows: any(r.client_lag_p99_ms is not None for r in rows)),
+    Column("Failed", _failed, ("failed_requests", "status"), CHECKS,
+           note="their errors are listed under the tables; cell failed / cell interrupted = the cell itself did not "
+                "finish (status)",
+           shown=lambda rows: any(r.status not in (None, "ok") or r.failed_requests for r in rows)),
 ]
 
 
@@ -228,7 +185,7 @@ def reference_markdown() -> str:
         cols = [c for c in all_columns() if c.group is g]
         out += [f"### {g.title}", "", g.question, "", "| Column | Unit | Definition | results.json keys |",
                 "| --- | --- | --- | --- |"]
-        out += [f"| {esc(c.header)} | {c.unit or ''} | {esc(c.definition)}"
+        out += [f"| {esc(c.header)} | {c.shown_unit} | {esc(c.definition)}"
                 f"{'; repeated in every table' if c.identity else ''} | {', '.join(f'`{k}`' for k in c.keys)} |"
                 for c in cols]
         out += ["", *([g.note, ""] if g.note else [])]

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..measure.explained import Explained, Sweep
-from ..measure.keepup import LAG_LIMIT_MS
 from ..schemas.cell import Cell, load_label
 from ..schemas.meta import RunMeta
 from ..schemas.row import ResultRow
+from ..schemas.row_latency import LAG_LIMIT_MS
 from ..util.numbers import is_number
 from .arrival_columns import schedule_warnings
 from .colspec import DASH, DECOMPOSITION_NOTE
@@ -142,11 +142,12 @@ def stall_warnings(r: ResultRow, where: str) -> list[str]:
         if not is_number(share) or share < STALL_NOTE_SHARE:
             continue
         stalled.append(p.get("repeat"))
-        longest = [s for s in (p.get("longest") if isinstance(p.get("longest"), list) else []) if isinstance(s, dict)]
+        found = p.get("longest")
+        longest = [s for s in found if isinstance(s, dict)] if isinstance(found, list) else []
         parts = sorted({str(s.get("where"))[:40] for s in longest if s.get("where")})
         ms = " and ".join(f"{s['ms']:.0f}" for s in longest[:3] if is_number(s.get("ms")))
-        causes = "; ".join(dict.fromkeys(str(c)[:300] for s in longest[:3]
-                                         for c in (s.get("causes") if isinstance(s.get("causes"), list) else [])))
+        lists = [s["causes"] for s in longest[:3] if isinstance(s.get("causes"), list)]
+        causes = "; ".join(dict.fromkeys(str(c)[:300] for cs in lists for c in cs))
         start = f", server start {p['server_start']}" if p.get("server_start") is not None else ""
         out.append(f"⚠ {where} (repeat {p.get('repeat')}{start}): stalls took {100 * share:.1f}% of the timed pass — "
                    f"{p.get('stalls')} step(s), the longest {ms} ms" + (f" ({', '.join(parts)})" if parts else "")

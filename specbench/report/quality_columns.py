@@ -76,63 +76,42 @@ def _graded(records: Rows) -> bool:
     return any(r.has("accuracy") for r in records)
 
 
+_MERGED = "⚠ = from chunks while the engine merged steps into one chunk, so too high (request_acceptance_warning)"
+
 QUALITY_COLUMNS: list[Column] = [
-    Column("Req accept len p10/p50/p90", _acceptance,
-           "per-request acceptance length (tokens per target step): vLLM's per-request stats (1 + accepted ÷ drafted "
-           "steps) when every request has them, else the stream's decode tokens ÷ decode chunks; ⚠ = from chunks while "
-           "the engine merged steps into one chunk, so too high (request_acceptance_warning)", PER_REQUEST,
-           "tokens/step", ("request_acceptance_p10", "request_acceptance_p50", "request_acceptance_p90",
-                           "request_acceptance_warning"), _per_request),
+    Column("Req accept len p10/p50/p90", _acceptance, ("request_acceptance_p10", "request_acceptance_p50",
+                                                        "request_acceptance_p90", "request_acceptance_warning"),
+           PER_REQUEST, note=_MERGED, shown=_per_request),
     Column("Req accept len mean req/tok", _acceptance_means,
-           "request-weighted mean / token-weighted mean Σ tᵢ·ALᵢ ÷ Σ tᵢ of the per-request acceptance lengths, tᵢ = the "
-           "request's decode tokens (its output tokens after the first, prefill chunk) whichever source gave ALᵢ; "
-           "⚠ as for p10/p50/p90", PER_REQUEST, "tokens/step",
            ("request_acceptance_mean", "request_acceptance_token_weighted_mean", "request_acceptance_warning"),
-           _per_request),
-    Column("Slower than base", lambda r: _pct1(r.slower_than_baseline_share),
-           "share of the prompts both answered on which this config's time per output token (latency ÷ output "
-           "tokens) exceeded the baseline's", PER_REQUEST, "%", ("slower_than_baseline_share",),
-           measured(lambda r: r.slower_than_baseline_share)),
-    Column("Same output", lambda r: pct(r.fidelity_identical),
-           "share of the prompts both answered whose output is identical to the baseline's (token ids where both "
-           "returned them, else the text; meaningful at temperature 0; fidelity_first_divergence_median says where "
-           "the others part)", PER_REQUEST, "%", ("fidelity_identical",), measured(lambda r: r.fidelity_identical)),
-    Column("SLO met", lambda r: _pct1(r.slo_attainment),
-           "with load.slo: share of the cell's requests within every bound of the SLO (failed requests are misses)",
-           QUALITY, "%", ("slo_attainment",), _slo),
-    Column("Goodput req/s", lambda r: num(r.goodput_rps, 3),
-           "with load.slo: requests that met the SLO ÷ wall time of the timed pass", QUALITY, "req/s",
-           ("goodput_rps",), _slo),
-    Column("Max rate @SLO pN req/s", _bracket,
-           "with load.rate_search: the highest Poisson request rate whose pN of each bounded metric met the SLO "
-           "(doubling, then bisecting), with the lowest rate that failed", QUALITY, "req/s",
-           ("slo_max_rate_bracket", "slo_search_percentile"), _searched, header_for=_bracket_header),
-    Column("Capacity speedup @SLO", _capacity,
-           "Max rate @SLO ÷ the baseline's, in brackets the range its two brackets allow", QUALITY, "×",
-           ("slo_capacity_speedup", "slo_capacity_speedup_range"), _searched),
-    Column("Accuracy (graded)", _accuracy,
-           "with load.grade: correct ÷ graded first-turn answers of the timed pass, in brackets how many were graded; "
-           "— = none graded (accuracy_error, said under the tables)", QUALITY, "%",
-           ("accuracy", "accuracy_compared"), _graded),
+           PER_REQUEST, note=_MERGED, shown=_per_request),
+    Column("Slower than base", lambda r: _pct1(r.slower_than_baseline_share), ("slower_than_baseline_share",),
+           PER_REQUEST, shown=measured(lambda r: r.slower_than_baseline_share)),
+    Column("Same output", lambda r: pct(r.fidelity_identical), ("fidelity_identical",), PER_REQUEST,
+           shown=measured(lambda r: r.fidelity_identical)),
+    Column("SLO met", lambda r: _pct1(r.slo_attainment), ("slo_attainment",), QUALITY, note="with load.slo",
+           shown=_slo),
+    Column("Goodput req/s", lambda r: num(r.goodput_rps, 3), ("goodput_rps",), QUALITY, note="with load.slo",
+           shown=_slo),
+    Column("Max rate @SLO pN req/s", _bracket, ("slo_max_rate_bracket", "slo_search_percentile"), QUALITY,
+           note="shown as the highest rate, with the lowest that failed", shown=_searched, header_for=_bracket_header),
+    Column("Capacity speedup @SLO", _capacity, ("slo_capacity_speedup", "slo_capacity_speedup_range"), QUALITY,
+           note="in brackets the range its two brackets allow (slo_capacity_speedup_range)", shown=_searched),
+    Column("Accuracy (graded)", _accuracy, ("accuracy", "accuracy_compared"), QUALITY,
+           note="in brackets how many were graded (accuracy_compared); accuracy_error is said under the tables",
+           shown=_graded),
     Column("Accuracy Δ vs base [95% CI]", _accuracy_diff,
-           "accuracy − the baseline's on the prompts both answered, in percentage points, with its paired-bootstrap "
-           "95% CI and the exact McNemar p", QUALITY, "pp",
            ("accuracy_diff_vs_baseline", "accuracy_diff_ci_low", "accuracy_diff_ci_high", "accuracy_mcnemar_p"),
-           lambda rows: _graded(rows) and measured(lambda r: r.accuracy_diff_vs_baseline)(rows)),
-    Column("J/token", lambda r: num(r.joules_per_output_token, 3),
-           "NVML energy of the server's GPUs over the timed passes ÷ output tokens (GPU only; — otherwise, with "
-           "telemetry_error)", QUALITY, "J", ("joules_per_output_token",), _energy),
+           QUALITY, note="in percentage points, with its paired-bootstrap 95% CI and the exact McNemar p", unit="pp",
+           shown=lambda rows: _graded(rows) and measured(lambda r: r.accuracy_diff_vs_baseline)(rows)),
+    Column("J/token", lambda r: num(r.joules_per_output_token, 3), ("joules_per_output_token",), QUALITY,
+           shown=_energy),
     Column("J/token vs base", lambda r: num(r.energy_per_token_ratio_vs_baseline, 3, "x"),
-           "J/token ÷ the baseline's on the same data set and load point", QUALITY, "×",
-           ("energy_per_token_ratio_vs_baseline",), _energy),
-    Column("GPU util %", lambda r: num(r.gpu_util_mean_pct, 1),
-           "mean of NVML utilisation samples (4 per second) taken at least 1 s into the timed pass (NVML averages "
-           "over its last period of up to 1 s); — for a shorter pass", QUALITY, "%", ("gpu_util_mean_pct",),
-           measured(lambda r: r.gpu_util_mean_pct)),
-    Column("$/M tok", lambda r: num(r.usd_per_million_output_tokens, 3),
-           "with cost.gpu_hour_usd: USD per GPU-hour × GPUs per server ÷ (Output tok/s × 3600) × 10⁶", QUALITY,
-           "USD", ("usd_per_million_output_tokens",), _cost),
-    Column("Cost saving", lambda r: _pct1(r.cost_saving_vs_baseline),
-           "1 − $/M tok ÷ the baseline's (negative = dearer than the baseline)", QUALITY, "%",
-           ("cost_saving_vs_baseline",), _cost),
+           ("energy_per_token_ratio_vs_baseline",), QUALITY, shown=_energy),
+    Column("GPU util %", lambda r: num(r.gpu_util_mean_pct, 1), ("gpu_util_mean_pct",), QUALITY,
+           shown=measured(lambda r: r.gpu_util_mean_pct)),
+    Column("$/M tok", lambda r: num(r.usd_per_million_output_tokens, 3), ("usd_per_million_output_tokens",), QUALITY,
+           note="with cost.gpu_hour_usd", shown=_cost),
+    Column("Cost saving", lambda r: _pct1(r.cost_saving_vs_baseline), ("cost_saving_vs_baseline",), QUALITY,
+           shown=_cost),
 ]

@@ -23,7 +23,7 @@ from .steplog import CellStepLog, steplog_results
 def build_rows(suite: Suite, phases: list[PhaseInfo], records: list[RequestRecord],
                run_dir: Path | None = None) -> list[ResultRow]:
     """Results rows for every cell measured so far, in suite order (data set, then config); with
-    ``run_dir``, the step log of every cell that ran with one (its keys end the row)."""
+    ``run_dir``, the step log of every cell that ran with one."""
     configs = {c.name: c for c in suite.configs}
     by_cell: dict[Cell, list[PhaseInfo]] = {}
     for p in phases:

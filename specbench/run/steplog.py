@@ -12,11 +12,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..measure.stalls import StallStats, SteadyWarmup, pass_stalls, stall_stats, steady_warmup
-from ..measure.steplog import PassSteps, PassTokens, Step, StepLog, StepStats, TokenLogStats, cell_stats, cut, pass_tokens, token_stats
+from ..measure.stalls import pass_stalls, stall_stats, steady_warmup
+from ..measure.steplog import PassSteps, PassTokens, Step, StepLog, cell_stats, cut, pass_tokens, token_stats
 from ..schemas.cell import Cell
 from ..schemas.phase import PhaseInfo
 from ..schemas.row import ResultRow
+from ..schemas.row_steplog import StallStats, SteadyWarmup, StepLogSource, StepStats, TokenLogStats
 from ..schemas.steplog import EventRow, TokenRow
 from .say import say_once
 from .steplog_read import LaunchRead, LaunchScope, clock, read_events_only, read_folder
@@ -57,15 +58,6 @@ def pass_steps(log: StepLog, phase: PhaseInfo) -> tuple[Step, ...] | None:
     if phase.scraped_before is None or phase.scraped_after is None:
         return None
     return cut(log, phase.scraped_before, phase.scraped_after)
-
-
-@dataclass(frozen=True)
-class StepLogSource:
-    """Where a cell's step-log numbers came from, named as the result row names it."""
-
-    steplog_window: str | None
-    steplog_skipped_rows: dict[str, int] | None
-    steplog_error: str | None
 
 
 @dataclass(frozen=True)

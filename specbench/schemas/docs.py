@@ -1,6 +1,7 @@
 """docs/records.md, written from the record declarations themselves: every file and line specbench
-writes, each key with what it holds (type and range, from its annotation and ``key(...)``) and what it
-means (``key``'s doc). ``tests/unit/test_docs.py`` keeps the page equal to what this renders."""
+writes, each key with what it holds (type, unit and range, from its annotation and ``key(...)``) and what
+it means (``key``'s doc); results.json's row group by group, its metric groups in declaration order.
+``tests/unit/test_docs.py`` keeps the page equal to what this renders."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ from .profile_file import CategoryAcceptance, ProfileEntry, ProfileFile, Profile
 from .quarantine import QuarantinedLine
 from .record import FieldSpec, Record, type_name
 from .request import ProbeRequest, RequestRecord
+from .row import GROUPS, REFERENCE_KEYS, ResultRow, own_names
 from .slo_search import SloProbe, SloSearch
 from .steplog import EventRow, GpuRow, SchedRow, StepHeader, TokenRow
 
@@ -38,6 +40,7 @@ from .steplog import EventRow, GpuRow, SchedRow, StepHeader, TokenRow
 SECTIONS: tuple[tuple[str, tuple[type[Record], ...]], ...] = (
     ("The raw data: one line per request and per measured phase",
      (RequestRecord, PhaseInfo, ProbeRequest, QuarantinedLine)),
+    ("results.json: one row per cell, the product", (ResultRow,)),
     ("meta.json: the run's metadata",
      (RunMeta, SuiteInfo, SuiteFile, GitState, Comparability, PromptSet, Host, ServerMeta, Accelerator, SteplogPlugin,
       RunStart, Timing,
@@ -56,7 +59,7 @@ SECTIONS: tuple[tuple[str, tuple[type[Record], ...]], ...] = (
 
 def _range(spec: FieldSpec) -> str:
     low, high, most, length = (spec.meta.get(k) for k in ("low", "high", "max_len", "length"))
-    parts = []
+    parts = [spec.unit] if spec.unit else []
     if length is not None:
         parts.append(f"exactly {length} items")
     if low is not None and high is not None:
@@ -93,6 +96,26 @@ def record_markdown(record: type[Record]) -> str:
     return "\n".join(lines)
 
 
+def row_markdown() -> str:
+    """results.json's row: every key, group by group (``schemas/row_*.py``), in the order the file has them."""
+    doc = " ".join((ResultRow.__doc__ or "").split())
+    lines = [f"### {ResultRow.FILE} — `{ResultRow.__name__}`, version {ResultRow.VERSION}", "", doc, "",
+             "A row's keys are written in one order: the reference table's "
+             f"({', '.join(f'`{k}`' for k in REFERENCE_KEYS)}), every one of them even when null; then "
+             "`acceptance_pos_4` … `acceptance_pos_K` where K > 3; then the other keys the row carries, group by group "
+             "as below; then keys this version does not know, as read. A key is written only when its group was "
+             "measured (each group says when); null means not measured, never 0.", ""]
+    for group in GROUPS:
+        specs = ResultRow.specs()
+        lines += [f"#### `{group.__name__}`", "", " ".join((group.__doc__ or "").split()), "",
+                  "| key | holds | meaning |", "| --- | --- | --- |"]
+        for name in own_names(group):
+            meaning = specs[name].doc.replace("|", "\\|")  # a pipe in a meaning would end its table cell
+            lines.append(f"| `{name}` | {holds(specs[name])} | {meaning} |")
+        lines.append("")
+    return "\n".join(lines).rstrip("\n")
+
+
 def records_markdown() -> str:
     """The whole page."""
     out = ["# Records: every file and line specbench writes", "",
@@ -102,10 +125,11 @@ def records_markdown() -> str:
            "keys a newer version adds are kept and written back, and version 1 is implied by the absence of "
            "`schema_version` (a later version writes it first: `--resume` and the gate refuse a file of a newer "
            "version, the report reads it with what it knows and says which keys it ignored, "
-           "[history.md](history.md#a-run-a-newer-specbench-wrote)). results.json's keys and their definitions are in "
+           "[history.md](history.md#a-run-a-newer-specbench-wrote)). results.json's row is read leniently instead (results "
+           "files come from other tools too): a wrong value is shown as — and said. The report's columns over its keys: "
            "[metrics.md](metrics.md).", ""]
     for title, records in SECTIONS:
         out += [f"## {title}", ""]
         for record in records:
-            out += [record_markdown(record), ""]
+            out += [row_markdown() if record is ResultRow else record_markdown(record), ""]
     return "\n".join(out)

@@ -83,6 +83,10 @@ class FieldSpec:
         return str(self.meta.get("doc") or "")
 
     @property
+    def unit(self) -> str:
+        return str(self.meta.get("unit") or "")
+
+    @property
     def ranged(self) -> bool:
         """A number range is declared (``key(low=, high=)``): NaN/±Infinity there is refused, not null."""
         return self.meta.get("low") is not None or self.meta.get("high") is not None

@@ -72,11 +72,12 @@ class Reader:
 
 def key(doc: str = "", *, default: Any = None, factory: Callable[[], Any] | None = None, required: bool = False,
         low: float | None = None, high: float | None = None, max_len: int | None = None, length: int | None = None,
-        omit_none: bool = False) -> Any:
-    """A record field with its meaning (``doc``, for docs/records.md) and its range: numbers (and a
-    list's numbers) within [``low``, ``high``], text and lists at most ``max_len`` long, a list of
-    exactly ``length``. ``required``: no default."""
-    meta = {"doc": doc, "low": low, "high": high, "max_len": max_len, "length": length, "omit_none": omit_none}
+        omit_none: bool = False, unit: str = "") -> Any:
+    """A record field with its meaning (``doc``, for docs/records.md), its ``unit`` (ms, tokens/s, share: a
+    fraction of 1, …) and its range: numbers (and a list's numbers) within [``low``, ``high``], text and lists
+    at most ``max_len`` long, a list of exactly ``length``. ``required``: no default."""
+    meta = {"doc": doc, "low": low, "high": high, "max_len": max_len, "length": length, "omit_none": omit_none,
+            "unit": unit}
     if required:
         return field(metadata=meta)
     if factory is not None:

@@ -1,10 +1,10 @@
 """Reading a results row from a file: what each key must hold, and the one-line repairs.
 
-``read_row`` is the only caller of ``Checker``; the field annotations in ``row.py`` say what
-each known key holds, and a key this version does not know is checked by its name. ``BOUNDS`` says
-which numbers cannot be outside a range by what they are (a negative latency or speedup, a rate
-above 1): such a value is repaired like a wrong type (shown as —, said), so the gate, which refuses
-any repair, never judges it.
+``read_row`` is the only caller of ``Checker``; the field annotations of the row's metric groups say
+what each known key holds, and a key this version does not know is checked by its name. A field's
+range (``key(low=, high=)``) says which numbers cannot be outside it by what they are (a negative
+latency or speedup, a rate above 1): such a value is repaired like a wrong type (shown as —, said), so
+the gate, which refuses any repair, never judges it.
 """
 
 from __future__ import annotations
@@ -54,50 +54,22 @@ _NUMBER = re.compile(
     r"|_prompts|_compared|_identical|_median|_high|_low|_speedup|_vs_baseline)$|^acceptance_pos_\d+$")
 
 
-#: the range of a known key's number, by what it is (low, high; None: unbounded). Only what a definition
-#: bounds: a time, count, throughput, speedup or ratio of two of them is ≥ 0, a probability or a share of
-#: requests in [0, 1], a mean acceptance length ≥ 1 (the bonus token); differences, interval ends and
-#: keys whose estimator can pass its ideal range (a stream's acceptance rate, a step share) are not.
-_NONNEGATIVE = (
-    "requests", "output_tokens", "request_throughput_rps", "output_throughput_tps", "speedup_vs_baseline",
-    "shared_read_chunks", "shared_read_share", "server_generation_tokens", "client_server_token_ratio",
-    "concurrency", "request_rate", "max_concurrency", "duration_s", "prompt_tokens", "spec_drafts",
-    "spec_draft_tokens", "spec_accepted_tokens", "stream_steps", "stream_accepted_tokens", "stream_merged_chunks",
-    "failed_requests", "paired_speedup", "paired_prompts", "fidelity_compared", "step_cost_ratio",
-    "speedup_decomposed", "speedup_residual", "slo_met_requests", "goodput_rps", "request_acceptance_requests",
-    "accuracy_compared", "accuracy_ungraded", "accuracy_truncated", "accuracy_paired_prompts", "energy_j",
-    "joules_per_output_token", "gpu_mem_used_max_mib", "sm_clock_mean_mhz", "gpu_hour_usd", "cost_gpus",
-    "usd_per_million_output_tokens", "slower_than_baseline_compared", "energy_per_token_ratio_vs_baseline",
-    "slo_max_rate_rps", "slo_search_steps", "slo_capacity_speedup", "output_tokens_o200k",
-    "output_throughput_o200k_tps", "o200k_per_output_token", "prompt_tokens_o200k_mean", "prompt_tokens_o200k_p50",
-    "prompt_tokens_o200k_max", "steplog_steps", "steplog_tokens_per_step", "steplog_accepted",
-    "steplog_counter_accepted", "steplog_hist_accepted", "stream_acceptance_rate", "draft_step_share",
-    "fidelity_first_divergence_median",
-)
-_FRACTION = ("acceptance_rate", "fidelity_identical", "slo_attainment", "accuracy", "slower_than_baseline_share",
-             "accuracy_mcnemar_p", "speedup_between_p", "repeats_target", "steplog_padding_share")
-_LENGTH = ("mean_acceptance_length", "stream_mean_acceptance_length", "request_stats_mean_acceptance_length",
-           "request_acceptance_p10", "request_acceptance_p50", "request_acceptance_p90", "request_acceptance_mean",
-           "request_acceptance_token_weighted_mean")
-BOUNDS: dict[str, tuple[float | None, float | None]] = {
-    **dict.fromkeys(_NONNEGATIVE, (0, None)), **dict.fromkeys(_FRACTION, (0, 1)), **dict.fromkeys(_LENGTH, (1, None)),
-    "repeats": (1, None), "num_speculative_tokens": (0, None), "gpu_util_mean_pct": (0, 100),
-    "slo_search_percentile": (0, 100),
-}
+#: the range of a known key's number is its field's (``key(low=, high=)``): only what a definition bounds — a
+#: time, count, throughput, speedup or ratio of two of them is ≥ 0, a probability or a share of requests in
+#: [0, 1], a mean acceptance length ≥ 1 (the bonus token); differences, interval ends and keys whose estimator
+#: can pass its ideal range (a stream's acceptance rate, a step share) are not bounded
+_SPECS = ResultRow.specs()
 _POSITION = re.compile(r"^acceptance_pos_\d+$")
-_LATENCIES = ("latency_", "ttft_", "itl_", "tpot_", "step_", "steplog_step_", "client_lag_")
 
 
 def bounds(key: str) -> tuple[float | None, float | None] | None:
-    """The range a results key's number lies in by definition (``BOUNDS``; ``acceptance_pos_i`` and the
-    latencies of this version's rows too: the step log's parts are differences of event times), else None."""
-    if key in BOUNDS:
-        return BOUNDS[key]
-    if _POSITION.match(key):
-        return (0, 1)
-    if key.endswith("_ms") and key.startswith(_LATENCIES) and key in FIELD_KINDS:
-        return (0, None)
-    return None
+    """The range a results key's number lies in by definition (its field's; ``acceptance_pos_i`` beyond the
+    declared three too), else None."""
+    spec = _SPECS.get(key)
+    if spec is not None:
+        low, high = spec.meta.get("low"), spec.meta.get("high")
+        return None if low is None and high is None else (low, high)
+    return (0, 1) if _POSITION.match(key) else None
 
 
 def in_bounds(key: str, value: float) -> str | None:

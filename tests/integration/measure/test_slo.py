@@ -11,7 +11,7 @@ from specbench.errors import SuiteError
 from specbench.measure.slo import attach_capacity, meets, percentile_check, slo_summary
 from specbench.run.rate_search import search_max_rate
 from specbench.schemas.request import RequestRecord
-from specbench.schemas.row import row_keys
+from specbench.schemas.row_group import written
 from specbench.schemas.row_read import rows_from
 from specbench.schemas.slo_search import SloProbe, SloSearch
 from specbench.suite import load_suite, parse_suite
@@ -91,7 +91,7 @@ def test_meets_every_bound_and_failed_requests_are_misses():
     assert out.slo_attainment == pytest.approx(2 / 5)  # the failed request is in the denominator
     assert out.goodput_rps == pytest.approx(2 / 4.0)
     assert out.slo_met_requests == 2 and out.slo == {"ttft_ms": 100, "tpot_ms": 20, "latency_ms": 1000}
-    assert list(row_keys(out)) == ["slo", "slo_attainment", "slo_met_requests", "goodput_rps"]  # results.json's order
+    assert list(written(out)) == ["slo", "slo_attainment", "slo_met_requests", "goodput_rps"]  # results.json's order
     assert slo_summary([good], 1.0, None) is None  # not asked: no keys, no columns
 
 

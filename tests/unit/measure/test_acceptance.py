@@ -37,7 +37,7 @@ from specbench.measure.engine_counters import read_acceptance
 from specbench.measure.summarize import combine_acceptance
 from specbench.schemas.metrics import MetricsSnapshot
 from specbench.schemas.request import RequestRecord
-from specbench.schemas.row import row_keys
+from specbench.schemas.row_group import written
 from tests.support import paths
 
 DATA = paths.DATA / "metrics"
@@ -292,8 +292,8 @@ def test_agreement(counter, stream, requests, agree):
 
 
 def test_agreement_missing_side_is_null():
-    assert row_keys(agreement(None, 20, 4)) == {"acceptance_tokens_diff": None, "acceptance_sources_agree": None}
-    assert row_keys(agreement(20, None, 4)) == {"acceptance_tokens_diff": None, "acceptance_sources_agree": None}
+    assert written(agreement(None, 20, 4)) == {"acceptance_tokens_diff": None, "acceptance_sources_agree": None}
+    assert written(agreement(20, None, 4)) == {"acceptance_tokens_diff": None, "acceptance_sources_agree": None}
 
 
 def test_stream_accepted_tokens_agree_with_counter_window():

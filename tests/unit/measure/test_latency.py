@@ -19,7 +19,7 @@ from specbench.measure.latency import (
     tpot,
 )
 from specbench.schemas.request import RequestRecord
-from specbench.schemas.row import row_keys
+from specbench.schemas.row_group import written
 
 
 def rec(times, tokens=None, *, send=0.0, output=None, error=None, source="usage_continuous", prompt=None) -> RequestRecord:
@@ -148,7 +148,7 @@ def test_latency_stats_hand_built():
     # step = raw chunk gaps: 0.2, 0.2, 0.5, 0.1, 0.2
     assert out.step_mean_ms == pytest.approx(1000 * (0.2 + 0.2 + 0.5 + 0.1 + 0.2) / 5)
     assert out.step_p50_ms == pytest.approx(200.0)
-    assert set(row_keys(out)) == {f"{m}_{s}_ms" for m in ("latency", "ttft", "itl", "tpot", "step")
+    assert set(written(out)) == {f"{m}_{s}_ms" for m in ("latency", "ttft", "itl", "tpot", "step")
                                   for s in ("mean", "p50", "p95", "p99")}
 
 

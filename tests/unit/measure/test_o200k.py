@@ -14,7 +14,7 @@ from specbench.measure.summarize import add_o200k, summarize_cell
 from specbench.run import o200k_file as of
 from specbench.schemas.phase import PhaseInfo
 from specbench.schemas.request import Prompt, RequestRecord
-from specbench.schemas.row import row_keys
+from specbench.schemas.row_group import written
 from tests.support.o200k import write_encoding
 
 
@@ -75,7 +75,7 @@ def test_without_the_file_nothing_is_fetched_and_the_row_says_why(tmp_path, no_n
     assert missing.error == (f"o200k_base.tiktoken not cached ({of.cache_file(env)}) and no load.tiktoken_file or "
                              f"{of.ENV}: not downloaded mid-run")
     assert "tiktoken's cache is off" in of.find_o200k(None, {"TIKTOKEN_CACHE_DIR": ""}).error
-    summary = row_keys(mo.o200k_summary([_rec("p", "abc", 3)], [([_rec("p", "abc", 3)], 1.0)], missing))
+    summary = written(mo.o200k_summary([_rec("p", "abc", 3)], [([_rec("p", "abc", 3)], 1.0)], missing))
     assert summary["o200k_error"] == missing.error
     assert {k: v for k, v in summary.items() if k != "o200k_error"} == dict.fromkeys(
         ["output_tokens_o200k", "output_throughput_o200k_tps", "o200k_per_output_token",
@@ -114,7 +114,7 @@ def test_summary_numbers(o200k_file):
     r0 = [_rec("a", "the cat", 4, prompt_o200k=10), _rec("b", "the dog", 6, prompt_o200k=20),
           _rec("c", "the", 1, error="HTTP 500")]
     r1 = [_rec("a", "the", 2, repeat=1, prompt_o200k=10), _rec("b", "the cat", 2, repeat=1, prompt_o200k=30)]
-    out = row_keys(mo.o200k_summary(r0 + r1, [(r0, 2.0), (r1, 1.0)], enc))
+    out = written(mo.o200k_summary(r0 + r1, [(r0, 2.0), (r1, 1.0)], enc))
     assert out["output_tokens_o200k"] == 2 + 5 + 1 + 2  # the failed request adds nothing
     assert out["output_throughput_o200k_tps"] == pytest.approx(((2 + 5) / 2.0 + (1 + 2) / 1.0) / 2)
     assert out["o200k_per_output_token"] == pytest.approx(10 / 14)

@@ -94,6 +94,6 @@ def test_decomposition_from_the_step_log_and_its_source():
     assert out.speedup_decomposed == pytest.approx(2.0) and out.speedup_residual == pytest.approx(0.9)
     assert out.speedup_decomposed_ci_low == pytest.approx(1.0 / 1.2 * 2.0)
     gaps = steplog_decomposition(row("spec", step=15.0, tokens=3.0, step_cost_ratio=2.0), row("base"))
-    assert gaps == StepDecomposition("chunk gaps", 2.0, None, None, None, None)  # the row's own values kept
+    assert gaps == StepDecomposition(step_source="chunk gaps", step_cost_ratio=2.0)  # the row's own values kept
     assert steplog_decomposition(base, base) is None
 

@@ -37,3 +37,13 @@ def test_every_column_says_what_it_is_and_which_table_it_is_in():
         assert c.group in GROUPS and len(c.definition) > 20, c.header
         assert c.keys and set(c.keys) <= set(FIELD_NAMES), (c.header, set(c.keys) - set(FIELD_NAMES))
         assert c.header in reference_markdown()
+
+
+def test_a_column_says_what_its_first_field_means_and_in_its_unit():
+    """A column's definition and unit are its field's declaration (schemas/row_*.py), not a second text."""
+    from specbench.schemas.row import ResultRow
+
+    for c in all_columns():
+        spec = ResultRow.specs()[c.keys[0]]
+        assert c.definition.startswith(spec.doc), c.header
+        assert c.unit is not None or c.shown_unit == {"share": "%"}.get(spec.unit, spec.unit), c.header
