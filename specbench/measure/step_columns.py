@@ -148,9 +148,22 @@ class RowColumns(Generic[R]):
         names = self.texts[name]
         return np.equal(self.data[name], names.index(value) if value in names else -2)
 
+    def slice(self, start: int, stop: int) -> RowColumns[R]:
+        """Rows ``start`` to ``stop`` (not included), the columns' views: no copy (the columns themselves for all)."""
+        if (start, stop) == (0, self.n):
+            return self
+        data = {name: col if name in self.ends else col[start:stop] for name, col in self.data.items()}
+        ends = {name: e[start:stop + 1] - e[start] for name, e in self.ends.items()}
+        for name, e in self.ends.items():
+            data[name] = self.data[name][e[start]:e[stop]]
+        return RowColumns(self.cls, stop - start, data, ends, self.texts)
+
     def take(self, idx: Array) -> RowColumns[R]:
-        """The rows ``idx`` (in its order); a ``NONE`` there is an absent row (every field absent)."""
+        """The rows ``idx`` (in its order; views when they follow each other, as a timed pass's steps and a launch
+        without damage do); a ``NONE`` there is an absent row (every field absent)."""
         idx = np.asarray(idx, dtype=np.int64)
+        if len(idx) and 0 <= idx[0] and np.array_equal(idx, np.arange(idx[0], idx[0] + len(idx))):
+            return self.slice(int(idx[0]), int(idx[0]) + len(idx))
         absent = idx < 0
         at = np.where(absent, 0, idx) if self.n else np.zeros(0, dtype=np.int64)
         data, ends = {}, {}

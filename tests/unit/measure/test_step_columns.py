@@ -41,6 +41,9 @@ def test_rows_taken_in_any_order_with_an_absent_row():
     assert taken.absent("running").tolist() == [False, True, False] and taken["step"].tolist() == [3, NONE, 1]
     assert taken.values("accepted_per_pos") == [(5,), (), (2, 1, 0)]
     assert [fields(r) for r in taken.take(np.array([0, 2])).records()] == [fields(SCHED[2]), fields(SCHED[0])]
+    following = cols.take(np.array([1, 2]))  # rows that follow each other: the columns' views
+    assert following.values("accepted_per_pos") == [(), (5,)] and following["hist"].base is not None
+    assert [fields(r) for r in following.records()] == [fields(SCHED[1]), fields(SCHED[2])]
     assert cols.text_counts("graph_mode") == Counter({"FULL": 1, "PIECEWISE": 1})
 
 
