@@ -123,12 +123,14 @@ def requests_of(tokens: RowColumns[TokenRow], rows: Array, candidates: dict[int,
     """Each of the token rows ``rows``' request in requests.jsonl (``NONE``: none found), one engine request id at
     a time, found by the guesses it kept."""
     ids, which = np.unique(tokens["req_id"][rows], return_inverse=True)
+    order = np.argsort(which, kind="stable")
+    bounds = np.searchsorted(which[order], np.arange(len(ids) + 1))
     req = np.full(len(rows), NONE, dtype=np.int64)
-    for i in range(len(ids)):
-        mine = rows[which == i]
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        mine = rows[order[a:b]]
         kept = (tokens["accepted"][mine] == 1) & (tokens["out_pos"][mine] >= 0)
         found = _request_of(list(zip(tokens["out_pos"][mine][kept].tolist(), tokens["token"][mine][kept].tolist())), candidates)
-        req[which == i] = NONE if found is None else found
+        req[order[a:b]] = NONE if found is None else found
     return req
 
 
