@@ -1,4 +1,6 @@
-"""Peak memory of `specbench export` on a long step log (issue 38 item 10), this checkout against an older one.
+"""Peak memory and time of reading a long step log (issue 38 item 10), this checkout against an older one: `specbench
+export` (``--what export``) and the run's results rebuilt from it (``--what results``: ``run.steplog.steplog_results``,
+as the run does after every cell; timed twice, the launch parsed and then read from the cache).
 
 A synthetic run directory: the HTML fixture run (tests/data/html/run: 3 configs × 2 data sets × 2 loads ×
 3 repeats) with a phases.jsonl whose 36 timed passes each have a step-log window, and ``--launches`` launch
@@ -6,20 +8,22 @@ folders (one per config, or fewer) holding ``--steps`` engine steps in all (a sc
 ``timing`` level, 1 ms apart), split evenly. Each variant exports it in a fresh child process under an
 address-space limit (``--limit-gib``: a variant too large ends in MemoryError, reported as such, instead of
 pushing other processes out); the child reports its peak RSS (``ru_maxrss``), its wall time and the rows of
-the ``steps`` table it wrote (from the parquet footers).
+the ``steps`` table it wrote (from the parquet footers) or, for the results, Σ ``steplog_steps`` over the cells and
+the sha256 of every cell's step-log keys (equal before and after: the same numbers).
 
 *before*: the code at ``--old`` (a git ref, extracted with ``git archive``): a list of dicts for every step of
 every pass, then one DataFrame per table, every launch read kept by ``run.steplog``'s cache; *after*: this
 checkout: one launch at a time, each pass written in 64k-row batches through pyarrow's ParquetWriter.
 
 Usage: ``python benchmarks/export_memory.py --steps 1000000 2000000 --old d50a3c7`` (``--variants after`` for
-this checkout only; ``--launches 3`` splits the steps over three launch folders; writes
-``results/benchmarks/export_memory-<stamp>.{md,json}``).
+this checkout only; ``--launches 3`` splits the steps over three launch folders; ``--what export results`` for
+both; writes ``results/benchmarks/export_memory-<stamp>.{md,json}``).
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import shutil
 import subprocess
@@ -35,7 +39,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
 from specbench.run.servers import STEPLOG_DIR  # noqa: E402
-from specbench.schemas.run_files import LOGS, PHASES, RESULTS  # noqa: E402
+from specbench.schemas.run_files import LOGS, META, PHASES, RESULTS  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "data" / "html" / "run"
 WALL0 = 1_760_000_000.0
@@ -70,10 +74,49 @@ print(json.dumps({"peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF)
                   "steps_rows": rows, "error": error}))
 """
 
+RESULTS_CHILD = r"""
+import hashlib, json, resource, sys, time
+sys.path.insert(0, sys.argv[1])
+limit = int(float(sys.argv[4]) * (1 << 30))
+resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+from pathlib import Path
+from specbench.run.rundir import read_phases
+from specbench.run.steplog import steplog_results
+from specbench.schemas.row import ResultRow
+run = Path(sys.argv[2])
+phases = read_phases(run)
+walls, rows = [], None
+try:
+    for _ in range(2):  # the first parses the launch, the second is a rebuild after a cell (read from the cache)
+        t0 = time.perf_counter()
+        found = steplog_results(run, phases)
+        walls.append(round(time.perf_counter() - t0, 1))
+    keys = {}
+    for cell, got in found.items():
+        row = ResultRow.start(cell.dataset, cell.config)
+        got.add_to(row)
+        keys[str(cell)] = row.to_dict(reference_first=False)
+    rows = sum(k.get("steplog_steps") or 0 for k in keys.values())
+    digest = hashlib.sha256(json.dumps(keys, sort_keys=True).encode()).hexdigest()[:12]
+    error = None
+except MemoryError:
+    error, digest = "MemoryError", None
+print(json.dumps({"peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+                  "wall_s": walls[0] if walls else None, "rebuild_s": walls[1] if len(walls) > 1 else None,
+                  "steps_rows": rows, "sha256": digest, "error": error}))
+"""
+
+
+def _iso(wall: float) -> str:
+    return dt.datetime.fromtimestamp(wall, dt.UTC).isoformat()
+
 
 def make_run(folder: Path, steps: int, launches: int) -> int:
     """The synthetic run directory; returns the steps that fall in a timed pass's window."""
     shutil.copytree(FIXTURE, folder)
+    meta = json.loads((FIXTURE / META).read_text())  # its time span holds the steps: rows outside it are not the run's
+    meta.update(started_at=_iso(WALL0 - 1.0), finished_at=_iso(WALL0 + steps / 1000 + 1.0))
+    (folder / META).write_text(json.dumps(meta))
     configs = ["baseline", "ngram_k3", "draft_k5"]
     rows = json.loads((FIXTURE / RESULTS).read_text())
     cells = [(r["run"], r["dataset"], r["concurrency"]) for r in rows]
@@ -110,10 +153,10 @@ def old_code(ref: str, into: Path) -> Path:
     return into
 
 
-def measure(code: Path, run: Path, out: Path, limit_gib: float) -> dict:
+def measure(code: Path, run: Path, out: Path, limit_gib: float, what: str = "export") -> dict:
     shutil.rmtree(out, ignore_errors=True)
-    proc = subprocess.run([sys.executable, "-c", CHILD, str(code), str(run), str(out), str(limit_gib)],
-                          capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-c", CHILD if what == "export" else RESULTS_CHILD, str(code), str(run), str(out),
+                           str(limit_gib)], capture_output=True, text=True)
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["?"])[-1]
         return {"peak_rss_mib": None, "wall_s": None, "steps_rows": None, "error": last[:200]}
@@ -128,6 +171,8 @@ def main() -> None:
     ap.add_argument("--old", default="d50a3c7", help="the git ref of the code before")
     ap.add_argument("--limit-gib", type=float, default=12.0)
     ap.add_argument("--variants", nargs="+", default=["before", "after"], choices=["before", "after"])
+    ap.add_argument("--what", nargs="+", default=["export"], choices=["export", "results"],
+                    help="the export, the run's results rebuilt from the step log, or both")
     args = ap.parse_args()
     results = []
     with tempfile.TemporaryDirectory(prefix="export-memory-") as tmp:
@@ -137,17 +182,22 @@ def main() -> None:
             t0 = time.perf_counter()
             windowed = make_run(run, steps, args.launches)
             made = time.perf_counter() - t0
-            for name, code in ((n, c) for n, c in (("before", before), ("after", ROOT)) if n in args.variants):
-                r = measure(code, run, Path(tmp) / "out", args.limit_gib)
-                results.append({"steps": steps, "launches": args.launches, "variant": name, "in_windows": windowed, **r})
-                print(json.dumps(results[-1]), f"(run made in {made:.0f} s)", flush=True)
+            for what in args.what:
+                for name, code in ((n, c) for n, c in (("before", before), ("after", ROOT)) if n in args.variants):
+                    r = measure(code, run, Path(tmp) / "out", args.limit_gib, what)
+                    results.append({"what": what, "steps": steps, "launches": args.launches, "variant": name,
+                                    "in_windows": windowed, **r})
+                    print(json.dumps(results[-1]), f"(run made in {made:.0f} s)", flush=True)
             shutil.rmtree(run)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out = HERE.parent / "results" / "benchmarks" / f"export_memory-{stamp}"
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(results, indent=2) + "\n")
-    lines = ["| steps | launches | variant | peak RSS MiB | wall s | steps rows | error |", "| --- | --- | --- | --- | --- | --- | --- |"]
-    lines += [f"| {r['steps']:,} | {r['launches']} | {r['variant']} | {r['peak_rss_mib'] or '—'} | {r['wall_s'] or '—'} | "
-              f"{r['steps_rows'] if r['steps_rows'] is not None else '—'} | {r['error'] or ''} |" for r in results]
+    lines = ["| what | steps | launches | variant | peak RSS MiB | wall s | rebuild s | steps rows | keys sha256 | error |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines += [f"| {r['what']} | {r['steps']:,} | {r['launches']} | {r['variant']} | {r['peak_rss_mib'] or '—'} | {r['wall_s'] or '—'} | "
+              f"{r.get('rebuild_s') or '—'} | {r['steps_rows'] if r['steps_rows'] is not None else '—'} | {r.get('sha256') or '—'} | "
+              f"{r['error'] or ''} |" for r in results]
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -49,7 +49,8 @@ def main() -> None:
     for ph in sorted(phases, key=lambda q: (q.config, q.server_start or 0, q.dataset)):
         if not ph.steplog or not ph.complete or (a.config and ph.config not in a.config):
             continue
-        steps = [s for s in (pass_steps(read_launch(a.run / ph.steplog), ph) or ()) if s.gpu is not None]
+        cut = pass_steps(read_launch(a.run / ph.steplog), ph)
+        steps = [s for s in (cut.records() if cut is not None else ()) if s.gpu is not None]
         times = [s.gpu.since_prev_ms for s in steps[1:] if s.gpu.since_prev_ms is not None]
         q = statistics.quantiles(times, n=20) if len(times) > 2 else [None] * 19
         draft = [(s.gpu.t_d1 - s.gpu.t_d0) if s.gpu.t_d0 is not None and s.gpu.t_d1 is not None else 0.0 for s in steps]

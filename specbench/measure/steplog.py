@@ -1,8 +1,8 @@
-"""The engine's own step timeline, measured (docs/steplog.md): a launch's rows joined on ``step``, a timed
-pass cut by its counter window, and per cell the step time, where it goes, and whether the step log's
-accepted tokens equal the ``/metrics`` counters exactly.
+"""The engine's own step timeline, measured (docs/steplog.md): a timed pass's steps (``step_columns``: a launch's
+rows joined on ``step``, cut by the pass's counter window) and per cell the step time, where it goes, and whether
+the step log's accepted tokens equal the ``/metrics`` counters exactly.
 
-Pure functions over typed rows; reading the files is ``run.steplog``'s."""
+Pure functions over the steps' columns; reading the files is ``run.steplog``'s."""
 
 from __future__ import annotations
 
@@ -14,18 +14,15 @@ import numpy as np
 
 from ..schemas.row import ResultRow
 from ..schemas.row_steplog import StepDecomposition, StepStats, TokenLogStats
-from ..schemas.steplog import HIST_LEN, GpuRow, SchedRow, StepHeader, TokenRow
+from ..schemas.steplog import HIST_LEN, StepHeader, TokenRow
+from .step_columns import NONE, Array, RowColumns, Step, StepColumns
+
+__all__ = ["PassSteps", "PassTokens", "Step", "StepColumns", "StepLog",
+           "by_batch", "cell_stats", "cut", "pass_tokens", "split", "step_times", "steplog_decomposition", "token_stats"]
 
 #: ``num_reqs`` buckets of the step time by batch size
 BATCH_BUCKETS = ((1, 1), (2, 4), (5, 8), (9, 16), (17, 32), (33, 64), (65, 128), (129, 256), (257, 10**9))
-
-
-@dataclass(frozen=True)
-class Step:
-    """One engine step: the scheduler's row, and the runner's where the ``timing`` level recorded it."""
-
-    sched: SchedRow
-    gpu: GpuRow | None = None
+RUNNER, SCHEDULER = "runner (since_prev_ms)", "scheduler wall"
 
 
 @dataclass(frozen=True)
@@ -33,71 +30,58 @@ class StepLog:
     """One server launch's step log: its steps in step order, its processes' headers, and the lines skipped
     (reason → count; a bad line never fails the run)."""
 
-    steps: tuple[Step, ...] = ()
+    steps: StepColumns
     headers: tuple[StepHeader, ...] = ()
     skipped: dict[str, int] = field(default_factory=dict)
 
 
-def join(sched: Sequence[SchedRow], gpu: Sequence[GpuRow], skipped: Counter[str]) -> tuple[Step, ...]:
-    """Rows joined on ``step``; a second row of the same step (another engine core or worker) is skipped."""
-    by_step: dict[int, GpuRow] = {}
-    for g in gpu:
-        if g.step in by_step:
-            skipped["gpu: duplicate step"] += 1
-        else:
-            by_step[g.step] = g
-    seen: set[int] = set()
-    steps = []
-    for s in sorted(sched, key=lambda r: r.step):
-        if s.step in seen:
-            skipped["sched: duplicate step"] += 1
-            continue
-        seen.add(s.step)
-        steps.append(Step(s, by_step.get(s.step)))
-    return tuple(steps)
-
-
-def cut(log: StepLog, start: float, end: float) -> tuple[Step, ...]:
+def cut(log: StepLog, start: float, end: float) -> StepColumns:
     """The steps whose scheduler wall time lies in [start, end]: a timed pass's, when the window is its two
     /metrics scrapes (the server is idle at both)."""
-    return tuple(s for s in log.steps if start <= s.sched.wall <= end)
-
-
-def _diff(a: float | None, b: float | None) -> float | None:
-    return None if a is None or b is None else b - a
-
-
-def _mean(values: Sequence[float | None]) -> float | None:
-    xs = [v for v in values if v is not None]
-    return float(np.mean(xs)) if xs else None
+    return log.steps.window(start, end)
 
 
 def step_times(steps: Sequence[Step]) -> tuple[list[float | None], str]:
     """Each step's time from the previous step's start (its first: None, it spans the idle time before the
-    pass): the runner's ``since_prev_ms`` where recorded, else the scheduler's wall-time differences."""
+    pass): the runner's ``since_prev_ms`` where recorded, else the scheduler's wall-time differences. On records
+    (``stalls``); ``column_times`` is the same on columns."""
     if steps and all(s.gpu is not None for s in steps):
         times = [None if i == 0 or s.gpu is None else s.gpu.since_prev_ms for i, s in enumerate(steps)]
-        return times, "runner (since_prev_ms)"
+        return times, RUNNER
     walls = [s.sched.wall for s in steps]
-    return [None] + [(b - a) * 1000.0 for a, b in zip(walls, walls[1:])], "scheduler wall"
+    return [None] + [(b - a) * 1000.0 for a, b in zip(walls, walls[1:])], SCHEDULER
 
 
-def split(steps: Sequence[Step]) -> dict[str, float | None]:
-    """Mean ms per step of the target forward, its LM head, sampling/verification, the drafter, and the gap
-    between steps (since_prev_ms − the previous step's t_end; consecutive steps only)."""
-    parts: dict[str, list[float | None]] = {k: [] for k in ("fwd", "lm_head", "verify", "drafter", "gap")}
-    prev: Step | None = None
-    for s in steps:
-        g = s.gpu
-        if g is not None:
-            parts["fwd"].append(_diff(g.t_fwd, g.t_fwd_end))
-            parts["lm_head"].append(_diff(g.t_lg0, g.t_lg1))
-            parts["verify"].append(_diff(g.t_samp, g.t_d0 if g.t_d0 is not None else g.t_end))
-            parts["drafter"].append(_diff(g.t_d0, g.t_d1))
-            if prev is not None and prev.gpu is not None and prev.sched.step + 1 == s.sched.step:
-                parts["gap"].append(_diff(prev.gpu.t_end, g.since_prev_ms))
-        prev = s
-    return {k: _mean(v) for k, v in parts.items()}
+def column_times(steps: StepColumns) -> tuple[Array, str]:
+    """``step_times`` of a pass's steps, NaN for None (a pass without steps has none)."""
+    if len(steps) and steps.has_gpu.all():
+        times = steps.gpu["since_prev_ms"].copy()
+        times[0] = np.nan
+        return times, RUNNER
+    return np.concatenate(([np.nan], np.diff(steps.wall) * 1000.0))[:len(steps)], SCHEDULER
+
+
+def _mean(values: Array) -> float | None:
+    xs = values[~np.isnan(values)]
+    return float(np.mean(xs)) if len(xs) else None
+
+
+def split(steps: Sequence[StepColumns]) -> dict[str, float | None]:
+    """Mean ms per step, over the passes' steps in turn, of the target forward, its LM head,
+    sampling/verification, the drafter, and the gap between steps (since_prev_ms − the previous step's t_end;
+    consecutive steps only)."""
+    def cat(name: str) -> Array:
+        return np.concatenate([s.gpu[name] for s in steps]) if steps else np.zeros(0)
+
+    has = np.concatenate([s.has_gpu for s in steps]) if steps else np.zeros(0, dtype=bool)
+    number = np.concatenate([s.step for s in steps]) if steps else np.zeros(0, dtype=np.int64)
+    d0, end = cat("t_d0"), cat("t_end")
+    parts = {"fwd": cat("t_fwd_end") - cat("t_fwd"), "lm_head": cat("t_lg1") - cat("t_lg0"),
+             "verify": np.where(np.isnan(d0), end, d0) - cat("t_samp"), "drafter": cat("t_d1") - d0}
+    out = {k: _mean(v[has]) for k, v in parts.items()}
+    after = has[1:] & has[:-1] & (number[:-1] + 1 == number[1:])
+    out["gap"] = _mean((cat("since_prev_ms")[1:] - end[:-1])[after])
+    return out
 
 
 def _bucket(n: int) -> str:
@@ -105,20 +89,24 @@ def _bucket(n: int) -> str:
     return str(lo) if lo == hi else f"{lo}-{hi}" if hi < 10**9 else f"{lo}+"
 
 
-def by_batch(steps: Sequence[Step], times: Sequence[float | None]) -> dict[str, dict[str, int | float]]:
-    groups: dict[str, list[float]] = {}
-    for s, t in zip(steps, times):
-        if t is not None and s.sched.num_reqs > 0:
-            groups.setdefault(_bucket(s.sched.num_reqs), []).append(t)
-    order = [_bucket(lo) for lo, _ in BATCH_BUCKETS]
-    return {b: {"steps": len(groups[b]), "mean_ms": float(np.mean(groups[b]))} for b in order if b in groups}
+def by_batch(num_reqs: Array, times: Array) -> dict[str, dict[str, int | float]]:
+    """The mean step time by the ``num_reqs`` bucket of its step (a number above the last bucket's is in it)."""
+    lows = np.array([lo for lo, _ in BATCH_BUCKETS])
+    bucket = np.searchsorted(lows, num_reqs, side="right") - 1
+    timed = ~np.isnan(times) & (num_reqs > 0)
+    out: dict[str, dict[str, int | float]] = {}
+    for i, (lo, _) in enumerate(BATCH_BUCKETS):
+        ts = times[timed & (bucket == i)]
+        if len(ts):
+            out[_bucket(lo)] = {"steps": len(ts), "mean_ms": float(np.mean(ts))}
+    return out
 
 
 @dataclass(frozen=True)
 class PassSteps:
     """One timed pass's steps, and the ``/metrics`` accepted-token delta of the same pass (None: unknown)."""
 
-    steps: tuple[Step, ...]
+    steps: StepColumns
     counter_accepted: int | None
 
 
@@ -126,64 +114,69 @@ def _agree(a: int | None, b: int | None) -> bool | None:
     return None if a is None or b is None else a == b
 
 
+def _cat(columns: Sequence[Array], dtype: type = np.int64) -> Array:
+    return np.concatenate(columns) if columns else np.zeros(0, dtype=dtype)
+
+
 def cell_stats(passes: Sequence[PassSteps]) -> StepStats:
     """The results keys of one cell's step log over its timed passes (``steplog_*``; docs/metrics.md)."""
-    steps = [s for p in passes for s in p.steps]
-    times: list[float | None] = []
-    clock = "runner (since_prev_ms)"
-    for p in passes:  # per pass: a pass's first step spans the idle time before it
-        t, c = step_times(p.steps)
-        times += t
-        clock = c if c != "runner (since_prev_ms)" else clock
-    measured = [t for t in times if t is not None]
-    hist = [sum(s.sched.hist[j] for s in steps) for j in range(HIST_LEN)]
-    accepted_known = all(s.sched.accepted is not None for s in steps)
-    accepted = sum(s.sched.accepted or 0 for s in steps) if accepted_known else None
+    steps = [p.steps for p in passes]
+    n = sum(len(s) for s in steps)
+    times, clock = [], RUNNER
+    for s in steps:  # per pass: a pass's first step spans the idle time before it; a pass without steps has none
+        t, c = column_times(s)
+        times.append(t)
+        clock = c if c != RUNNER and len(s) else clock
+    all_times = _cat(times, np.float64)
+    measured = all_times[~np.isnan(all_times)]
+    hist = [int(x) for x in sum((s.sched["hist"].sum(axis=0) for s in steps), np.zeros(HIST_LEN, dtype=np.int64))]
+    acc = _cat([s.sched["accepted"] for s in steps])
+    accepted = int(acc.sum()) if (acc != NONE).all() else None
     counters = [p.counter_accepted for p in passes]
     counter = None if any(c is None for c in counters) else sum(c or 0 for c in counters)
     if counter is None and accepted == 0:
         counter = 0  # a server that does not speculate: no counter, no accepted token
-    hist_accepted = sum((j - 1) * n for j, n in enumerate(hist) if j >= 1)
+    hist_accepted = sum((j - 1) * k for j, k in enumerate(hist) if j >= 1)
     committing = sum(hist[1:])
-    modes = Counter(s.sched.graph_mode for s in steps if s.sched.graph_mode is not None)
-    padded = [s.sched for s in steps if s.sched.padded_tokens is not None and s.sched.unpadded_tokens is not None]
-    unpadded = sum(r.unpadded_tokens or 0 for r in padded)
+    modes = sum((s.sched.text_counts("graph_mode") for s in steps), Counter[str]())
+    padded, unpadded = _cat([s.sched["padded_tokens"] for s in steps]), _cat([s.sched["unpadded_tokens"] for s in steps])
+    both = (padded != NONE) & (unpadded != NONE)
+    unpadded_sum = int(unpadded[both].sum())
     parts = split(steps)
     return StepStats(
-        steplog_steps=len(steps),
-        steplog_step_mean_ms=float(np.mean(measured)) if measured else None,
-        steplog_step_p50_ms=float(np.percentile(measured, 50)) if measured else None,
-        steplog_step_p95_ms=float(np.percentile(measured, 95)) if measured else None,
-        steplog_step_clock=clock if measured else None,
-        steplog_step_by_batch=by_batch(steps, times) or None,
+        steplog_steps=n,
+        steplog_step_mean_ms=float(np.mean(measured)) if len(measured) else None,
+        steplog_step_p50_ms=float(np.percentile(measured, 50)) if len(measured) else None,
+        steplog_step_p95_ms=float(np.percentile(measured, 95)) if len(measured) else None,
+        steplog_step_clock=clock if len(measured) else None,
+        steplog_step_by_batch=by_batch(_cat([s.sched["num_reqs"] for s in steps]), all_times) or None,
         steplog_fwd_ms=parts["fwd"], steplog_lm_head_ms=parts["lm_head"], steplog_verify_ms=parts["verify"],
         steplog_drafter_ms=parts["drafter"], steplog_gap_ms=parts["gap"],
-        steplog_tokens_per_step=sum(j * n for j, n in enumerate(hist)) / committing if committing else None,
+        steplog_tokens_per_step=sum(j * k for j, k in enumerate(hist)) / committing if committing else None,
         steplog_hist=hist,
         steplog_accepted=accepted,
         steplog_counter_accepted=counter,
         steplog_accepted_agree=_agree(accepted, counter),
         steplog_hist_accepted=hist_accepted,
         steplog_hist_agree=_agree(hist_accepted, accepted),
-        steplog_graph_modes={m: n / len(steps) for m, n in sorted(modes.items())} or None,
-        steplog_padding_share=(sum(r.padded_tokens or 0 for r in padded) - unpadded) / unpadded if unpadded else None,
+        steplog_graph_modes={m: k / n for m, k in sorted(modes.items())} or None,
+        steplog_padding_share=(int(padded[both].sum()) - unpadded_sum) / unpadded_sum if unpadded_sum else None,
     )
 
 
-def pass_tokens(tokens: Sequence[TokenRow], steps: Sequence[Step]) -> list[TokenRow]:
+def pass_tokens(tokens: RowColumns[TokenRow], steps: StepColumns) -> RowColumns[TokenRow]:
     """The token log's rows of one timed pass: those of its steps, by step number — the one cut its steps got.
     A token row's own wall time is the sampler's, taken in another process, and may fall on the other side of
     a scrape than its step's."""
-    numbers = {s.sched.step for s in steps}
-    return [r for r in tokens if r.step in numbers]
+    return tokens.take(np.flatnonzero(np.isin(tokens["step"], steps.step)))
 
 
 @dataclass(frozen=True)
 class PassTokens:
     """One timed pass's steps and the token rows of those steps (``pass_tokens``)."""
 
-    steps: tuple[Step, ...]
-    tokens: tuple[TokenRow, ...]
+    steps: StepColumns
+    tokens: RowColumns[TokenRow]
 
 
 def token_stats(passes: Sequence[PassTokens], orphans: int = 0) -> TokenLogStats:
@@ -191,19 +184,26 @@ def token_stats(passes: Sequence[PassTokens], orphans: int = 0) -> TokenLogStats
     guesses but has no token row (a row lost before it reached disk) is counted, and so are ``orphans``, the
     launch's token rows whose step no scheduler row has (they cannot be placed in any pass), and the guesses the
     runner verified for a request the scheduler had finished (async scheduling: left out of both sides)."""
-    steps = [s for p in passes for s in p.steps]
-    uncounted = {(s.sched.step, r) for s in steps for r in s.sched.skipped_reqs}
-    tokens = [t for p in passes for t in p.tokens if (t.step, t.req_id) not in uncounted]
-    late = sum(len(p.tokens) for p in passes) - len(tokens)
-    with_rows = {t.step for t in tokens}
-    missing = sum(1 for s in steps if (s.sched.accepted or 0) > 0 and s.sched.step not in with_rows)
-    known = all(s.sched.accepted is not None for s in steps)
-    accepted = sum(1 for t in tokens if t.accepted)
+    uncounted = {(int(step), req) for p in passes
+                 for step, reqs in zip(p.steps.step.tolist(), p.steps.sched.values("skipped_reqs")) for req in reqs}
+    counted = []
+    for p in passes:
+        keep = np.ones(len(p.tokens), dtype=bool)
+        if uncounted:
+            keep = np.array([(int(s), r) not in uncounted
+                             for s, r in zip(p.tokens["step"].tolist(), p.tokens.values("req_id"))], dtype=bool)
+        counted.append(keep)
+    late = int(sum(int((~k).sum()) for k in counted))
+    token_steps = _cat([p.tokens["step"][k] for p, k in zip(passes, counted)])
+    kept = int(sum(int(((p.tokens["accepted"] == 1) & k).sum()) for p, k in zip(passes, counted)))
+    steps = _cat([p.steps.step for p in passes])
+    accepted = _cat([p.steps.sched["accepted"] for p in passes])
+    missing = int(((accepted > 0) & ~np.isin(steps, token_steps)).sum())
     unplaced = {k: v for k, v in (("pass steps that accepted guesses but have no token row", missing),
                                   ("token rows of a step the scheduler log lacks", orphans),
                                   ("guesses of a request vLLM had finished (verified, not counted by it)", late)) if v}
-    return TokenLogStats(steplog_token_guesses=len(tokens), steplog_token_accepted=accepted,
-                         steplog_token_agree=accepted == sum(s.sched.accepted or 0 for s in steps) if known else None,
+    return TokenLogStats(steplog_token_guesses=len(token_steps), steplog_token_accepted=kept,
+                         steplog_token_agree=kept == int(accepted.sum()) if (accepted != NONE).all() else None,
                          steplog_token_unplaced=unplaced or None)
 
 

@@ -3,9 +3,11 @@ engine step of each timed pass (from the step log, docs/steplog.md), and each me
 token ids. Same ``TABLE/GPU/TARGET/SPLIT/DRAFTER-kK/`` layout and identity columns as ``export.py``'s
 runs and requests, timed passes only.
 
-A step log can hold millions of steps: steps and tokens are read one launch folder at a time and go to their
-files pass by pass, ``BATCH_ROWS`` rows at a time (``export_files.TableWriter``), with one arrow schema per table,
-so every file of a table has the same column types (a column all null in one file is still typed)."""
+A step log can hold millions of steps: a launch folder is read once, by the run's own checked reader
+(``run.steplog_read``, in columns: the rows the run's results count, what was left out said once), one launch at a
+time, and its steps and tokens go to their files pass by pass, ``BATCH_ROWS`` rows at a time
+(``export_files.TableWriter``), with one arrow schema per table, so every file of a table has the same column types
+(a column all null in one file is still typed)."""
 
 from __future__ import annotations
 
@@ -18,15 +20,18 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from ..measure.step_columns import NONE, Array, RowColumns
+from ..measure.steplog import StepColumns
 from ..run.readback import RunResults
 from ..run.rundir import read_phases
-from ..run.steplog import read_tokens
+from ..run.steplog import read_once
+from ..run.steplog_read import LaunchRead
 from ..schemas.cell import Cell
 from ..schemas.phase import PhaseInfo
 from ..schemas.request import RequestRecord
 from ..schemas.steplog import TIME_POINTS, TokenRow
 from .export_files import Replacement, table_writer
-from .export_steplog import LaunchColumns, read_columns, step_batch
+from .export_steplog import step_batch, token_batch
 
 IDENTITY = ["gpu", "target", "split", "drafter", "k", "c", "start"]
 BATCH_ROWS = 65_536  # rows handed to the parquet writer at a time
@@ -76,68 +81,35 @@ def logged_passes(run: Path, phases: Sequence[PhaseInfo],
             yield p, key, folder
 
 
-def launches(run: Path, phases: Sequence[PhaseInfo], identity: Identity) -> Iterator[tuple[Path, list[tuple[PhaseInfo, TableKey]]]]:
-    """Each launch folder with its logged passes (in phases.jsonl's order): the export reads one launch at a time."""
+def launches(run: Path, phases: Sequence[PhaseInfo], identity: Identity) -> Iterator[tuple[LaunchRead, list[tuple[PhaseInfo, TableKey]]]]:
+    """Each launch folder with a logged pass, read and checked (``run.steplog.read_once``), with its logged passes
+    (in phases.jsonl's order): the export holds one launch's read at a time."""
     by: dict[Path, list[tuple[PhaseInfo, TableKey]]] = {}
     for p, key, folder in logged_passes(run, phases, identity):
         by.setdefault(folder, []).append((p, key))
-    yield from by.items()
+    for folder, passes in by.items():
+        yield read_once(run, phases, folder), passes
 
 
-class Columns:
-    """Rows gathered column by column, handed on as an arrow table every ``BATCH_ROWS``."""
-
-    def __init__(self, schema: pa.Schema) -> None:
-        self.schema = schema
-        self.cols: dict[str, list[Any]] = {name: [] for name in schema.names}
-
-    def add(self, row: dict[str, Any]) -> bool:
-        """Add a row; True when a batch is full."""
-        for name, col in self.cols.items():
-            col.append(row[name])
-        return len(self.cols[self.schema.names[0]]) >= BATCH_ROWS
-
-    def take(self) -> pa.Table:
-        table = pa.Table.from_pydict(self.cols, schema=self.schema)
-        self.cols = {name: [] for name in self.schema.names}
-        return table
-
-
-def step_batches(run: Path, phases: Sequence[PhaseInfo], identity: Identity) -> Batches:
-    """One row per engine step of every complete timed pass run with the step log, pass by pass, in batches;
-    one launch's log held at a time, in columns (``export_steplog``)."""
-    for folder, passes in launches(run, phases, identity):
-        cols = read_columns(folder)
-        for p, key in passes:
-            part = {**asdict(key), "start": p.repeat}
-            idx = pass_window(cols, p)
-            for at in range(0, len(idx), BATCH_ROWS):
-                yield part, step_batch(cols, idx[at:at + BATCH_ROWS], part, STEP_SCHEMA)
-        del cols
-
-
-def pass_window(cols: LaunchColumns, phase: PhaseInfo) -> np.ndarray:
-    """The pass's steps (``run.steplog.pass_steps``: none where it has no recorded window)."""
+def pass_window(steps: StepColumns, phase: PhaseInfo) -> Array:
+    """The indices of the pass's steps (``run.steplog.pass_steps``: none where it has no recorded window)."""
     if phase.scraped_before is None or phase.scraped_after is None:
         return np.zeros(0, dtype=np.int64)
-    return cols.window(phase.scraped_before, phase.scraped_after)
+    return steps.window_index(phase.scraped_before, phase.scraped_after)
 
 
-def frame_of(batches: Batches, schema: pa.Schema) -> pd.DataFrame:
-    """The batches as one frame (the tests' view; the export writes them as they come)."""
-    tables = [t for _, t in batches]
-    return (pa.concat_tables(tables) if tables else schema.empty_table()).to_pandas()
+def step_batches(read: LaunchRead, passes: Sequence[tuple[PhaseInfo, TableKey]]) -> Batches:
+    """One row per engine step of each of the launch's complete timed passes, pass by pass, in batches."""
+    for p, key in passes:
+        part = {**asdict(key), "start": p.repeat}
+        idx = pass_window(read.steps, p)
+        for at in range(0, len(idx), BATCH_ROWS):
+            yield part, step_batch(read.steps, idx[at:at + BATCH_ROWS], part, STEP_SCHEMA)
 
 
-def steps_frame(run: Path, phases: Sequence[PhaseInfo], identity: Identity) -> pd.DataFrame:
-    """``step_batches`` as one frame."""
-    return frame_of(step_batches(run, phases, identity), STEP_SCHEMA)
-
-
-def _request_of(rows: Sequence[TokenRow], candidates: dict[int, RequestRecord]) -> int | None:
-    """The request (index in requests.jsonl) whose output holds every kept guess of ``rows`` (one vLLM request)
-    at its position; None unless exactly one request of the pass agrees (the engine's request id is its own)."""
-    kept = [(r.out_pos, r.token) for r in rows if r.accepted and r.out_pos is not None and r.out_pos >= 0]
+def _request_of(kept: list[tuple[int, int]], candidates: dict[int, RequestRecord]) -> int | None:
+    """The request (index in requests.jsonl) whose output holds every kept guess (``(out_pos, token)``) of one vLLM
+    request at its position; None unless exactly one request of the pass agrees (the engine's request id is its own)."""
 
     def agrees(out: list[int]) -> bool:  # guesses kept past max_tokens were cut from the output: not evidence
         inside = [(pos, tok) for pos, tok in kept if pos < len(out)]
@@ -147,36 +119,51 @@ def _request_of(rows: Sequence[TokenRow], candidates: dict[int, RequestRecord]) 
     return found[0] if len(found) == 1 else None
 
 
-def token_batches(run: Path, phases: Sequence[PhaseInfo], requests: Sequence[RequestRecord], identity: Identity) -> Batches:
-    """One row per verified guess of every complete timed pass run at the ``tokens`` level — the rows of the
-    pass's steps, by step number, as the results' ``steplog_token_*`` keys take them; ``req`` matches
-    ``outputs``' (found by the guesses kept: they are the output's tokens at their positions). In batches, one
-    launch's logs read at a time."""
-    for folder, passes in launches(run, phases, identity):
-        launch_tokens = read_tokens(folder)[0]
-        if not launch_tokens:
-            continue
-        cols = read_columns(folder)
-        for p, key in passes:
-            numbers = set(cols.step[pass_window(cols, p)].tolist())
-            tokens = [t for t in launch_tokens if t.step in numbers]  # measure.steplog.pass_tokens: by step number
-            candidates = {i: r for i, r in enumerate(requests)
-                          if r.phase == "measure" and r.repeat == p.repeat and Cell.of_record(r) == p.cell}
-            by_req: dict[str | None, list[TokenRow]] = {}
-            for t in tokens:
-                by_req.setdefault(t.req_id, []).append(t)
-            req_of = {rid: _request_of(ts, candidates) for rid, ts in by_req.items()}
-            part, rows = {**asdict(key), "start": p.repeat}, Columns(TOKEN_SCHEMA)
-            for t in tokens:
-                if rows.add({**part, **{k: getattr(t, k) for k in TOKEN_FIELDS}, "req": req_of[t.req_id]}):
-                    yield part, rows.take()
-            yield part, rows.take()
-        del cols, launch_tokens
+def requests_of(tokens: RowColumns[TokenRow], rows: Array, candidates: dict[int, RequestRecord]) -> Array:
+    """Each of the token rows ``rows``' request in requests.jsonl (``NONE``: none found), one engine request id at
+    a time, found by the guesses it kept."""
+    ids, which = np.unique(tokens["req_id"][rows], return_inverse=True)
+    order = np.argsort(which, kind="stable")
+    bounds = np.searchsorted(which[order], np.arange(len(ids) + 1))
+    req = np.full(len(rows), NONE, dtype=np.int64)
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        mine = rows[order[a:b]]
+        kept = (tokens["accepted"][mine] == 1) & (tokens["out_pos"][mine] >= 0)
+        found = _request_of(list(zip(tokens["out_pos"][mine][kept].tolist(), tokens["token"][mine][kept].tolist())), candidates)
+        req[order[a:b]] = NONE if found is None else found
+    return req
+
+
+def token_batches(read: LaunchRead, passes: Sequence[tuple[PhaseInfo, TableKey]], requests: Sequence[RequestRecord]) -> Batches:
+    """One row per verified guess of each of the launch's complete timed passes run at the ``tokens`` level — the
+    rows of the pass's steps, by step number, as the results' ``steplog_token_*`` keys take them; ``req`` matches
+    ``outputs``' (found by the guesses kept: they are the output's tokens at their positions). In batches."""
+    if not len(read.tokens):
+        return
+    for p, key in passes:
+        rows = np.flatnonzero(np.isin(read.tokens["step"], read.steps.step[pass_window(read.steps, p)]))
+        candidates = {i: r for i, r in enumerate(requests)
+                      if r.phase == "measure" and r.repeat == p.repeat and Cell.of_record(r) == p.cell}
+        req, part = requests_of(read.tokens, rows, candidates), {**asdict(key), "start": p.repeat}
+        for at in range(0, len(rows), BATCH_ROWS):
+            yield part, token_batch(read.tokens, rows[at:at + BATCH_ROWS], req[at:at + BATCH_ROWS], part, TOKEN_SCHEMA)
+
+
+def frame_of(batches: Batches, schema: pa.Schema) -> pd.DataFrame:
+    """The batches as one frame (the tests' view; the export writes them as they come)."""
+    tables = [t for _, t in batches]
+    return (pa.concat_tables(tables) if tables else schema.empty_table()).to_pandas()
+
+
+def steps_frame(run: Path, phases: Sequence[PhaseInfo], identity: Identity) -> pd.DataFrame:
+    """``step_batches`` of every launch as one frame."""
+    return frame_of((b for read, passes in launches(run, phases, identity) for b in step_batches(read, passes)), STEP_SCHEMA)
 
 
 def tokens_frame(run: Path, phases: Sequence[PhaseInfo], requests: Sequence[RequestRecord], identity: Identity) -> pd.DataFrame:
-    """``token_batches`` as one frame."""
-    return frame_of(token_batches(run, phases, requests, identity), TOKEN_SCHEMA)
+    """``token_batches`` of every launch as one frame."""
+    return frame_of((b for read, passes in launches(run, phases, identity) for b in token_batches(read, passes, requests)),
+                    TOKEN_SCHEMA)
 
 
 def outputs_frame(requests: Sequence[RequestRecord], identity: Identity) -> pd.DataFrame:
@@ -201,13 +188,15 @@ def identities(results: RunResults, runs: pd.DataFrame) -> Identity:
 
 def export_steps(requests: Sequence[RequestRecord], run: Path, rep: Replacement, identity: Identity) -> None:
     """``steps/``, ``tokens/`` and ``outputs/`` into the run's replacement of its files; ``identity`` maps a cell to
-    its key in the tables. Steps and tokens go to their files batch by batch as they are read."""
+    its key in the tables. Steps and tokens go to their files batch by batch as each launch is read."""
     phases = read_phases(Path(run))
-    for table, schema, batches in (("steps", STEP_SCHEMA, step_batches(Path(run), phases, identity)),
-                                   ("tokens", TOKEN_SCHEMA, token_batches(Path(run), phases, requests, identity))):
-        with table_writer(rep, table, schema) as writer:
-            for part, batch in batches:
-                writer.write(part, batch)
+    with table_writer(rep, "steps", STEP_SCHEMA) as steps, table_writer(rep, "tokens", TOKEN_SCHEMA) as tokens:
+        for read, passes in launches(Path(run), phases, identity):
+            for part, batch in step_batches(read, passes):
+                steps.write(part, batch)
+            for part, batch in token_batches(read, passes, requests):
+                tokens.write(part, batch)
+            del read  # before the next launch is read
     outputs = outputs_frame(requests, identity)
     if not outputs.empty:
         rep.frame("outputs", outputs.assign(run=rep.run))

@@ -1,5 +1,5 @@
-"""Reading the step log a launched server wrote (docs/steplog.md): a launch folder's header, sched and
-gpu files into one ``StepLog``, and each cell's timed passes cut from it by their /metrics scrapes.
+"""Reading the step log a launched server wrote (docs/steplog.md): a launch folder's files, checked and in
+columns (``steplog_read``), and each cell's timed passes cut from it by their /metrics scrapes.
 
 Every value came from the engine's processes, a killed one included: each line goes through the
 strict typed reader (``schemas.steplog``); a bad line is skipped and counted with its reason, never
@@ -12,15 +12,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..measure.stalls import pass_stalls, stall_stats, steady_warmup
-from ..measure.steplog import PassSteps, PassTokens, Step, StepLog, cell_stats, cut, pass_tokens, token_stats
+import numpy as np
+
+from ..measure.stalls import PassStalls, pass_stalls, stall_stats, steady_warmup
+from ..measure.steplog import PassSteps, PassTokens, StepColumns, StepLog, cell_stats, cut, pass_tokens, token_stats
 from ..schemas.cell import Cell
 from ..schemas.phase import PhaseInfo
 from ..schemas.row import ResultRow
 from ..schemas.row_steplog import StallStats, SteadyWarmup, StepLogSource, StepStats, TokenLogStats
-from ..schemas.steplog import EventRow, TokenRow
+from ..schemas.steplog import EventRow
 from .say import say_once
-from .steplog_read import LaunchRead, LaunchScope, clock, read_events_only, read_folder
+from .steplog_read import LaunchRead, LaunchScope, check_folder, clock, read_events_only, read_folder
 
 WINDOW = "/metrics scrapes"  # a pass is cut by the wall times of its two scrapes (phases.jsonl scraped_*)
 
@@ -39,21 +41,21 @@ def read_launch(folder: Path) -> StepLog:
     return read.log
 
 
+def read_once(run_dir: Path, phases: Sequence[PhaseInfo], folder: Path) -> LaunchRead:
+    """One launch folder of a run read and checked as the run's results read it, not kept (the export reads one
+    launch at a time); what was left out said once on stderr."""
+    read = check_folder(folder, LaunchScope.of_run(run_dir, phases, folder))
+    _say(folder, read)
+    return read
+
+
 def read_events(folder: Path) -> tuple[list[EventRow], dict[str, int]]:
     """A launch's events (``events-*.jsonl`` of every process: collections, compiles, captures, autotunes,
     allocator growth, preemptions, the recorder's flushes), in wall-time order, and the lines skipped by reason."""
     return read_events_only(folder, LaunchScope.of_folder(folder, passes=False))
 
 
-def read_tokens(folder: Path) -> tuple[list[TokenRow], dict[str, int]]:
-    """A launch's token log (``tokens-*.jsonl``, the ``tokens`` level), one row per verified guess (a second row
-    of the same guess — another rank's — skipped), and the lines skipped by reason."""
-    read = read_folder(folder, LaunchScope.of_folder(folder))
-    _say(folder, read)
-    return read.tokens, {k: v for k, v in read.skipped.items() if k.startswith("tokens:")}
-
-
-def pass_steps(log: StepLog, phase: PhaseInfo) -> tuple[Step, ...] | None:
+def pass_steps(log: StepLog, phase: PhaseInfo) -> StepColumns | None:
     """The steps of one timed pass, or None where the pass has no recorded window."""
     if phase.scraped_before is None or phase.scraped_after is None:
         return None
@@ -92,6 +94,17 @@ def _cut_before(read: LaunchRead, kind: str, p: PhaseInfo) -> str | None:
             f"repeat {p.repeat} ended")
 
 
+def _stalls(read: LaunchRead, steps: StepColumns, p: PhaseInfo) -> PassStalls:
+    """``pass_stalls`` of pass ``p`` (``steps``: its steps), made once per launch read (results are rebuilt after every
+    cell, and a finished launch's passes do not change): ``measure.stalls`` reads records, made for this pass only."""
+    assert p.scraped_before is not None and p.scraped_after is not None  # pass_steps returned steps
+    key = (p.scraped_before, p.scraped_after, p.wall_s, p.repeat, p.server_start)
+    if key not in read.pass_stalls:
+        read.pass_stalls[key] = pass_stalls(steps.records(), read.events, p.wall_s, p.repeat, p.server_start,
+                                            (p.scraped_before, p.scraped_after))
+    return read.pass_stalls[key]
+
+
 def steplog_results(run_dir: Path, phases: Sequence[PhaseInfo]) -> dict[Cell, CellStepLog]:
     """The ``steplog_*`` results keys of every cell whose timed passes ran with the step log on (and, where the
     launch kept a token log, the ``steplog_token_*`` keys: its rows cut by the same step numbers). Only the
@@ -115,14 +128,13 @@ def steplog_results(run_dir: Path, phases: Sequence[PhaseInfo]) -> dict[Cell, Ce
             if p.steplog not in reads:
                 reads[p.steplog] = read = read_folder(folder, LaunchScope.of_run(run_dir, phases, folder))
                 if read.has_tokens:
-                    logged = {s.sched.step for s in read.log.steps}
-                    orphans += sum(1 for t in read.tokens if t.step not in logged)
+                    orphans += int((~np.isin(read.tokens["step"], read.steps.step)).sum())
             read = reads[p.steplog]
             if p.steplog not in said:  # each cell says what its launches left out
                 said.add(p.steplog)
                 skipped.update(read.skipped)
                 errors += [f"{p.steplog}: {n}" for n in read.notes]
-            if not read.log.steps:
+            if not len(read.steps):
                 errors.append(f"{p.steplog}: no step of this launch left to cut repeat {p.repeat} from")
                 continue
             steps = pass_steps(read.log, p)
@@ -135,23 +147,22 @@ def steplog_results(run_dir: Path, phases: Sequence[PhaseInfo]) -> dict[Cell, Ce
                 continue
             if (lost := _cut_before(read, "gpu", p)) is not None:
                 errors.append(f"{lost}: its runner times are not used")
-                steps = tuple(Step(s.sched) for s in steps)
+                steps = steps.without_gpu()
             counter = p.acceptance.spec_accepted_tokens
             passes.append(PassSteps(steps, counter if isinstance(counter, int) and not isinstance(counter, bool) else None))
             if read.has_tokens:
                 if (lost := _cut_before(read, "tokens", p)) is None:
-                    token_passes.append(PassTokens(steps, tuple(pass_tokens(read.tokens, steps))))
+                    token_passes.append(PassTokens(steps, pass_tokens(read.tokens, steps)))
                 else:
                     errors.append(f"{lost}: its token rows are not counted")
             if (lost := _cut_before(read, "events", p)) is not None:
                 errors.append(f"{lost}: its stalls are not named")
                 continue
-            assert p.scraped_before is not None and p.scraped_after is not None  # pass_steps returned steps
-            stalls.append(pass_stalls(steps, read.events, p.wall_s, p.repeat, p.server_start,
-                                      (p.scraped_before, p.scraped_after)))
+            stalls.append(_stalls(read, steps, p))
             walls.append(p.wall_s)
         out[cell] = CellStepLog(cell_stats(passes) if passes else None,
-                                StepLogSource(WINDOW if passes else None, dict(skipped) or None, "; ".join(errors) or None),
+                                StepLogSource(steplog_window=WINDOW if passes else None, steplog_skipped_rows=dict(skipped) or None,
+                                              steplog_error="; ".join(errors) or None),
                                 token_stats(token_passes, orphans) if token_passes else None,
                                 stall_stats(stalls, walls) if stalls else None,
                                 steady_warmup([p.warmup_one_time for p in ps]))

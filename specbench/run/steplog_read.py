@@ -8,28 +8,36 @@ Rows whose wall time lies outside the run's time span (meta.json) are not the ru
 core's: of several ``sched`` sequences (two files, or one file whose step counter goes back) the one the launch's
 timed passes ran on is kept. A ``gpu`` or ``tokens`` row is joined to a step by its number, so its wall time must be
 that step's: a file whose rows mostly are not is another launch's. A file cut in the middle of a line is said
-with the wall time of its last whole row, so a pass that ended after it is not counted as if whole."""
+with the wall time of its last whole row, so a pass that ended after it is not counted as if whole.
+
+Every line goes through its record's strict reader, and only its values are kept, in columns
+(``measure.step_columns``: a few hundred bytes a step, where records cost ~2.5 KB); the checks and the join work on
+those columns. The run's results (``run.steplog``) and the export (``report.export_steps``) both read a launch here."""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from ..measure.steplog import StepLog, join
+import numpy as np
+
+from ..measure.stalls import PassStalls
+from ..measure.step_columns import Array, RowBuilder, RowColumns, first_of_each, join
+from ..measure.steplog import StepColumns, StepLog
 from ..schemas.phase import PhaseInfo
+from ..schemas.record import Record
 from ..schemas.run_files import LOGS
 from ..schemas.steplog import SCHEMA, EventRow, GpuRow, RowError, SchedRow, StepHeader, TokenRow
 from .recorded import run_span
 from .rundir import read_phases
 from .servers import STEPLOG_DIR
 
-#: a line of a step-log file, as its typed record reads it
-StepRow = SchedRow | GpuRow | TokenRow | EventRow
+R = TypeVar("R", bound=Record)
 MAX_LINE = 1 << 16  # a step row is ~400 bytes; a longer line is not one
 STEP_WALL_S = 10.0  # a gpu row starts ~0.1 ms after its step's scheduler row, a token row a few ms: never this far
 #: rows another rank of the same launch also wrote: left out of the join, not damage
@@ -45,11 +53,16 @@ class LaunchScope:
     high: float | None = None
     windows: tuple[tuple[float, float], ...] = ()
 
-    def in_span(self, wall: float) -> bool:
-        return (self.low is None or wall >= self.low) and (self.high is None or wall <= self.high)
+    def in_span(self, walls: Array) -> Array:
+        """Which of these wall times lie inside the run's time span."""
+        return (walls >= (-np.inf if self.low is None else self.low)) & (walls <= (np.inf if self.high is None else self.high))
 
-    def in_windows(self, wall: float) -> bool:
-        return any(a <= wall <= b for a, b in self.windows)
+    def in_windows(self, walls: Array) -> Array:
+        """Which of these wall times lie inside a timed pass of the launch."""
+        inside = np.zeros(len(walls), dtype=bool)
+        for a, b in self.windows:
+            inside |= (walls >= a) & (walls <= b)
+        return inside
 
     @classmethod
     def of_run(cls, run_dir: Path, phases: Sequence[PhaseInfo], folder: Path) -> LaunchScope:
@@ -74,12 +87,12 @@ class LaunchScope:
 
 @dataclass
 class KindFile:
-    """One ``<kind>-<pid>.jsonl``: its process, its rows read, and, when it ends in a torn line (cut), the wall
-    time of its last whole row (0.0: none was whole)."""
+    """One ``<kind>-<pid>.jsonl``: its process, its rows (their indices in the kind's columns, in file order),
+    and, when it ends in a torn line (cut), the wall time of its last whole row (0.0: none was whole)."""
 
     name: str
     pid: str
-    rows: list[Any]
+    rows: Array
     cut_at: float | None = None
     dropped: bool = False  # left out whole: not the launch's
 
@@ -89,42 +102,52 @@ def clock(wall: float) -> str:
     return dt.datetime.fromtimestamp(wall, dt.UTC).strftime("%H:%M:%S UTC") if wall else "its start"
 
 
-def lines(path: Path, kind: str, skipped: Counter[str]) -> tuple[list[Any], bool]:
-    """The JSON lines of one file, and whether it ends in a torn line; a bad line is counted, never raised."""
-    out, torn = [], False
+def reason(err: RowError) -> str:
+    return str(err).split(":")[0] if ":" in str(err) else str(err)[:60]
+
+
+def read_rows(path: Path, kind: str, rows: RowBuilder[R], skipped: Counter[str]) -> bool:
+    """Each line of one file that its record's strict reader takes, added to ``rows``; whether the file ends in a
+    torn line. A bad line is counted (the lines' faults, then the rows' reasons), never raised."""
+    torn, lines, refused = False, Counter[str](), Counter[str]()
     try:
         with path.open("rb") as f:
             for raw in f:
                 torn = not raw.endswith(b"\n")
                 if torn or len(raw) > MAX_LINE:
-                    skipped[f"{kind}: torn or overlong line"] += 1
+                    lines[f"{kind}: torn or overlong line"] += 1
                     continue
                 try:
-                    out.append(json.loads(raw))
+                    obj = json.loads(raw)
                 except (ValueError, RecursionError):
-                    skipped[f"{kind}: not JSON"] += 1
+                    lines[f"{kind}: not JSON"] += 1
+                    continue
+                try:
+                    too_big = rows.add(rows.cls.from_line(obj))
+                except RowError as err:
+                    refused[f"{kind}: {reason(err)}"] += 1
+                    continue
+                if too_big is not None:
+                    refused[f"{kind}: {too_big}"] += 1
     except OSError as err:
-        skipped[f"{kind}: unreadable file ({err.strerror or type(err).__name__})"] += 1
-    return out, torn
+        lines[f"{kind}: unreadable file ({err.strerror or type(err).__name__})"] += 1
+    skipped.update(lines)
+    skipped.update(refused)
+    return torn
 
 
-def reason(err: RowError) -> str:
-    return str(err).split(":")[0] if ":" in str(err) else str(err)[:60]
-
-
-def kind_files(folder: Path, kind: str, reader: Callable[[Any], StepRow], skipped: Counter[str]) -> list[KindFile]:
-    files = []
+def kind_files(folder: Path, kind: str, cls: type[R], skipped: Counter[str]) -> tuple[RowColumns[R], list[KindFile]]:
+    """Every ``<kind>-<pid>.jsonl`` of the folder read into one set of columns, and each file's rows in it."""
+    rows, files = RowBuilder(cls), []
     for path in sorted(folder.glob(f"{kind}-*.jsonl")):
-        objs, torn = lines(path, kind, skipped)
-        rows = []
-        for obj in objs:
-            try:
-                rows.append(reader(obj))
-            except RowError as err:
-                skipped[f"{kind}: {reason(err)}"] += 1
-        cut_at = max((r.wall for r in rows), default=0.0) if torn else None
-        files.append(KindFile(path.name, path.stem.split("-", 1)[1], rows, cut_at))
-    return files
+        start = rows.n
+        torn = read_rows(path, kind, rows, skipped)
+        files.append(KindFile(path.name, path.stem.split("-", 1)[1], np.arange(start, rows.n), 0.0 if torn else None))
+    columns = rows.done()
+    for f in files:
+        if f.cut_at is not None and len(f.rows):
+            f.cut_at = float(columns["wall"][f.rows].max())
+    return columns, files
 
 
 def read_headers(folder: Path, skipped: Counter[str]) -> tuple[dict[str, StepHeader], dict[str, str]]:
@@ -158,12 +181,18 @@ class LaunchRead:
     the files cut in the middle of a line (kind → (file, wall time of its last whole row))."""
 
     log: StepLog
-    tokens: list[TokenRow]
+    tokens: RowColumns[TokenRow]
     events: list[EventRow]
     has_tokens: bool
     skipped: dict[str, int] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     cut: dict[str, tuple[str, float]] = field(default_factory=dict)
+    #: each timed pass's stalls once made (``run.steplog``), by the pass's window and numbers
+    pass_stalls: dict[tuple[Any, ...], PassStalls] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def steps(self) -> StepColumns:
+        return self.log.steps
 
     def damage(self) -> dict[str, int]:
         """The lines left out as damaged or not this launch's (another rank's copy of a row is neither)."""
@@ -182,7 +211,7 @@ class LaunchRead:
 
 
 class FolderCheck:
-    """The checks of one folder's files against its headers and scope (``check_folder``)."""
+    """The checks of one folder's files against its headers and scope (``check_folder``), on each kind's columns."""
 
     def __init__(self, folder: Path, scope: LaunchScope) -> None:
         self.folder, self.scope = folder, scope
@@ -193,9 +222,9 @@ class FolderCheck:
 
     def drop(self, kind: str, f: KindFile, why: str) -> None:
         self.skipped[f"{kind}: {why}"] += len(f.rows)
-        f.rows, f.cut_at, f.dropped = [], None, True
+        f.rows, f.cut_at, f.dropped = f.rows[:0], None, True
 
-    def own(self, kind: str, files: list[KindFile]) -> list[KindFile]:
+    def own(self, kind: str, columns: RowColumns[Any], files: list[KindFile]) -> list[KindFile]:
         """The files of ``kind`` the process's header owns, their rows inside the run's span."""
         kept = []
         for f in files:
@@ -204,34 +233,34 @@ class FolderCheck:
             elif f.pid in self.elsewhere:
                 self.drop(kind, f, f"its process's steps are another launch's ({f.name})")
             else:
-                inside = [r for r in f.rows if self.scope.in_span(r.wall)]
+                inside = f.rows[self.scope.in_span(columns["wall"][f.rows])]
                 if len(inside) < len(f.rows):
                     self.skipped[f"{kind}: wall time outside the run's (meta.json)"] += len(f.rows) - len(inside)
-                f.rows, f.dropped = inside, bool(f.rows) and not inside
+                f.rows, f.dropped = inside, bool(len(f.rows)) and not len(inside)
                 kept.append(f)
         return [f for f in kept if not f.dropped]
 
-    def engine_core(self, files: list[KindFile]) -> list[KindFile]:
+    def engine_core(self, sched: RowColumns[SchedRow], files: list[KindFile]) -> list[KindFile]:
         """One engine core's steps: of several sequences (files, or a file whose step counter goes back) the one
         with the most steps inside the launch's timed passes (then with a header, then the longest, then the first)."""
         seqs = []
         for f in files:
-            start = 0
-            for i in range(1, len(f.rows) + 1):
-                if i == len(f.rows) or f.rows[i].step <= f.rows[i - 1].step:
-                    seqs.append(replace(f, rows=f.rows[start:i], cut_at=f.cut_at if i == len(f.rows) else None))
-                    start = i
-        seqs = [s for s in seqs if s.rows]
+            steps = sched["step"][f.rows]
+            bounds = [0, *(np.flatnonzero(steps[1:] <= steps[:-1]) + 1).tolist(), len(steps)]
+            seqs += [replace(f, rows=f.rows[a:b], cut_at=f.cut_at if b == len(steps) else None)
+                     for a, b in zip(bounds, bounds[1:])]
+        seqs = [s for s in seqs if len(s.rows)]
         if len(seqs) <= 1:
             return seqs or files[:1]
-        score = [(sum(self.scope.in_windows(r.wall) for r in s.rows), s.pid in self.headers, len(s.rows), -i)
+        score = [(int(self.scope.in_windows(sched["wall"][s.rows]).sum()), s.pid in self.headers, len(s.rows), -i)
                  for i, s in enumerate(seqs)]
         best = max(range(len(seqs)), key=lambda i: score[i])
-        kept = {(r.step, r.wall) for r in seqs[best].rows}
+        kept_step, kept_wall = sched["step"][seqs[best].rows], sched["wall"][seqs[best].rows]  # rising steps
         for i, s in enumerate(seqs):
             if i == best:
                 continue
-            if all((r.step, r.wall) in kept for r in s.rows):
+            at = np.minimum(np.searchsorted(kept_step, sched["step"][s.rows]), len(kept_step) - 1)
+            if ((kept_step[at] == sched["step"][s.rows]) & (kept_wall[at] == sched["wall"][s.rows])).all():
                 why = f"the same steps again ({s.name})"
             elif not self.scope.windows:
                 why = f"a second step sequence ({s.name}), not joined: the log follows {seqs[best].name}"
@@ -244,70 +273,82 @@ class FolderCheck:
         self.elsewhere.discard(seqs[best].pid)
         return [seqs[best]]
 
-    def at_their_steps(self, kind: str, files: list[KindFile], walls: dict[int, float]) -> list[Any]:
-        """Rows joined by step number whose wall time is their step's; a file whose rows mostly are not is
-        another launch's."""
-        rows = []
+    def at_their_steps(self, kind: str, columns: RowColumns[Any], files: list[KindFile], step: Array, wall: Array) -> Array:
+        """Rows joined by step number (``step``: the kept steps' numbers, rising; ``wall``: their wall times) whose
+        wall time is their step's; a file whose rows mostly are not is another launch's."""
+        out = []
         for f in files:
-            known = [r for r in f.rows if r.step in walls]
-            off = [r for r in known if abs(r.wall - walls[r.step]) > STEP_WALL_S]
-            if off and len(off) * 2 > len(known):
+            number = columns["step"][f.rows]
+            at = np.minimum(np.searchsorted(step, number), max(len(step) - 1, 0))
+            known = step[at] == number if len(step) else np.zeros(len(number), dtype=bool)
+            off = known & (np.abs(columns["wall"][f.rows] - wall[at] if len(step) else 0.0) > STEP_WALL_S)
+            n_off = int(off.sum())
+            if n_off and n_off * 2 > int(known.sum()):
                 self.drop(kind, f, f"another launch's rows ({f.name}: their times are not this launch's steps')")
                 continue
-            if off:
-                self.skipped[f"{kind}: wall time is not its step's"] += len(off)
-                bad = {id(r) for r in off}
-                f.rows = [r for r in f.rows if id(r) not in bad]
-            rows += f.rows
-        return rows
+            if n_off:
+                self.skipped[f"{kind}: wall time is not its step's"] += n_off
+                f.rows = f.rows[~off]
+            out.append(f.rows)
+        return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+
+    def one_guess_each(self, tokens: RowColumns[TokenRow], rows: Array) -> Array:
+        """Of the token rows of one guess (step, request, draft position) the first; the others are another rank's."""
+        order, first = first_of_each([tokens["draft_pos"][rows], tokens["req_id"][rows], tokens["step"][rows]])
+        if (dup := int((~first).sum())):
+            self.skipped["tokens: duplicate guess"] += dup
+        keep = np.ones(len(rows), dtype=bool)
+        keep[order[~first]] = False
+        return rows[keep]
 
 
 def check_folder(folder: Path, scope: LaunchScope) -> LaunchRead:
     """A launch folder's files, checked (module docstring)."""
     c = FolderCheck(folder, scope)
-    sched = c.engine_core(c.own("sched", kind_files(folder, "sched", SchedRow.from_line, c.skipped)))
-    gpu_files = c.own("gpu", kind_files(folder, "gpu", GpuRow.from_line, c.skipped))
-    all_tokens = kind_files(folder, "tokens", TokenRow.from_line, c.skipped)
-    token_files = c.own("tokens", all_tokens)
-    event_files = c.own("events", kind_files(folder, "events", EventRow.from_line, c.skipped))
-    sched_rows = [r for f in sched for r in f.rows]
-    walls = {r.step: r.wall for r in sched_rows}
-    gpu = c.at_their_steps("gpu", gpu_files, walls)
-    tokens, seen = [], set()
-    for r in c.at_their_steps("tokens", token_files, walls):
-        guess = (r.step, r.req_id, r.draft_pos)
-        if guess in seen:
-            c.skipped["tokens: duplicate guess"] += 1
-            continue
-        seen.add(guess)
-        tokens.append(r)
+    sched_cols, sched_files = kind_files(folder, "sched", SchedRow, c.skipped)
+    sched = c.engine_core(sched_cols, c.own("sched", sched_cols, sched_files))
+    gpu_cols, gpu_files = kind_files(folder, "gpu", GpuRow, c.skipped)
+    gpu_files = c.own("gpu", gpu_cols, gpu_files)
+    token_cols, all_tokens = kind_files(folder, "tokens", TokenRow, c.skipped)
+    token_files = c.own("tokens", token_cols, all_tokens)
+    event_cols, event_files = kind_files(folder, "events", EventRow, c.skipped)
+    event_files = c.own("events", event_cols, event_files)
+    core = np.concatenate([f.rows for f in sched]) if sched else np.zeros(0, dtype=np.int64)  # one sequence: rising steps
+    step, wall = sched_cols["step"][core], sched_cols["wall"][core]
+    gpu = c.at_their_steps("gpu", gpu_cols, gpu_files, step, wall)
+    tokens = token_cols.take(c.one_guess_each(token_cols, c.at_their_steps("tokens", token_cols, token_files, step, wall)))
     cut = {}
     for kind, files in (("sched", sched), ("gpu", gpu_files), ("tokens", token_files), ("events", event_files)):
         torn = [(f.cut_at, f.name) for f in files if f.cut_at is not None]
         if torn:
             cut[kind] = min(torn)[::-1]
-    steps = join(sched_rows, gpu, c.skipped)
+    steps = join(sched_cols, gpu_cols, c.skipped, core, gpu)
     headless: dict[str, list[str]] = {}
     for f in [*sched, *gpu_files, *token_files, *event_files]:
-        if f.pid not in c.headers and f.rows:
+        if f.pid not in c.headers and len(f.rows):
             headless.setdefault(f.pid, []).append(f.name.split("-")[0])
     c.notes += [f"no header-{pid}.json: its {', '.join(dict.fromkeys(kinds))} rows read without it"
                 for pid, kinds in headless.items()]
-    events = sorted((r for f in event_files for r in f.rows), key=lambda e: e.wall)
-    return LaunchRead(StepLog(steps, tuple(c.headers.values()), dict(c.skipped)), tokens, events,
+    return LaunchRead(StepLog(steps, tuple(c.headers.values()), dict(c.skipped)), tokens, events_of(event_cols, event_files),
                       any(not f.dropped for f in all_tokens), dict(c.skipped), tuple(c.notes), cut)
+
+
+def events_of(columns: RowColumns[EventRow], files: list[KindFile]) -> list[EventRow]:
+    """The files' event rows as records (a launch has few), in wall-time order."""
+    rows = np.concatenate([f.rows for f in files]) if files else np.zeros(0, dtype=np.int64)
+    return sorted(columns.take(rows).records(), key=lambda e: e.wall)
 
 
 def read_events_only(folder: Path, scope: LaunchScope) -> tuple[list[EventRow], dict[str, int]]:
     """A launch's events alone (the warm-up reads them between passes, while the server writes): those its
     processes' headers own inside the run's span, in wall-time order, and the lines left out by reason."""
     c = FolderCheck(folder, scope)
-    files = c.own("events", kind_files(folder, "events", EventRow.from_line, c.skipped))
-    return sorted((r for f in files for r in f.rows), key=lambda e: e.wall), dict(c.skipped)
+    columns, files = kind_files(folder, "events", EventRow, c.skipped)
+    return events_of(columns, c.own("events", columns, files)), dict(c.skipped)
 
 
-#: launch folder → (its files' names, sizes and mtimes, the scope, what they read as): results are rebuilt after
-#: every cell, and a finished server's log does not change, so it is parsed once
+#: launch folder → (its files' names, sizes and mtimes, the scope, what they read as, in columns): results are
+#: rebuilt after every cell, and a finished server's log does not change, so it is parsed once
 _READ: dict[Path, tuple[tuple[tuple[str, int, int], ...], LaunchScope, LaunchRead]] = {}
 
 
@@ -328,6 +369,7 @@ def read_folder(folder: Path, scope: LaunchScope) -> LaunchRead:
     cached = _READ.get(key)
     if cached is not None and cached[:2] == (sig, scope):
         return cached[2]
+    _READ.pop(key, None)  # never the old read and the new one at once
     read = check_folder(folder, scope)
     _READ[key] = (sig, scope, read)
     return read

@@ -2,14 +2,15 @@
 
 import pytest
 
+from specbench.measure.step_columns import RowColumns, join
 from specbench.measure.steplog import (
     PassSteps,
     Step,
+    StepColumns,
     StepDecomposition,
     StepLog,
     cell_stats,
     cut,
-    join,
     steplog_decomposition,
 )
 from specbench.schemas.row import ResultRow
@@ -27,9 +28,13 @@ def steps(committed_per_step, k=3, since=10.0, timing=True, start=1):
     return tuple(out)
 
 
+def passed(ss, counter_accepted=None):
+    return PassSteps(StepColumns.of(ss), counter_accepted)
+
+
 def test_step_time_split_and_counters_agree():
     ss = steps([[3, 1], [4, 4], [2, 1]])
-    stats = cell_stats([PassSteps(ss, counter_accepted=2 + 6 + 1)])
+    stats = cell_stats([passed(ss, counter_accepted=2 + 6 + 1)])
     assert stats.steplog_steps == 3
     assert stats.steplog_step_mean_ms == pytest.approx(10.0)  # the first step spans the idle gap: left out
     assert stats.steplog_step_clock == "runner (since_prev_ms)"
@@ -44,16 +49,16 @@ def test_step_time_split_and_counters_agree():
 
 
 def test_a_counter_mismatch_is_flagged_with_both_numbers():
-    stats = cell_stats([PassSteps(steps([[3], [2]]), counter_accepted=4)])
+    stats = cell_stats([passed(steps([[3], [2]]), counter_accepted=4)])
     assert (stats.steplog_accepted, stats.steplog_counter_accepted, stats.steplog_accepted_agree) == (3, 4, False)
     broken = steps([[3]])
     bad = Step(SchedRow.from_line(sched_row(9, WALL0 + 1, [3], 3, accepted=1)), None)
-    stats = cell_stats([PassSteps(broken + (bad,), counter_accepted=3)])
+    stats = cell_stats([passed(broken + (bad,), counter_accepted=3)])
     assert stats.steplog_hist_agree is False and stats.steplog_hist_accepted == 4
 
 
 def test_without_gpu_rows_the_step_time_is_the_schedulers_wall_clock():
-    stats = cell_stats([PassSteps(steps([[1], [1], [1]], k=None, since=20.0, timing=False), None)])
+    stats = cell_stats([passed(steps([[1], [1], [1]], k=None, since=20.0, timing=False))])
     assert stats.steplog_step_mean_ms == pytest.approx(20.0) and stats.steplog_step_clock == "scheduler wall"
     assert stats.steplog_fwd_ms is None
     assert stats.steplog_accepted == 0 and stats.steplog_counter_accepted == 0  # no speculation, no counter
@@ -63,20 +68,20 @@ def test_without_gpu_rows_the_step_time_is_the_schedulers_wall_clock():
 def test_graph_modes_and_padding():
     ss = tuple(Step(SchedRow.from_line(sched_row(i, WALL0 + i, [1], None, graph_mode=m, padded_tokens=8, unpadded_tokens=6)))
                for i, m in ((1, "FULL"), (2, "FULL"), (3, "PIECEWISE"), (4, "NONE")))
-    stats = cell_stats([PassSteps(ss, None)])
+    stats = cell_stats([passed(ss)])
     assert stats.steplog_graph_modes == {"FULL": 0.5, "NONE": 0.25, "PIECEWISE": 0.25}
     assert stats.steplog_padding_share == pytest.approx(2 / 6)
 
 
 def test_join_and_cut():
     from collections import Counter
-    sched = [SchedRow.from_line(sched_row(n, WALL0 + n, [2], 3)) for n in (2, 1, 3, 3)]
-    gpu = [GpuRow.from_line(gpu_row(n, WALL0 + n, 5.0)) for n in (1, 3, 3)]
+    sched = RowColumns.of(SchedRow, [SchedRow.from_line(sched_row(n, WALL0 + n, [2], 3)) for n in (2, 1, 3, 3)])
+    gpu = RowColumns.of(GpuRow, [GpuRow.from_line(gpu_row(n, WALL0 + n, 5.0)) for n in (1, 3, 3)])
     skipped: Counter[str] = Counter()
     joined = join(sched, gpu, skipped)
-    assert [s.sched.step for s in joined] == [1, 2, 3] and joined[1].gpu is None and joined[2].gpu is not None
+    assert joined.step.tolist() == [1, 2, 3] and joined.has_gpu.tolist() == [True, False, True]
     assert skipped == {"sched: duplicate step": 1, "gpu: duplicate step": 1}
-    assert [s.sched.step for s in cut(StepLog(joined), WALL0 + 1.5, WALL0 + 3)] == [2, 3]
+    assert cut(StepLog(joined), WALL0 + 1.5, WALL0 + 3).step.tolist() == [2, 3]
 
 
 def row(run, step=None, tokens=None, **keys):
@@ -97,3 +102,22 @@ def test_decomposition_from_the_step_log_and_its_source():
     assert gaps == StepDecomposition(step_source="chunk gaps", step_cost_ratio=2.0)  # the row's own values kept
     assert steplog_decomposition(base, base) is None
 
+
+
+def test_a_pass_without_steps_takes_no_step_time_from_the_next():
+    """A pass whose window held no step gave one time (None) and no step: the next pass's times were paired
+    with the steps before theirs (by batch: 1 step of 2), and the clock said the scheduler's."""
+    stats = cell_stats([passed(()), passed(steps([[3], [3], [3]]))])
+    assert stats.steplog_step_by_batch == {"1": {"steps": 2, "mean_ms": 10.0}}
+    assert stats.steplog_step_clock == "runner (since_prev_ms)"
+
+
+def test_the_step_time_is_one_rule_on_records_and_on_columns():
+    import math
+
+    from specbench.measure.steplog import column_times, step_times
+
+    for ss in (steps([[3], [2], [4]]), steps([[1], [1]], k=None, since=20.0, timing=False), steps([[2]])):
+        times, clock = step_times(ss)
+        cols, cols_clock = column_times(StepColumns.of(ss))
+        assert clock == cols_clock and [None if math.isnan(t) else t for t in cols.tolist()] == times

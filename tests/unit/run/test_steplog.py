@@ -28,7 +28,7 @@ def test_bad_lines_are_skipped_and_counted_never_raised(tmp_path):
                           extra_lines={"sched": bad, "gpu": ['{"step": -1}']})
     (folder / "header-99.json").write_text("{broken")
     log = read_launch(folder)
-    assert [s.sched.step for s in log.steps] == [1, 2] and all(s.gpu is not None for s in log.steps)
+    assert log.steps.step.tolist() == [1, 2] and log.steps.has_gpu.all()
     assert log.skipped == {"sched: hist": 1, "sched: not JSON": 1, "sched: expected a JSON object, got list": 1,
                            "sched: num_tokens": 1, "sched: torn or overlong line": 1, "gpu: step": 1,
                            "header: unreadable": 1}
@@ -69,7 +69,7 @@ def test_a_launch_is_read_again_once_its_files_grow(tmp_path):
     assert read_launch(folder) is first  # unchanged: parsed once
     with (folder / "sched-1.jsonl").open("a") as f:
         f.write(json.dumps(sched_row(2, WALL0 + 2, [2], 3)) + "\n")
-    assert [s.sched.step for s in read_launch(folder).steps] == [1, 2]
+    assert read_launch(folder).steps.step.tolist() == [1, 2]
 
 
 def test_sglang_with_a_step_log_is_refused_before_any_server_starts(tmp_path):
@@ -117,6 +117,18 @@ def test_token_rows_that_cannot_be_placed_are_said(tmp_path):
 def test_a_launch_without_a_token_log_has_no_token_keys(tmp_path):
     write_launch(tmp_path / "logs/steplog/spec-s0", [sched_row(n, WALL0 + n, [3], 3) for n in range(1, 4)])
     assert "steplog_token_guesses" not in _keys(steplog_results(tmp_path, [phase(0, WALL0 + 0.5, WALL0 + 3.5, accepted=6)]))
+
+
+def test_an_integer_beyond_64_bits_is_a_line_left_out_not_a_crash(tmp_path):
+    """The strict reader takes any integer ≥ 0; a column holds 64 bits: such a line is counted like any bad value
+    (the export's column reader stopped on OverflowError, the results kept the step)."""
+    from specbench.report.export_steps import TableKey, steps_frame
+
+    rows = [sched_row(1, WALL0 + 1, [3], 3), sched_row(2, WALL0 + 2, [3], 3, num_tokens=2**70), sched_row(3, WALL0 + 3, [3], 3)]
+    folder = write_launch(tmp_path / "logs/steplog/spec-s0", rows)
+    assert read_launch(folder).steps.step.tolist() == [1, 3] and read_launch(folder).skipped == {"sched: num_tokens": 1}
+    frame = steps_frame(tmp_path, [phase(0, WALL0, WALL0 + 4)], lambda cell: TableKey("g", "t", "d", "x", 3, 1))
+    assert len(frame) == 2
 
 
 def test_guesses_of_a_request_vllm_had_finished_are_left_out_of_both_sides_and_said(tmp_path):
