@@ -4,6 +4,7 @@ arrow batches straight from the columns, no record or dict per row."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -11,7 +12,7 @@ import pyarrow as pa
 
 from ..measure.step_columns import NONE, Array, RowColumns
 from ..measure.steplog import StepColumns
-from ..schemas.steplog import HIST_LEN, TokenRow
+from ..schemas.steplog import HIST_LEN, EventRow, TokenRow
 
 
 def _ints(values: Array) -> pa.Array:
@@ -26,12 +27,18 @@ def _part(part: dict[str, Any], n: int, schema: pa.Schema) -> dict[str, pa.Array
     return {k: pa.array([part[k]] * n, type=schema.field(k).type) for k in schema.names if k in part}
 
 
-def step_batch(steps: StepColumns, idx: Array, part: dict[str, Any], schema: pa.Schema) -> pa.Table:
-    """The ``steps`` rows of the steps ``idx`` of one part (its identity columns), as ``schema`` orders them."""
+def step_batch(steps: StepColumns, idx: Array, part: dict[str, Any], schema: pa.Schema,
+               stalls: dict[int, str] | None = None) -> pa.Table:
+    """The ``steps`` rows of the steps ``idx`` of one part (its identity columns), as ``schema`` orders them; a step
+    in ``stalls`` (step → its causes) is flagged with them (``measure.stalls``)."""
     n, sched, gpu = len(idx), steps.sched, steps.gpu
     graph = sched["graph_mode"][idx]
+    numbers = steps.step[idx].tolist()
+    named = stalls or {}
     columns: dict[str, pa.Array] = {
         **_part(part, n, schema),
+        "stall": pa.array([s in named for s in numbers], type=pa.bool_()),
+        "stall_causes": pa.array([named.get(s) for s in numbers], type=pa.string()),
         "wall": pa.array(sched["wall"][idx], type=pa.float64()),
         "full_graph": pa.array(sched.is_text("graph_mode", "FULL")[idx], type=pa.bool_(), mask=graph == NONE),
         "padded_tokens": _ints(sched["padded_tokens"][idx]),
@@ -54,3 +61,16 @@ def token_batch(tokens: RowColumns[TokenRow], idx: Array, req: Array, part: dict
         columns[name] = (_floats(values) if values.dtype == np.float64 else
                          pa.array(values == 1, type=pa.bool_(), mask=values == NONE) if values.dtype == np.int8 else _ints(values))
     return pa.Table.from_arrays([columns[name] for name in schema.names], schema=schema)
+
+
+def event_batch(events: Sequence[EventRow], part: dict[str, Any], schema: pa.Schema) -> pa.Table:
+    """The ``events`` rows of one part: what the recorder saw happen during the pass (``EventRow``)."""
+    columns: dict[str, pa.Array] = {**_part(part, len(events), schema),
+                                    "kind": pa.array([e.kind for e in events], type=pa.string()),
+                                    "wall": pa.array([e.wall for e in events], type=pa.float64()),
+                                    "ms": pa.array([e.ms for e in events], type=pa.float64()),
+                                    "step": pa.array([e.step for e in events], type=pa.int64()),
+                                    "one_time": pa.array([e.one_time for e in events], type=pa.bool_()),
+                                    "detail": pa.array([e.detail for e in events], type=pa.string())}
+    return pa.Table.from_arrays([columns[name] for name in schema.names], schema=schema)
+

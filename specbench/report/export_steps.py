@@ -1,4 +1,4 @@
-"""The export's ``steps``, ``tokens`` and ``outputs`` tables (``../shared/reference/profilings_layout.md``): one row per
+"""The export's ``steps``, ``tokens``, ``events`` and ``outputs`` tables (``../shared/reference/profilings_layout.md``): one row per
 engine step of each timed pass (from the step log, docs/steplog.md), and each measured request's output
 token ids. Same ``TABLE/GPU/TARGET/SPLIT/DRAFTER-kK/`` layout and identity columns as ``export.py``'s
 runs and requests, timed passes only.
@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from ..measure.stalls import PassStalls, pass_stalls
 from ..measure.step_columns import NONE, Array, RowColumns
 from ..measure.steplog import StepColumns
 from ..run.readback import RunResults
@@ -31,7 +32,7 @@ from ..schemas.phase import PhaseInfo
 from ..schemas.request import RequestRecord
 from ..schemas.steplog import TIME_POINTS, TokenRow
 from .export_files import Replacement, table_writer
-from .export_steplog import step_batch, token_batch
+from .export_steplog import event_batch, step_batch, token_batch
 
 IDENTITY = ["gpu", "target", "split", "drafter", "k", "c", "start"]
 BATCH_ROWS = 65_536  # rows handed to the parquet writer at a time
@@ -40,13 +41,17 @@ IDENTITY_TYPES = [_STR, _STR, _STR, _STR, _INT, _INT, _INT]
 STEP_SCHEMA = pa.schema(list(zip(IDENTITY, IDENTITY_TYPES, strict=True)) + [
     ("wall", _FLOAT), ("num_reqs", _INT), ("num_tokens", _INT), ("decode_reqs", _INT), ("spec_tokens", _INT),
     ("prefill_tokens", _INT), ("ctx_tokens", _INT), ("full_graph", _BOOL), ("padded_tokens", _INT),
-    ("hist", pa.list_(_INT)), ("since_prev_ms", _FLOAT), *((f"t_{p}", _FLOAT) for p in TIME_POINTS if p != "exec_end")])
+    ("hist", pa.list_(_INT)), ("since_prev_ms", _FLOAT), *((f"t_{p}", _FLOAT) for p in TIME_POINTS if p != "exec_end"),
+    ("stall", _BOOL), ("stall_causes", _STR)])
+#: what the recorder saw happen during each timed pass (docs/steplog.md: events-<pid>.jsonl)
+EVENT_SCHEMA = pa.schema(list(zip(IDENTITY, IDENTITY_TYPES, strict=True)) + [
+    ("kind", _STR), ("wall", _FLOAT), ("ms", _FLOAT), ("step", _INT), ("one_time", _BOOL), ("detail", _STR)])
 TOKEN_FIELDS = ("step", "wall", "batch", "draft_pos", "ctx", "out_pos", "token", "target_top", "accepted",
                 "t_prob", "t_entropy", "t_margin", "d_prob", "d_entropy", "d_margin")
 TOKEN_SCHEMA = pa.schema(list(zip(IDENTITY, IDENTITY_TYPES, strict=True)) + [
     ("step", _INT), ("wall", _FLOAT), ("req", _INT), ("batch", _INT), ("draft_pos", _INT), ("ctx", _INT), ("out_pos", _INT),
     ("token", _INT), ("target_top", _INT), ("accepted", _BOOL), *((k, _FLOAT) for k in TOKEN_FIELDS[9:])])
-STEP_COLUMNS, TOKEN_COLUMNS = STEP_SCHEMA.names, TOKEN_SCHEMA.names
+STEP_COLUMNS, TOKEN_COLUMNS, EVENT_COLUMNS = STEP_SCHEMA.names, TOKEN_SCHEMA.names, EVENT_SCHEMA.names
 OUTPUT_COLUMNS = IDENTITY + ["req", "question_id", "category", "prompt_tokens", "output_ids"]
 
 
@@ -99,12 +104,31 @@ def pass_window(steps: StepColumns, phase: PhaseInfo) -> Array:
 
 
 def step_batches(read: LaunchRead, passes: Sequence[tuple[PhaseInfo, TableKey]]) -> Batches:
-    """One row per engine step of each of the launch's complete timed passes, pass by pass, in batches."""
+    """One row per engine step of each of the launch's complete timed passes, pass by pass, in batches; a stall
+    (``measure.stalls``: as the results name it) carries its causes."""
     for p, key in passes:
         part = {**asdict(key), "start": p.repeat}
         idx = pass_window(read.steps, p)
+        named = {s.step: "; ".join(s.causes) for s in pass_stalls_of(read, p, idx).stalls} if len(idx) else {}
         for at in range(0, len(idx), BATCH_ROWS):
-            yield part, step_batch(read.steps, idx[at:at + BATCH_ROWS], part, STEP_SCHEMA)
+            yield part, step_batch(read.steps, idx[at:at + BATCH_ROWS], part, STEP_SCHEMA, named)
+
+
+def pass_stalls_of(read: LaunchRead, phase: PhaseInfo, idx: Array) -> PassStalls:
+    """One pass's stalls from its steps as records (one pass at a time) and the launch's events."""
+    window = (phase.scraped_before or 0.0, phase.scraped_after or 0.0)
+    return pass_stalls(read.steps.take(idx).records(), read.events, phase.wall_s, phase.repeat, phase.server_start, window)
+
+
+def event_batches(read: LaunchRead, passes: Sequence[tuple[PhaseInfo, TableKey]]) -> Batches:
+    """The events inside each timed pass's window (its two /metrics scrapes), pass by pass."""
+    for p, key in passes:
+        if p.scraped_before is None or p.scraped_after is None:
+            continue
+        inside = [e for e in read.events if p.scraped_before <= e.wall <= p.scraped_after]
+        if inside:
+            part = {**asdict(key), "start": p.repeat}
+            yield part, event_batch(inside, part, EVENT_SCHEMA)
 
 
 def _request_of(kept: list[tuple[int, int]], candidates: dict[int, RequestRecord]) -> int | None:
@@ -190,12 +214,15 @@ def export_steps(requests: Sequence[RequestRecord], run: Path, rep: Replacement,
     """``steps/``, ``tokens/`` and ``outputs/`` into the run's replacement of its files; ``identity`` maps a cell to
     its key in the tables. Steps and tokens go to their files batch by batch as each launch is read."""
     phases = read_phases(Path(run))
-    with table_writer(rep, "steps", STEP_SCHEMA) as steps, table_writer(rep, "tokens", TOKEN_SCHEMA) as tokens:
+    with (table_writer(rep, "steps", STEP_SCHEMA) as steps, table_writer(rep, "tokens", TOKEN_SCHEMA) as tokens,
+          table_writer(rep, "events", EVENT_SCHEMA) as events):
         for read, passes in launches(Path(run), phases, identity):
             for part, batch in step_batches(read, passes):
                 steps.write(part, batch)
             for part, batch in token_batches(read, passes, requests):
                 tokens.write(part, batch)
+            for part, batch in event_batches(read, passes):
+                events.write(part, batch)
             del read  # before the next launch is read
     outputs = outputs_frame(requests, identity)
     if not outputs.empty:

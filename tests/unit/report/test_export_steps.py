@@ -107,7 +107,7 @@ def test_the_exported_steps_are_the_rows_the_runs_own_reader_cuts(tmp_path):
                              "since_prev_ms": g.since_prev_ms if g else None,
                              **{c: getattr(g, c) if g else None for c in STEP_COLUMNS if c.startswith("t_")}})
     got = [{k: (None if v is None or (isinstance(v, float) and v != v) else v) for k, v in row.items()}
-           for row in frame.astype(object).to_dict("records")]
+           for row in frame.drop(columns=["stall", "stall_causes"]).astype(object).to_dict("records")]
     got = [{**row, "hist": list(row["hist"])} for row in got]
     assert len(expected) == 10 and got == expected
 
@@ -134,3 +134,29 @@ def test_every_steps_file_has_the_tables_column_types(tmp_path):
     assert pq.read_schema(files[0]).remove_metadata() == pq.read_schema(files[1]).remove_metadata()
     steps = pd.read_parquet(tmp_path / "prof" / "steps")
     assert len(steps) == 4 and steps.full_graph.tolist()[:2] == [True, True] and steps.full_graph.isna().tolist()[2:] == [True, True]
+
+
+def test_a_stall_is_flagged_with_its_causes_and_the_passs_events_are_a_table(tmp_path):
+    """Issue 39: the steps table says which steps were stalls and why (as the results name them), and an
+    ``events`` table holds what the recorder saw happen inside each timed pass's window."""
+    from specbench.report.export_steps import EVENT_COLUMNS, event_batches
+    from specbench.run.steplog import read_once
+
+    run = tmp_path / "run"
+    folder = run / "logs/steplog/spec-s0"
+    walls = [WALL0 + 0.006 * n for n in range(1, 9)]
+    walls[5:] = [w + 0.25 for w in walls[5:]]  # step 5 takes 256 ms: a stall
+    write_launch(folder, [sched_row(n, walls[n - 1], [3], 3) for n in range(1, 9)])
+    events = [{"kind": "triton_compile", "wall": walls[4] + 0.001, "ms": 240.0, "step": 5, "detail": "Triton kernel k"},
+              {"kind": "gc", "wall": WALL0 - 100.0, "ms": 9.0, "step": None, "detail": "outside the pass"}]
+    (folder / "events-1.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    phases = [PhaseInfo(config="spec", dataset="d", concurrency=1, request_rate=None, repeat=0, wall_s=0.3,
+                        scraped_before=WALL0, scraped_after=WALL0 + 1.0, steplog="logs/steplog/spec-s0")]
+    frame = steps_frame(run, phases, lambda cell: IDENT)
+    stalled = frame[frame.stall]
+    assert list(stalled.index) == [4] and stalled.stall_causes.iloc[0] == "triton_compile: Triton kernel k (240 ms)"
+    assert frame.stall_causes.isna().sum() == len(frame) - 1
+    ((part, table),) = list(event_batches(read_once(run, phases, folder), [(phases[0], IDENT)]))
+    got = table.to_pandas()
+    assert list(got.columns) == EVENT_COLUMNS and part["start"] == 0
+    assert got[["kind", "step", "one_time", "detail"]].values.tolist() == [["triton_compile", 5, True, "Triton kernel k"]]
