@@ -24,8 +24,8 @@ from specbench.errors import ResultsError
 from specbench.run.readback import load_run, warn
 from specbench.run.rundir import scan_lines
 from specbench.schemas import PhaseInfo
-from specbench.schemas.cell import Cell, baseline_name
-from specbench.schemas.meta import RunMeta
+from specbench.schemas.cell import Cell
+from specbench.schemas.meta import RunMeta, baseline_name
 from specbench.schemas.row import ResultRow
 from specbench.schemas.run_files import PHASES
 from specbench.util.numbers import is_number

@@ -17,8 +17,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from ..schemas.cell import LoadPoint, baseline_name, load_of
-from ..schemas.meta import RunMeta
+from ..schemas.cell import LoadPoint, load_of
+from ..schemas.meta import RunMeta, baseline_name
 from ..schemas.plans import Candidate, KCell, Schedule, TuneFamily, TunePlan, TuneResult
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow

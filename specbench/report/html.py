@@ -21,8 +21,8 @@ from pathlib import Path
 
 from ..measure.explained import Explained
 from ..run.readback import RunResults, load_run, read_requests
-from ..schemas.cell import baseline_name, load_of, unique
-from ..schemas.meta import Comparability, Host, RunMeta
+from ..schemas.cell import load_of, unique
+from ..schemas.meta import Comparability, Host, RunMeta, baseline_name
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
 from ..util.diskio import write_output

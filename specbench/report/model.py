@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..schemas.cell import LoadPoint, baseline_name, load_of, unique
-from ..schemas.meta import RunMeta
+from ..schemas.cell import LoadPoint, load_of, unique
+from ..schemas.meta import RunMeta, baseline_name
 from ..schemas.row import ResultRow
 
 #: baseline first (black), then the Okabe–Ito colours, which stay distinct under colour-vision deficiency

@@ -20,18 +20,20 @@ report reads it with what it knows and says which keys it ignored (``run.readbac
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 from ..util.jsonio import read_json, write_json
 from .accelerator import Accelerator
+from .cell import find_baseline, unique
 from .launched import StoppedLeftover
 from .phase import SupersededPhase
 from .placement import Placement
 from .plans import ScheduleCheck, TunePlan, WhatifPlan
 from .record import Record, key
+from .row import ResultRow
 from .run_files import META
 from .slo_search import SloSearch
 
@@ -282,3 +284,12 @@ class RunMeta(Record):
         """One line under the table per failed config: its error's first line."""
         return [f"⚠ config {name} failed: {(str(err).splitlines() or ['?'])[0]}"
                 for name, err in (self.failed_configs or {}).items()]
+
+
+def baseline_name(rows: Sequence[ResultRow], meta: RunMeta | None) -> str | None:
+    """A run's baseline: the config its suite (meta.json) marked ``baseline: true``, else the one named "baseline",
+    else a row's of method baseline (results without a meta.json)."""
+    marked = [c["name"] for c in (meta.raw.configs if meta else None) or [] if c.get("baseline")
+              and isinstance(c.get("name"), str)]
+    found = find_baseline(unique(r.run for r in rows), marked)
+    return found or next((r.run for r in rows if r.method == "baseline"), None)
