@@ -2,7 +2,8 @@
 only, no cycle, small modules and classes, no private name crossing a module boundary.
 
 The stages, earliest first; a module may import its own stage or an earlier one. Type-only imports
-(under ``TYPE_CHECKING``) are not dependencies at run time and are not counted.
+(under ``TYPE_CHECKING``) count like any other: a circle they hide is a circle of meaning, and the stage
+order holds for what a module names as much as for what it runs.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("engines", ("specbench.launch", "specbench.bundle")),
     ("client", ("specbench.client",)),
     ("load", ("specbench.load",)),
-    ("measure", ("specbench.measure", "specbench.grade")),
+    ("grade", ("specbench.grade",)),  # answers and programs graded: measure's quality reads the grades
+    ("measure", ("specbench.measure",)),
     ("run", ("specbench.run",)),
     ("gate", ("specbench.gate",)),
     ("report", ("specbench.report",)),
@@ -57,17 +59,8 @@ class Module:
     imports: list[tuple[str, tuple[str, ...], int, bool]] = field(default_factory=list)  # target, names, line, in a function
 
 
-def _type_checking(node: ast.AST) -> bool:
-    test = getattr(node, "test", None)
-    return isinstance(node, ast.If) and (
-        (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING")
-        or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"))
-
-
 def _walk(node: ast.AST, in_function: bool = False):
     for child in ast.iter_child_nodes(node):
-        if _type_checking(child):
-            continue
         yield child, in_function
         yield from _walk(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)))
 
