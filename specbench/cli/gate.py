@@ -1,4 +1,4 @@
-"""`specbench gate`: the flags into ``report.gate_run.gate_runs`` (read, judge), then print and append
+"""`specbench gate`: the flags into ``gate.workflow.gate_runs`` (read, judge), then print and append
 the step summary (written only here)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import SpecbenchError
 from ..gate.render import failure_line, render_markdown
-from ..report.gate_run import GateInputs, gate_runs
+from ..gate.workflow import GateInputs, gate_runs
 from ..suite.gate import GateError
 
 

@@ -14,8 +14,9 @@ from .compare import TOLERANCE_HELP
 
 
 def report_cli(args: argparse.Namespace) -> int:
-    from ..report import load_results, render
+    from ..report import render
     from ..report.formats import write
+    from ..run.readback import read_results
 
     check_output(args)
     if wants_history(args):
@@ -27,7 +28,7 @@ def report_cli(args: argparse.Namespace) -> int:
     if FORMATS[args.format].kind == "files":
         print(write(args.format, args.paths, args.output, **({"gpu": args.gpu} if args.gpu is not None else {})))
         return 0
-    results = load_results(args.paths)
+    results = read_results(args.paths)
     text = render(results.rows, args.format, results.meta, results.explained) + "\n"
     if args.output:
         write_output(Path(args.output), text)
@@ -52,7 +53,7 @@ def check_output(args: argparse.Namespace) -> None:
 
 def wants_history(args: argparse.Namespace) -> bool:
     """A directory that is not itself a run, or a history flag, makes ``report`` a history report."""
-    from ..report.history import is_run_dir
+    from ..run.history import is_run_dir
 
     flags = args.all or args.suite or args.since or args.compare or args.tolerance
     return bool(flags) or any(Path(p).is_dir() and not is_run_dir(Path(p)) for p in args.paths)
@@ -60,10 +61,10 @@ def wants_history(args: argparse.Namespace) -> bool:
 
 def history_cli(args: argparse.Namespace) -> int:
     from ..errors import ResultsError
-    from ..report.history import SHOWN_FORMATS, emit, history, parse_since
     from ..report.history_compare import compare_report, parse_tolerance
     from ..report.history_html import write_history_html
-    from ..report.history_report import as_csv, as_json, markdown
+    from ..report.history_report import SHOWN_FORMATS, as_csv, as_json, emit, markdown
+    from ..run.history import history, parse_since
 
     roots = [Path(p) for p in args.paths]
     since = parse_since(args.since) if args.since else None

@@ -20,7 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..measure.explained import Explained
-from ..run.readback import RunResults, load_run, read_requests
+from ..run.readback import RunResults, read_requests, read_run
 from ..schemas.cell import load_of, unique
 from ..schemas.meta import Comparability, Host, RunMeta, baseline_name
 from ..schemas.request import RequestRecord
@@ -212,7 +212,7 @@ def write_html(run_paths: list[Path], out: Path) -> Path:
 
     ``out`` may be a file or an existing directory (then ``report.html`` inside it).
     """
-    runs = [load_run(p) for p in run_paths]
+    runs = [read_run(p) for p in run_paths]
     records = [r for run in runs for r in run.rows]
     requests: list[RequestRecord] | None = None
     for run in runs:

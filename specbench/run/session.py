@@ -54,8 +54,8 @@ def check_usable(run: RunDir, suite: Suite, *, resume: bool, overwrite: bool) ->
     """A fresh run needs an empty ``run``; a resumed one a run of a comparable suite."""
     if resume:
         run.check_resumable()
-        previous = run.load_meta()
-        changed = changed_comparability(suite, previous, run.load_phases()) if previous else []
+        previous = run.read_meta()
+        changed = changed_comparability(suite, previous, run.read_phases()) if previous else []
         if changed:
             raise SuiteError(f"{suite.path}: cannot resume {run.path}: the suite changed in ways that "
                              f"break comparability: {', '.join(changed)}")
@@ -66,10 +66,10 @@ def check_usable(run: RunDir, suite: Suite, *, resume: bool, overwrite: bool) ->
 def resumed_meta(run: RunDir, suite: Suite, prompts: dict[str, list[Prompt]]) -> RunMeta | None:
     """The meta.json of the run to resume, once the prompts of its measured data sets are found
     unchanged (``check_resumed_prompts``)."""
-    previous = run.load_meta()
+    previous = run.read_meta()
     if previous is not None:
         check_resumed_prompts(suite, run.path, previous, prompt_prints(suite, prompts),
-                              {p.dataset for p in run.load_phases() if p.complete})
+                              {p.dataset for p in run.read_phases() if p.complete})
     return previous
 
 
@@ -185,7 +185,7 @@ class RunSession(ServerStarts):
         self.meta.set_aside(cut, notes)
 
     def done(self) -> set[tuple[Cell, int]]:
-        return {(p.cell, p.repeat) for p in self.dir.load_phases() if p.complete}
+        return {(p.cell, p.repeat) for p in self.dir.read_phases() if p.complete}
 
     def searched(self, config: str) -> set[str]:
         return self.meta.searched(config)
@@ -237,8 +237,8 @@ class RunSession(ServerStarts):
     def write(self, *, final: bool = False) -> list[ResultRow]:
         """Rebuild the rows from the raw files; rewrite meta.json (its notes, which `specbench report` prints
         too) and the results."""
-        requests = self.dir.load_requests()
-        rows = build_rows(self.suite, self.dir.load_phases(), requests, self.dir.path)
+        requests = self.dir.read_requests()
+        rows = build_rows(self.suite, self.dir.read_phases(), requests, self.dir.path)
         attach_capacity(rows, self.meta.slo_search, self.suite.baseline.name if self.suite.baseline else None)
         if final and self.meta.tune is not None:  # a tune run: its choice of K, made once, as the run is written
             self.meta.tune.result = tune_analysis(rows, requests, self.meta)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..util.jsonio import read_json, write_json
+from ..util.jsonio import write_json
 from .accelerator import Accelerator
 from .cell import find_baseline, unique
 from .launched import StoppedLeftover
@@ -211,12 +211,6 @@ class RunMeta(Record):
     merged_from: list[str] | None = key('the runs a merged report was made of')
     server_launches: dict[str, int] | None = key("launches per config so far: the next start's index")
     server_starts: dict[str, list[ServerMeta]] | None = key('every ready start per config (servers: the latest)')
-
-    @classmethod
-    def load(cls, path: Path, problems: list[str] | None = None, newer: list[str] | None = None) -> RunMeta:
-        """A meta.json file; strict unless ``problems`` collects the values dropped, and refused when a newer
-        specbench wrote it unless ``newer`` collects that (see ``Record``)."""
-        return cls.from_dict(read_json(Path(path)), path, problems, newer)
 
     def save(self, path: Path) -> None:
         write_json(Path(path), self.to_dict())

@@ -65,7 +65,7 @@ async def _run_jobs(session: RunSession, suite: Suite, mode: str, address: str |
     session.meta.runs[-1].parallel = mode
     session.save_meta()
     collector = Collector(session, mode)
-    jobs = plan(suite, done_by_config(session.dir.load_phases()) if resume else {}, per_server)
+    jobs = plan(suite, done_by_config(session.dir.read_phases()) if resume else {}, per_server)
     with forward_signals(lambda: None, collector.signalled):  # before and after the workers: the final write
         try:
             if mode == "gpus":

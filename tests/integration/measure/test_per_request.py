@@ -15,7 +15,7 @@ from specbench.measure.per_request import (
     slower_share,
 )
 from specbench.report.html import read_requests, render_html
-from specbench.run.readback import load_run
+from specbench.run.readback import read_run
 from specbench.schemas.request import RequestRecord
 from specbench.schemas.row_read import rows_from
 from specbench.suite import load_suite
@@ -119,7 +119,7 @@ async def test_end_to_end_columns_and_plot(tmp_path, prompts_file, scripted):
     assert "| Req accept len p10/p50/p90 |" in md and "| Slower than base |" in md
     assert "| 2.33/2.33/2.33 |" in md and "| 100.0% |" in md
 
-    loaded = load_run(tmp_path / "out")
+    loaded = read_run(tmp_path / "out")
     page = render_html(loaded.rows, read_requests(tmp_path / "out"), loaded.meta)
     fig = re.search(r'<figure class="plot" id="fig-request-acceptance".*?</figure>', page, re.S).group(0)
     panels = re.findall(r'<svg [^>]*data-plot="request-acceptance".*?</svg>', fig, re.S)

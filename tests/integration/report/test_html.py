@@ -37,7 +37,7 @@ from specbench.report.html import (
     write_html,
 )
 from specbench.report.markdown import COLUMNS
-from specbench.run.readback import load_run
+from specbench.run.readback import read_run
 from specbench.schemas.row_read import rows_from
 from tests.support.paths import DATA
 
@@ -47,7 +47,7 @@ PLOTS = ("speedup", "speedup-load", "acceptance-position", "category-acceptance"
 
 @pytest.fixture(scope="module")
 def run():
-    loaded = load_run(RUN)
+    loaded = read_run(RUN)
     return [r.to_dict(reference_first=False) for r in loaded.rows], read_requests(RUN), loaded.meta
 
 
