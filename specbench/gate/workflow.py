@@ -15,7 +15,7 @@ from ..run.history import discover, is_run_dir, parse_time, show_time, start_ord
 from ..run.readback import read_run
 from ..schemas.meta import RunMeta
 from ..schemas.run_files import META, RESULTS
-from ..suite import load_suite
+from ..suite import read_suite
 from ..suite.gate import GateError, GateSpec, cli_spec
 from .judge import Run, Verdict, comparability_problems, evaluate, index_cells, suite_gate, suite_name
 
@@ -83,7 +83,7 @@ def reference_for(reference: Path, candidate_dir: Path, candidate_meta: RunMeta 
 def gather_checks(inputs: GateInputs, cand: Run) -> GateSpec:
     """Suite thresholds (``--suite``, else the candidate's meta.json) overridden by the flags."""
     if inputs.suite is not None:
-        suite = load_suite(inputs.suite)
+        suite = read_suite(inputs.suite)
         base, name = GateSpec.from_mapping(suite.gate, f"{inputs.suite}: gate"), suite.name
         cand_name = suite_name(cand.meta)
         if name is not None and cand_name is not None and name != cand_name:

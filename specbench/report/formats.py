@@ -29,7 +29,8 @@ class Format:
     kind: Literal["text", "files"]
     help: str
 
-    def load(self) -> ModuleType:
+    def imported(self) -> ModuleType:
+        """The format's module, imported when first used."""
         return importlib.import_module(f"specbench.report.{self.module}")
 
 
@@ -49,12 +50,12 @@ def render(rows: Sequence[ResultRow], fmt: str, meta: RunMeta | None = None, exp
     found = FORMATS.get(fmt)
     if found is None or found.kind != "text":
         raise ValueError(f"unknown format {fmt!r} (choose from {', '.join(TEXT_FORMATS)})")
-    text: str = found.load().render(rows, meta, explained)
+    text: str = found.imported().render(rows, meta, explained)
     return text
 
 
 def write(fmt: str, paths: Sequence[str | Path], output: str | Path | None, **options: str) -> str:
     """Run a file format over run directories / results.json files (``options``: the format's own, e.g.
     parquet's ``gpu``); returns the line to print."""
-    message: str = FORMATS[fmt].load().write([Path(p) for p in paths], None if output is None else Path(output), **options)
+    message: str = FORMATS[fmt].imported().write([Path(p) for p in paths], None if output is None else Path(output), **options)
     return message
