@@ -159,11 +159,11 @@ def _meta_html(m: Model, meta: RunMeta) -> tuple[str, str]:
     return str(name), head
 
 
-def render_html(records: list[ResultRow], requests: list[RequestRecord] | None, meta: RunMeta | None,
+def render_html(rows: list[ResultRow], requests: list[RequestRecord] | None, meta: RunMeta | None,
                 explained: Explained | None = None) -> str:
     """The whole report as one HTML document (inline CSS and SVG only)."""
     meta = meta or RunMeta()
-    m = Model(records, meta)
+    m = Model(rows, meta)
     name, head = _meta_html(m, meta)
     sections: list[tuple[str, str, str]] = []
     sections.append(("table", "Comparison table", table_html(m) + (
@@ -213,7 +213,7 @@ def write_html(run_paths: list[Path], out: Path) -> Path:
     ``out`` may be a file or an existing directory (then ``report.html`` inside it).
     """
     runs = [read_run(p) for p in run_paths]
-    records = [r for run in runs for r in run.rows]
+    rows = [r for run in runs for r in run.rows]
     requests: list[RequestRecord] | None = None
     for run in runs:
         reqs = read_requests(run.path.parent) if run.path else None
@@ -226,7 +226,7 @@ def write_html(run_paths: list[Path], out: Path) -> Path:
     out = Path(out)
     if out.is_dir():
         out = out / "report.html"
-    write_output(out, render_html(records, requests, meta, RunResults(records, meta).explained))
+    write_output(out, render_html(rows, requests, meta, RunResults(rows, meta).explained))
     return out
 
 
