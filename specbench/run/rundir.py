@@ -35,7 +35,7 @@ from ..schemas.row import ResultRow
 from ..schemas.run_files import LAUNCHED, LOGS, META, PHASES, QUARANTINE, REQUESTS, RESULTS, RESULTS_MD, RUN_FILES, SLO_PROBES
 from ..util.diskio import append_text, write_atomic, writing
 from ..util.jsonio import write_json
-from .files_read import file_lines, read_meta, scan_lines
+from .files_read import R, file_lines, read_meta, scan_lines
 from .recorded import lines_once, passes_once, run_span
 from .say import say_once
 
@@ -53,6 +53,11 @@ def scan_numbered(path: Path, name: str) -> tuple[list[tuple[int, bytes, Request
         else:
             good.append((line.number, line.raw, line.record))
     return good, bad
+
+
+def read_lines(lines: list[str], record: type[R]) -> list[R]:
+    """Lines just written, read as their file's reader reads them (one that would not read is left out there too)."""
+    return [line.record for line in scan_lines((t.encode() for t in lines), record) if line.record is not None]
 
 
 def _said(line: str | None, notes: list[str] | None) -> None:
@@ -230,11 +235,14 @@ class RunDir(LaunchedServers):
         shutil.rmtree(self.logs, ignore_errors=True)
 
     # ---- raw data ----
-    def append_phase(self, info: PhaseInfo, records: list[RequestRecord]) -> None:
-        """Requests first, then the phase line: a phase counts as done only once both are on disk."""
+    def append_phase(self, info: PhaseInfo, records: list[RequestRecord]) -> tuple[list[PhaseInfo], list[RequestRecord]]:
+        """Requests first, then the phase line: a phase counts as done only once both are on disk. Returns the
+        phase and its records as a reader of the files gets them: the lines written, read back (``read_lines``)."""
         info.requests = sum(1 for r in records if r.phase == "measure")
-        _append_lines(self.path / REQUESTS, [r.to_line() for r in records])
-        _append_lines(self.path / PHASES, [info.to_line()])
+        lines, phase = [r.to_line() for r in records], info.to_line()
+        _append_lines(self.path / REQUESTS, lines)
+        _append_lines(self.path / PHASES, [phase])
+        return read_lines([phase], PhaseInfo), read_lines(lines, RequestRecord)
 
     def append_probes(self, records: list[RequestRecord], rate: float) -> None:
         """One SLO search probe's requests, each with the rate it was sent at."""
