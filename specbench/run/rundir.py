@@ -135,6 +135,21 @@ def meta_to_resume(path: Path) -> RunMeta | None:
     return meta
 
 
+def quarantine(run: Path) -> list[str]:
+    """Move every unreadable line of a run directory's raw files to ``<name>.quarantine.jsonl`` (line number,
+    reason, text), keeping every intact line; one note per file that had any."""
+    notes = []
+    for name, target in QUARANTINE.items():
+        good, bad = scan_numbered(run / name, name)
+        if not bad:
+            continue
+        _append_lines(run / target, [entry.to_line() for entry in bad])
+        write_atomic(run / name, "".join(raw.decode() + "\n" for _, raw, _ in good))
+        where = ", ".join(f"line {b.line} ({b.reason})" for b in bad[:5]) + (" …" if len(bad) > 5 else "")
+        notes.append(f"{name}: {len(bad)} unreadable line(s) moved to {target}: {where}")
+    return notes
+
+
 def _append_lines(path: Path, lines: list[str]) -> None:
     append_text(path, "".join(lines))
 
@@ -258,18 +273,7 @@ class RunDir(LaunchedServers):
         return records
 
     def quarantine(self) -> list[str]:
-        """Move every unreadable line of the raw files to ``<name>.quarantine.jsonl`` (line number,
-        reason, text), keeping every intact line; one note per file that had any."""
-        notes = []
-        for name, target in QUARANTINE.items():
-            good, bad = scan_numbered(self.path / name, name)
-            if not bad:
-                continue
-            _append_lines(self.path / target, [entry.to_line() for entry in bad])
-            write_atomic(self.path / name, "".join(raw.decode() + "\n" for _, raw, _ in good))
-            where = ", ".join(f"line {b.line} ({b.reason})" for b in bad[:5]) + (" …" if len(bad) > 5 else "")
-            notes.append(f"{name}: {len(bad)} unreadable line(s) moved to {target}: {where}")
-        return notes
+        return quarantine(self.path)
 
     def supersede_incomplete(self) -> tuple[list[SupersededPhase], list[str]]:
         """Before re-measuring: keep only complete phases in phases.jsonl and mark ``superseded`` every

@@ -238,8 +238,7 @@ class RunSession(ServerStarts):
         self.meta.config_succeeded(name)
 
     def write(self, *, final: bool = False) -> list[ResultRow]:
-        """The rows so far (``LiveRows``: the rows the raw files give, kept in memory); rewrite meta.json (its notes,
-        which `specbench report` prints too) and the results."""
+        """The rows so far (``LiveRows``); rewrite meta.json (its notes, which `specbench report` prints too) and the results."""
         rows = self.live.rows()
         attach_capacity(rows, self.meta.slo_search, self.suite.baseline.name if self.suite.baseline else None)
         if final and self.meta.tune is not None:  # a tune run: its choice of K, made once, as the run is written
