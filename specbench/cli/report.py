@@ -8,15 +8,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..report.formats import FORMATS
-from ..util.diskio import write_output
 from .compare import TOLERANCE_HELP
 
 
 def report_cli(args: argparse.Namespace) -> int:
-    from ..report import render
-    from ..report.formats import write
+    from ..report.formats import FORMATS, render, write
     from ..run.readback import read_results
+    from ..util.diskio import write_output
 
     check_output(args)
     if wants_history(args):
@@ -91,6 +89,8 @@ def history_cli(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
+    from ..report.formats import FORMATS  # the one list --format offers (the registry imports no format)
+
     report = sub.add_parser("report", help="print the comparison table of result dirs or results.json files, or of the runs under a directory")
     report.add_argument("paths", nargs="+")
     report.add_argument("--format", "-f", choices=tuple(FORMATS), default="markdown")

@@ -8,14 +8,14 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SuiteError
-from ..run.tune import expand_tune, read_schedule, verify_suite, write_schedule
-from ..schemas.plans import ScheduleCheck
-from .common import parse_numbers, run_with_plan
 
 
 def tune_cli(args: argparse.Namespace) -> int:
     from ..run import default_output
+    from ..run.tune import expand_tune, read_schedule, verify_suite, write_schedule
+    from ..schemas.plans import ScheduleCheck
     from ..suite import read_suite
+    from .common import parse_numbers, run_with_plan
 
     if args.verify:
         path = Path(args.verify)

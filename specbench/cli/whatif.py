@@ -9,14 +9,14 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SuiteError
-from ..run.replay import expand_replay, read_profile_file
-from ..run.whatif import expand_whatif
-from .common import parse_numbers, run_with_plan
 
 
 def whatif_cli(args: argparse.Namespace) -> int:
     from ..run import default_output
+    from ..run.replay import expand_replay, read_profile_file
+    from ..run.whatif import expand_whatif
     from ..suite import read_suite
+    from .common import parse_numbers, run_with_plan
 
     if args.profile and args.lengths:
         raise SuiteError("--profile and --lengths exclude each other: a profile fixes the acceptance of each data set")

@@ -4,7 +4,8 @@ A text format's module has ``render(rows, meta, explained) -> str`` (``explained
 made by the run stage, ``RunResults.explained``), which the CLI prints or writes to
 ``--output``. A file format's module has ``write(paths, output) -> str``: it reads the runs itself
 (the HTML page draws requests.jsonl, parquet writes a directory tree) and returns what it wrote.
-Modules are imported only when their format is used, so listing the formats costs nothing.
+Modules are imported only when their format is used, and the types below only for the type checker, so listing
+the formats (``specbench report --help``) imports nothing else.
 Adding a format: one module with ``render`` or ``write``, and one line here.
 """
 
@@ -15,11 +16,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from ..measure.explained import Explained
-from ..schemas.meta import RunMeta
-from ..schemas.row import ResultRow
+if TYPE_CHECKING:
+    from ..measure.explained import Explained
+    from ..schemas.meta import RunMeta
+    from ..schemas.row import ResultRow
 
 
 @dataclass(frozen=True)

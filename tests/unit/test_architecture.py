@@ -9,6 +9,7 @@ order holds for what a module names as much as for what it runs.
 from __future__ import annotations
 
 import ast
+import json
 import os
 import subprocess
 import sys
@@ -217,6 +218,24 @@ def test_no_private_name_is_imported_across_modules() -> None:
     bad = [f"{m.path.relative_to(ROOT)}:{line}: {n}" for m in MODULES.values() for target, names, line, _ in m.imports
            if target.startswith("specbench") for n in names if n.startswith("_") and n != "__version__"]
     assert bad == []
+
+
+#: what building the parser may load beyond the commands: the lists its help shows (report formats, bundle excludes)
+PARSER_NEEDS = ("specbench.report", "specbench.report.formats", "specbench.bundle", "specbench.util")
+
+
+def test_the_command_line_starts_without_the_stages() -> None:
+    """cli/__init__.py's promise: ``import specbench.cli`` loads no stage package, and building the parser (what
+    ``specbench --help`` and every command do first) only what its help shows."""
+    probe = ("import json, sys\nimport specbench.cli\nmine = lambda: sorted(m for m in sys.modules if m.startswith('specbench'))\n"
+             "first = mine()\nspecbench.cli.build_parser()\nprint(json.dumps([first, mine()]))\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    first, parser = json.loads(done.stdout)
+    assert [m for m in first if STAGES[stage_of(m)][0] not in ("foundation", "cli")] == []
+    assert [m for m in parser if STAGES[stage_of(m)][0] not in ("foundation", "cli")
+            and not any(m == p or m.startswith(p + ".") for p in PARSER_NEEDS)] == []
 
 
 def test_engine_hooks_import_only_the_standard_library_and_their_own_package() -> None:
