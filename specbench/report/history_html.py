@@ -12,10 +12,11 @@ from pathlib import Path
 from ..gate.render import fmt_measure
 from ..gate.runs import RUN_METRICS
 from ..run.history import RunEntry, SuiteHistory
+from ..run.readback import read_requests
 from ..util.diskio import write_output
 from .history_compare import comparability, comparison_of, rule_text, verdict_text
 from .history_report import other_runs, run_line, status_line
-from .html import CSS, read_requests, table_html
+from .html import CSS, table_html
 from .model import Model
 from .plots import TrendRun, acceptance_plot, category_plot, latency_plot, load_plot, speedup_plot, trend_plot
 from .svg import esc

@@ -22,7 +22,7 @@ from pathlib import Path
 from ..measure.explained import Explained
 from ..run.readback import RunResults, read_requests, read_run
 from ..schemas.cell import load_of, unique
-from ..schemas.meta import Comparability, Host, RunMeta, baseline_name
+from ..schemas.meta import Comparability, Host, RunMeta
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
 from ..util.diskio import write_output
@@ -45,8 +45,7 @@ from .plots import (
 )
 from .svg import NOT_MEASURED, esc, nice_ticks
 
-__all__ = ["NOT_MEASURED", "PALETTE", "baseline_name", "cdf_points", "crossings", "nice_ticks", "read_requests",
-           "render_html", "write_html"]
+__all__ = ["NOT_MEASURED", "PALETTE", "cdf_points", "crossings", "nice_ticks", "render_html", "write_html"]
 
 
 # --------------------------------------------------------------------------------------------

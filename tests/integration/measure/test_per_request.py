@@ -14,8 +14,8 @@ from specbench.measure.per_request import (
     request_lengths,
     slower_share,
 )
-from specbench.report.html import read_requests, render_html
-from specbench.run.readback import read_run
+from specbench.report.html import render_html
+from specbench.run.readback import read_requests, read_run
 from specbench.schemas.request import RequestRecord
 from specbench.schemas.row_read import rows_from
 from specbench.suite import read_suite

@@ -28,16 +28,15 @@ import pytest
 from specbench.report.html import (
     NOT_MEASURED,
     PALETTE,
-    baseline_name,
     cdf_points,
     crossings,
     nice_ticks,
-    read_requests,
     render_html,
     write_html,
 )
 from specbench.report.markdown import COLUMNS
-from specbench.run.readback import read_run
+from specbench.run.readback import read_requests, read_run
+from specbench.schemas.meta import baseline_name
 from specbench.schemas.row_read import rows_from
 from tests.support.paths import DATA
 
