@@ -23,8 +23,8 @@ from .steplog import CellStepLog, steplog_results
 
 def build_rows(suite: Suite, phases: list[PhaseInfo], records: list[RequestRecord],
                run_dir: Path | None = None) -> list[ResultRow]:
-    """Results rows for every cell measured so far, in suite order (data set, load point, then config); with
-    ``run_dir``, the step log of every cell that ran with one (its keys end the row)."""
+    """Results rows for every cell measured so far, in suite order (data set, then config); with
+    ``run_dir``, the step log of every cell that ran with one."""
     rows = measured_rows(suite, phases, records)
     if run_dir is not None:
         add_steplog(rows, steplog_results(run_dir, phases), suite.baseline.name if suite.baseline else None)

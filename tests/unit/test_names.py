@@ -6,6 +6,7 @@ is a row, a ``RequestRecord`` a record, whatever holds them."""
 from __future__ import annotations
 
 import ast
+import re
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +23,10 @@ PENDING = {"load_prompts": "specbench/datasets/loader.py, renamed with the datas
 
 #: the words for a result row and a request record, and the names each must never be given
 WRONG_NAMES = {"ResultRow": {"record", "records", "rec", "recs"}, "RequestRecord": {"row", "rows"}}
+#: modules still naming rows records, each with where its rename waits (kept short: a module here is a debt)
+PENDING_ROWS = dict.fromkeys(("specbench/report/colspec.py", "specbench/report/columns.py",
+                              "specbench/report/quality_columns.py", "specbench/report/steplog_columns.py"),
+                             "Rows parameters named records: the column specs, rewritten by the metric declarations' work")
 
 
 def _class_like_names(tree: ast.Module) -> list[str]:
@@ -60,6 +65,25 @@ def test_the_pending_readers_are_still_there() -> None:
     assert sorted(set(PENDING) - found) == []
 
 
+def type_aliases(sources: list[Path]) -> dict[str, str]:
+    """Module-level aliases of the two types (``Rows = Sequence[ResultRow]``), by name, as written."""
+    out = {}
+    for path in sources:
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                text = ast.unparse(node.value)
+                if node.targets[0].id[:1].isupper() and any(re.search(rf"\b{kind}\b", text) for kind in WRONG_NAMES):
+                    out[node.targets[0].id] = text
+    return out
+
+
+ALIASES = type_aliases(SOURCES)
+
+
+def expanded(annotation: str, aliases: dict[str, str]) -> str:
+    return re.sub(r"\b[A-Z]\w*\b", lambda m: aliases.get(m.group(0), m.group(0)), annotation)
+
+
 def typed_names(tree: ast.AST) -> Iterator[tuple[int, str, str]]:
     """(line, name, annotation) of every annotated parameter, variable, attribute and dataclass field."""
     for node in ast.walk(tree):
@@ -75,14 +99,18 @@ def typed_names(tree: ast.AST) -> Iterator[tuple[int, str, str]]:
                 yield node.lineno, name, ast.unparse(node.annotation)
 
 
-def wrong_names(path: Path, root: Path = ROOT) -> list[str]:
+def wrong_names(path: Path, root: Path = ROOT, aliases: dict[str, str] = ALIASES) -> list[str]:
     return [f"{path.relative_to(root)}:{line}: {name}: {annotation}"
             for line, name, annotation in typed_names(ast.parse(path.read_text()))
-            for kind, wrong in WRONG_NAMES.items() if kind in annotation and name in wrong]
+            for kind, wrong in WRONG_NAMES.items() if re.search(rf"\b{kind}\b", expanded(annotation, aliases)) and name in wrong]
 
 
 def test_a_result_row_is_a_row_and_a_request_record_a_record() -> None:
-    assert [line for path in SOURCES for line in wrong_names(path)] == []
+    assert [line for path in SOURCES if str(path.relative_to(ROOT)) not in PENDING_ROWS for line in wrong_names(path)] == []
+
+
+def test_the_pending_row_names_are_still_there() -> None:
+    assert sorted(f for f in PENDING_ROWS if not wrong_names(ROOT / f)) == []
 
 
 def test_the_word_checks_see_what_they_guard(tmp_path: Path) -> None:
@@ -90,8 +118,11 @@ def test_the_word_checks_see_what_they_guard(tmp_path: Path) -> None:
     (tmp_path / "m.py").write_text(
         "def load_run(path): ...\n"
         "class A:\n    records: list[ResultRow]\n    def load(self): ...\n"
-        "def f(rec: ResultRow, *, rows: Sequence[RequestRecord]) -> None:\n    recs: list[ResultRow] = []\n")
+        "def f(rec: ResultRow, *, rows: Sequence[RequestRecord]) -> None:\n    recs: list[ResultRow] = []\n"
+        "Rows = Sequence[ResultRow]\ndef g(records: Rows, row: ResultRowish) -> None: ...\n")
     tree = ast.parse((tmp_path / "m.py").read_text())
     assert sorted(name for _, name in load_names(tree)) == ["load", "load_run"]
-    assert [line.split(": ", 1)[1] for line in wrong_names(tmp_path / "m.py", tmp_path)] == [
-        "rec: ResultRow", "rows: Sequence[RequestRecord]", "records: list[ResultRow]", "recs: list[ResultRow]"]
+    aliases = type_aliases([tmp_path / "m.py"])
+    assert aliases == {"Rows": "Sequence[ResultRow]"}
+    assert [line.split(": ", 1)[1] for line in wrong_names(tmp_path / "m.py", tmp_path, aliases)] == [
+        "rec: ResultRow", "rows: Sequence[RequestRecord]", "records: Rows", "records: list[ResultRow]", "recs: list[ResultRow]"]
