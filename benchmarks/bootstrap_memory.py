@@ -35,9 +35,9 @@ sys.path.insert(0, str(ROOT))
 import numpy as np
 
 from specbench.grade import paired_accuracy
-from specbench.measure import bootstrap
 from specbench.measure.compare import paired_decomposition, paired_speedup
 from specbench.schemas.request import RequestRecord
+from specbench.util import bootstrap
 
 RESAMPLES = 2000
 GIB = 1 << 30

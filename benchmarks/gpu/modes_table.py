@@ -21,11 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from specbench.errors import ResultsError
-from specbench.run.readback import load_run, warn
-from specbench.run.rundir import scan_lines
+from specbench.run import readback
+from specbench.run.readback import warn
+from specbench.run.rundir import scan_numbered
 from specbench.schemas import PhaseInfo
-from specbench.schemas.cell import Cell, baseline_name
-from specbench.schemas.meta import RunMeta
+from specbench.schemas.cell import Cell
+from specbench.schemas.meta import RunMeta, baseline_name
 from specbench.schemas.row import ResultRow
 from specbench.schemas.run_files import PHASES
 from specbench.util.numbers import is_number
@@ -102,8 +103,8 @@ def read_run(path: str | Path) -> Run:
     if not path.is_dir():
         raise ModesTableError(f"{path}: no such run directory")
     try:
-        results = load_run(path, quiet=True)
-        lines, bad = scan_lines(path / PHASES, PHASES)
+        results = readback.read_run(path, quiet=True)
+        lines, bad = scan_numbered(path / PHASES, PHASES)
     except ResultsError as err:
         raise ModesTableError(str(err)) from None
     except OSError as err:
@@ -114,7 +115,7 @@ def read_run(path: str | Path) -> Run:
         notes.append(f"{path}: no {PHASES}: acceptance and NVML ids —")
     if bad:
         notes.append(f"{path}/{PHASES}: {len(bad)} unreadable line(s) skipped")
-    return Run(path, results.rows, results.meta, [p for _, p in lines if isinstance(p, PhaseInfo)], notes)
+    return Run(path, results.rows, results.meta, [p for _, _, p in lines if isinstance(p, PhaseInfo)], notes)
 
 
 def repeat_throughputs(row: ResultRow) -> list[float | None] | None:

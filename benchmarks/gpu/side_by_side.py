@@ -59,9 +59,9 @@ def wait_ready(url: str, proc: subprocess.Popen, timeout: float) -> float:
 def prompts_file(out: Path, n: int) -> Path:
     """The exact texts specbench sends (its gsm8k recipe), for vllm bench serve's custom data set."""
     from specbench.datasets.loader import load_prompts
-    from specbench.suite import load_suite
+    from specbench.suite import read_suite
 
-    suite = load_suite(str(write_suite(out, "probe", "http://127.0.0.1:1", {"method": "ngram", "num_speculative_tokens": 3}, 1, n, 1)))
+    suite = read_suite(str(write_suite(out, "probe", "http://127.0.0.1:1", {"method": "ngram", "num_speculative_tokens": 3}, 1, n, 1)))
     rows = load_prompts(suite.datasets[0], suite.data_dir)
     path = out / "prompts.jsonl"
     path.write_text("".join(json.dumps({"prompt": p.turns[0]}) + "\n" for p in rows))

@@ -1,8 +1,10 @@
 """The ``specbench`` command: one module per command, each with ``register(subparsers)`` and a
 handler; a ``SpecbenchError`` reaches the user as one line with the exit code it carries.
 
-Command modules import what their handler needs inside it, so ``specbench --help`` and every
-command start without loading the rest of the package.
+Command modules import what their handler needs inside it: ``import specbench.cli`` loads no stage package,
+and building the parser (``specbench --help``, and every command before it runs) only the two lists its help
+shows, the report formats (``report.formats``, which imports no format) and the bundle's default excludes
+(``tests/unit/test_architecture.py`` checks both).
 """
 
 from __future__ import annotations

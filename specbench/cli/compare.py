@@ -11,8 +11,9 @@ TOLERANCE_HELP = ("changes smaller than PCT%% are never better/worse (the gate's
 
 
 def compare_cli(args: argparse.Namespace) -> int:
-    from ..report.history import emit
-    from ..report.history_compare import comparison_text, parse_tolerance, read_named_run
+    from ..report.history_compare import comparison_text, parse_tolerance
+    from ..report.history_report import emit
+    from ..run.history import read_named_run
     from ..util.diskio import check_output_file
 
     if args.output:

@@ -1,4 +1,4 @@
-"""`specbench gate`: the flags into ``report.gate_run.gate_runs`` (read, judge), then print and append
+"""`specbench gate`: the flags into ``gate.workflow.gate_runs`` (read, judge), then print and append
 the step summary (written only here)."""
 
 from __future__ import annotations
@@ -11,9 +11,6 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SpecbenchError
-from ..gate.render import failure_line, render_markdown
-from ..report.gate_run import GateInputs, gate_runs
-from ..suite.gate import GateError
 
 
 def summary_targets(explicit: Path | None) -> list[Path]:
@@ -26,6 +23,8 @@ def summary_targets(explicit: Path | None) -> list[Path]:
 
 
 def append_summary(targets: Sequence[Path], text: str) -> None:
+    from ..suite.gate import GateError
+
     for target in targets:
         try:
             with open(target, "a", encoding="utf-8") as fh:
@@ -40,6 +39,10 @@ def warn(message: str) -> None:
 
 def run_cli(args: argparse.Namespace) -> int:
     """Entry point of ``specbench gate``: returns 0 pass, 1 regression, 2 unusable input."""
+    from ..gate.render import failure_line, render_markdown
+    from ..gate.workflow import GateInputs, gate_runs
+    from ..suite.gate import GateError
+
     targets = summary_targets(getattr(args, "summary", None))
     try:
         outcome = gate_runs(GateInputs(args.candidate, args.reference, args.suite, args.min, args.max, args.max_drop), warn)

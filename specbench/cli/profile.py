@@ -16,7 +16,7 @@ def profile_cli(args: argparse.Namespace) -> int:
     from ..measure.profile import FILL_RULE, POSITIONS, profiles_from
     from ..report.explain_tables import profile_markdown
     from ..run.preflight import now
-    from ..run.readback import load_run
+    from ..run.readback import read_run
     from ..schemas.profile_file import FORMAT, ProfileEntry, ProfileFile, ProfileSource
     from ..util.diskio import check_output_file, write_output
     from ..util.jsonio import dumps
@@ -29,7 +29,7 @@ def profile_cli(args: argparse.Namespace) -> int:
     refused: list[str] = []
     sources = []
     for src in args.results:
-        run = load_run(src)
+        run = read_run(src)
         assert run.path is not None
         got, bad = profiles_from(run.rows, run.meta, src, say)
         profiles += got

@@ -8,14 +8,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..report.formats import FORMATS
-from ..util.diskio import write_output
 from .compare import TOLERANCE_HELP
 
 
 def report_cli(args: argparse.Namespace) -> int:
-    from ..report import load_results, render
-    from ..report.formats import write
+    from ..report.formats import FORMATS, render, write
+    from ..run.readback import read_results
+    from ..util.diskio import write_output
 
     check_output(args)
     if wants_history(args):
@@ -27,7 +26,7 @@ def report_cli(args: argparse.Namespace) -> int:
     if FORMATS[args.format].kind == "files":
         print(write(args.format, args.paths, args.output, **({"gpu": args.gpu} if args.gpu is not None else {})))
         return 0
-    results = load_results(args.paths)
+    results = read_results(args.paths)
     text = render(results.rows, args.format, results.meta, results.explained) + "\n"
     if args.output:
         write_output(Path(args.output), text)
@@ -52,7 +51,7 @@ def check_output(args: argparse.Namespace) -> None:
 
 def wants_history(args: argparse.Namespace) -> bool:
     """A directory that is not itself a run, or a history flag, makes ``report`` a history report."""
-    from ..report.history import is_run_dir
+    from ..run.history import is_run_dir
 
     flags = args.all or args.suite or args.since or args.compare or args.tolerance
     return bool(flags) or any(Path(p).is_dir() and not is_run_dir(Path(p)) for p in args.paths)
@@ -60,10 +59,10 @@ def wants_history(args: argparse.Namespace) -> bool:
 
 def history_cli(args: argparse.Namespace) -> int:
     from ..errors import ResultsError
-    from ..report.history import SHOWN_FORMATS, emit, history, parse_since
     from ..report.history_compare import compare_report, parse_tolerance
     from ..report.history_html import write_history_html
-    from ..report.history_report import as_csv, as_json, markdown
+    from ..report.history_report import SHOWN_FORMATS, as_csv, as_json, emit, markdown
+    from ..run.history import history, parse_since
 
     roots = [Path(p) for p in args.paths]
     since = parse_since(args.since) if args.since else None
@@ -90,6 +89,8 @@ def history_cli(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
+    from ..report.formats import FORMATS  # the one list --format offers (the registry imports no format)
+
     report = sub.add_parser("report", help="print the comparison table of result dirs or results.json files, or of the runs under a directory")
     report.add_argument("paths", nargs="+")
     report.add_argument("--format", "-f", choices=tuple(FORMATS), default="markdown")

@@ -17,11 +17,11 @@ def run_cli(args: argparse.Namespace) -> int:
     from ..run import default_output, run_suite
     from ..run.parallel import run_parallel
     from ..run.progress import RunProgress
-    from ..suite import load_suite
+    from ..suite import read_suite
     from ..suite.objectives import with_rate_search
     from .common import print_outcome
 
-    suite = load_suite(args.suite)
+    suite = read_suite(args.suite)
     console = Console(stderr=True)
     prepare_engines(suite, console, allowed=not args.no_setup)
     if args.max_rate_at_slo:

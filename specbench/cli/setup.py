@@ -8,13 +8,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..bundle.plan import DEFAULT_EXCLUDE
 from ..errors import SpecbenchError
 
 
 def bundle_cli(args: argparse.Namespace) -> int:
     from ..bundle.build import build_bundle
-    from ..bundle.plan import DEFAULT_KEEP_HOST, parse_size
+    from ..bundle.plan import DEFAULT_EXCLUDE, DEFAULT_KEEP_HOST, parse_size
     from ..util.diskio import check_output_dir
 
     index_args: list[str] = []
@@ -115,6 +114,8 @@ def register(sub: Any) -> None:
 
 
 def add_bundle_arguments(p: argparse.ArgumentParser) -> None:
+    from ..bundle.plan import DEFAULT_EXCLUDE  # shown in --no-default-excludes' help
+
     p.add_argument("--engine", help="the engine requirement, e.g. vllm==0.26.0")
     p.add_argument("--host-packages", metavar="FILE", help="the host's `pip inspect` (best: it carries each package's "
                    "requirements) or `pip list` / `pip freeze` output; what it has (compatible) is left out, and what "

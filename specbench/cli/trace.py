@@ -13,11 +13,11 @@ def trace_cli(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from ..run.trace import render_terminal, run_trace
-    from ..suite import load_suite
+    from ..suite import read_suite
     from ..util.diskio import check_output_file, write_output
 
     output = check_output_file(Path(args.output))
-    md, spec, kinds = asyncio.run(run_trace(load_suite(args.suite), args.prompt, args.baseline, args.config,
+    md, spec, kinds = asyncio.run(run_trace(read_suite(args.suite), args.prompt, args.baseline, args.config,
                                             output.parent / (output.stem + "-logs")))
     write_output(output, md + "\n")
     console = Console()

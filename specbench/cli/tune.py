@@ -8,14 +8,14 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SuiteError
-from ..run.tune import expand_tune, read_schedule, verify_suite, write_schedule
-from ..schemas.plans import ScheduleCheck
-from .common import parse_numbers, run_with_plan
 
 
 def tune_cli(args: argparse.Namespace) -> int:
     from ..run import default_output
-    from ..suite import load_suite
+    from ..run.tune import expand_tune, read_schedule, verify_suite, write_schedule
+    from ..schemas.plans import ScheduleCheck
+    from ..suite import read_suite
+    from .common import parse_numbers, run_with_plan
 
     if args.verify:
         path = Path(args.verify)
@@ -25,7 +25,7 @@ def tune_cli(args: argparse.Namespace) -> int:
         return outcome.exit_code
     if not args.suite or not args.k:
         raise SuiteError("tune: give SUITE and --k 1,2,3 (or --verify schedule.json)")
-    suite = load_suite(args.suite)
+    suite = read_suite(args.suite)
     derived, plan = expand_tune(suite, parse_numbers(args.k, "--k", int), args.config or None)
     plan.suite = str(suite.path)
     out = Path(args.resume or args.output or default_output(derived))

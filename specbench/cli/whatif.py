@@ -9,20 +9,20 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SuiteError
-from ..run.replay import expand_replay, load_profile
-from ..run.whatif import expand_whatif
-from .common import parse_numbers, run_with_plan
 
 
 def whatif_cli(args: argparse.Namespace) -> int:
     from ..run import default_output
-    from ..suite import load_suite
+    from ..run.replay import expand_replay, read_profile_file
+    from ..run.whatif import expand_whatif
+    from ..suite import read_suite
+    from .common import parse_numbers, run_with_plan
 
     if args.profile and args.lengths:
         raise SuiteError("--profile and --lengths exclude each other: a profile fixes the acceptance of each data set")
-    suite = load_suite(args.suite)
+    suite = read_suite(args.suite)
     if args.profile:
-        entries, profile = load_profile(args.profile)
+        entries, profile = read_profile_file(args.profile)
         derived, plan = expand_replay(suite, entries, profile, args.config or None, include_real=not args.no_real)
     else:
         lengths = parse_numbers(args.lengths, "--lengths", float) if args.lengths else None

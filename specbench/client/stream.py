@@ -1,6 +1,6 @@
 """One response's SSE payloads → the fields of its ``RequestRecord``, kept apart from I/O so it can be
-fed recorded bytes. Parsing a chunk is here (the hot path: once per chunk); settling the token
-counts once the stream ended is ``tokens.settle``."""
+fed recorded bytes. Parsing a chunk is here (the hot path: once per chunk): what it says of the tokens goes
+into a ``tokens.TokenTally``, which ``tokens.settle`` turns into the record's counts once the stream ended."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import orjson
 
 from ..schemas.request import RequestRecord
 from .checks import TOKEN_CAP, BadValue, ServerSaid, checked_stats
-from .tokens import settle
+from .tokens import TokenTally, settle
 
 
 class ResponseStream:
@@ -20,14 +20,7 @@ class ResponseStream:
     def __init__(self, record: RequestRecord, endpoint: str, token_limit: int = TOKEN_CAP) -> None:
         self.record = record
         self.chat = endpoint == "chat"
-        self.limit = token_limit
-        self.parts: list[str] = []
-        self.last_completion = 0
-        self.saw_usage_per_chunk = False
-        self.pending_unknown = 0
-        self.token_ids: list[int] = []
-        self.final_total: int | None = None  # completion_tokens of the usage-only chunk
-        self.went_down: str | None = None  # where per-chunk cumulative usage decreased
+        self.tally = TokenTally(record, token_limit)
 
     def feed(self, data: bytes, now: float) -> bool:
         """Handle one SSE ``data:`` payload; return False at ``[DONE]``."""
@@ -57,7 +50,7 @@ class ResponseStream:
             raise ServerSaid(err.get("message", str(err)) if isinstance(err, dict) else str(err))
         usage = msg.get("usage")
         choices = msg.get("choices") or []
-        rec = self.record
+        rec, tally = self.record, self.tally
         stats = (msg.get("metrics") or {}).get("speculative_decoding") or msg.get("speculative_decoding_stats")
         if stats:
             rec.spec_stats = checked_stats(stats, "metrics.speculative_decoding")
@@ -71,7 +64,7 @@ class ResponseStream:
                 raise BadValue(f"usage.completion_tokens = {done!r} is not a token count")
         if not choices:
             if done is not None:
-                self.final_total = done
+                tally.final_total = done
             return True
         choice = choices[0]
         if self.chat:
@@ -84,15 +77,15 @@ class ResponseStream:
         ids = choice.get("token_ids") or (choice.get("delta") or {}).get("token_ids")
         n: int | None = None
         if done is not None:
-            n = done - self.last_completion
-            if n < 0 and self.went_down is None:
-                self.went_down = f"{self.last_completion} → {done} at content chunk {len(rec.chunk_times)}"
-            self.last_completion = done
-            self.saw_usage_per_chunk = True
+            n = done - tally.last_completion
+            if n < 0 and tally.went_down is None:
+                tally.went_down = f"{tally.last_completion} → {done} at content chunk {len(rec.chunk_times)}"
+            tally.last_completion = done
+            tally.saw_usage_per_chunk = True
         elif ids:
             n = len(ids)
         if ids:
-            self.token_ids.extend(ids)
+            tally.token_ids.extend(ids)
         finish = choice.get("finish_reason")
         if finish:
             if type(finish) is not str:
@@ -104,8 +97,8 @@ class ResponseStream:
             rec.chunk_times.append(now)
             rec.chunk_tokens.append(n if n is not None else -1)
             if n is None:
-                self.pending_unknown += 1
-            self.parts.append(text)
+                tally.pending_unknown += 1
+            tally.parts.append(text)
         return True
 
     def end(self, now: float) -> None:
@@ -115,4 +108,4 @@ class ResponseStream:
 
     def finish(self) -> RequestRecord:
         """The record with its token counts settled (``tokens.settle``)."""
-        return settle(self)
+        return settle(self.tally)

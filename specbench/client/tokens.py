@@ -1,16 +1,14 @@
-"""Per-request token accounting, once a stream ended: which source's counts to trust (per-chunk
-usage, streamed token ids, or a final total spread over the chunks), checked against the stream;
-the record names the source used and why another was set aside."""
+"""Per-request token accounting: the ``TokenTally`` a stream fills chunk by chunk (``stream.ResponseStream``),
+and, once the stream ended, which source's counts to trust (per-chunk usage, streamed token ids, or a final
+total spread over the chunks), checked against the stream; the record names the source used and why another
+was set aside."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
 
 from ..schemas.request import RequestRecord
 from .checks import TOKEN_CAP
-
-if TYPE_CHECKING:
-    from .stream import ResponseStream
 
 #: token-count sources, best first; reports name the one each request used
 SOURCE_USAGE = "usage_continuous"
@@ -19,63 +17,78 @@ SOURCE_USAGE_TOTAL = "usage_total_spread"
 SOURCE_NONE = "none"
 
 
-def settle(stream: ResponseStream) -> RequestRecord:
-    """Settle the token counts: the best source that agrees with the stream, flagged when the
+@dataclass(slots=True)
+class TokenTally:
+    """What one response's chunks said about its tokens, as the stream parser met them; ``settle`` decides."""
+
+    record: RequestRecord
+    limit: int = TOKEN_CAP  # the request's max_tokens: no count may exceed it
+    parts: list[str] = field(default_factory=list)  # the text of each content chunk
+    last_completion: int = 0  # the latest per-chunk cumulative usage
+    saw_usage_per_chunk: bool = False
+    pending_unknown: int = 0  # content chunks that carried no count
+    token_ids: list[int] = field(default_factory=list)
+    final_total: int | None = None  # completion_tokens of the usage-only chunk
+    went_down: str | None = None  # where per-chunk cumulative usage decreased
+
+
+def settle(tally: TokenTally) -> RequestRecord:
+    """Settle the token counts: the best source that agrees with the tally, flagged when the
     server's other numbers contradict it; no agreeing source fails the request."""
-    rec = stream.record
-    rec.text = "".join(stream.parts)
+    rec = tally.record
+    rec.text = "".join(tally.parts)
     prompt = rec.prompt_tokens
     if prompt is not None and (type(prompt) is not int or not 0 <= prompt <= TOKEN_CAP):
-        return _fail(stream, f"bad server value: usage.prompt_tokens = {prompt!r:.40} is not a token count")
-    if stream.token_ids:
-        if set(map(type, stream.token_ids)) != {int}:
-            return _fail(stream, "bad server value: token_ids holds something other than integers")
-        rec.output_token_ids = stream.token_ids
-    final = stream.final_total
+        return _fail(tally, f"bad server value: usage.prompt_tokens = {prompt!r:.40} is not a token count")
+    if tally.token_ids:
+        if set(map(type, tally.token_ids)) != {int}:
+            return _fail(tally, "bad server value: token_ids holds something other than integers")
+        rec.output_token_ids = tally.token_ids
+    final = tally.final_total
     if not rec.chunk_times:
         rec.token_source = SOURCE_NONE
-        rec.output_tokens = final if final is not None else (stream.last_completion if stream.saw_usage_per_chunk else None)
+        rec.output_tokens = final if final is not None else (tally.last_completion if tally.saw_usage_per_chunk else None)
         return rec
-    if stream.pending_unknown == 0 and stream.saw_usage_per_chunk:
-        bad = (f"per-chunk usage went down: {stream.went_down}" if stream.went_down else
-               f"per-chunk usage exceeds max_tokens: {stream.last_completion} > {stream.limit}"
-               if stream.last_completion > stream.limit else None)
+    if tally.pending_unknown == 0 and tally.saw_usage_per_chunk:
+        bad = (f"per-chunk usage went down: {tally.went_down}" if tally.went_down else
+               f"per-chunk usage exceeds max_tokens: {tally.last_completion} > {tally.limit}"
+               if tally.last_completion > tally.limit else None)
         if bad is None:
-            rec.token_source, rec.output_tokens = SOURCE_USAGE, stream.last_completion
-            if final is not None and final != stream.last_completion:
+            rec.token_source, rec.output_tokens = SOURCE_USAGE, tally.last_completion
+            if final is not None and final != tally.last_completion:
                 rec.token_warning = (f"final usage disagrees with per-chunk usage: final {final}, "
-                                     f"per-chunk {stream.last_completion}; used the per-chunk counts")
+                                     f"per-chunk {tally.last_completion}; used the per-chunk counts")
             return rec
         rec.token_warning = bad + "; " + ("used the final total" if final is not None else "used the last count")
-        return _total_only(stream, final if final is not None else stream.last_completion)
-    if stream.pending_unknown == 0:
+        return _total_only(tally, final if final is not None else tally.last_completion)
+    if tally.pending_unknown == 0:
         streamed = sum(rec.chunk_tokens)
-        if streamed <= stream.limit:
+        if streamed <= tally.limit:
             rec.token_source, rec.output_tokens = SOURCE_TOKEN_IDS, streamed
             if final is not None and final != streamed:
                 rec.token_warning = (f"final usage disagrees with the streamed token ids: final {final}, "
                                      f"ids {streamed}; used the token ids")
             return rec
-        rec.token_warning = f"streamed token ids exceed max_tokens: {streamed} > {stream.limit}; used the final total"
-    return _total_only(stream, final if final is not None else (stream.last_completion if stream.saw_usage_per_chunk else None))
+        rec.token_warning = f"streamed token ids exceed max_tokens: {streamed} > {tally.limit}; used the final total"
+    return _total_only(tally, final if final is not None else (tally.last_completion if tally.saw_usage_per_chunk else None))
 
-def _total_only(stream: ResponseStream, total: int | None) -> RequestRecord:
+def _total_only(tally: TokenTally, total: int | None) -> RequestRecord:
     """Per-chunk counts unknown: keep a total that fits the stream; metrics spread it over the decode chunks."""
-    rec = stream.record
+    rec = tally.record
     rec.chunk_tokens = []
     if total is None:
         rec.token_source = SOURCE_NONE
         return rec
     chunks = len(rec.chunk_times)
-    if total > stream.limit:
-        return _fail(stream, f"usage contradicts the stream: completion_tokens {total} > max_tokens {stream.limit}")
+    if total > tally.limit:
+        return _fail(tally, f"usage contradicts the tally: completion_tokens {total} > max_tokens {tally.limit}")
     if total < chunks:
-        return _fail(stream, f"usage contradicts the stream: completion_tokens {total} < {chunks} content chunks")
+        return _fail(tally, f"usage contradicts the tally: completion_tokens {total} < {chunks} content chunks")
     rec.token_source, rec.output_tokens = SOURCE_USAGE_TOTAL, total
     return rec
 
-def _fail(stream: ResponseStream, why: str) -> RequestRecord:
-    rec = stream.record
+def _fail(tally: TokenTally, why: str) -> RequestRecord:
+    rec = tally.record
     if rec.error is None:
         rec.error = why
     rec.output_tokens = rec.prompt_tokens = None

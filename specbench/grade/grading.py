@@ -26,9 +26,9 @@ import numpy as np
 
 from ..datasets.loader import parse_items
 from ..datasets.sources import fetch_rows
-from ..measure.bootstrap import bootstrap_samples
 from ..schemas.request import RequestRecord
 from ..schemas.row_quality import Accuracy, PairedAccuracy
+from ..util.bootstrap import bootstrap_samples
 from . import answers, programs
 
 CODE_TIMEOUT_S = 10.0

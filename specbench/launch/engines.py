@@ -194,7 +194,7 @@ def _expand(path: str) -> str:
     return os.path.expanduser(path.replace("{cache}", str(cache_dir())))
 
 
-def load_engine(name: str) -> Engine:
+def read_engine(name: str) -> Engine:
     data = _read(name)
     adapter = data.get("adapter", name)
     if not isinstance(adapter, str) or adapter not in ADAPTERS:

@@ -7,7 +7,7 @@ import os
 from typing import Any
 
 from ..errors import SuiteError
-from .engines import load_engine
+from .engines import read_engine
 
 _PARALLEL_FLAGS = {
     "tp": ("--tensor-parallel-size", "-tp", "--tp-size", "--tp"),
@@ -75,7 +75,7 @@ def server_gpus(suite, config) -> tuple[list[str] | None, str | None]:
         return [g.strip() for g in config.gpus.split(",") if g.strip()], None
     if not config.launched:
         return None, "server at a URL: name its GPUs with configs[].gpus to meter and price it"
-    engine = load_engine(config.engine or suite.engine)
+    engine = read_engine(config.engine or suite.engine)
     if not engine.gpu_env:
         return None, f"engine {engine.name} runs on the CPU"
     visible = {**os.environ, **engine.env, **suite.server.env, **config.env}.get(engine.gpu_env)

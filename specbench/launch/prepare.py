@@ -15,7 +15,7 @@ from rich.console import Console
 
 from ..errors import LaunchError
 from ..suite import Suite
-from .engines import load_engine
+from .engines import read_engine
 from .setup_cpu import CpuSetup
 
 
@@ -45,7 +45,7 @@ def needed(suite: Suite) -> dict[str, list[str]]:
     for config in suite.configs:
         if not config.launched:
             continue
-        engine = load_engine(config.engine or suite.engine)
+        engine = read_engine(config.engine or suite.engine)
         name = engine.prepare
         if name is None:
             continue

@@ -17,8 +17,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from ..schemas.cell import LoadPoint, baseline_name, load_of
-from ..schemas.meta import RunMeta
+from ..schemas.cell import LoadPoint, load_of
+from ..schemas.meta import RunMeta, baseline_name
 from ..schemas.plans import Candidate, KCell, Schedule, TuneFamily, TunePlan, TuneResult
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
@@ -139,20 +139,20 @@ def _conc_key(r: ResultRow) -> int:
     return int(c or 0)
 
 
-def tune_analysis(records: Sequence[ResultRow], requests: Sequence[RequestRecord] | None,
+def tune_analysis(rows: Sequence[ResultRow], requests: Sequence[RequestRecord] | None,
                   meta: RunMeta | None) -> TuneResult:
     """Per data set × family × load: every K's speedup, the best K, the Ks not told apart; the schedules."""
     plan = (meta.tune if meta else None) or TunePlan()
-    base = baseline_name(records, meta)
+    base = baseline_name(rows, meta)
     by_cell = _records_by_cell(requests) if requests is not None else None
-    rows: dict[tuple[str, str, LoadPoint], dict[int, ResultRow]] = defaultdict(dict)
-    for r in records:
+    by_family: dict[tuple[str, str, LoadPoint], dict[int, ResultRow]] = defaultdict(dict)
+    for r in rows:
         p = plan.configs.get(r.run)
         if p is not None and p.family is not None and p.k is not None:
-            rows[(r.dataset, p.family, load_of(r))][p.k] = r
+            by_family[(r.dataset, p.family, load_of(r))][p.k] = r
     cells = []
-    for (dataset, fam, load), by_k in sorted(rows.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2].sort_key())):
-        base_row = next((r for r in records if r.run == base and r.dataset == dataset and load_of(r) == load), None)
+    for (dataset, fam, load), by_k in sorted(by_family.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2].sort_key())):
+        base_row = next((r for r in rows if r.run == base and r.dataset == dataset and load_of(r) == load), None)
         cands = ([Candidate(0, 1.0)] if base_row is not None and base_row.cell_status == "ok" else [])
         cands += [Candidate(k, r.speedup_vs_baseline if r.cell_status == "ok" else None, _ci(r))
                   for k, r in sorted(by_k.items())]
@@ -206,9 +206,9 @@ def schedules(cells: Sequence[KCell], plan: TunePlan) -> list[Schedule]:
     return out
 
 
-def analysis_of(records: Sequence[ResultRow], meta: RunMeta | None) -> TuneResult | None:
+def analysis_of(rows: Sequence[ResultRow], meta: RunMeta | None) -> TuneResult | None:
     """The stored analysis (paired, written at the end of ``specbench tune``), else one from the rows alone."""
     plan = meta.tune if meta else None
     if plan is None:
         return None
-    return plan.result or tune_analysis(records, None, meta)
+    return plan.result or tune_analysis(rows, None, meta)

@@ -105,14 +105,14 @@ def is_replay(meta: RunMeta | None) -> bool:
     return whatif_plan(meta).is_replay
 
 
-def whatif_curves(records: Sequence[ResultRow], meta: RunMeta | None) -> list[Curve]:
+def whatif_curves(rows: Sequence[ResultRow], meta: RunMeta | None) -> list[Curve]:
     plan = whatif_plan(meta)
     if plan.is_replay:
         return []  # a profile's replay (measure.replay), not a grid of lengths
     lengths = plan.lengths()
     points: dict[tuple[str, str, LoadPoint], list[Point]] = {}
     ks: dict[tuple[str, str, LoadPoint], int | None] = {}
-    for r in records:
+    for r in rows:
         p = lengths.get(r.run)
         if p is None or p.of is None or p.acceptance_length is None:
             continue
@@ -121,7 +121,7 @@ def whatif_curves(records: Sequence[ResultRow], meta: RunMeta | None) -> list[Cu
         points.setdefault(key, []).append(Point(r.run, p.acceptance_length, r.mean_acceptance_length,
                                                 r.speedup_vs_baseline, _ci(r, "speedup_vs_baseline")))
     curves = [curve_of(dataset, config, load, ks[(dataset, config, load)], pts,
-                       next((r for r in records if r.run == config and r.dataset == dataset and load_of(r) == load), None))
+                       next((r for r in rows if r.run == config and r.dataset == dataset and load_of(r) == load), None))
               for (dataset, config, load), pts in points.items()]
     return sorted(curves, key=lambda c: (c.dataset, c.config, c.load.sort_key()))
 

@@ -13,8 +13,8 @@ import numpy.typing as npt
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
 from ..schemas.row_baseline import Decomposition, Fidelity, PairedSpeedup
+from ..util.bootstrap import bootstrap_samples
 from .acceptance import decode_steps
-from .bootstrap import bootstrap_samples
 
 
 def ratio(value: float | None, reference: float | None) -> float | None:

@@ -43,14 +43,14 @@ class Explained:
     tune: TuneResult | None = None  # a tune run's choice of K
 
 
-def sweep_of(records: Sequence[ResultRow]) -> Sweep | None:
+def sweep_of(rows: Sequence[ResultRow]) -> Sweep | None:
     """Speedup vs concurrency per data set and config (the baseline itself left out), with the crossover."""
-    loads = sorted({c for r in records if (c := r.concurrency) is not None})
+    loads = sorted({c for r in rows if (c := r.concurrency) is not None})
     if len(loads) < 2:
         return None
     lines = []
-    for dataset, run in dict.fromkeys((r.dataset, r.run) for r in records if r.speedup_vs_baseline is not None):
-        by_c = {r.concurrency: r.speedup_vs_baseline for r in records if r.dataset == dataset and r.run == run
+    for dataset, run in dict.fromkeys((r.dataset, r.run) for r in rows if r.speedup_vs_baseline is not None):
+        by_c = {r.concurrency: r.speedup_vs_baseline for r in rows if r.dataset == dataset and r.run == run
                 and r.concurrency is not None}
         if all(v == 1.0 for v in by_c.values() if v is not None):
             continue
@@ -58,6 +58,6 @@ def sweep_of(records: Sequence[ResultRow]) -> Sweep | None:
     return Sweep(loads, lines)
 
 
-def explain(records: Sequence[ResultRow], meta: RunMeta | None) -> Explained:
+def explain(rows: Sequence[ResultRow], meta: RunMeta | None) -> Explained:
     """The run's analyses: its sweep, and those of its derived suite (none for a run of another command)."""
-    return Explained(sweep_of(records), whatif_curves(records, meta), replay_of(records, meta), analysis_of(records, meta))
+    return Explained(sweep_of(rows), whatif_curves(rows, meta), replay_of(rows, meta), analysis_of(rows, meta))

@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 
 from ..datasets import REGISTRY
-from ..schemas.cell import baseline_name, load_of
-from ..schemas.meta import RunMeta, ServerMeta
+from ..schemas.cell import load_of
+from ..schemas.meta import RunMeta, ServerMeta, baseline_name
 from ..schemas.profile_file import CategoryAcceptance, ProfileEntry, ProfileProvenance
 from ..schemas.row import ResultRow
 

@@ -178,14 +178,14 @@ def _profile_speedup(p: ReplayedConfig, load: LoadPoint) -> tuple[float | None, 
     return None, None, True
 
 
-def replay_points(records: Sequence[ResultRow], meta: RunMeta | None) -> list[ReplayPoint]:
+def replay_points(rows: Sequence[ResultRow], meta: RunMeta | None) -> list[ReplayPoint]:
     """One point per replayed config × data set × load, in data set, config, load order."""
     plan = whatif_plan(meta)
     if not plan.is_replay:
         return []
     configs = plan.replayed()
     out = []
-    for r in records:
+    for r in rows:
         p = configs.get(r.run)
         if p is None or p.acceptance_length is None:
             continue
@@ -211,9 +211,9 @@ class Replay:
     skipped: list[str]
 
 
-def replay_of(records: Sequence[ResultRow], meta: RunMeta | None) -> Replay | None:
+def replay_of(rows: Sequence[ResultRow], meta: RunMeta | None) -> Replay | None:
     """The replay of a `whatif --profile` run (None: a run of another kind)."""
     plan = whatif_plan(meta)
     if plan.profile is None:
         return None
-    return Replay(replay_points(records, meta), plan.profile, list(plan.skipped_datasets or []))
+    return Replay(replay_points(rows, meta), plan.profile, list(plan.skipped_datasets or []))

@@ -1,8 +1,8 @@
-"""Reports of result rows: ``load_results`` reads run directories or results.json files, ``render``
-turns rows into a text format, ``formats.FORMATS`` lists every format by name.
+"""Reports of result rows, formatting only: ``render`` turns rows into a text format, ``formats.FORMATS``
+lists every format by name. The runs are read by the run stage (``run.readback``, ``run.history``), judged by
+the gate's (``gate.workflow``), and handed here as rows.
 """
 
-from ..run.readback import RunResults, load_results
 from .formats import FORMATS, render
 
-__all__ = ["FORMATS", "RunResults", "load_results", "render"]
+__all__ = ["FORMATS", "render"]

@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import ResultsError
-from ..run.readback import RunResults, load_run, read_requests
+from ..run.readback import RunResults, read_requests, read_run
 from ..schemas.accelerator import NO_ACCELERATOR
 from ..schemas.cell import Cell
 from ..schemas.meta import RunMeta
@@ -118,7 +118,7 @@ def export_run(run: Path, out: Path, gpu: str | None = None) -> Exported:
     """One run directory's rows, measured requests, steps, tokens and outputs as parquet files under ``out``,
     replacing the run's files of an earlier export all or nothing; ``gpu``: the label of every row (default: each
     config's recorded accelerator)."""
-    results, requests = load_run(run), read_requests(Path(run)) or []
+    results, requests = read_run(run), read_requests(Path(run)) or []
     labels = gpu_labels(results.meta, gpu, str(run))
     name = run_id(results.meta, results.path.parent.name if results.path else "run")
     with replacing(out, name) as rep:

@@ -4,7 +4,8 @@ A text format's module has ``render(rows, meta, explained) -> str`` (``explained
 made by the run stage, ``RunResults.explained``), which the CLI prints or writes to
 ``--output``. A file format's module has ``write(paths, output) -> str``: it reads the runs itself
 (the HTML page draws requests.jsonl, parquet writes a directory tree) and returns what it wrote.
-Modules are imported only when their format is used, so listing the formats costs nothing.
+Modules are imported only when their format is used, and the types below only for the type checker, so listing
+the formats (``specbench report --help``) imports nothing else.
 Adding a format: one module with ``render`` or ``write``, and one line here.
 """
 
@@ -15,11 +16,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from ..measure.explained import Explained
-from ..schemas.meta import RunMeta
-from ..schemas.row import ResultRow
+if TYPE_CHECKING:
+    from ..measure.explained import Explained
+    from ..schemas.meta import RunMeta
+    from ..schemas.row import ResultRow
 
 
 @dataclass(frozen=True)
@@ -29,7 +31,8 @@ class Format:
     kind: Literal["text", "files"]
     help: str
 
-    def load(self) -> ModuleType:
+    def imported(self) -> ModuleType:
+        """The format's module, imported when first used."""
         return importlib.import_module(f"specbench.report.{self.module}")
 
 
@@ -49,12 +52,12 @@ def render(rows: Sequence[ResultRow], fmt: str, meta: RunMeta | None = None, exp
     found = FORMATS.get(fmt)
     if found is None or found.kind != "text":
         raise ValueError(f"unknown format {fmt!r} (choose from {', '.join(TEXT_FORMATS)})")
-    text: str = found.load().render(rows, meta, explained)
+    text: str = found.imported().render(rows, meta, explained)
     return text
 
 
 def write(fmt: str, paths: Sequence[str | Path], output: str | Path | None, **options: str) -> str:
     """Run a file format over run directories / results.json files (``options``: the format's own, e.g.
     parquet's ``gpu``); returns the line to print."""
-    message: str = FORMATS[fmt].load().write([Path(p) for p in paths], None if output is None else Path(output), **options)
+    message: str = FORMATS[fmt].imported().write([Path(p) for p in paths], None if output is None else Path(output), **options)
     return message

@@ -7,33 +7,24 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 from ..errors import ResultsError
 from ..gate.judge import Measure, comparability_problems
 from ..gate.render import fmt_measure
 from ..gate.runs import RUN_METRICS, MetricChange, RunComparison, compare_runs
-from ..run.readback import load_run
+from ..run.history import RunEntry, SuiteHistory
 from ..schemas.cell import Cell
 from ..schemas.meta import RunMeta
 from ..suite.gate import parse_percent
 from .csv_rows import to_csv
-from .history import (
-    RunEntry,
-    SuiteHistory,
-    classify,
-    heading,
-    parse_time,
-    run_line,
-    status_line,
-)
+from .history_report import heading, run_line, status_line
 
 VERDICT_MD = {"better": "better ▲", "worse": "**worse ▼**", "within noise": "within noise"}
 
 
 def comparison_of(old: RunEntry, new: RunEntry, tolerance: float = 0.0) -> RunComparison:
-    return compare_runs(old.records or [], new.records or [], (str(old.path), str(new.path)), tolerance=tolerance)
+    return compare_runs(old.rows or [], new.rows or [], (str(old.path), str(new.path)), tolerance=tolerance)
 
 
 def parse_tolerance(text: str | None) -> float:
@@ -173,10 +164,3 @@ def compare_report(histories: Sequence[SuiteHistory], fmt: str, tolerance: float
             out.append("Runs left out (not complete):\n" + "\n".join(others))
     return "\n\n".join(out)
 
-
-def read_named_run(path: Path) -> RunEntry:
-    """A run named on the command line: read it strictly (a damaged run is an error here)."""
-    run = load_run(path)
-    status, reason = classify(run.meta, run.rows)
-    return RunEntry(run.path.parent if run.path else path, run.meta, run.rows, status, reason,
-                    parse_time(run.meta.started_at if run.meta else None), run.newer)

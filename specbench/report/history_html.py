@@ -11,10 +11,12 @@ from pathlib import Path
 
 from ..gate.render import fmt_measure
 from ..gate.runs import RUN_METRICS
+from ..run.history import RunEntry, SuiteHistory
+from ..run.readback import read_requests
 from ..util.diskio import write_output
-from .history import RunEntry, SuiteHistory, other_runs, run_line, status_line
 from .history_compare import comparability, comparison_of, rule_text, verdict_text
-from .html import CSS, read_requests, table_html
+from .history_report import other_runs, run_line, status_line
+from .html import CSS, table_html
 from .model import Model
 from .plots import TrendRun, acceptance_plot, category_plot, latency_plot, load_plot, speedup_plot, trend_plot
 from .svg import esc
@@ -35,7 +37,7 @@ def _md_inline(text: str) -> str:
 
 
 def _run_body(run: RunEntry, prefix: str) -> str:
-    m = Model(run.records or [], run.meta)
+    m = Model(run.rows or [], run.meta)
     parts = [table_html(m)]
     notes = (run.meta.notes if run.meta else None) or []
     if notes:
@@ -84,7 +86,7 @@ def render_history_html(histories: Sequence[SuiteHistory], roots: Sequence[Path]
     for i, h in enumerate(histories):
         sid = f"suite-{i}"
         latest_meta = h.complete[-1].meta if h.complete else None
-        trend = trend_plot(h.name, [TrendRun(r.started, r.path.name, r.records or []) for r in h.complete], latest_meta)
+        trend = trend_plot(h.name, [TrendRun(r.started, r.path.name, r.rows or []) for r in h.complete], latest_meta)
         body = [trend.replace(' id="fig-', f' id="{sid}-fig-')]
         if compare:
             body.append("<h3>Latest complete run vs the one before</h3>")

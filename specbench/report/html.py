@@ -20,8 +20,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..measure.explained import Explained
-from ..run.readback import RunResults, load_run, read_requests
-from ..schemas.cell import baseline_name, load_of, unique
+from ..run.readback import RunResults, read_requests, read_run
+from ..schemas.cell import load_of, unique
 from ..schemas.meta import Comparability, Host, RunMeta
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
@@ -45,8 +45,7 @@ from .plots import (
 )
 from .svg import NOT_MEASURED, esc, nice_ticks
 
-__all__ = ["NOT_MEASURED", "PALETTE", "baseline_name", "cdf_points", "crossings", "nice_ticks", "read_requests",
-           "render_html", "write_html"]
+__all__ = ["NOT_MEASURED", "PALETTE", "cdf_points", "crossings", "nice_ticks", "render_html", "write_html"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -159,11 +158,11 @@ def _meta_html(m: Model, meta: RunMeta) -> tuple[str, str]:
     return str(name), head
 
 
-def render_html(records: list[ResultRow], requests: list[RequestRecord] | None, meta: RunMeta | None,
+def render_html(rows: list[ResultRow], requests: list[RequestRecord] | None, meta: RunMeta | None,
                 explained: Explained | None = None) -> str:
     """The whole report as one HTML document (inline CSS and SVG only)."""
     meta = meta or RunMeta()
-    m = Model(records, meta)
+    m = Model(rows, meta)
     name, head = _meta_html(m, meta)
     sections: list[tuple[str, str, str]] = []
     sections.append(("table", "Comparison table", table_html(m) + (
@@ -212,8 +211,8 @@ def write_html(run_paths: list[Path], out: Path) -> Path:
 
     ``out`` may be a file or an existing directory (then ``report.html`` inside it).
     """
-    runs = [load_run(p) for p in run_paths]
-    records = [r for run in runs for r in run.rows]
+    runs = [read_run(p) for p in run_paths]
+    rows = [r for run in runs for r in run.rows]
     requests: list[RequestRecord] | None = None
     for run in runs:
         reqs = read_requests(run.path.parent) if run.path else None
@@ -226,7 +225,7 @@ def write_html(run_paths: list[Path], out: Path) -> Path:
     out = Path(out)
     if out.is_dir():
         out = out / "report.html"
-    write_output(out, render_html(records, requests, meta, RunResults(records, meta).explained))
+    write_output(out, render_html(rows, requests, meta, RunResults(rows, meta).explained))
     return out
 
 

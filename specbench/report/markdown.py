@@ -24,27 +24,27 @@ from .tables import md_row, tables_markdown
 __all__ = ["COLUMNS", "DASH", "DECOMPOSITION_NOTE", "has_decomposition", "markdown", "render"]
 
 
-def markdown(records: Sequence[ResultRow], meta: RunMeta | None = None, explained: Explained | None = None) -> str:
+def markdown(rows: Sequence[ResultRow], meta: RunMeta | None = None, explained: Explained | None = None) -> str:
     """The comparison table and the small tables (``tables.py``), the sweep table, the what-if and
     tune tables, and last the notes and warnings. The sweep, what-if and tune tables format the run's
     analyses, made once by the run stage (``explained``: ``RunResults.explained``, or what the run
     made when it wrote results.md); without them those tables are left out."""
-    parts = tables_markdown(records)
+    parts = tables_markdown(rows)
     explained = explained or Explained()
     sweep = sweep_table(explained.sweep)
     if sweep:
         parts.append(sweep)
     parts += explain_markdown(explained)
-    notes = list((meta.notes if meta else None) or []) + warnings(records)
+    notes = list((meta.notes if meta else None) or []) + warnings(rows)
     if notes:
         parts.append("\n".join(f"- {n}" for n in notes))
     return "\n\n".join(parts)
 
 
-def warnings(records: Sequence[ResultRow]) -> list[str]:
+def warnings(rows: Sequence[ResultRow]) -> list[str]:
     """Lines that must travel with the table: disagreeing sources, failed or cut cells."""
     out = []
-    for r in records:
+    for r in rows:
         where = str(Cell.of_row(r))
         if r.acceptance_sources_agree is False:
             out.append(f"⚠ {where}: accepted tokens seen in the stream differ from the server counters by "
@@ -92,14 +92,14 @@ def warnings(records: Sequence[ResultRow]) -> list[str]:
         out += schedule_warnings(r)
         if r.status in ("failed", "interrupted"):
             out.append(f"⚠ {where}: cell {r.status} ({r.failed_requests or 0} failed requests: {r.errors or {}})")
-    return out + cell_notes(records)
+    return out + cell_notes(rows)
 
 
-def cell_notes(records: Sequence[ResultRow]) -> list[str]:
+def cell_notes(rows: Sequence[ResultRow]) -> list[str]:
     """Each cell's own ``notes`` (``measure/summarize.py``), and why a grading it asked for gave no accuracy (the
     column, all —, is left out of the tables), one line per distinct note naming every cell it applies to."""
     cells: dict[str, list[str]] = {}
-    for r in records:
+    for r in rows:
         notes = list(r.notes) if isinstance(r.notes, list) else []
         if r.accuracy is None and r.accuracy_error:
             notes.append(f"⚠ Accuracy (graded) not measured: {r.accuracy_error}")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..schemas.cell import LoadPoint, baseline_name, load_of, unique
-from ..schemas.meta import RunMeta
+from ..schemas.cell import LoadPoint, load_of, unique
+from ..schemas.meta import RunMeta, baseline_name
 from ..schemas.row import ResultRow
 
 #: baseline first (black), then the Okabe–Ito colours, which stay distinct under colour-vision deficiency
@@ -15,10 +15,10 @@ DASHES = ["", "7 4", "2 3", "9 3 2 3"]
 
 
 class Model:
-    """Records grouped the way every plot needs them."""
+    """Rows grouped the way every plot needs them."""
 
-    def __init__(self, records: Sequence[ResultRow], meta: RunMeta | None) -> None:
-        self.rows = list(records)
+    def __init__(self, rows: Sequence[ResultRow], meta: RunMeta | None) -> None:
+        self.rows = list(rows)
         self.meta = meta
         self.baseline = baseline_name(self.rows, self.meta)
         self.configs = unique(r.run for r in self.rows)

@@ -17,34 +17,34 @@ def md_row(cells: Sequence[str]) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
-def markdown_table(records: Sequence[ResultRow], columns: Sequence[Column]) -> str:
+def markdown_table(rows: Sequence[ResultRow], columns: Sequence[Column]) -> str:
     lines = [md_row([c.header for c in columns]), md_row(["---"] * len(columns))]
-    lines += [md_row([c.cell(r) for c in columns]) for r in records]
+    lines += [md_row([c.cell(r) for c in columns]) for r in rows]
     return "\n".join(lines)
 
 
-def _measured(records: Sequence[ResultRow], column: Column) -> bool:
-    return any(not is_missing(column.cell(r)) for r in records)
+def _measured(rows: Sequence[ResultRow], column: Column) -> bool:
+    return any(not is_missing(column.cell(r)) for r in rows)
 
 
-def small_tables(records: Sequence[ResultRow]) -> list[tuple[Group, list[Column]]]:
+def small_tables(rows: Sequence[ResultRow]) -> list[tuple[Group, list[Column]]]:
     """Each table after the comparison table with the columns it prints: the identity columns, then
     its own columns that measured something for some record; a table left with none is left out."""
-    groups = grouped(records)
+    groups = grouped(rows)
     identity = [c for g, cols in groups if g is MAIN for c in cols if c.identity]
     out = []
     for g, cols in groups:
-        own = [c for c in cols if _measured(records, c)]
+        own = [c for c in cols if _measured(rows, c)]
         if g is not MAIN and own:
             out.append((g, identity + own))
     return out
 
 
-def tables_markdown(records: Sequence[ResultRow]) -> list[str]:
+def tables_markdown(rows: Sequence[ResultRow]) -> list[str]:
     """The comparison table, then each small table under its title, with its note below it."""
-    groups = grouped(records)
+    groups = grouped(rows)
     main = next((cols for g, cols in groups if g is MAIN), [])
-    parts = [markdown_table(records, main)]
-    for g, cols in small_tables(records):
-        parts.append(f"{g.title}\n\n{markdown_table(records, cols)}" + (f"\n\n- {g.note}" if g.note else ""))
+    parts = [markdown_table(rows, main)]
+    for g, cols in small_tables(rows):
+        parts.append(f"{g.title}\n\n{markdown_table(rows, cols)}" + (f"\n\n- {g.note}" if g.note else ""))
     return parts

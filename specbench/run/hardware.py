@@ -16,7 +16,7 @@ from ..launch.gpus import server_gpus
 from ..schemas.accelerator import NAMES_SEP, Accelerator
 from ..suite.model import ServerConfig, Suite
 from ..util.numbers import is_number
-from .telemetry import load_nvml, nvml_handle
+from .telemetry import nvml_handle, open_nvml
 
 NVIDIA_SMI = "nvidia-smi"
 SMI_TIMEOUT_S = 10.0
@@ -59,7 +59,7 @@ def cuda_version(value: Any) -> str | None:
 
 def from_nvml(gpus: list[str]) -> Accelerator:
     """The GPUs ``gpus`` as NVML names them; raises ImportError or NVML's error when it cannot."""
-    nvml = load_nvml()
+    nvml = open_nvml()
     try:
         handles = [nvml_handle(nvml, g) for g in gpus]
         names = [_text(nvml.nvmlDeviceGetName(h)) for h in handles]

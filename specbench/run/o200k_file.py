@@ -35,17 +35,17 @@ def cache_file(env: Mapping[str, str] = os.environ) -> Path | None:
 def find_o200k(given: str | None = None, env: Mapping[str, str] = os.environ) -> O200k:
     """The encoding from ``given`` (``load.tiktoken_file``), ``SPECBENCH_TIKTOKEN_FILE`` or tiktoken's cache."""
     if given:
-        return _load(given, "load.tiktoken_file")
+        return _read_o200k(given, "load.tiktoken_file")
     if env.get(ENV):
-        return _load(env[ENV], ENV)
+        return _read_o200k(env[ENV], ENV)
     cached = cache_file(env)
     if cached is not None and cached.is_file():
-        return _load(str(cached), "tiktoken's cache file")
+        return _read_o200k(str(cached), "tiktoken's cache file")
     where = f"not cached ({cached})" if cached is not None else "not cached (TIKTOKEN_CACHE_DIR is empty: tiktoken's cache is off)"
     return O200k(error=f"o200k_base.tiktoken {where} and no load.tiktoken_file or {ENV}: not downloaded mid-run")
 
 
-def _load(path: str, where: str) -> O200k:
+def _read_o200k(path: str, where: str) -> O200k:
     try:
         stat = os.stat(path)
     except OSError as err:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..datasets import check_available, load_prompts
 from ..errors import LaunchError, SuiteError
-from ..launch import load_engine
+from ..launch import read_engine
 from ..launch.process import port_in_use
 from ..load.trace import trace_prompts
 from ..schemas.cell import LoadPoint
@@ -42,7 +42,7 @@ def config_order(suite: Suite) -> list[ServerConfig]:
 def preflight(suite: Suite) -> dict[str, list[Prompt]]:
     """Everything that can fail before a server starts: engines, engine binaries, prompt sets."""
     for config in suite.configs:
-        engine = load_engine(config.engine or suite.engine)
+        engine = read_engine(config.engine or suite.engine)
         if config.launched:
             engine.load_format_args(config)  # an engine that cannot load dummy weights refuses before any server starts
             engine.steplog_flags(config)  # so does an engine without a step hook asked for a step log
@@ -52,10 +52,10 @@ def preflight(suite: Suite) -> dict[str, list[Prompt]]:
                                   f"(prepare it with `specbench setup cpu`, or set server.python / SPECBENCH_ENGINE_PYTHON)")
             if config.port and port_in_use(suite.server.host, config.port):
                 raise LaunchError(f"config {config.name!r}: port {config.port} on {suite.server.host} is already in use")
-    return load_suite_prompts(suite)
+    return read_suite_prompts(suite)
 
 
-def load_suite_prompts(suite: Suite) -> dict[str, list[Prompt]]:
+def read_suite_prompts(suite: Suite) -> dict[str, list[Prompt]]:
     """Every data set's prompts, or the one-line error of the first that cannot be had; under a trace, one prompt
     per trace line, built from them (``load/trace.py``)."""
     prompts = {}

@@ -12,35 +12,35 @@ stderr, one line naming the file, record and key. The renderers only ever see cl
 A run written by a newer specbench (a record's ``schema_version`` or meta.json's ``specbench_version``
 above this one's) is read with what this version knows, since a history is read by whichever version
 a CI pins: ``RunResults.newer`` says so and lists the keys ignored, said once on stderr. Only the gate
-(``strict``) refuses a newer meta.json: it would judge with keys whose meaning may have changed.
+(``mode="gate"``) refuses a newer meta.json: it would judge with keys whose meaning may have changed.
+meta.json and the lines of requests.jsonl are read as every reader reads them (``files_read``).
 """
 
 from __future__ import annotations
 
-import json
 import re
 import sys
-import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from .. import __version__
 from ..errors import ResultsError
 from ..measure.explained import Explained, explain
 from ..schemas.meta import RunMeta
-from ..schemas.record import VERSION_KEY, RowError, unknown_paths
+from ..schemas.record import VERSION_KEY, unknown_paths
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
 from ..schemas.row_read import read_row, refusal
 from ..schemas.run_files import META, REQUESTS, REQUESTS_GZ, RESULTS
 from ..util.jsonio import read_json
 from ..util.numbers import is_number
+from .files_read import file_lines, read_meta, scan_lines
 from .steplog_read import SAME_LAUNCH
 
-__all__ = ["Newer", "RunResults", "is_number", "load_results", "load_run", "read_meta", "read_requests", "refusal", "warn"]
+__all__ = ["Newer", "RunResults", "is_number", "read_requests", "read_results", "read_run", "refusal", "warn"]
 
 
 @dataclass(frozen=True)
@@ -140,7 +140,7 @@ def steplog_note(rows: list[ResultRow], where: Path) -> str | None:
             + f" ({RESULTS} steplog_skipped_rows, steplog_error)")
 
 
-def clean_records(data: Any, where: Path | str) -> tuple[list[ResultRow], list[str]]:
+def clean_rows(data: Any, where: Path | str) -> tuple[list[ResultRow], list[str]]:
     """The rows of a results file, and the repairs made (one line each)."""
     if not isinstance(data, list):
         raise ResultsError(f"{where}: expected a JSON list of result records, got {type(data).__name__}")
@@ -157,31 +157,22 @@ def warn(problems: list[str], prefix: str = "specbench report") -> None:
               f"({problems[0].split(':')[0]})", file=sys.stderr)
 
 
-def read_meta(path: Path, newer: list[str] | None = None) -> tuple[RunMeta, list[str]]:
-    """A meta.json as the report reads it, and the repairs made: not an object is a ResultsError; a
-    known key of the wrong type is dropped (the report shows what it shows without it) and said; a
-    newer version's file is refused unless ``newer`` collects it (``Record``)."""
-    problems: list[str] = []
-    return RunMeta.load(path, problems, newer), problems
-
-
-def read_meta_only(path: Path) -> tuple[RunMeta, list[str], Newer | None]:
+def read_meta_only(path: Path) -> tuple[RunMeta | None, list[str], Newer | None]:
     """meta.json of a run without results: the meta, its repairs (none when a newer specbench wrote it:
     then they are keys it ignored) and whether one did."""
-    notes: list[str] = []
-    meta, problems = read_meta(path, notes)
-    newer = newer_run(meta, path, notes, problems, [])
-    return meta, [] if newer else problems, newer
+    read = read_meta(path, "report")
+    newer = newer_run(read.meta, path, read.newer, read.problems, [])
+    return read.meta, [] if newer else read.problems, newer
 
 
-def load_run(path: str | Path, *, quiet: bool = False, strict: bool = False) -> RunResults:
-    """One run's clean records and meta; repairs, and a newer specbench's run (once), are printed to
+def read_run(path: str | Path, *, quiet: bool = False, mode: Literal["report", "gate"] = "report") -> RunResults:
+    """One run's clean rows and meta; repairs, and a newer specbench's run (once), are printed to
     stderr unless ``quiet``.
 
-    ``strict`` (the gate): a record value that needed a repair is a ``ResultsError`` instead, since
-    a verdict on a value shown as — would be a guess, and so is a meta.json a newer specbench wrote;
-    meta.json's repairs stay in ``problems``. Otherwise a newer run's meta.json repairs are keys it
-    ignored (``RunResults.newer``), not damage.
+    ``gate``: a row value that needed a repair is a ``ResultsError`` instead, since a verdict on a value
+    shown as — would be a guess, and so is a meta.json a newer specbench wrote; meta.json's repairs stay in
+    ``problems`` (``files_read.read_meta``). Otherwise a newer run's meta.json repairs are keys it ignored
+    (``RunResults.newer``), not damage.
     """
     path = Path(path)
     if path.is_dir():
@@ -190,16 +181,13 @@ def load_run(path: str | Path, *, quiet: bool = False, strict: bool = False) -> 
             raise ResultsError(f"{path}: no {RESULTS} in this directory")
     else:
         results = path
-    rows, problems = clean_records(read_json(results), results)
-    if strict and problems:
+    rows, problems = clean_rows(read_json(results), results)
+    if mode == "gate" and problems:
         raise ResultsError(refusal(problems))
     meta_path = results.parent / META
-    meta: RunMeta | None = None
-    meta_problems: list[str] = []
-    notes: list[str] = []
-    if meta_path.exists():
-        meta, meta_problems = read_meta(meta_path, None if strict else notes)
-    newer = None if strict else newer_run(meta, meta_path, notes, meta_problems, rows)
+    read = read_meta(meta_path, mode)
+    meta, meta_problems = read.meta, read.problems
+    newer = newer_run(meta, meta_path, read.newer, meta_problems, rows) if mode == "report" else None
     if newer is None:
         problems += meta_problems
     notes = [n for n in (steplog_note(rows, results.parent),) if n is not None]
@@ -211,9 +199,9 @@ def load_run(path: str | Path, *, quiet: bool = False, strict: bool = False) -> 
     return RunResults(rows=rows, meta=meta, path=results, problems=problems, newer=newer, notes=notes)
 
 
-def load_results(paths: list[str | Path]) -> RunResults:
-    """Concatenate the records of several runs (in the order given)."""
-    runs = [load_run(p) for p in paths]
+def read_results(paths: list[str | Path]) -> RunResults:
+    """Concatenate the rows of several runs (in the order given)."""
+    runs = [read_run(p) for p in paths]
     if len(runs) == 1:
         return runs[0]
     merged = [r for run in runs for r in run.rows]
@@ -222,43 +210,6 @@ def load_results(paths: list[str | Path]) -> RunResults:
 
 
 # ----------------------------------------------------------------------------- requests.jsonl
-
-def gunzip(data: bytes) -> tuple[bytes, str | None]:
-    """What a gzip file holds, up to where its stream is damaged (every byte the damage left readable: a part
-    that fails is fed again in smaller pieces), and the damage (None: whole). Members follow each other; zero
-    bytes after the last are padding."""
-    out, pos = bytearray(), 0
-    while pos < len(data) and data[pos:].strip(b"\0"):
-        d, step = zlib.decompressobj(wbits=31), GZIP_STEP
-        while not d.eof:
-            if pos >= len(data):
-                return bytes(out + d.flush()), "cut before the end of its stream"
-            piece, saved = data[pos:pos + step], d.copy()
-            try:
-                out += d.decompress(piece)
-            except zlib.error as err:
-                if step == 1:
-                    return bytes(out), str(err).removeprefix("Error -3 while decompressing data: ")
-                d, step = saved, max(1, step // 64)
-                continue
-            pos += len(piece) - len(d.unused_data)
-    return bytes(out), None
-
-
-GZIP_STEP = 1 << 16  # compressed bytes fed at a time
-
-
-def request_lines(path: Path) -> tuple[list[bytes], str | None]:
-    """The lines of ``requests.jsonl``, or of its ``.gz`` up to where the stream is damaged (a cut or corrupt gzip
-    keeps every whole line before it), and the damage (None: the file is whole)."""
-    if path.suffix != ".gz":
-        return path.read_bytes().split(b"\n"), None
-    raw, damage = gunzip(path.read_bytes())
-    lines = raw.split(b"\n")
-    if damage is not None and lines and lines[-1]:
-        lines.pop()  # cut by the damage: not a whole line
-    return lines, damage
-
 
 def read_requests(run_dir: Path, *, quiet: bool = False) -> list[RequestRecord] | None:
     """``requests.jsonl`` of a run directory, or the ``requests.jsonl.gz`` of one archived compressed
@@ -275,27 +226,24 @@ def read_requests(run_dir: Path, *, quiet: bool = False) -> list[RequestRecord] 
     twice, per_file = 0, []
     for path in paths:
         try:
-            lines, damage = request_lines(path)
+            lines, damage = file_lines(path)
         except OSError as err:
             raise ResultsError(f"{path}: cannot read: {err.strerror or err}") from None
         before, mine = len(out), set()
-        for n, line in enumerate(lines, 1):
-            if not line.strip():
+        for line in scan_lines(lines, RequestRecord, replace=True):
+            if line.raw in seen:
+                twice += line.raw in mine
                 continue
-            if line in seen:
-                twice += line in mine
-                continue
-            try:
-                data = json.loads(line.decode("utf-8", errors="replace"))
-            except (json.JSONDecodeError, RecursionError):
-                problems.append(f"{path}:{n}: not valid JSON; this line and the {sum(1 for x in lines[n:] if x.strip())} after it are not read")
+            if line.torn:
+                after = sum(1 for x in lines[line.number:] if x.strip())
+                problems.append(f"{path}:{line.number}: not valid JSON; this line and the {after} after it are not read")
                 break
-            seen.add(line)
-            mine.add(line)
-            try:
-                out.append(RequestRecord.from_line(data))
-            except RowError as err:
-                problems.append(f"{path}:{n}: {err}; request skipped")
+            seen.add(line.raw)
+            mine.add(line.raw)
+            if line.record is None:
+                problems.append(f"{path}:{line.number}: {line.why}; request skipped")
+            else:
+                out.append(line.record)
         per_file.append((path, len(out) - before, len(mine)))
         if damage is not None and damage.endswith(("data check", "length check")):  # the gzip trailer's CRC or size
             problems.append(f"{path}: damaged ({damage}: its check sum does not match what it holds): "

@@ -11,9 +11,9 @@ from pathlib import Path
 
 from ..errors import SpecbenchError
 from ..schemas.cell import Cell
-from ..schemas.meta import RunMeta
 from ..schemas.phase import PhaseInfo
 from ..schemas.run_files import META
+from .files_read import read_meta
 
 SPAN_MARGIN_S = 60.0  # meta.json's times are to the second, and a Ray node's clock may be off by a few
 SHOWN = 3  # passes recorded twice named in the one line, before the rest are counted
@@ -31,8 +31,10 @@ def run_span(run_dir: Path) -> tuple[float | None, float | None]:
     """The wall times the run covers: from its first start to its finish (meta.json, a minute either side); no
     end while a later ``--resume`` has not finished, none at all without a readable meta.json."""
     try:
-        meta = RunMeta.load(run_dir / META, problems=[], newer=[])
+        meta = read_meta(run_dir / META, "report").meta
     except (OSError, SpecbenchError):
+        return None, None
+    if meta is None:
         return None, None
     starts = [t for t in [_time(meta.started_at), *(_time(r.started_at) for r in meta.runs or [])] if t is not None]
     end = _time(meta.finished_at)

@@ -37,7 +37,7 @@ SGLANG_ENV = ("SGLANG_SIMULATE_ACC_LEN", "SGLANG_SIMULATE_ACC_METHOD", "SGLANG_S
 MEAN_ONLY = "SGLang replays the mean acceptance length only: per-position shape not reproduced"
 
 
-def load_profile(path: str | Path) -> tuple[list[Entry], ProfileRef]:
+def read_profile_file(path: str | Path) -> tuple[list[Entry], ProfileRef]:
     """The checked entries of a profile file, and what the plan records of it (path, sha256, format)."""
     path = Path(path)
     try:

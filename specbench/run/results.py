@@ -1,4 +1,5 @@
-"""Derived results: rows for every cell measured so far, and the notes printed under the table."""
+"""Derived results: rows for every cell measured so far (``build_rows`` from a run's raw records; ``LiveRows``
+keeps them current a cell at a time while the run measures), and the notes printed under the table."""
 
 from __future__ import annotations
 
@@ -24,6 +25,15 @@ def build_rows(suite: Suite, phases: list[PhaseInfo], records: list[RequestRecor
                run_dir: Path | None = None) -> list[ResultRow]:
     """Results rows for every cell measured so far, in suite order (data set, then config); with
     ``run_dir``, the step log of every cell that ran with one."""
+    rows = measured_rows(suite, phases, records)
+    if run_dir is not None:
+        add_steplog(rows, steplog_results(run_dir, phases), suite.baseline.name if suite.baseline else None)
+    return rows
+
+
+def measured_rows(suite: Suite, phases: list[PhaseInfo], records: list[RequestRecord]) -> list[ResultRow]:
+    """``build_rows`` but the step log: every key a cell's row takes from its own records and phases and from its
+    baseline's at the same data set and load point, so the cells of one (data set, load point) are built alone."""
     configs = {c.name: c for c in suite.configs}
     by_cell: dict[Cell, list[PhaseInfo]] = {}
     for p in phases:
@@ -47,9 +57,50 @@ def build_rows(suite: Suite, phases: list[PhaseInfo], records: list[RequestRecor
     add_o200k(rows, phases, records, find_o200k(suite.load.tiktoken_file))
     add_spread(rows, phases, records, suite.baseline.name if suite.baseline else None,
                RepeatPlan(suite.load.target_ci, suite.load.first_stage))
-    if run_dir is not None:
-        add_steplog(rows, steplog_results(run_dir, phases), suite.baseline.name if suite.baseline else None)
     return rows
+
+
+def group_of(cell: Cell) -> Cell:
+    """The (data set, load point) a cell shares with its baseline: every cross-cell key stays inside it."""
+    return cell.with_config("")
+
+
+class LiveRows:
+    """The rows of a run in the making, kept current a cell at a time: a finished pass's phase and records (as
+    its written lines read back) join those in memory, and only its (data set, load point) is built again
+    (``measured_rows``); the step log, whose launches span load points and whose files a Ray node sends later,
+    is read for every cell at each ``rows``. The same rows ``build_rows`` makes from the files."""
+
+    def __init__(self, suite: Suite, run_dir: Path) -> None:
+        self.suite, self.run_dir = suite, run_dir
+        self.phases: list[PhaseInfo] = []
+        self.records: list[RequestRecord] = []
+        self.groups: dict[Cell, tuple[list[PhaseInfo], list[RequestRecord]]] = {}
+        self.built: dict[Cell, list[ResultRow]] = {}
+
+    def reset(self, phases: list[PhaseInfo], records: list[RequestRecord]) -> None:
+        """Start over from what the files hold (a resumed run, or one that set passes aside)."""
+        self.phases, self.records, self.groups, self.built = [], [], {}, {}
+        self.add(phases, records)
+
+    def add(self, phases: list[PhaseInfo], records: list[RequestRecord]) -> None:
+        """Phases and records measured since, their groups built again."""
+        self.phases += phases
+        self.records += records
+        for p in phases:
+            self.groups.setdefault(group_of(p.cell), ([], []))[0].append(p)
+        for r in records:
+            self.groups.setdefault(group_of(Cell.of_record(r)), ([], []))[1].append(r)
+        for key in {group_of(p.cell) for p in phases} | {group_of(Cell.of_record(r)) for r in records}:
+            self.built[key] = measured_rows(self.suite, *self.groups[key])
+
+    def rows(self) -> list[ResultRow]:
+        """Every row in suite order (copies: what the caller adds stays out of the next ones), with the step log's
+        keys."""
+        order = [group_of(Cell.at("", spec.name, point)) for spec in self.suite.datasets for point in load_points(self.suite)]
+        rows = [r.copy() for key in dict.fromkeys(order) for r in self.built.get(key, [])]
+        add_steplog(rows, steplog_results(self.run_dir, self.phases), self.suite.baseline.name if self.suite.baseline else None)
+        return rows
 
 
 def add_steplog(rows: list[ResultRow], stats: dict[Cell, CellStepLog], baseline: str | None) -> None:

@@ -1,21 +1,22 @@
-"""The order of a sequential run's servers. ``load.restart``: every repeat of every config on a fresh server start, repeat-major and
-interleaved (round 0: baseline, A, B; round 1: baseline, A, B …), so drift over the run hits every
-config alike; with ``load.target_ci`` the rounds after the first stage are planned from it
-(``measure.repeat_spread.planned_counts``). --resume skips each (cell, repeat) measured already."""
+"""The order of a sequential run's servers, as a generator of visits the run consumes (``sequential``): one
+server per config, baseline first, its repeats back to back; or, with ``load.restart``, every repeat of every
+config on a fresh server start, repeat-major and interleaved (round 0: baseline, A, B; round 1: baseline, A,
+B …), so drift over the run hits every config alike; with ``load.target_ci`` the rounds after the first stage
+are planned from it (``measure.repeat_spread.planned_counts``). --resume skips each (cell, repeat) measured
+already."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator, Mapping
 
 from ..measure.repeat_spread import planned_counts
 from ..schemas.cell import Cell
-from ..schemas.request import Prompt
-from ..suite import Suite
-from .phases import Phases
+from ..schemas.row import ResultRow
+from ..suite import ServerConfig, Suite
 from .preflight import config_order, load_points
 
-if TYPE_CHECKING:
-    from .sequential import SequentialRun
+#: one server visit: the config, and the (cell, repeat) it measures there (None: every one not measured yet)
+Visit = tuple[ServerConfig, set[tuple[Cell, int]] | None]
 
 
 def round_cells(suite: Suite, config: str, rep: int, planned: dict[Cell, int] | None) -> set[tuple[Cell, int]]:
@@ -34,42 +35,27 @@ def round_cells(suite: Suite, config: str, rep: int, planned: dict[Cell, int] | 
     return out
 
 
-async def config_by_config(run: SequentialRun, phases: Phases, prompts: dict[str, list[Prompt]],
-                           failed: dict[str, str]) -> None:
-    """Without ``restart``: one server per config, baseline first, its repeats back to back."""
-    for config in config_order(run.suite):
-        if run.only_configs is not None and config.name not in run.only_configs:
-            continue
-        if run.stop.is_set():
-            break
-        error = await run.attempt_config(phases, config, prompts)
-        if error is None:
-            run.recorder.config_succeeded(config.name)
-        else:
-            failed[config.name] = error
+def run_order(suite: Suite, only_configs: list[str] | None) -> list[ServerConfig]:
+    """The configs the run measures (``only_configs``: a subset), baseline first."""
+    return [c for c in config_order(suite) if only_configs is None or c.name in only_configs]
 
 
-async def restart_rounds(run: SequentialRun, phases: Phases, prompts: dict[str, list[Prompt]],
-                         failed: dict[str, str]) -> None:
-    """The rounds; a config that fails is not started again in later rounds (``failed`` says why)."""
-    suite, load = run.suite, run.suite.load
-    order = [c for c in config_order(suite) if run.only_configs is None or c.name in run.only_configs]
+def visits(suite: Suite, only_configs: list[str] | None, failed: Mapping[str, str],
+           rows: Callable[[], list[ResultRow]]) -> Iterator[Visit]:
+    """The server visits of the run, in order; taken one at a time, so what the run learns meanwhile counts: a
+    config in ``failed`` is not visited again in later rounds, and the rounds after the first stage are planned
+    from the ``rows`` measured by then."""
+    order, load = run_order(suite, only_configs), suite.load
+    if not load.restart:
+        yield from ((config, None) for config in order)
+        return
     planned: dict[Cell, int] | None = None
     for rep in range(load.most_repeats):
         if rep == load.first_stage and load.target_ci is not None and suite.baseline is not None:
-            planned = planned_counts(run.recorder.rows(), suite.baseline.name, load.target_ci, load.first_stage,
-                                     load.most_repeats)
+            planned = planned_counts(rows(), suite.baseline.name, load.target_ci, load.first_stage, load.most_repeats)
         for config in order:
-            if run.stop.is_set():
-                return
             if config.name in failed:
                 continue
             only = round_cells(suite, config.name, rep, planned)
-            if not only:
-                continue
-            error = await run.attempt_config(phases, config, prompts, only)
-            if error is not None:
-                failed[config.name] = error
-    for config in order:
-        if config.name not in failed and not run.stop.is_set():
-            run.recorder.config_succeeded(config.name)
+            if only:
+                yield config, only

@@ -24,18 +24,18 @@ import shutil
 from collections import Counter
 from pathlib import Path
 
-from ..errors import ResultsError, RunDirError
+from ..errors import RunDirError
 from ..schemas.cell import Cell
 from ..schemas.launched import ProcessIdentity
 from ..schemas.meta import RunMeta
 from ..schemas.phase import PhaseInfo, SupersededPhase
 from ..schemas.quarantine import QuarantinedLine
-from ..schemas.record import RowError
 from ..schemas.request import ProbeRequest, RequestRecord
 from ..schemas.row import ResultRow
 from ..schemas.run_files import LAUNCHED, LOGS, META, PHASES, QUARANTINE, REQUESTS, RESULTS, RESULTS_MD, RUN_FILES, SLO_PROBES
 from ..util.diskio import append_text, write_atomic, writing
 from ..util.jsonio import write_json
+from .files_read import R, file_lines, read_meta, scan_lines
 from .recorded import lines_once, passes_once, run_span
 from .say import say_once
 
@@ -43,44 +43,21 @@ from .say import say_once
 LINE_RECORDS: dict[str, type[RequestRecord] | type[PhaseInfo]] = {REQUESTS: RequestRecord, PHASES: PhaseInfo}
 
 
-def line_problem(name: str, raw: bytes) -> tuple[RequestRecord | PhaseInfo | None, str | None]:
-    """A raw line → (its record, None) or (None, why it cannot be used)."""
-    try:
-        obj = json.loads(raw.decode())
-    except UnicodeDecodeError:
-        return None, "not UTF-8"
-    except json.JSONDecodeError as err:
-        return None, f"not JSON ({err.msg} at column {err.colno})"
-    except RecursionError:
-        return None, "not JSON (nested too deep)"
-    if not isinstance(obj, dict):
-        return None, f"not a JSON object (a {type(obj).__name__})"
-    try:
-        return LINE_RECORDS[name].from_line(obj), None
-    except RowError as err:
-        return None, str(err)
-
-
 def scan_numbered(path: Path, name: str) -> tuple[list[tuple[int, bytes, RequestRecord | PhaseInfo]], list[QuarantinedLine]]:
-    """Every intact line of a raw file (line number, raw, record) and every bad one."""
-    if not path.exists():
-        return [], []
+    """Every intact line of a raw file (line number, raw, record) and every bad one (``files_read.scan_lines``)."""
     good, bad = [], []
-    for number, raw in enumerate(path.read_bytes().split(b"\n"), start=1):
-        if not raw.strip():
-            continue
-        obj, why = line_problem(name, raw)
-        if obj is None:
-            bad.append(QuarantinedLine(line=number, reason=why or "unreadable", text=raw.decode(errors="replace")))
+    for line in scan_lines(file_lines(path)[0], LINE_RECORDS[name]):
+        if line.record is None:
+            bad.append(QuarantinedLine(line=line.number, reason=line.why or "unreadable",
+                                       text=line.raw.decode(errors="replace")))
         else:
-            good.append((number, raw, obj))
+            good.append((line.number, line.raw, line.record))
     return good, bad
 
 
-def scan_lines(path: Path, name: str) -> tuple[list[tuple[bytes, RequestRecord | PhaseInfo]], list[QuarantinedLine]]:
-    """Every intact line of a raw file (raw, record) and every bad one."""
-    good, bad = scan_numbered(path, name)
-    return [(raw, obj) for _, raw, obj in good], bad
+def read_lines(lines: list[str], record: type[R]) -> list[R]:
+    """Lines just written, read as their file's reader reads them (one that would not read is left out there too)."""
+    return [line.record for line in scan_lines((t.encode() for t in lines), record) if line.record is not None]
 
 
 def _said(line: str | None, notes: list[str] | None) -> None:
@@ -148,17 +125,29 @@ def split_incomplete(phases: list[PhaseInfo], records: list[RequestRecord]) -> t
     return complete, cut, notes
 
 
-def read_meta(path: Path) -> RunMeta | None:
-    """meta.json as a resumed run needs it (None when there is none); one line when it is unusable."""
-    if not path.exists():
-        return None
-    try:
-        meta = RunMeta.load(path)
-    except ResultsError as err:
-        raise RunDirError(f"{err}; cannot continue this run") from None
-    meta.grown("servers", {})
-    meta.grown("failed_configs", {})
+def meta_to_resume(path: Path) -> RunMeta | None:
+    """meta.json as a resumed run needs it (``files_read.read_meta`` in ``resume`` mode: strictly; None when there
+    is none), its per-config maps there to be filled."""
+    meta = read_meta(path, "resume").meta
+    if meta is not None:
+        meta.grown("servers", {})
+        meta.grown("failed_configs", {})
     return meta
+
+
+def quarantine(run: Path) -> list[str]:
+    """Move every unreadable line of a run directory's raw files to ``<name>.quarantine.jsonl`` (line number,
+    reason, text), keeping every intact line; one note per file that had any."""
+    notes = []
+    for name, target in QUARANTINE.items():
+        good, bad = scan_numbered(run / name, name)
+        if not bad:
+            continue
+        _append_lines(run / target, [entry.to_line() for entry in bad])
+        write_atomic(run / name, "".join(raw.decode() + "\n" for _, raw, _ in good))
+        where = ", ".join(f"line {b.line} ({b.reason})" for b in bad[:5]) + (" …" if len(bad) > 5 else "")
+        notes.append(f"{name}: {len(bad)} unreadable line(s) moved to {target}: {where}")
+    return notes
 
 
 def _append_lines(path: Path, lines: list[str]) -> None:
@@ -224,7 +213,7 @@ class RunDir(LaunchedServers):
     def check_resumable(self) -> None:
         if not self.path.is_dir():
             raise RunDirError(f"--resume {self.path}: no such directory, nothing to resume")
-        if not (self.path / META).exists() and self.load_phases():
+        if not (self.path / META).exists() and self.read_phases():
             raise RunDirError(f"--resume {self.path}: its {PHASES} has measured phases but there is no {META}, so "
                               "nothing shows they were measured with this suite: use --overwrite or another -o")
         if not any((self.path / name).exists() for name in (META, REQUESTS, PHASES)):
@@ -261,38 +250,30 @@ class RunDir(LaunchedServers):
         shutil.rmtree(self.logs, ignore_errors=True)
 
     # ---- raw data ----
-    def append_phase(self, info: PhaseInfo, records: list[RequestRecord]) -> None:
-        """Requests first, then the phase line: a phase counts as done only once both are on disk."""
+    def append_phase(self, info: PhaseInfo, records: list[RequestRecord]) -> tuple[list[PhaseInfo], list[RequestRecord]]:
+        """Requests first, then the phase line: a phase counts as done only once both are on disk. Returns the
+        phase and its records as a reader of the files gets them: the lines written, read back (``read_lines``)."""
         info.requests = sum(1 for r in records if r.phase == "measure")
-        _append_lines(self.path / REQUESTS, [r.to_line() for r in records])
-        _append_lines(self.path / PHASES, [info.to_line()])
+        lines, phase = [r.to_line() for r in records], info.to_line()
+        _append_lines(self.path / REQUESTS, lines)
+        _append_lines(self.path / PHASES, [phase])
+        return read_lines([phase], PhaseInfo), read_lines(lines, RequestRecord)
 
     def append_probes(self, records: list[RequestRecord], rate: float) -> None:
         """One SLO search probe's requests, each with the rate it was sent at."""
         _append_lines(self.path / SLO_PROBES, [ProbeRequest.of(r, rate).to_line() for r in records])
 
-    def load_phases(self) -> list[PhaseInfo]:
+    def read_phases(self) -> list[PhaseInfo]:
         return read_phases(self.path)
 
-    def load_requests(self, notes: list[str] | None = None) -> list[RequestRecord]:
+    def read_requests(self, notes: list[str] | None = None) -> list[RequestRecord]:
         records = read_records(self.path, notes)
         if any(r.request_rate is None and r.phase != "warmup" for r in records):
-            backfill_rates(records, self.load_phases())
+            backfill_rates(records, self.read_phases())
         return records
 
     def quarantine(self) -> list[str]:
-        """Move every unreadable line of the raw files to ``<name>.quarantine.jsonl`` (line number,
-        reason, text), keeping every intact line; one note per file that had any."""
-        notes = []
-        for name, target in QUARANTINE.items():
-            good, bad = scan_lines(self.path / name, name)
-            if not bad:
-                continue
-            _append_lines(self.path / target, [entry.to_line() for entry in bad])
-            write_atomic(self.path / name, "".join(raw.decode() + "\n" for raw, _ in good))
-            where = ", ".join(f"line {b.line} ({b.reason})" for b in bad[:5]) + (" …" if len(bad) > 5 else "")
-            notes.append(f"{name}: {len(bad)} unreadable line(s) moved to {target}: {where}")
-        return notes
+        return quarantine(self.path)
 
     def supersede_incomplete(self) -> tuple[list[SupersededPhase], list[str]]:
         """Before re-measuring: keep only complete phases in phases.jsonl and mark ``superseded`` every
@@ -301,15 +282,15 @@ class RunDir(LaunchedServers):
         (quarantined lines) is measured again too. Unreadable lines are quarantined first.
         Returns the phases set aside and the notes to show."""
         notes = self.quarantine()
-        records = self.load_requests(notes)
+        records = self.read_requests(notes)
         complete, cut, more = split_incomplete(read_phases(self.path, notes), records)
         write_atomic(self.path / REQUESTS, "".join(r.to_line() for r in records))
         write_atomic(self.path / PHASES, "".join(p.to_line() for p in complete))
         return cut, notes + more
 
     # ---- derived files ----
-    def load_meta(self) -> RunMeta | None:
-        return read_meta(self.path / META)
+    def read_meta(self) -> RunMeta | None:
+        return meta_to_resume(self.path / META)
 
     def write_meta(self, meta: RunMeta) -> None:
         meta.save(self.path / META)

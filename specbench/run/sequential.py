@@ -24,7 +24,7 @@ from .interrupts import Interrupts
 from .phases import Phases
 from .preflight import load_points, preflight
 from .recorder import Recorder
-from .rounds import config_by_config, restart_rounds
+from .rounds import run_order, visits
 from .servers import Server, auth_headers, open_server, request_spec, server_info
 from .session import Progress, Render, RunSession
 
@@ -101,7 +101,7 @@ class SequentialRun:
         async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=None),
                                          headers=auth_headers(self.suite)) as session:
             phases = Phases(self.suite, session, self.stop, self.progress, self.grace_s, self.timing)
-            await (restart_rounds if self.suite.load.restart else config_by_config)(self, phases, prompts, failed)
+            await take_visits(self, phases, prompts, failed)
 
     async def attempt_config(self, phases: Phases, config: ServerConfig, prompts: dict[str, list[Prompt]],
                              only: Collection[tuple[Cell, int]] | None = None) -> str | None:
@@ -155,6 +155,24 @@ class SequentialRun:
                 if self.stop.is_set():
                     return
                 await phases.search_rate(server, spec, prompts[dataset], dataset, self.recorder)
+
+
+async def take_visits(run: SequentialRun, phases: Phases, prompts: dict[str, list[Prompt]], failed: dict[str, str]) -> None:
+    """Each server visit of ``rounds.visits`` in turn; a config succeeded once its visit ended without an error,
+    or with ``load.restart`` once every round is done without one."""
+    restart = run.suite.load.restart
+    for config, only in visits(run.suite, run.only_configs, failed, run.recorder.rows):
+        if run.stop.is_set():
+            return
+        error = await run.attempt_config(phases, config, prompts, only)
+        if error is not None:
+            failed[config.name] = error
+        elif not restart:
+            run.recorder.config_succeeded(config.name)
+    if restart:
+        for config in run_order(run.suite, run.only_configs):
+            if config.name not in failed and not run.stop.is_set():
+                run.recorder.config_succeeded(config.name)
 
 
 def to_measure(suite: Suite, config: str, mine: list[str], done: set[tuple[Cell, int]],

@@ -18,7 +18,7 @@ from .. import __version__
 from ..client import RequestSpec
 from ..errors import ServerError
 from ..hooks import plugin_site, steplog_env
-from ..launch import Engine, ServerProcess, load_engine
+from ..launch import Engine, ServerProcess, read_engine
 from ..launch.process import free_port, served_models, stop_off_loop
 from ..launch.setup_cpu import cache_dir
 from ..schemas.launched import ProcessIdentity
@@ -178,7 +178,7 @@ async def open_server(suite: Suite, config: ServerConfig, book: ServerBook, sess
                       stop: asyncio.Event | None = None) -> AsyncIterator[Server]:
     """The config's server, reached or launched (and stopped on exit); a launched one is recorded in
     ``book`` while it runs, with its server-start number in the run (which names its log and step-log folder)."""
-    engine = load_engine(config.engine or suite.engine)
+    engine = read_engine(config.engine or suite.engine)
     if config.url is not None:  # not launched
         await check_url(session, config, suite.model, engine)
         yield Server(config, config.url, engine, info={"engine": engine.name, "url": redact_url(config.url), "launched": False})

@@ -30,7 +30,7 @@ from .lock import RunLock
 from .preflight import now
 from .prompt_prints import check_resumed_prompts, merge_prints, prompt_prints
 from .provenance import suite_file_provenance
-from .results import build_rows, redact_raw, run_notes, weights_meta
+from .results import LiveRows, redact_raw, run_notes, weights_meta
 from .rundir import RunDir
 
 Progress = Callable[..., None]
@@ -54,8 +54,8 @@ def check_usable(run: RunDir, suite: Suite, *, resume: bool, overwrite: bool) ->
     """A fresh run needs an empty ``run``; a resumed one a run of a comparable suite."""
     if resume:
         run.check_resumable()
-        previous = run.load_meta()
-        changed = changed_comparability(suite, previous, run.load_phases()) if previous else []
+        previous = run.read_meta()
+        changed = changed_comparability(suite, previous, run.read_phases()) if previous else []
         if changed:
             raise SuiteError(f"{suite.path}: cannot resume {run.path}: the suite changed in ways that "
                              f"break comparability: {', '.join(changed)}")
@@ -66,10 +66,10 @@ def check_usable(run: RunDir, suite: Suite, *, resume: bool, overwrite: bool) ->
 def resumed_meta(run: RunDir, suite: Suite, prompts: dict[str, list[Prompt]]) -> RunMeta | None:
     """The meta.json of the run to resume, once the prompts of its measured data sets are found
     unchanged (``check_resumed_prompts``)."""
-    previous = run.load_meta()
+    previous = run.read_meta()
     if previous is not None:
         check_resumed_prompts(suite, run.path, previous, prompt_prints(suite, prompts),
-                              {p.dataset for p in run.load_phases() if p.complete})
+                              {p.dataset for p in run.read_phases() if p.complete})
     return previous
 
 
@@ -115,7 +115,8 @@ def take(run: RunDir, lock: RunLock, suite: Suite, *, resume: bool, overwrite: b
 
 
 class ServerStarts:
-    """What ``load.restart``'s rounds ask of a session: each launch's index, and the rows as last written."""
+    """What ``load.restart``'s rounds ask of a session: each launch's index, and the rows as last written (written
+    now when none were yet)."""
 
     meta: RunMeta
     latest: tuple[ResultRow, ...] = ()
@@ -147,6 +148,7 @@ class RunSession(ServerStarts):
         self.extra_meta = extra_meta or RunMeta()
         self.stopped_leftovers: list[StoppedLeftover] = []
         self.meta = RunMeta()  # until ``begin``: the new run's, or the resumed run's from disk
+        self.live = LiveRows(suite, self.dir.path)  # the rows so far: read from the files at ``begin``, then kept
         self.path, self.logs = self.dir.path, self.dir.logs
         self.lock = RunLock(self.path)
 
@@ -183,9 +185,10 @@ class RunSession(ServerStarts):
         for note in (*said, *notes):  # said now and kept under the table: it bears on the numbers
             self.progress("notice", message=note)
         self.meta.set_aside(cut, notes)
+        self.live.reset(self.dir.read_phases(), self.dir.read_requests())  # the files as they now are, read once
 
     def done(self) -> set[tuple[Cell, int]]:
-        return {(p.cell, p.repeat) for p in self.dir.load_phases() if p.complete}
+        return {(p.cell, p.repeat) for p in self.live.phases if p.complete}
 
     def searched(self, config: str) -> set[str]:
         return self.meta.searched(config)
@@ -211,7 +214,7 @@ class RunSession(ServerStarts):
 
     def store_phase(self, info: PhaseInfo, records: list[RequestRecord]) -> None:
         grade_phase(self.suite, info.dataset, records)
-        self.dir.append_phase(info, records)
+        self.live.add(*self.dir.append_phase(info, records))  # the raw files first, then the rows from memory
         rows = self.write()
         self.progress("cell_done", row=next((r for r in rows if Cell.of_row(r) == info.cell), None))
 
@@ -235,13 +238,11 @@ class RunSession(ServerStarts):
         self.meta.config_succeeded(name)
 
     def write(self, *, final: bool = False) -> list[ResultRow]:
-        """Rebuild the rows from the raw files; rewrite meta.json (its notes, which `specbench report` prints
-        too) and the results."""
-        requests = self.dir.load_requests()
-        rows = build_rows(self.suite, self.dir.load_phases(), requests, self.dir.path)
+        """The rows so far (``LiveRows``); rewrite meta.json (its notes, which `specbench report` prints too) and the results."""
+        rows = self.live.rows()
         attach_capacity(rows, self.meta.slo_search, self.suite.baseline.name if self.suite.baseline else None)
         if final and self.meta.tune is not None:  # a tune run: its choice of K, made once, as the run is written
-            self.meta.tune.result = tune_analysis(rows, requests, self.meta)
+            self.meta.tune.result = tune_analysis(rows, self.live.records, self.meta)
         self.meta.updated_at = now()
         self.meta.notes = run_notes(self.suite, self.meta.chunk_clock) + (self.meta.run_dir_notes or []) + self.meta.failed_notes()
         self.save_meta()

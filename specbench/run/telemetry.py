@@ -29,7 +29,7 @@ from ..util.numbers import is_number
 SAMPLE_INTERVAL_S = 0.25
 
 
-def load_nvml() -> Any:  # pynvml has no type stubs: the module is Any to mypy
+def open_nvml() -> Any:  # pynvml has no type stubs: the module is Any to mypy
     """The ``pynvml`` module of nvidia-ml-py, initialised; raises ImportError or its NVMLError."""
     import pynvml
 
@@ -77,7 +77,7 @@ class PhaseMeter:
         if not self.gpus:
             return
         try:
-            self.nvml = load_nvml()
+            self.nvml = open_nvml()
         except ImportError:
             self.reason = "nvidia-ml-py is not installed (pip install 'specbench[gpu]')"
             return

@@ -11,12 +11,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import ResultsError, SuiteError
-from ..launch import load_engine
+from ..launch import read_engine
 from ..measure.best_k import K_KEYS
 from ..schemas.meta import RunMeta
 from ..schemas.plans import ScheduleFile, TunedConfig, TuneFamily, TunePlan
 from ..schemas.run_files import SCHEDULE
-from ..suite import ServerConfig, Suite, load_suite
+from ..suite import ServerConfig, Suite, read_suite
 from ..util.jsonio import write_json
 from .explain import DerivedConfig, derived_suite, spec_configs
 
@@ -60,7 +60,7 @@ def expand_tune(suite: Suite, ks: Sequence[int], only: Sequence[str] | None = No
         if not any(c in members for c in chosen):
             continue
         first = members[0]
-        engine = load_engine(first.engine or suite.engine)
+        engine = read_engine(first.engine or suite.engine)
         plan.families[fam] = TuneFamily([c.name for c in members], engine.name, engine.adapter, first.method,
                                         first.drafter, {k: v for k, v in first.speculative.items() if k not in K_KEYS})
         for k in ks:
@@ -101,7 +101,7 @@ def read_schedule(path: Path) -> ScheduleFile:
 
 def verify_suite(schedule: ScheduleFile, where: str) -> Suite:
     """Baseline + one config per family serving its schedule, from the suite the schedule was tuned on."""
-    suite = load_suite(str(schedule.suite))  # read_schedule refused a file without it
+    suite = read_suite(str(schedule.suite))  # read_schedule refused a file without it
     configs = [DerivedConfig(suite.baseline)] if suite.baseline else []
     if not configs:
         raise SuiteError(f"{schedule.suite}: no baseline config to verify the schedule against")

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..errors import SuiteError
-from ..launch import Engine, load_engine
+from ..launch import Engine, read_engine
 from ..schemas.plans import SyntheticLength, WhatifPlan
 from ..suite import Suite
 from .explain import DerivedConfig, derived_suite, spec_configs
@@ -84,7 +84,7 @@ def k_of(config) -> int | None:
 def synthetic_config(suite: Suite, c, check: Callable[[Engine, str | None], str | None], needs_k: str) -> tuple[Engine, int]:
     """The engine of a config to be served at a set acceptance and its k, or one line saying why it
     cannot be (the engine has no synthetic acceptance, or the config no num_speculative_tokens)."""
-    engine = load_engine(c.engine or suite.engine)
+    engine = read_engine(c.engine or suite.engine)
     why = check(engine, suite.server.python)
     if why:
         raise SuiteError(f"{suite.path}: config {c.name!r}: {why}")

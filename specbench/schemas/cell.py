@@ -8,12 +8,11 @@ cell or a load point says it as ``str(cell)`` and ``LoadPoint.label``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .meta import RunMeta
     from .row import ResultRow
 
 
@@ -140,14 +139,6 @@ def unique(values: Iterable[Any]) -> list[Any]:
         if v not in out:
             out.append(v)
     return out
-
-
-def baseline_name(records: Sequence[ResultRow], meta: RunMeta | None) -> str | None:
-    """The suite's baseline: the config marked ``baseline: true``, else the one named "baseline"."""
-    marked = [c["name"] for c in (meta.raw.configs if meta else None) or [] if c.get("baseline")
-              and isinstance(c.get("name"), str)]
-    found = find_baseline(unique(r.run for r in records), marked)
-    return found or next((r.run for r in records if r.method == "baseline"), None)
 
 
 def load_of(r: ResultRow) -> LoadPoint:

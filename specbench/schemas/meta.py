@@ -20,18 +20,20 @@ report reads it with what it knows and says which keys it ignored (``run.readbac
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..util.jsonio import read_json, write_json
+from ..util.jsonio import write_json
 from .accelerator import Accelerator
+from .cell import find_baseline, unique
 from .launched import StoppedLeftover
 from .phase import SupersededPhase
 from .placement import Placement
 from .plans import ScheduleCheck, TunePlan, WhatifPlan
 from .record import Record, key
+from .row import ResultRow
 from .run_files import META
 from .slo_search import SloSearch
 
@@ -210,12 +212,6 @@ class RunMeta(Record):
     server_launches: dict[str, int] | None = key("launches per config so far: the next start's index")
     server_starts: dict[str, list[ServerMeta]] | None = key('every ready start per config (servers: the latest)')
 
-    @classmethod
-    def load(cls, path: Path, problems: list[str] | None = None, newer: list[str] | None = None) -> RunMeta:
-        """A meta.json file; strict unless ``problems`` collects the values dropped, and refused when a newer
-        specbench wrote it unless ``newer`` collects that (see ``Record``)."""
-        return cls.from_dict(read_json(Path(path)), path, problems, newer)
-
     def save(self, path: Path) -> None:
         write_json(Path(path), self.to_dict())
 
@@ -282,3 +278,12 @@ class RunMeta(Record):
         """One line under the table per failed config: its error's first line."""
         return [f"⚠ config {name} failed: {(str(err).splitlines() or ['?'])[0]}"
                 for name, err in (self.failed_configs or {}).items()]
+
+
+def baseline_name(rows: Sequence[ResultRow], meta: RunMeta | None) -> str | None:
+    """A run's baseline: the config its suite (meta.json) marked ``baseline: true``, else the one named "baseline",
+    else a row's of method baseline (results without a meta.json)."""
+    marked = [c["name"] for c in (meta.raw.configs if meta else None) or [] if c.get("baseline")
+              and isinstance(c.get("name"), str)]
+    found = find_baseline(unique(r.run for r in rows), marked)
+    return found or next((r.run for r in rows if r.method == "baseline"), None)

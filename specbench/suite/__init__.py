@@ -8,10 +8,10 @@ the ``model`` dataclasses block by block.
 from ..schemas.cell import find_baseline
 from .checks import CLIENTS, ENDPOINTS, NAME_RE, WORKLOADS
 from .model import LaunchSettings, LoadSpec, ServerConfig, Suite
-from .parse import load_suite, parse_suite
+from .parse import parse_suite, read_suite
 from .yamlfile import MAX_NODES, read_yaml
 
 __all__ = [
     "CLIENTS", "ENDPOINTS", "MAX_NODES", "NAME_RE", "WORKLOADS", "LaunchSettings", "LoadSpec", "ServerConfig", "Suite",
-    "find_baseline", "load_suite", "parse_suite", "read_yaml",
+    "find_baseline", "read_suite", "parse_suite", "read_yaml",
 ]

@@ -349,7 +349,7 @@ def _urls_against_settings(top: TopBlock, lraw: LoadBlock, configs: list[ServerC
                                 f"config {cfg.name!r} has url {redact_url(cfg.url)!r} (use auto or aiohttp)")
 
 
-def load_suite(path: str | Path) -> Suite:
+def read_suite(path: str | Path) -> Suite:
     """Read and validate a suite file."""
     path = Path(path)
     return parse_suite(read_yaml(path), path)

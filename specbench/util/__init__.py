@@ -1,6 +1,6 @@
 """What every stage may use: standard JSON out, the one rule for numbers, the one decision of what is a
 secret, bounded reads of side endpoints, the run directory's single write layer, safetensors written
-with numpy."""
+with numpy, bootstrap resampling a block at a time (``bootstrap``: measure's CIs and grade's alike)."""
 
 from .diskio import append_text, write_atomic
 from .jsonio import dumps

@@ -14,7 +14,7 @@ import yaml
 from specbench.cli import main
 from specbench.launch.owned import group_members
 from specbench.launch.setup_cpu import MODEL_NAME, cache_dir
-from specbench.suite import load_suite
+from specbench.suite import read_suite
 from tests.support.md_tables import tables_of
 from tests.support.processes import alive
 from tests.support.runs import run_suite
@@ -48,7 +48,7 @@ async def test_real_vllm_baseline_vs_ngram(tmp_path):
         "server": {"startup_timeout_s": 400},
     }))
     out = tmp_path / "run"
-    outcome = await run_suite(load_suite(suite_file), out)
+    outcome = await run_suite(read_suite(suite_file), out)
     assert outcome.failed_configs == {}
     assert outcome.exit_code == 0
 
@@ -140,7 +140,7 @@ async def test_real_vllm_steady_warm_up_waits_out_the_first_compile(tmp_path):
         "server": {"startup_timeout_s": 400},
     }))
     out = tmp_path / "run"
-    outcome = await run_suite(load_suite(suite_file), out)
+    outcome = await run_suite(read_suite(suite_file), out)
     assert outcome.exit_code == 0
     (row,) = json.loads((out / "results.json").read_text())
     events = [json.loads(line) for p in (out / "logs/steplog/ngram_k3-s0").glob("events-*.jsonl")

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from specbench.client.metrics import parse_metrics
-from specbench.launch import load_engine
+from specbench.launch import read_engine
 from specbench.measure.keepup import GenerationWindow, generation_window, token_agreement
-from specbench.suite import load_suite
+from specbench.suite import read_suite
 from tests.support import paths, suites
 from tests.support.runs import run_suite
 
@@ -25,7 +25,7 @@ async def _run(tmp_path: Path, prompts_file: Path, url: str, engine: str | None 
     configs = [{"name": "spec", "url": url, "method": "ngram", "num_speculative_tokens": 3, "baseline": True}]
     suite = suites.write_suite(tmp_path, configs, name="keepup", prompts=prompts_file, requests=6, engine=engine,
                                load={"concurrency": 2, "max_tokens": MAX_TOKENS, "warmup": 2, **load})
-    await run_suite(load_suite(suite), out)
+    await run_suite(read_suite(suite), out)
     return json.loads((out / "results.json").read_text())[0], (out / "results.md").read_text()
 
 
@@ -71,14 +71,14 @@ async def test_nan_counter_is_null_with_its_reason(tmp_path, prompts_file, scrip
 
 def test_counter_that_went_backwards_is_null_with_its_reason():
     after, before = (parse_metrics((DATA / f"vllm_{w}.txt").read_text()) for w in ("before", "after"))  # swapped
-    window = generation_window(before, after, load_engine("vllm").generation_counter)
+    window = generation_window(before, after, read_engine("vllm").generation_counter)
     assert window.server_generation_tokens is None and "went down during the phase (550 → 52)" in window.error
     assert token_agreement([window.to_dict()], [498]).client_server_token_error == window.error
 
 
 def test_counter_summed_over_engines_and_pooled_over_repeats_flags_the_repeat_that_is_off():
     before, after = (parse_metrics((DATA / f"vllm_{w}.txt").read_text()) for w in ("before", "after"))
-    window = generation_window(before, after, load_engine("vllm").generation_counter)
+    window = generation_window(before, after, read_engine("vllm").generation_counter)
     assert window == GenerationWindow(server_generation_tokens=498, error=None)  # (420 + 130) − (40 + 12), both engines
     assert token_agreement([window.to_dict()] * 2, [498, 498]).client_server_tokens_agree is True
     off = token_agreement([window.to_dict()] * 2, [498, 492])  # 1.2 % short in the second repeat

@@ -190,7 +190,7 @@ def test_a_request_recorded_twice_counts_once(run, capsys):
     assert len(read_requests(run)) == len(lines)
     assert "5 request record(s) recorded twice (the same line again): each counted once" in capsys.readouterr().err
     said: list[str] = []
-    assert len(RunDir(run).load_requests(said)) == len(lines) and "5 line(s) repeat an earlier line exactly" in said[0]
+    assert len(RunDir(run).read_requests(said)) == len(lines) and "5 line(s) repeat an earlier line exactly" in said[0]
 
 
 # ---- requests.jsonl.gz ------------------------------------------------------------------------------------------

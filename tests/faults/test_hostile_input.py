@@ -19,7 +19,7 @@ import yaml
 
 from specbench.cli import main
 from specbench.errors import SuiteError
-from specbench.suite import load_suite
+from specbench.suite import read_suite
 
 PASSWORD = "hunter2-s3cret"
 
@@ -106,7 +106,7 @@ def test_small_anchor_reuse_still_works(tmp_path, prompts):
     path.write_text(suite_text(prompts, config=(
         "  - &launch {name: baseline, args: [--max-model-len, '2048']}\n"
         "  - {<<: *launch, name: ngram, method: ngram, num_speculative_tokens: 3}\n")))
-    suite = load_suite(path)
+    suite = read_suite(path)
     assert [c.name for c in suite.configs] == ["baseline", "ngram"]
     assert suite.configs[1].args == ("--max-model-len", "2048")
 
@@ -121,7 +121,7 @@ def test_duplicate_keys_are_an_error_naming_key_file_and_line(tmp_path, prompts,
     body = suite_text(prompts, load=text) if text else suite_text(prompts) + "model: other\n"
     path.write_text(body)
     with pytest.raises(SuiteError) as info:
-        load_suite(path)
+        read_suite(path)
     line = str(info.value)
     second = [i for i, ln in enumerate(body.splitlines(), 1) if ln.strip().startswith(key.split(".")[-1] + ":")][-1]
     assert line.startswith(f"{path}:{second}:"), line  # the file and the line of the second occurrence
@@ -202,7 +202,7 @@ def test_suite_name_that_escapes_the_results_dir_is_refused(tmp_path, prompts, c
 def test_plain_names_are_accepted(tmp_path, prompts, name):
     path = tmp_path / "s.yaml"
     path.write_text(suite_text(prompts, config=f"  - name: {name}\n    url: http://127.0.0.1:9\n"))
-    assert load_suite(path).configs[0].name == name
+    assert read_suite(path).configs[0].name == name
 
 
 def test_gate_suite_file_is_read_with_the_same_bounds(tmp_path, capsys):
@@ -326,7 +326,7 @@ async def test_a_run_against_nan_counters_writes_standard_json(tmp_path, prompts
                                                        {"name": "ngram", "url": spec, "method": "ngram",
                                                         "num_speculative_tokens": 3}])
     out = tmp_path / "run"
-    await run_suite(load_suite(suite), out)
+    await run_suite(read_suite(suite), out)
     files = strict_run_files(out)
     spec_row = next(r for r in files["results.json"] if r["run"] == "ngram")
     assert spec_row["acceptance_pos_1"] is None  # NaN is not a measurement: null, never a bare NaN token
@@ -614,7 +614,7 @@ def test_gate_warns_when_comparability_is_unreadable(gate_run, capsys, tmp_path)
 import base64  # noqa: E402
 import sys  # noqa: E402
 
-from specbench.launch import load_engine  # noqa: E402
+from specbench.launch import read_engine  # noqa: E402
 from specbench.run.results import redact_raw  # noqa: E402
 from tests.support.paths import SCRIPTED  # noqa: E402
 
@@ -698,7 +698,7 @@ def test_split_credentials_gives_one_basic_header():
 
 def test_engines_redact_by_pattern_too():
     for name in ("vllm", "sglang"):
-        argv = load_engine(name).redact(["x", "--db-password", "p", "--client-secret=p", "--api-key", "k"])
+        argv = read_engine(name).redact(["x", "--db-password", "p", "--client-secret=p", "--api-key", "k"])
         assert argv == ["x", "--db-password", MASK, f"--client-secret={MASK}", "--api-key", MASK]
 
 
@@ -713,7 +713,7 @@ async def test_url_password_is_redacted_everywhere_but_sent(tmp_path, prompts, s
     with_password = url.replace("http://", f"http://bench:{PASSWORD}@")
     suite = write_suite(tmp_path / "s.yaml", prompts, [{"name": "baseline", "url": with_password}], client=client)
     out = tmp_path / "run"
-    outcome = await run_suite(load_suite(suite), out)
+    outcome = await run_suite(read_suite(suite), out)
     assert outcome.exit_code == 0, outcome.failed_configs
     shown = url.replace("http://", f"http://bench:{MASK}@")
     files = strict_run_files(out)
@@ -738,7 +738,7 @@ async def test_unreachable_url_with_password_is_reported_redacted(tmp_path, prom
     suite = write_suite(tmp_path / "s.yaml", prompts,
                         [{"name": "baseline", "url": f"http://bench:{PASSWORD}@127.0.0.1:{port}"}])
     out = tmp_path / "run"
-    outcome = await run_suite(load_suite(suite), out)
+    outcome = await run_suite(read_suite(suite), out)
     assert outcome.failed_configs and PASSWORD not in outcome.failed_configs["baseline"]
     assert f"bench:{MASK}@127.0.0.1:{port}" in outcome.failed_configs["baseline"]
     assert _files_containing(out, PASSWORD) == []
@@ -786,7 +786,7 @@ async def test_launched_server_secrets_never_reach_meta_log_or_any_file(tmp_path
         "datasets": [{"name": "p", "path": str(prompts), "requests": 2}],
         "load": {"concurrency": 1, "max_tokens": 8, "warmup": 0, "timeout_s": 30}}))
     out = tmp_path / "run"
-    outcome = await run_suite(load_suite(suite), out)
+    outcome = await run_suite(read_suite(suite), out)
     assert outcome.exit_code == 0, outcome.failed_configs
     meta = _strict((out / "meta.json").read_text())
     server = meta["servers"]["baseline"]
@@ -816,7 +816,7 @@ async def test_metrics_error_of_a_url_with_password_is_stored_redacted(tmp_path,
     suite = write_suite(tmp_path / "s.yaml", prompts,
                         [{"name": "baseline", "url": url.replace("http://", f"http://bench:{PASSWORD}@")}])
     out = tmp_path / "run"
-    await run_suite(load_suite(suite), out)
+    await run_suite(read_suite(suite), out)
     phase = strict_run_files(out)["phases.jsonl"][0]
     assert f"bench:{MASK}@" in phase["acceptance"]["acceptance_error"]
     assert _files_containing(out, PASSWORD) == []
@@ -894,6 +894,6 @@ def test_every_suite_number_is_bounded_one_line_naming_file_and_key(tmp_path, pr
     path = tmp_path / "s.yaml"
     path.write_text(suite_text(prompts, config=config, load="  max_tokens: 8\n" * ("max_tokens" not in load) + load) + server)
     with pytest.raises(SuiteError) as err:
-        load_suite(path)
+        read_suite(path)
     assert err.value.exit_code == 2
     one_line_error(str(err.value), str(path), key, "expected")

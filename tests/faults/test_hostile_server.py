@@ -21,7 +21,7 @@ from specbench.client import RequestSpec, close_transport, open_transport, strea
 from specbench.client.metrics import parse_metrics
 from specbench.client.sse import SseLines
 from specbench.errors import LaunchError
-from specbench.launch import load_engine
+from specbench.launch import read_engine
 from specbench.launch.process import ServerProcess
 from specbench.measure.acceptance import ratio_acceptance
 from specbench.measure.engine_counters import read_acceptance
@@ -29,7 +29,7 @@ from specbench.measure.latency import latency_stats
 from specbench.measure.summarize import summarize_cell
 from specbench.schemas.phase import PhaseInfo
 from specbench.schemas.request import RequestRecord
-from specbench.suite import load_suite
+from specbench.suite import read_suite
 from tests.support import paths, suites
 from tests.support.runs import run_suite
 
@@ -51,7 +51,7 @@ async def run(tmp_path: Path, prompts_file: Path, configs: list[dict], *, engine
     suite = suites.write_suite(
         tmp_path, configs, name="trust", prompts=prompts_file, requests=4, engine=engine, endpoint="chat", **(extra or {}),
         load={"concurrency": 2, "max_tokens": MAX_TOKENS, "temperature": 0, "warmup": 0, "timeout_s": 30, **load})
-    outcome = await run_suite(load_suite(suite), out)
+    outcome = await run_suite(read_suite(suite), out)
     rows = {r["run"]: r for r in json.loads((out / "results.json").read_text())}
     records = [json.loads(line) for line in (out / "requests.jsonl").read_text().splitlines()] \
         if (out / "requests.jsonl").exists() else []
@@ -113,7 +113,7 @@ def test_infinite_or_negative_counter_is_named(text, why):
     before = parse_metrics((DATA / "vllm_before.txt").read_text())
     line = 'vllm:spec_decode_num_drafts_total{engine="1",model_name="smol"} '
     after_text = (DATA / "vllm_after.txt").read_text().replace(line + "52.0", line + text)
-    out = read_acceptance(load_engine("vllm"), before, parse_metrics(after_text), 3)
+    out = read_acceptance(read_engine("vllm"), before, parse_metrics(after_text), 3)
     assert out.mean_acceptance_length is None and out.acceptance_source is None
     assert "vllm:spec_decode_num_drafts_total" in out.acceptance_error and why in out.acceptance_error
 
@@ -122,14 +122,14 @@ def test_counter_series_that_overflow_when_summed_null_acceptance():
     line = 'vllm:spec_decode_num_draft_tokens_total{engine="1",model_name="smol"} '
     text = (DATA / "vllm_after.txt").read_text()
     text = text.replace(line + "156.0", line + "1.7e308").replace(line.replace('"1"', '"0"') + "318.0", line.replace('"1"', '"0"') + "1.7e308")
-    out = read_acceptance(load_engine("vllm"), parse_metrics((DATA / "vllm_before.txt").read_text()), parse_metrics(text), 3)
+    out = read_acceptance(read_engine("vllm"), parse_metrics((DATA / "vllm_before.txt").read_text()), parse_metrics(text), 3)
     assert out.mean_acceptance_length is None and "overflows" in out.acceptance_error
 
 
 def test_counter_that_went_backwards_nulls_acceptance():
     before = parse_metrics((DATA / "vllm_after.txt").read_text())
     after = parse_metrics((DATA / "vllm_before.txt").read_text())
-    out = read_acceptance(load_engine("vllm"), before, after, 3)
+    out = read_acceptance(read_engine("vllm"), before, after, 3)
     assert out.mean_acceptance_length is None and "went down" in out.acceptance_error
 
 
@@ -277,7 +277,7 @@ async def test_per_chunk_usage_keeps_itl_percentiles_exact(serve):
 
 def test_sglang_counter_acceptance_subtracts_one_prefill_token_per_request():
     before, after = (parse_metrics((DATA / f"sglang_{w}.txt").read_text()) for w in ("before", "after"))
-    out = read_acceptance(load_engine("sglang"), before, after, 3)
+    out = read_acceptance(read_engine("sglang"), before, after, 3)
     # Δgeneration 2800, Δnum_requests 16, Δverify 800
     assert out.mean_acceptance_length == pytest.approx((2800 - 16) / 800)
     assert out.acceptance_rate == pytest.approx(((2800 - 16) / 800 - 1) / 3)
@@ -288,7 +288,7 @@ def test_sglang_counter_acceptance_subtracts_one_prefill_token_per_request():
 def test_sglang_without_a_request_counter_uses_the_phases_completed_requests():
     drop = lambda t: "\n".join(l for l in t.splitlines() if "num_requests" not in l) + "\n"  # noqa: E731
     before, after = (parse_metrics(drop((DATA / f"sglang_{w}.txt").read_text())) for w in ("before", "after"))
-    window = read_acceptance(load_engine("sglang"), before, after, 3)
+    window = read_acceptance(read_engine("sglang"), before, after, 3)
     recs = [RequestRecord(f"p{i}", "d", "c", send_time=0.0, chunk_times=[0.1, 0.2], chunk_tokens=[1, 3],
                           output_tokens=4, token_source="usage_continuous") for i in range(20)]
     row = summarize_cell([PhaseInfo("c", "d", 2, None, 0, 1.0, acceptance=window)], recs, method="eagle", k=3)

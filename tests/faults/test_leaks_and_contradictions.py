@@ -164,7 +164,7 @@ async def test_a_huge_metrics_or_probe_answer_is_refused_not_buffered():
     import aiohttp
 
     from specbench.client.metrics import scrape
-    from specbench.launch import load_engine
+    from specbench.launch import read_engine
     from specbench.run.servers import check_url
     from specbench.suite import ServerConfig
     from specbench.util.bounded import METRICS_LIMIT, PROBE_LIMIT
@@ -180,7 +180,7 @@ async def test_a_huge_metrics_or_probe_answer_is_refused_not_buffered():
     try:
         async with aiohttp.ClientSession() as session:
             try:
-                await check_url(session, ServerConfig(name="x", url=url), "m", load_engine("vllm"))
+                await check_url(session, ServerConfig(name="x", url=url), "m", read_engine("vllm"))
             except Exception as err:  # noqa: BLE001 - the type and text are what is checked
                 assert type(err).__name__ == "ServerError" and "larger than 4 MiB" in str(err)
             else:

@@ -30,7 +30,7 @@ from aiohttp import web
 from specbench.cli import main
 from specbench.errors import SuiteError
 from specbench.launch.owned import group_members
-from specbench.suite import load_suite
+from specbench.suite import read_suite
 from tests.support.launchers import write_fault_launchers
 from tests.support.md_tables import tables_of
 from tests.support.processes import alive, marked_processes, reap, state
@@ -75,7 +75,7 @@ def run_in_thread(launchers: tuple[Path, str], suite: Path, out: Path, **kwargs)
 
     def target():
         try:
-            box["outcome"] = asyncio.run(run_suite(load_suite(suite), out, **kwargs))
+            box["outcome"] = asyncio.run(run_suite(read_suite(suite), out, **kwargs))
         except BaseException as err:  # noqa: BLE001 - re-raised in the caller's thread
             box["error"] = err
 
@@ -148,7 +148,7 @@ async def test_request_faults_counted_per_cell(tmp_path, prompts_file, scripted,
 
 async def test_failures_under_threshold_exit_zero(tmp_path, prompts_file, scripted):
     _, url = await scripted(fault="http429", fault_on=(1, 3, 5))  # exactly half: not more than 0.5
-    suite = load_suite(write_fault_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": url}]))
+    suite = read_suite(write_fault_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": url}]))
     outcome = await run_suite(suite, tmp_path / "run")
     rows, *_ = check_run_dir(tmp_path / "run")
     assert rows[0]["status"] == "ok" and rows[0]["failed_requests"] == 3
@@ -159,7 +159,7 @@ async def test_failures_under_threshold_exit_zero(tmp_path, prompts_file, script
 async def test_every_request_failing_fails_the_cell_not_the_run(tmp_path, prompts_file, scripted):
     _, dead = await scripted(fault="drop", fault_on=tuple(range(1, 7)))
     _, good = await scripted()
-    suite = load_suite(write_fault_suite(tmp_path / "suite.yaml", prompts_file,
+    suite = read_suite(write_fault_suite(tmp_path / "suite.yaml", prompts_file,
                                    [{"name": "baseline", "url": dead}, {"name": "second", "url": good}]))
     outcome = await run_suite(suite, tmp_path / "run")
     rows, *_ = check_run_dir(tmp_path / "run")
@@ -262,7 +262,7 @@ async def test_parallel_restart_supersedes_the_cut_phase_in_the_run_dir(tmp_path
     suite = dying_suite(tmp_path / "suite.yaml", write_prompts(tmp_path / "prompts.jsonl"), second=False,
                         die=("--die-once", f"{tmp_path / 'died-once'}:8"))
     out = tmp_path / "run"
-    outcome = await run_parallel(load_suite(suite), out, mode="gpus", restart_on_failure=True)
+    outcome = await run_parallel(read_suite(suite), out, mode="gpus", restart_on_failure=True)
     rows, records, _, meta = check_run_dir(out)
     assert outcome.exit_code == 0 and meta["restarts"] == {"baseline": 1}
     assert [(p["concurrency"], p["server_died"]) for p in meta["superseded_phases"]] == [(2, True)]
@@ -277,7 +277,7 @@ async def test_restart_gives_up_after_one_retry(tmp_path, prompts_file, fake_eng
     suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "args": ["--die-after", "0"]}],
                         engine="fake-wrapped", concurrency=[1, 2])
     out = tmp_path / "run"
-    outcome = await run_suite(load_suite(suite), out, restart_on_failure=True)
+    outcome = await run_suite(read_suite(suite), out, restart_on_failure=True)
     rows, _, _, meta = check_run_dir(out)
     assert set(outcome.failed_configs) == {"baseline"} and meta["restarts"] == {"baseline": 1}
     assert meta["failed_configs"].keys() == {"baseline"}
@@ -289,7 +289,7 @@ async def test_restart_gives_up_after_one_retry(tmp_path, prompts_file, fake_eng
 async def test_restart_with_nothing_left_keeps_the_failure(tmp_path, prompts_file, fake_engines):
     suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "args": ["--die-after", "0"]}],
                         engine="fake-wrapped")
-    outcome = await run_suite(load_suite(suite), tmp_path / "run", restart_on_failure=True)
+    outcome = await run_suite(read_suite(suite), tmp_path / "run", restart_on_failure=True)
     rows, *_ = check_run_dir(tmp_path / "run")
     assert rows[0]["status"] == "failed" and rows[0]["failed_requests"] == 6
     assert set(outcome.failed_configs) == {"baseline"}, "every request failed, yet the config is reported fine"
@@ -303,7 +303,7 @@ async def _first_run_with_dead_second(tmp_path, prompts_file, scripted):
     configs = [{"name": "baseline", "url": base_url}, {"name": "spec", "url": f"http://127.0.0.1:{port}"}]
     suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, configs, concurrency=[1, 2], warmup=1)
     out = tmp_path / "run"
-    outcome = await run_suite(load_suite(suite), out)
+    outcome = await run_suite(read_suite(suite), out)
     assert set(outcome.failed_configs) == {"spec"} and outcome.exit_code == 1
     assert "cannot reach" in outcome.failed_configs["spec"]
     rows, *_ = check_run_dir(out)
@@ -327,7 +327,7 @@ async def test_resume_same_suite_once_the_server_is_up(tmp_path, prompts_file, s
     base, configs, port, out = await _first_run_with_dead_second(tmp_path, prompts_file, scripted)
     spec, runner, _ = await serve(port)
     try:
-        outcome = await run_suite(load_suite(tmp_path / "suite.yaml"), out, resume=True)
+        outcome = await run_suite(read_suite(tmp_path / "suite.yaml"), out, resume=True)
     finally:
         await runner.cleanup()
     assert outcome.exit_code == 0 and outcome.failed_configs == {}
@@ -339,7 +339,7 @@ async def test_resume_after_fixing_the_url(tmp_path, prompts_file, scripted):
     spec, spec_url = await scripted()
     configs[1]["url"] = spec_url
     suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, configs, concurrency=[1, 2], warmup=1)
-    outcome = await run_suite(load_suite(suite), out, resume=True)
+    outcome = await run_suite(read_suite(suite), out, resume=True)
     assert outcome.exit_code == 0 and outcome.failed_configs == {}
     _check_resumed(out, base, spec)
 
@@ -348,7 +348,7 @@ async def test_resume_clears_the_old_failure(tmp_path, prompts_file, scripted):
     _, _, port, out = await _first_run_with_dead_second(tmp_path, prompts_file, scripted)
     _, runner, _ = await serve(port)
     try:
-        await run_suite(load_suite(tmp_path / "suite.yaml"), out, resume=True)
+        await run_suite(read_suite(tmp_path / "suite.yaml"), out, resume=True)
     finally:
         await runner.cleanup()
     assert json.loads((out / "meta.json").read_text())["failed_configs"] == {}
@@ -359,7 +359,7 @@ async def test_resume_refuses_a_changed_suite(tmp_path, prompts_file, scripted):
     before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
     suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, configs, concurrency=[1, 2], warmup=1, max_tokens=16)
     with pytest.raises(SuiteError, match="max_tokens"):
-        await run_suite(load_suite(suite), out, resume=True)
+        await run_suite(read_suite(suite), out, resume=True)
     assert base.requests == 2 * 7, "nothing is sent before the check"
     assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before, "the run dir was touched"
     # through the CLI: one line, exit code 2
@@ -372,13 +372,13 @@ async def test_resume_remeasures_a_torn_and_an_interrupted_phase(tmp_path, promp
     suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": url}],
                         concurrency=[1, 2, 3])
     out = tmp_path / "run"
-    await run_suite(load_suite(suite), out)
+    await run_suite(read_suite(suite), out)
     lines = (out / "phases.jsonl").read_text().splitlines()
     first = json.loads(lines[0])
     first["interrupted"] = True  # as if c=1 had been cut by Ctrl-C
     (out / "phases.jsonl").write_text(json.dumps(first) + "\n" + lines[1] + "\n" + lines[2][: len(lines[2]) // 2])
     sent = base.requests
-    outcome = await run_suite(load_suite(suite), out, resume=True)
+    outcome = await run_suite(read_suite(suite), out, resume=True)
     assert base.requests - sent == 12, "only c=1 and the torn c=3 are measured again"
     rows, records, phases, _ = check_run_dir(out)
     assert outcome.exit_code == 0
@@ -395,12 +395,12 @@ async def test_resume_after_a_crash_mid_append(tmp_path, prompts_file, scripted)
     base, url = await scripted()
     suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": url}], concurrency=[1, 2])
     out = tmp_path / "run"
-    await run_suite(load_suite(suite), out)
+    await run_suite(read_suite(suite), out)
     lines = (out / "requests.jsonl").read_text().splitlines(keepends=True)
     (out / "requests.jsonl").write_text("".join(lines[:9]) + lines[9][:40])  # c=2: 3 records and a torn one
     (out / "phases.jsonl").write_text((out / "phases.jsonl").read_text().splitlines(keepends=True)[0])
     sent = base.requests
-    outcome = await run_suite(load_suite(suite), out, resume=True)
+    outcome = await run_suite(read_suite(suite), out, resume=True)
     assert base.requests - sent == 6 and outcome.exit_code == 0
     rows, records, phases, _ = check_run_dir(out)
     assert [(r["concurrency"], r["requests"], r["status"]) for r in rows] == [(1, 6, "ok"), (2, 6, "ok")]
@@ -494,7 +494,7 @@ async def test_real_vllm_killed_mid_run(tmp_path, monkeypatch):
 
     task = asyncio.create_task(killer())
     try:
-        outcome = await run_suite(load_suite(suite_file), out)
+        outcome = await run_suite(read_suite(suite_file), out)
         # what is left of every launched group: a SIGKILLed engine core can take a moment to finish
         # exiting (seen once in state R right after the run), so allow a few seconds, then nothing
         for _ in range(100):

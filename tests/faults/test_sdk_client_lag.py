@@ -13,7 +13,7 @@ import pytest
 
 from specbench.measure.keepup import LAG_LIMIT_MS, client_lag
 from specbench.schemas.request import RequestRecord
-from specbench.suite import load_suite
+from specbench.suite import read_suite
 from tests.support import suites
 from tests.support.runs import run_suite
 
@@ -26,7 +26,7 @@ async def _run(tmp_path: Path, prompts_file: Path, url: str, client: str) -> tup
     configs = [{"name": "spec", "url": url, "method": "ngram", "num_speculative_tokens": 3, "baseline": True}]
     suite = suites.write_suite(tmp_path, configs, name="lag", prompts=prompts_file, requests=4,
                                load={"concurrency": 2, "max_tokens": MAX_TOKENS, "warmup": 1, "client": client})
-    await run_suite(load_suite(suite), out)
+    await run_suite(read_suite(suite), out)
     return json.loads((out / "results.json").read_text())[0], (out / "results.md").read_text()
 
 

@@ -28,7 +28,7 @@ import yaml
 from specbench.cli import main
 from specbench.launch.owned import group_members
 from specbench.run import RunSession, SequentialRun
-from specbench.suite import load_suite
+from specbench.suite import read_suite
 from tests.support import runs
 from tests.support.paths import ROOT
 from tests.support.processes import alive, marked_processes, spawn_cli, wait_for
@@ -280,7 +280,7 @@ async def test_stop_cancels_in_flight_after_grace(tmp_path, prompts_file, script
     suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": url}],
                         concurrency=[1], requests=6, timeout_s=600)
     out = tmp_path / "run"
-    loaded = load_suite(suite)
+    loaded = read_suite(suite)
     run = SequentialRun(loaded, runs.RunSession(loaded, out), grace_s=0.5)
     loop = asyncio.get_running_loop()
 

@@ -24,7 +24,7 @@ import pytest
 
 from specbench.cli import main
 from specbench.schemas.launched import ProcessIdentity
-from specbench.suite import load_suite
+from specbench.suite import read_suite
 from tests.support.paths import SCRIPTED
 from tests.support.processes import alive, marked_processes, spawn_cli, wait_for
 from tests.support.rundirs import check_run_dir
@@ -67,7 +67,7 @@ async def test_rerun_into_an_interrupted_dir_is_refused_not_double_counted(tmp_p
     suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": url}],
                         concurrency=[1, 2])
     out = tmp_path / "run"
-    await run_suite(load_suite(suite), out)
+    await run_suite(read_suite(suite), out)
     phases = (out / "phases.jsonl").read_text().splitlines()
     cut = json.loads(phases[1])
     cut["interrupted"] = True  # as if Ctrl-C had cut c=2
@@ -86,7 +86,7 @@ async def test_overwrite_clears_the_old_run_and_measures_afresh(tmp_path, prompt
     server, url = await scripted()
     suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": url}])
     out = tmp_path / "run"
-    await run_suite(load_suite(suite), out)
+    await run_suite(read_suite(suite), out)
     (out / "requests.quarantine.jsonl").write_text('{"line": 3}\n')
     (out / "logs" / "old.log").write_text("old server\n")
     (out / "keep.txt").write_text("not ours")
@@ -128,7 +128,7 @@ async def test_resume_with_a_damaged_meta_json_is_one_line(tmp_path, prompts_fil
     server, url = await scripted()
     suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": url}])
     out = tmp_path / "run"
-    await run_suite(load_suite(suite), out)
+    await run_suite(read_suite(suite), out)
     (out / "meta.json").write_text(text)
     sent = server.requests
     capsys.readouterr()
@@ -151,7 +151,7 @@ async def test_parallel_run_into_a_dir_holding_a_run(tmp_path, prompts_file, scr
 
     monkeypatch.setenv("SPECBENCH_GPUS", "0")
     server, url = await scripted()
-    suite = load_suite(write_fault_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": url}]))
+    suite = read_suite(write_fault_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": url}]))
     out = tmp_path / "run"
     await run_suite(suite, out)
     sent = server.requests
@@ -175,7 +175,7 @@ async def test_resume_quarantines_a_corrupt_middle_line_and_keeps_the_rest(tmp_p
     suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": url}],
                         concurrency=[1, 2, 3])
     out = tmp_path / "run"
-    await run_suite(load_suite(suite), out)
+    await run_suite(read_suite(suite), out)
     requests = (out / "requests.jsonl").read_text().splitlines()
     assert len(requests) == 18
     requests[8] = requests[8][:30] + "#garbage"  # a c=2 record (lines 7-12), line 9
@@ -210,14 +210,14 @@ async def test_a_record_of_the_wrong_shape_is_quarantined(tmp_path, prompts_file
     _, url = await scripted()
     suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": url}], concurrency=[1, 2])
     out = tmp_path / "run"
-    await run_suite(load_suite(suite), out)
+    await run_suite(read_suite(suite), out)
     lines = (out / "requests.jsonl").read_text().splitlines()
     bad = json.loads(lines[2])
     bad["concurrency"] = "two"
     lines[2] = json.dumps(bad)
     lines.insert(4, "[1, 2]")
     (out / "requests.jsonl").write_text("\n".join(lines) + "\n")
-    outcome = await run_suite(load_suite(suite), out, resume=True)
+    outcome = await run_suite(read_suite(suite), out, resume=True)
     assert outcome.exit_code == 0
     q = jsonl(out / "requests.quarantine.jsonl")
     assert [x["line"] for x in q] == [3, 5]
@@ -279,7 +279,7 @@ async def test_resume_stops_a_recorded_leftover_server(tmp_path, prompts_file, f
     suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, configs, engine="fake", concurrency=[1, 2],
                         extra={"server": {"startup_timeout_s": 30}})
     out = tmp_path / "run"
-    assert (await run_suite(load_suite(suite), out)).exit_code == 0
+    assert (await run_suite(read_suite(suite), out)).exit_code == 0
     assert _launched(out) == {}, "a server stopped by specbench is no longer recorded"
     (out / "phases.jsonl").write_text((out / "phases.jsonl").read_text().splitlines(keepends=True)[0])
     leftover = _leftover(port, fake_engines)
@@ -308,7 +308,7 @@ async def test_overwrite_stops_a_leftover_and_never_kills_a_reused_pid(tmp_path,
     _, url = await scripted()
     suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": url}])
     out = tmp_path / "run"
-    await run_suite(load_suite(suite), out)
+    await run_suite(read_suite(suite), out)
     marker = f"TRUST_{uuid.uuid4().hex}"
     from specbench.launch.process import free_port
 
@@ -507,13 +507,13 @@ async def test_rate_sweep_resume_measures_only_the_missing_rate(tmp_path, prompt
     suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": url}],
                         request_rate=[20, 40], concurrency=4)
     out = tmp_path / "run"
-    await run_suite(load_suite(suite), out)
+    await run_suite(read_suite(suite), out)
     phases = (out / "phases.jsonl").read_text().splitlines()
     cut = json.loads(phases[1])
     cut["interrupted"] = True
     (out / "phases.jsonl").write_text(phases[0] + "\n" + json.dumps(cut) + "\n")
     sent = server.requests
-    outcome = await run_suite(load_suite(suite), out, resume=True)
+    outcome = await run_suite(read_suite(suite), out, resume=True)
     assert outcome.exit_code == 0 and server.requests - sent == 6
     rows, records, _, _ = check_run_dir(out)
     assert [(r["request_rate"], r["requests"], r["status"]) for r in rows] == [(20, 6, "ok"), (40, 6, "ok")]

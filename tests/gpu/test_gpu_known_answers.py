@@ -140,14 +140,14 @@ def test_the_committed_h200_run_meets_the_known_answers() -> None:
 def test_dspark_k_below_the_checkpoint_block_size_is_refused_before_launch(tmp_path: Path) -> None:
     """vLLM 0.26 exits at start-up for k < dspark_block_size; specbench says why before launching."""
     from specbench.errors import LaunchError
-    from specbench.launch import load_engine
+    from specbench.launch import read_engine
     from specbench.suite import ServerConfig
 
     blocked, plain = tmp_path / "blocked", tmp_path / "plain"
     for folder, cfg in ((blocked, {"dspark_block_size": 7}), (plain, {"block_size": 7})):
         folder.mkdir()
         (folder / "config.json").write_text(json.dumps(cfg))
-    engine = load_engine("vllm")
+    engine = read_engine("vllm")
 
     def argv(drafter, k):
         config = ServerConfig(name="dspark_k3", method="dspark", drafter=str(drafter), num_speculative_tokens=k)
@@ -161,11 +161,11 @@ def test_dspark_k_below_the_checkpoint_block_size_is_refused_before_launch(tmp_p
 
 def test_drafter_paths_with_a_tilde_are_expanded() -> None:
     """The GPU suites name the drafter as ~/.cache/...; vLLM would take the literal string for a hub id."""
-    from specbench.launch import load_engine
+    from specbench.launch import read_engine
     from specbench.suite import ServerConfig
 
     config = ServerConfig(name="self", method="draft_model", drafter="~/.cache/specbench/models/x", num_speculative_tokens=3)
-    args = load_engine("vllm").argv(config=config, model="m", model_path="/m", host="127.0.0.1", port=8000)
+    args = read_engine("vllm").argv(config=config, model="m", model_path="/m", host="127.0.0.1", port=8000)
     body = json.loads(args[args.index("--speculative-config") + 1])
     assert body["model"] == os.path.expanduser("~/.cache/specbench/models/x")
 

@@ -2,12 +2,14 @@
 only, no cycle, small modules and classes, no private name crossing a module boundary.
 
 The stages, earliest first; a module may import its own stage or an earlier one. Type-only imports
-(under ``TYPE_CHECKING``) are not dependencies at run time and are not counted.
+(under ``TYPE_CHECKING``) count like any other: a circle they hide is a circle of meaning, and the stage
+order holds for what a module names as much as for what it runs.
 """
 
 from __future__ import annotations
 
 import ast
+import json
 import os
 import subprocess
 import sys
@@ -31,7 +33,8 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("engines", ("specbench.launch", "specbench.bundle")),
     ("client", ("specbench.client",)),
     ("load", ("specbench.load",)),
-    ("measure", ("specbench.measure", "specbench.grade")),
+    ("grade", ("specbench.grade",)),  # answers and programs graded: measure's quality reads the grades
+    ("measure", ("specbench.measure",)),
     ("run", ("specbench.run",)),
     ("gate", ("specbench.gate",)),
     ("report", ("specbench.report",)),
@@ -57,17 +60,8 @@ class Module:
     imports: list[tuple[str, tuple[str, ...], int, bool]] = field(default_factory=list)  # target, names, line, in a function
 
 
-def _type_checking(node: ast.AST) -> bool:
-    test = getattr(node, "test", None)
-    return isinstance(node, ast.If) and (
-        (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING")
-        or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"))
-
-
 def _walk(node: ast.AST, in_function: bool = False):
     for child in ast.iter_child_nodes(node):
-        if _type_checking(child):
-            continue
         yield child, in_function
         yield from _walk(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)))
 
@@ -126,7 +120,7 @@ def edges() -> dict[str, set[str]]:
     return out
 
 
-def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+def cycles(graph: dict[str, set[str]], nodes: list[str] | None = None) -> list[list[str]]:
     """Strongly connected components of more than one module (Tarjan)."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
@@ -155,7 +149,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
             if len(comp) > 1:
                 found.append(sorted(comp))
 
-    for v in MODULES:
+    for v in MODULES if nodes is None else nodes:
         if v not in index:
             visit(v)
     return found
@@ -163,6 +157,20 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_no_import_cycle() -> None:
     assert cycles(edges()) == []
+
+
+def package_of(name: str) -> str:
+    """``specbench.run.parallel.worker`` → ``specbench.run``: the stage package a module is in."""
+    return ".".join(name.split(".")[:2])
+
+
+def test_no_circle_between_packages() -> None:
+    """Two packages of one stage may import each other's modules without a module circle (grade and measure
+    once did); their packages still may not."""
+    graph: dict[str, set[str]] = defaultdict(set)
+    for mod, deps in edges().items():
+        graph[package_of(mod)] |= {package_of(d) for d in deps if package_of(d) != package_of(mod)}
+    assert cycles(graph, list(graph)) == []
 
 
 def test_imports_flow_down_the_pipeline() -> None:
@@ -224,6 +232,24 @@ def test_no_private_name_is_imported_across_modules() -> None:
     bad = [f"{m.path.relative_to(ROOT)}:{line}: {n}" for m in MODULES.values() for target, names, line, _ in m.imports
            if target.startswith("specbench") for n in names if n.startswith("_") and n != "__version__"]
     assert bad == []
+
+
+#: what building the parser may load beyond the commands: the lists its help shows (report formats, bundle excludes)
+PARSER_NEEDS = ("specbench.report", "specbench.report.formats", "specbench.bundle", "specbench.util")
+
+
+def test_the_command_line_starts_without_the_stages() -> None:
+    """cli/__init__.py's promise: ``import specbench.cli`` loads no stage package, and building the parser (what
+    ``specbench --help`` and every command do first) only what its help shows."""
+    probe = ("import json, sys\nimport specbench.cli\nmine = lambda: sorted(m for m in sys.modules if m.startswith('specbench'))\n"
+             "first = mine()\nspecbench.cli.build_parser()\nprint(json.dumps([first, mine()]))\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    first, parser = json.loads(done.stdout)
+    assert [m for m in first if STAGES[stage_of(m)][0] not in ("foundation", "cli")] == []
+    assert [m for m in parser if STAGES[stage_of(m)][0] not in ("foundation", "cli")
+            and not any(m == p or m.startswith(p + ".") for p in PARSER_NEEDS)] == []
 
 
 def test_engine_hooks_import_only_the_standard_library_and_their_own_package() -> None:

@@ -40,11 +40,11 @@ MAX_X_LABELS = 6
 
 @dataclass(frozen=True)
 class TrendRun:
-    """One complete run of the suite: when it started, what to call it, its result records."""
+    """One complete run of the suite: when it started, what to call it, its result rows."""
 
     started: dt.datetime | None
     name: str
-    records: Sequence[ResultRow]
+    rows: Sequence[ResultRow]
 
 
 def _time_label(started: dt.datetime | None) -> str:
@@ -63,7 +63,7 @@ def _panel(title: str, metric: str, axis: str, runs: Sequence[TrendRun], m: Mode
     for c in configs:
         pts = []
         for i, run in enumerate(runs):
-            r = next((x for x in run.records if x.run == c and x.dataset == dataset and load_of(x) == load), None)
+            r = next((x for x in run.rows if x.run == c and x.dataset == dataset and load_of(x) == load), None)
             v = None if r is None else r.get(metric)
             if r is None or not isinstance(v, (int, float)) or isinstance(v, bool):
                 missing.append(f"{c} @ {_time_label(run.started)}")
@@ -113,8 +113,8 @@ def trend_plot(suite: str, runs: Sequence[TrendRun], meta: RunMeta | None = None
     if len(runs) < 2:
         why = "one complete run so far: a trend needs two" if runs else "no complete run"
         return figure(PLOT, title, empty_plot(PLOT, why), caption)
-    records = [r for run in runs for r in run.records]
-    m = Model(records, meta)
+    rows = [r for run in runs for r in run.rows]
+    m = Model(rows, meta)
     blocks = []
     for metric, axis, name in METRICS:
         configs = m.spec_configs

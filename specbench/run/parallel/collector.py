@@ -144,7 +144,7 @@ class Collector:
 
     def finish(self) -> RunOutcome:
         total = time.monotonic() - self.t_start
-        measured = sum(p.wall_s for p in self.session.dir.load_phases())
+        measured = sum(p.wall_s for p in self.session.dir.read_phases())
         # configs run side by side, so per-config times overlap and do not add up to the total
         rows = self.session.finish(Timing.from_dict({"total_s": round(total, 3), "measured_s": round(measured, 3),
                                                      "parallel": True, "harness_s": None, "harness_share": None}, "timing"))

@@ -6,13 +6,13 @@ from pathlib import Path
 from typing import Literal
 
 from ...errors import SuiteError
-from ...launch import load_engine
+from ...launch import read_engine
 from ...launch.gpus import suite_gpus_per_server
 from ...schemas.placement import Placement
 from ...schemas.request import Prompt
 from ...suite import Suite
 from ..interrupts import forward_signals
-from ..preflight import load_suite_prompts, preflight
+from ..preflight import preflight, read_suite_prompts
 from ..sequential import RunOutcome
 from ..session import Progress, Render, RunSession
 from .collector import Collector
@@ -24,8 +24,8 @@ from .ray_mode import import_ray, run_ray
 def cluster_prompts(suite: Suite) -> dict[str, list[Prompt]]:
     """The data-set half of preflight (engine binaries may exist only on the cluster's nodes)."""
     for config in suite.configs:
-        load_engine(config.engine or suite.engine)
-    return load_suite_prompts(suite)
+        read_engine(config.engine or suite.engine)
+    return read_suite_prompts(suite)
 
 
 async def run_parallel(suite: Suite, out: Path, *, mode: Literal["gpus", "ray"], render: Render, address: str | None = None,
@@ -65,7 +65,7 @@ async def _run_jobs(session: RunSession, suite: Suite, mode: str, address: str |
     session.meta.runs[-1].parallel = mode
     session.save_meta()
     collector = Collector(session, mode)
-    jobs = plan(suite, done_by_config(session.dir.load_phases()) if resume else {}, per_server)
+    jobs = plan(suite, done_by_config(session.dir.read_phases()) if resume else {}, per_server)
     with forward_signals(lambda: None, collector.signalled):  # before and after the workers: the final write
         try:
             if mode == "gpus":

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from ...errors import RunDirWriteError, SuiteError
-from ...launch import load_engine
+from ...launch import read_engine
 from ...launch.process import log_tail
 from ...schemas.request import Prompt
 from ...suite import Suite
@@ -73,7 +73,7 @@ async def run_gpus(collector: Collector, suite: Suite, jobs: list[Job], gpu_ids:
     for job in jobs:
         config = next(c for c in suite.configs if c.name == job.config)
         if job.launched:
-            engine = load_engine(config.engine or suite.engine)
+            engine = read_engine(config.engine or suite.engine)
             if not engine.gpu_env:
                 raise SuiteError(f"{suite.path}: config {job.config!r}: engine {engine.name!r} has no gpu_env "
                                  "in its launcher, so --parallel gpus cannot give it its own GPUs")

@@ -15,7 +15,7 @@ from specbench.client import RequestSpec, close_transport, open_transport, strea
 from specbench.client.sdk import Sdk
 from specbench.load.generate import LoadPass, generate_load, generate_load_processes
 from specbench.schemas.request import Prompt, RequestRecord
-from specbench.suite import load_suite
+from specbench.suite import read_suite
 from specbench.suite.checks import CLIENTS
 from tests.support.scripted_server import serve_app
 from tests.support.suites import write_prompts, write_suite
@@ -168,4 +168,4 @@ def test_suite_accepts_load_client_openai(tmp_path):
     prompts = write_prompts(tmp_path / "p.jsonl")
     suite = write_suite(tmp_path / "s.yaml", [{"name": "base", "url": "https://example.invalid"}], name="s",
                         prompts=prompts, load={"client": "openai"})
-    assert load_suite(suite).load.client == "openai"
+    assert read_suite(suite).load.client == "openai"

@@ -10,7 +10,7 @@ import pytest
 from specbench.cli import main
 from specbench.measure.quality import mark_dummy_weights
 from specbench.schemas.row import ResultRow
-from specbench.suite import load_suite, parse_suite
+from specbench.suite import parse_suite, read_suite
 from tests.support.runs import run_suite
 from tests.support.suites import write_suite
 
@@ -27,7 +27,7 @@ async def test_dummy_run_is_labelled_everywhere(tmp_path, prompts_file, scripted
     _, base = await scripted(pattern=[1], ttft_s=0.002, gap_s=0.001)
     _, spec = await scripted(pattern=[1, 2, 4], k=3, ttft_s=0.002, gap_s=0.001)
     suite = write_suite(tmp_path, configs(base, spec), name="dummy", prompts=prompts_file, requests=4, load=LOAD)
-    assert (await run_suite(load_suite(suite), tmp_path / "out")).exit_code == 0
+    assert (await run_suite(read_suite(suite), tmp_path / "out")).exit_code == 0
     rows = {r["run"]: r for r in json.loads((tmp_path / "out" / "results.json").read_text())}
     assert rows["baseline"]["weights"] == rows["ngram_k3"]["weights"] == "dummy"
     # the scripted servers send the same tokens, so a real run would measure 100 % same output here
@@ -45,7 +45,7 @@ async def test_real_run_has_no_dummy_label(tmp_path, prompts_file, scripted):
     _, base = await scripted(pattern=[1], ttft_s=0.002, gap_s=0.001)
     _, spec = await scripted(pattern=[1, 2, 4], k=3, ttft_s=0.002, gap_s=0.001)
     suite = write_suite(tmp_path, configs(base, spec, None), name="real", prompts=prompts_file, requests=4, load=LOAD)
-    await run_suite(load_suite(suite), tmp_path / "out")
+    await run_suite(read_suite(suite), tmp_path / "out")
     rows = {r["run"]: r for r in json.loads((tmp_path / "out" / "results.json").read_text())}
     assert "weights" not in rows["ngram_k3"] and rows["ngram_k3"]["fidelity_identical"] == 1.0
     assert "weights" not in json.loads((tmp_path / "out" / "meta.json").read_text())
@@ -59,7 +59,7 @@ async def test_mixed_run_names_the_dummy_configs(tmp_path, prompts_file, scripte
     cfgs = configs(base, spec, None)
     cfgs[1]["load_format"] = "dummy"
     suite = write_suite(tmp_path, cfgs, name="mixed", prompts=prompts_file, requests=4, load={**LOAD, "ignore_eos": True})
-    await run_suite(load_suite(suite), tmp_path / "out")
+    await run_suite(read_suite(suite), tmp_path / "out")
     rows = {r["run"]: r for r in json.loads((tmp_path / "out" / "results.json").read_text())}
     assert "weights" not in rows["baseline"] and rows["ngram_k3"]["weights"] == "dummy"
     assert rows["ngram_k3"]["fidelity_identical"] is None
@@ -72,7 +72,7 @@ async def test_mixed_run_names_the_dummy_configs(tmp_path, prompts_file, scripte
 async def test_launched_server_gets_the_engine_flag(tmp_path, prompts_file, launchers, fake_engines):
     suite = write_suite(tmp_path, [{"name": "baseline"}], name="launched", prompts=prompts_file, requests=2, load=LOAD,
                         engine="fake", server={"load_format": "dummy", "startup_timeout_s": 30})
-    assert (await run_suite(load_suite(suite), tmp_path / "out")).exit_code == 0
+    assert (await run_suite(read_suite(suite), tmp_path / "out")).exit_code == 0
     meta = json.loads((tmp_path / "out" / "meta.json").read_text())
     argv = meta["servers"]["baseline"]["argv"]
     assert argv[argv.index("--load-format") + 1] == "dummy"

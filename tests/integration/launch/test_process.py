@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from specbench.errors import LaunchError
-from specbench.launch import ServerProcess, load_engine
+from specbench.launch import ServerProcess, read_engine
 from specbench.launch.engines import BUILTIN_LAUNCHERS
 from specbench.launch.process import free_port, live_servers, port_in_use
 from specbench.run import RunDir, preflight
@@ -237,7 +237,7 @@ def test_wheel_ships_the_launchers(tmp_path):
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     probe = ("import specbench, specbench.launch.engines as e; "
-             "print(specbench.__file__); print(','.join(e.known_engines())); print(e.load_engine('vllm-cpu').name)")
+             "print(specbench.__file__); print(','.join(e.known_engines())); print(e.read_engine('vllm-cpu').name)")
     done = subprocess.run([sys.executable, "-c", probe], cwd=outside, capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(site)})
     assert done.returncode == 0, done.stderr[-2000:]
@@ -317,9 +317,9 @@ def test_run_no_setup_names_the_setup_command(cpu_setup, tmp_path, capsys):
 
 def test_preparation_only_when_the_suite_uses_what_is_missing(cpu_setup, tmp_path):
     from specbench.launch.prepare import needed, prepare_engines
-    from specbench.suite import load_suite
+    from specbench.suite import read_suite
 
-    suite = load_suite(ROOT / "suites" / "cpu_smoke.yaml")
+    suite = read_suite(ROOT / "suites" / "cpu_smoke.yaml")
     assert needed(suite) == {"cpu": ["engine", "model"]}
     elsewhere = dict(suite.raw, server={"python": sys.executable, "model_path": str(tmp_path)})
     assert needed(parse_suite(elsewhere, suite.path)) == {}  # the user's own engine: nothing to install
@@ -328,7 +328,7 @@ def test_preparation_only_when_the_suite_uses_what_is_missing(cpu_setup, tmp_pat
     assert needed(parse_suite(dict(suite.raw, engine="vllm"), suite.path)) == {}  # no prepare: in vllm.yaml
     _cache_products(tmp_path / "cache")
     assert needed(suite) == {} and prepare_engines(suite, console=None) == [] and cpu_setup.calls == []
-    assert load_engine("vllm-cpu").python() == str(tmp_path / "cache" / "engine" / "bin" / "python")
+    assert read_engine("vllm-cpu").python() == str(tmp_path / "cache" / "engine" / "bin" / "python")
 
 
 def test_setup_stages_show_each_step_with_its_time_and_name_a_failing_one():

@@ -10,7 +10,7 @@ from specbench.report.html import render_html
 from specbench.report.markdown import DECOMPOSITION_NOTE, markdown
 from specbench.schemas.request import RequestRecord
 from specbench.schemas.row_read import rows_from
-from specbench.suite import load_suite
+from specbench.suite import read_suite
 from tests.support.runs import run_suite
 from tests.support.scripted_server import Script, start
 from tests.support.suites import baseline_and_spec, write_suite
@@ -34,7 +34,7 @@ async def test_decomposition_exact_on_known_step_times(tmp_path, prompts_file):
     try:
         suite = write_suite(tmp_path, baseline_and_spec(base, spec, k=K), name="decomp", prompts=prompts_file, requests=6,
                             load={"concurrency": 2, "max_tokens": MAX_TOKENS, "warmup": 1})
-        outcome = await run_suite(load_suite(suite), tmp_path / "out")
+        outcome = await run_suite(read_suite(suite), tmp_path / "out")
     finally:
         await r1.cleanup()
         await r2.cleanup()

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from specbench.run.o200k_file import find_o200k
-from specbench.suite import load_suite
+from specbench.suite import read_suite
 from tests.support.runs import run_suite
 from tests.support.scripted_server import Script, start
 from tests.support.suites import write_e2e_suite
@@ -32,7 +32,7 @@ def _read(out):
 
 
 async def test_rows_and_requests_carry_o200k_lengths(tmp_path, prompts_file, urls, o200k_file, no_network):
-    suite = load_suite(write_e2e_suite(tmp_path, prompts_file, urls, tiktoken_file=str(o200k_file)))
+    suite = read_suite(write_e2e_suite(tmp_path, prompts_file, urls, tiktoken_file=str(o200k_file)))
     assert suite.load.tiktoken_file == str(o200k_file)
     assert (await run_suite(suite, tmp_path / "out")).exit_code == 0
     rows, records, md = _read(tmp_path / "out")
@@ -54,7 +54,7 @@ async def test_rows_and_requests_carry_o200k_lengths(tmp_path, prompts_file, url
 
 
 async def test_without_the_file_rows_say_why_and_nothing_is_fetched(tmp_path, prompts_file, urls, no_network):
-    suite = load_suite(write_e2e_suite(tmp_path, prompts_file, urls))
+    suite = read_suite(write_e2e_suite(tmp_path, prompts_file, urls))
     assert (await run_suite(suite, tmp_path / "out")).exit_code == 0
     rows, records, md = _read(tmp_path / "out")
     for row in rows:
@@ -71,4 +71,4 @@ def test_a_missing_tiktoken_file_is_a_suite_error(tmp_path, prompts_file):
     path = write_e2e_suite(tmp_path, prompts_file, {"baseline": "http://127.0.0.1:9", "spec": "http://127.0.0.1:9"},
                            tiktoken_file="nowhere/o200k_base.tiktoken")
     with pytest.raises(SuiteError, match=r"load.tiktoken_file: file not found: .*nowhere/o200k_base.tiktoken"):
-        load_suite(path)
+        read_suite(path)

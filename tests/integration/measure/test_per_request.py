@@ -14,11 +14,11 @@ from specbench.measure.per_request import (
     request_lengths,
     slower_share,
 )
-from specbench.report.html import read_requests, render_html
-from specbench.run.readback import load_run
+from specbench.report.html import render_html
+from specbench.run.readback import read_requests, read_run
 from specbench.schemas.request import RequestRecord
 from specbench.schemas.row_read import rows_from
-from specbench.suite import load_suite
+from specbench.suite import read_suite
 from tests.support import suites
 from tests.support.runs import run_suite
 from tests.support.suites import baseline_and_spec
@@ -103,7 +103,7 @@ async def test_end_to_end_columns_and_plot(tmp_path, prompts_file, scripted):
     _, base = await scripted(pattern=[1], ttft_s=0.01, gap_s=0.005)
     _, fast = await scripted(pattern=[1, 2, 4], k=3, ttft_s=0.01, gap_s=0.005, spec_stats=True)
     _, slow = await scripted(pattern=[1, 2, 4], k=3, ttft_s=0.01, gap_s=0.03)  # 9 steps of 30 ms vs 21 of 5 ms
-    await run_suite(load_suite(write_suite(tmp_path, prompts_file, {"baseline": base, "fast": fast, "slow": slow})),
+    await run_suite(read_suite(write_suite(tmp_path, prompts_file, {"baseline": base, "fast": fast, "slow": slow})),
                     tmp_path / "out")
     rows = {r["run"]: r for r in json.loads((tmp_path / "out" / "results.json").read_text())}
     assert rows["fast"]["request_acceptance_source"] == SOURCE_STATS
@@ -119,7 +119,7 @@ async def test_end_to_end_columns_and_plot(tmp_path, prompts_file, scripted):
     assert "| Req accept len p10/p50/p90 |" in md and "| Slower than base |" in md
     assert "| 2.33/2.33/2.33 |" in md and "| 100.0% |" in md
 
-    loaded = load_run(tmp_path / "out")
+    loaded = read_run(tmp_path / "out")
     page = render_html(loaded.rows, read_requests(tmp_path / "out"), loaded.meta)
     fig = re.search(r'<figure class="plot" id="fig-request-acceptance".*?</figure>', page, re.S).group(0)
     panels = re.findall(r'<svg [^>]*data-plot="request-acceptance".*?</svg>', fig, re.S)
@@ -147,7 +147,7 @@ async def test_per_request_lengths_from_merged_chunks_are_flagged_beside_the_num
     _, base = await scripted(pattern=[1])
     _, spec = await scripted(pattern=[1, 2], k=3, merge_every=6)
     out = tmp_path / "out"
-    await run_suite(load_suite(suites.write_suite(tmp_path, baseline_and_spec(base, spec), name="merged", prompts=prompts_file,
+    await run_suite(read_suite(suites.write_suite(tmp_path, baseline_and_spec(base, spec), name="merged", prompts=prompts_file,
                                                   requests=6, load={"concurrency": 2, "max_tokens": 22, "warmup": 0})), out)
     row = {r["run"]: r for r in json.loads((out / "results.json").read_text())}["spec"]
     assert row["mean_acceptance_length"] == pytest.approx(1.5) and row["stream_merged_chunks"] == 0

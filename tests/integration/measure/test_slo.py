@@ -14,7 +14,7 @@ from specbench.schemas.request import RequestRecord
 from specbench.schemas.row_group import written
 from specbench.schemas.row_read import rows_from
 from specbench.schemas.slo_search import SloProbe, SloSearch
-from specbench.suite import load_suite, parse_suite
+from specbench.suite import parse_suite, read_suite
 from specbench.suite.objectives import RateSearch, Slo, parse_percentile
 from tests.support import suites
 from tests.support.runs import run_suite
@@ -183,7 +183,7 @@ async def slotted():
 async def test_max_rate_at_slo_on_servers_with_known_capacity(tmp_path, slotted):
     path = write_suite(tmp_path, slotted, slo={"ttft_ms": 60},
                        max_rate_at_slo={"percentile": 99, "max_steps": 7, "start_rate": 4})
-    outcome = await run_suite(load_suite(path), tmp_path / "out")
+    outcome = await run_suite(read_suite(path), tmp_path / "out")
     assert outcome.exit_code == 0
     meta = json.loads((tmp_path / "out" / "meta.json").read_text())
     base, spec = meta["slo_search"]["baseline"]["prompts"], meta["slo_search"]["spec"]["prompts"]
@@ -210,7 +210,7 @@ async def test_slo_attainment_counts_failed_requests(tmp_path):
     srv, runner, url = await start(Script(pattern=[1], ttft_s=0.002, gap_s=0.001, fault="http500", fault_on=(3,)))
     try:
         path = write_suite(tmp_path, {"baseline": url, "spec": url}, slo={"latency_ms": 5000})
-        await run_suite(load_suite(path), tmp_path / "out")
+        await run_suite(read_suite(path), tmp_path / "out")
     finally:
         await runner.cleanup()
     rows = {r["run"]: r for r in json.loads((tmp_path / "out" / "results.json").read_text())}
@@ -223,7 +223,7 @@ async def test_slo_attainment_counts_failed_requests(tmp_path):
 
 async def test_no_slo_no_columns(tmp_path, slotted):
     path = write_suite(tmp_path, slotted)
-    await run_suite(load_suite(path), tmp_path / "out")
+    await run_suite(read_suite(path), tmp_path / "out")
     rows = json.loads((tmp_path / "out" / "results.json").read_text())
     assert all("slo_attainment" not in r and "slo_max_rate_rps" not in r for r in rows)
     assert "SLO met" not in (tmp_path / "out" / "results.md").read_text()
@@ -240,7 +240,7 @@ async def test_cli_flag_needs_an_slo(tmp_path, slotted, capsys):
 
 async def test_slo_at_an_open_loop_rate(tmp_path, slotted):
     path = write_suite(tmp_path, slotted, request_rate=[40, 80], slo={"latency_ms": 5000})
-    await run_suite(load_suite(path), tmp_path / "out")
+    await run_suite(read_suite(path), tmp_path / "out")
     rows = json.loads((tmp_path / "out" / "results.json").read_text())
     assert len(rows) == 4 and {r["request_rate"] for r in rows} == {40.0, 80.0}
     for r in rows:  # each rate's own 20 requests and wall time, not the other rate's

@@ -13,7 +13,7 @@ from specbench.measure import telemetry
 from specbench.measure.telemetry import CostSummary, TelemetryWindow, cost_summary, telemetry_summary
 from specbench.run import telemetry as meter_module
 from specbench.run.telemetry import PhaseMeter
-from specbench.suite import load_suite, parse_suite
+from specbench.suite import parse_suite, read_suite
 from specbench.suite.objectives import Cost
 from tests.support import suites
 from tests.support.processes import wait_for
@@ -193,7 +193,7 @@ async def test_energy_and_cost_per_cell(tmp_path, prompts_file, scripted, monkey
     monkeypatch.setitem(sys.modules, "pynvml", fake_nvml({"0": 264.0, "1": 33.0, "2": 33.0}))
     monkeypatch.setattr(meter_module, "SAMPLE_INTERVAL_S", 0.01)
     monkeypatch.setattr(telemetry, "UTIL_SETTLE_S", 0.0)
-    await run_suite(load_suite(write_suite(tmp_path, prompts_file, {"baseline": base, "spec": spec},
+    await run_suite(read_suite(write_suite(tmp_path, prompts_file, {"baseline": base, "spec": spec},
                                            cost={"gpu_hour_usd": 3.6})), tmp_path / "out")
     rows = {r["run"]: r for r in json.loads((tmp_path / "out" / "results.json").read_text())}
     b, s = rows["baseline"], rows["spec"]
@@ -213,7 +213,7 @@ async def test_energy_and_cost_per_cell(tmp_path, prompts_file, scripted, monkey
 async def test_without_nvml_no_energy_columns(tmp_path, prompts_file, scripted, monkeypatch):
     _, url = await scripted(pattern=[1], ttft_s=0.002, gap_s=0.001)
     monkeypatch.setitem(sys.modules, "pynvml", None)
-    await run_suite(load_suite(write_suite(tmp_path, prompts_file, {"baseline": url, "spec": url})), tmp_path / "out")
+    await run_suite(read_suite(write_suite(tmp_path, prompts_file, {"baseline": url, "spec": url})), tmp_path / "out")
     rows = json.loads((tmp_path / "out" / "results.json").read_text())
     assert all(r["energy_j"] is None and "nvidia-ml-py is not installed" in r["telemetry_error"] for r in rows)
     assert all("usd_per_million_output_tokens" not in r for r in rows)  # no cost: in the suite, no keys

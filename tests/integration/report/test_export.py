@@ -5,7 +5,7 @@ import json
 import pandas as pd
 
 from specbench.cli import main
-from specbench.suite import load_suite
+from specbench.suite import read_suite
 from tests.support.runs import run_suite
 from tests.support.scripted_server import Script, start
 from tests.support.suites import write_e2e_suite as write_suite
@@ -15,7 +15,7 @@ async def test_export_profilings_layout(tmp_path, prompts_file):
     base, r1, base_url = await start(Script(pattern=[1], token_ids=True))
     spec, r2, spec_url = await start(Script(pattern=[3, 1], k=3, token_ids=True))
     try:
-        suite = load_suite(write_suite(tmp_path, prompts_file, {"baseline": base_url, "spec": spec_url}, max_tokens=9))
+        suite = read_suite(write_suite(tmp_path, prompts_file, {"baseline": base_url, "spec": spec_url}, max_tokens=9))
         await run_suite(suite, tmp_path / "run")
     finally:
         await r1.cleanup()
@@ -52,7 +52,7 @@ async def test_exports_of_two_runs_stack_and_a_re_export_replaces_only_its_own_f
     try:
         for c, repeats in ((1, 1), (2, 2)):
             (tmp_path / f"s{c}").mkdir()
-            suite = load_suite(write_suite(tmp_path / f"s{c}", prompts_file, {"baseline": base_url, "spec": spec_url},
+            suite = read_suite(write_suite(tmp_path / f"s{c}", prompts_file, {"baseline": base_url, "spec": spec_url},
                                            max_tokens=9, concurrency=c, repeats=repeats))
             await run_suite(suite, tmp_path / f"run{c}")
     finally:

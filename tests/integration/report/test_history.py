@@ -20,7 +20,7 @@ from specbench.cli import main
 from specbench.cli.gate import register
 from specbench.gate import Measure
 from specbench.gate.runs import change_verdict, compare_runs
-from specbench.report.history import classify
+from specbench.run.history import classify
 from specbench.run.provenance import suite_file_provenance
 from specbench.schemas.meta import RunMeta
 from specbench.schemas.row_read import rows_from

@@ -28,16 +28,15 @@ import pytest
 from specbench.report.html import (
     NOT_MEASURED,
     PALETTE,
-    baseline_name,
     cdf_points,
     crossings,
     nice_ticks,
-    read_requests,
     render_html,
     write_html,
 )
 from specbench.report.markdown import COLUMNS
-from specbench.run.readback import load_run
+from specbench.run.readback import read_requests, read_run
+from specbench.schemas.meta import baseline_name
 from specbench.schemas.row_read import rows_from
 from tests.support.paths import DATA
 
@@ -47,7 +46,7 @@ PLOTS = ("speedup", "speedup-load", "acceptance-position", "category-acceptance"
 
 @pytest.fixture(scope="module")
 def run():
-    loaded = load_run(RUN)
+    loaded = read_run(RUN)
     return [r.to_dict(reference_first=False) for r in loaded.rows], read_requests(RUN), loaded.meta
 
 

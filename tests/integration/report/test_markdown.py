@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from specbench.cli import main
-from specbench.report import load_results, render
+from specbench.report import render
 from specbench.report.markdown import markdown
+from specbench.run.readback import read_results
 from specbench.schemas.meta import RunMeta
 from specbench.schemas.row_read import rows_from
 from tests.support import paths
@@ -212,12 +213,12 @@ def test_not_a_list_of_records(tmp_path, capsys):
     assert "expected a JSON list" in capsys.readouterr().err
 
 
-def test_load_results_reads_meta(tmp_path):
+def test_read_results_reads_meta(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
     shutil.copy(RESULTS, run / "results.json")
     (run / "meta.json").write_text('{"suite": {"name": "x"}}')
-    res = load_results([run])
+    res = read_results([run])
     assert res.meta is not None and res.meta.to_dict() == {"suite": {"name": "x"}} and len(res.rows) == 18
 
 

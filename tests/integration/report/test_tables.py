@@ -7,7 +7,7 @@ import re
 from specbench.report.html import table_html
 from specbench.report.markdown import DECOMPOSITION_NOTE, markdown
 from specbench.report.model import Model
-from specbench.run.readback import load_run
+from specbench.run.readback import read_run
 from specbench.schemas.row_read import rows_from
 from tests.support.md_tables import tables_of
 from tests.support.paths import DATA, RUNS
@@ -19,7 +19,7 @@ WHY = ["Tok/step", "Step cost", "Decomposed speedup", "Residual"]
 
 
 def test_a_gpu_run_pastes_as_the_reference_columns_then_one_table_per_question():
-    run = load_run(GPU_RUN, quiet=True)
+    run = read_run(GPU_RUN, quiet=True)
     md = markdown(run.rows, run.meta, run.explained)
     tables = tables_of(md)
     main = tables[""][0]

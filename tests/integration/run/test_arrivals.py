@@ -4,7 +4,7 @@ and what they show."""
 
 import json
 
-from specbench.suite import load_suite
+from specbench.suite import read_suite
 from tests.support.runs import run_suite
 from tests.support.suites import write_suite
 
@@ -18,7 +18,7 @@ async def test_a_trace_run_sends_its_lines_and_reports_latency_from_the_schedule
     path = write_suite(tmp_path, [{"name": "baseline", "url": url}], name="arr", prompts=prompts_file,
                        load={"max_tokens": 64, "ignore_eos": True, "warmup": 0,
                              "arrival": {"kind": "trace", "path": str(tmp_path / "t.jsonl"), "time_scale": 0.5}})
-    outcome = await run_suite(load_suite(path), tmp_path / "out")
+    outcome = await run_suite(read_suite(path), tmp_path / "out")
     assert outcome.exit_code == 0
     [row] = json.loads((tmp_path / "out" / "results.json").read_text())
     assert row["request_rate"] == 13.33  # the trace's mean rate: 4 gaps over 0.3 s, to 4 significant digits

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from specbench.cli import main
-from specbench.suite import load_suite
+from specbench.suite import read_suite
 from tests.support.runs import run_suite
 from tests.support.scripted_server import Script, start
 from tests.support.suites import write_e2e_suite as write_suite
@@ -25,7 +25,7 @@ async def servers():
 
 
 async def test_known_answers(tmp_path, prompts_file, servers):
-    suite = load_suite(write_suite(tmp_path, prompts_file, servers))
+    suite = read_suite(write_suite(tmp_path, prompts_file, servers))
     outcome = await run_suite(suite, tmp_path / "out")
     assert outcome.exit_code == 0
     rows = {r["run"]: r for r in json.loads((tmp_path / "out" / "results.json").read_text())}
@@ -74,7 +74,7 @@ async def test_known_answers(tmp_path, prompts_file, servers):
 
 
 async def test_two_load_processes_give_the_same_known_answers(tmp_path, prompts_file, servers):
-    suite = load_suite(write_suite(tmp_path, prompts_file, servers, client_processes=2))
+    suite = read_suite(write_suite(tmp_path, prompts_file, servers, client_processes=2))
     outcome = await run_suite(suite, tmp_path / "out")
     assert outcome.exit_code == 0
     rows = {r["run"]: r for r in json.loads((tmp_path / "out" / "results.json").read_text())}
@@ -88,7 +88,7 @@ async def test_two_load_processes_give_the_same_known_answers(tmp_path, prompts_
 async def test_fallback_without_per_chunk_usage(tmp_path, prompts_file):
     srv, runner, url = await start(Script(pattern=[2], k=1, usage_per_chunk=False, token_ids=True))
     try:
-        suite = load_suite(write_suite(tmp_path, prompts_file, {"baseline": url, "spec": url}, warmup=0))
+        suite = read_suite(write_suite(tmp_path, prompts_file, {"baseline": url, "spec": url}, warmup=0))
         await run_suite(suite, tmp_path / "out")
     finally:
         await runner.cleanup()
@@ -121,7 +121,7 @@ async def test_fidelity_flags_divergent_output(tmp_path, prompts_file):
     base, r1, base_url = await start(Script(pattern=[1], token_ids=True))
     spec, r2, spec_url = await start(Script(pattern=[2], k=1, token_ids=True, diverge_at=5))
     try:
-        suite = load_suite(write_suite(tmp_path, prompts_file, {"baseline": base_url, "spec": spec_url}, warmup=0))
+        suite = read_suite(write_suite(tmp_path, prompts_file, {"baseline": base_url, "spec": spec_url}, warmup=0))
         await run_suite(suite, tmp_path / "out")
     finally:
         await r1.cleanup()
@@ -134,7 +134,7 @@ async def test_fidelity_flags_divergent_output(tmp_path, prompts_file):
 
 
 async def test_meta_reports_harness_overhead(tmp_path, prompts_file, servers):
-    await run_suite(load_suite(write_suite(tmp_path, prompts_file, servers)), tmp_path / "out")
+    await run_suite(read_suite(write_suite(tmp_path, prompts_file, servers)), tmp_path / "out")
     timing = json.loads((tmp_path / "out" / "meta.json").read_text())["timing"]
     assert timing["measured_s"] > 0 and timing["warmup_s"] > 0
     parts = timing["measured_s"] + timing["warmup_s"] + timing["servers_s"] + timing["harness_s"]

@@ -15,7 +15,7 @@ import yaml
 from specbench.cli import main
 from specbench.run import hardware
 from specbench.run.hardware import read_accelerator
-from specbench.suite import load_suite, parse_suite
+from specbench.suite import parse_suite, read_suite
 from tests.support import suites
 from tests.support.launchers import write_parallel_launcher
 from tests.support.nvml import fake_nvidia_smi, fake_nvml
@@ -90,7 +90,7 @@ async def test_a_gpu_run_records_its_accelerator_and_exports_under_it(tmp_path, 
     write_parallel_launcher(launchers)
     monkeypatch.setitem(sys.modules, "pynvml", fake_nvml({"3": "NVIDIA H200"}))
     out = tmp_path / "run"
-    assert (await run_suite(load_suite(write_suite(tmp_path, prompts_file, "fake", "3")), out)).exit_code == 0
+    assert (await run_suite(read_suite(write_suite(tmp_path, prompts_file, "fake", "3")), out)).exit_code == 0
     meta = json.loads((out / "meta.json").read_text())
     assert meta["servers"]["baseline"]["accelerator"] == {"name": "NVIDIA H200", "count": 1, "memory_mib": 143771,
                                                          "driver": "570.124.06", "cuda": "12.8", "gpus": ["3"],
@@ -108,7 +108,7 @@ async def test_a_cpu_run_records_no_accelerator_and_exports_under_cpu(tmp_path, 
     write_parallel_launcher(launchers)
     (launchers / "cpu.yaml").write_text(yaml.safe_dump({"extends": "fake", "name": "cpu", "gpu_env": None}))
     out = tmp_path / "run"
-    assert (await run_suite(load_suite(write_suite(tmp_path, prompts_file, "cpu", None)), out)).exit_code == 0
+    assert (await run_suite(read_suite(write_suite(tmp_path, prompts_file, "cpu", None)), out)).exit_code == 0
     meta = json.loads((out / "meta.json").read_text())
     assert meta["servers"]["baseline"]["accelerator"] == {"count": 0, "source": "none", "why": "engine cpu runs on the CPU"}
     capsys.readouterr()

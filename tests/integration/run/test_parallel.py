@@ -24,7 +24,7 @@ from specbench.errors import LaunchError, SuiteError
 from specbench.run import parallel
 from specbench.run.parallel import config_gpu_count, detect_gpus, node, parallel_size, plan
 from specbench.schemas.phase import PhaseInfo
-from specbench.suite import load_suite, parse_suite
+from specbench.suite import parse_suite, read_suite
 from tests.support import suites
 from tests.support.launchers import write_parallel_launcher
 from tests.support.runs import run_parallel, run_suite
@@ -111,7 +111,7 @@ def test_parallel_size_reads_vllm_and_sglang_flags():
 
 
 def test_gpu_count_per_config(tmp_path, prompts_file, parallel_engine):
-    suite = load_suite(write_suite(tmp_path, prompts_file, [
+    suite = read_suite(write_suite(tmp_path, prompts_file, [
         BASE, {**SPEC3, "args": ["--tensor-parallel-size", "2"]}, {**SPEC2, "gpus": "3,5,7"},
         {"name": "remote", "url": "http://127.0.0.1:9"}], args=["-tp", "1"]))
     counts = {c.name: config_gpu_count(suite, c, 1) for c in suite.configs}
@@ -128,7 +128,7 @@ def test_plan_counts_only_the_data_sets_a_config_runs_on(tmp_path, prompts_file,
     datasets = [{"name": "a", "path": str(prompts_file)}, {"name": "b", "path": str(prompts_file)}]
     path = suites.write_suite(tmp_path / "s.yaml", [BASE, {**SPEC3, "datasets": ["b"]}], name="par", engine="fake",
                               datasets=datasets, load={"concurrency": [1, 2]})
-    suite = load_suite(path)
+    suite = read_suite(path)
     spec = suite.configs[1]
     assert parallel.planning.cells_left(suite, spec, []) == 2  # b at C=1 and C=2; a is not its to measure
     done = [PhaseInfo("ngram_k3", "b", c, None, 0, 1.0) for c in (1, 2)]
@@ -158,7 +158,7 @@ def test_detect_gpus(monkeypatch, tmp_path):
 
 
 def test_gpus_per_server_from_suite_or_argument(tmp_path, prompts_file, parallel_engine):
-    suite = load_suite(write_suite(tmp_path, prompts_file, [BASE]))
+    suite = read_suite(write_suite(tmp_path, prompts_file, [BASE]))
     assert parallel.suite_gpus_per_server(suite) == 1
     assert parallel.suite_gpus_per_server(suite, 4) == 4
     raw = yaml.safe_load(write_suite(tmp_path, prompts_file, [BASE]).read_text())
@@ -171,12 +171,12 @@ def test_gpus_per_server_from_suite_or_argument(tmp_path, prompts_file, parallel
 
 
 async def test_unknown_mode_and_engine_without_gpu_env(tmp_path, prompts_file, parallel_engine, monkeypatch):
-    suite = load_suite(write_suite(tmp_path, prompts_file, [BASE]))
+    suite = read_suite(write_suite(tmp_path, prompts_file, [BASE]))
     with pytest.raises(SuiteError, match="must be one of gpus, ray"):
         await run_parallel(suite, tmp_path / "x", mode="slurm")
     (parallel_engine / "cpu.yaml").write_text(yaml.safe_dump({"extends": "fake", "name": "cpu", "gpu_env": None}))
     monkeypatch.setenv("SPECBENCH_GPUS", "0")
-    suite = load_suite(write_suite(tmp_path, prompts_file, [{**BASE, "engine": "cpu"}]))
+    suite = read_suite(write_suite(tmp_path, prompts_file, [{**BASE, "engine": "cpu"}]))
     with pytest.raises(SuiteError, match="has no gpu_env"):
         await run_parallel(suite, tmp_path / "y", mode="gpus")
 
@@ -205,7 +205,7 @@ def test_stale_claims_and_scratch_dirs_of_dead_workers_are_swept(tmp_path, monke
 async def test_gpus_mode_runs_configs_side_by_side_on_disjoint_gpus(tmp_path, prompts_file, parallel_engine, monkeypatch):
     monkeypatch.setenv("SPECBENCH_GPUS", "0,1,2,3")
     monkeypatch.setenv("FAKE_GAP", "0.02")  # phases long enough to overlap clearly
-    suite = load_suite(write_suite(tmp_path, prompts_file, [BASE, SPEC3]))
+    suite = read_suite(write_suite(tmp_path, prompts_file, [BASE, SPEC3]))
     events = []
     outcome = await run_parallel(suite, tmp_path / "par", mode="gpus", progress=lambda e, **k: events.append((e, k)),
                                  gpus_per_server=2)
@@ -235,7 +235,7 @@ async def test_gpus_mode_a_killed_worker_fails_only_its_cells_and_resume_reruns_
     marker = tmp_path / "crashed"
     crashy = {**SPEC2, "env": {"FAKE_KILL_PARENT_AFTER": "7", "FAKE_MARKER": str(marker)}}
     wide = {**SPEC3, "args": ["--tensor-parallel-size", "2"]}  # both GPUs: runs alone
-    suite = load_suite(write_suite(tmp_path, prompts_file, [BASE, crashy, wide], steplog="steps"))
+    suite = read_suite(write_suite(tmp_path, prompts_file, [BASE, crashy, wide], steplog="steps"))
     out = tmp_path / "run"
     outcome = await run_parallel(suite, out, mode="gpus")
     assert marker.exists()
@@ -291,7 +291,7 @@ def assert_starts_numbered_across_the_resume(out: Path, crashed: str, first_log:
 
 async def test_gpus_mode_config_larger_than_the_machine_fails_alone(tmp_path, prompts_file, parallel_engine, monkeypatch):
     monkeypatch.setenv("SPECBENCH_GPUS", "0")
-    suite = load_suite(write_suite(tmp_path, prompts_file, [BASE, {**SPEC3, "args": ["--tensor-parallel-size", "2"]}]))
+    suite = read_suite(write_suite(tmp_path, prompts_file, [BASE, {**SPEC3, "args": ["--tensor-parallel-size", "2"]}]))
     outcome = await run_parallel(suite, tmp_path / "o", mode="gpus")
     assert outcome.failed_configs == {"ngram_k3": "config 'ngram_k3' needs 2 GPUs; this machine has 1 (0)"}
     assert [r.run for r in outcome.rows] == ["baseline", "baseline"]
@@ -339,7 +339,7 @@ def ray_cluster():
 
 
 async def test_ray_mode_matches_a_sequential_run(tmp_path, prompts_file, parallel_engine, ray_cluster):
-    suite = load_suite(write_suite(tmp_path, prompts_file, [BASE, SPEC3, {**SPEC2, "args": ["--tensor-parallel-size", "2"]}]))
+    suite = read_suite(write_suite(tmp_path, prompts_file, [BASE, SPEC3, {**SPEC2, "args": ["--tensor-parallel-size", "2"]}]))
     outcome = await run_parallel(suite, tmp_path / "par", mode="ray", address=ray_cluster["address"])
     assert outcome.exit_code == 0, outcome.failed_configs
     meta = meta_of(tmp_path / "par")
@@ -357,7 +357,7 @@ async def test_ray_mode_a_killed_worker_fails_only_its_cells_and_resume_reruns_t
                                                                                    ray_cluster):
     marker = tmp_path / "crashed"
     crashy = {**SPEC2, "env": {"FAKE_KILL_PARENT_AFTER": "7", "FAKE_MARKER": str(marker)}}
-    suite = load_suite(write_suite(tmp_path, prompts_file, [BASE, SPEC3, crashy], steplog="steps"))
+    suite = read_suite(write_suite(tmp_path, prompts_file, [BASE, SPEC3, crashy], steplog="steps"))
     out = tmp_path / "run"
     outcome = await run_parallel(suite, out, mode="ray", address=ray_cluster["address"])
     assert marker.exists()
@@ -398,6 +398,6 @@ async def test_ray_mode_without_ray_says_how_to_install(tmp_path, prompts_file, 
         return real(name, *a, **k)
 
     monkeypatch.setattr(builtins, "__import__", no_ray)
-    suite = load_suite(write_suite(tmp_path, prompts_file, [BASE]))
+    suite = read_suite(write_suite(tmp_path, prompts_file, [BASE]))
     with pytest.raises(LaunchError, match=r"pip install 'specbench\[ray\]'"):
         await run_parallel(suite, tmp_path / "o", mode="ray", address="auto")

@@ -8,7 +8,7 @@ from specbench.measure.compare import crossover
 from specbench.measure.explained import sweep_of
 from specbench.report.markdown import sweep_table
 from specbench.schemas.row_read import rows_from
-from specbench.suite import load_suite
+from specbench.suite import read_suite
 from tests.support.runs import run_suite
 from tests.support.scripted_server import Script, start
 from tests.support.suites import write_e2e_suite as write_suite
@@ -43,10 +43,10 @@ async def test_concurrency_sweep_and_rate_mode(tmp_path, prompts_file):
     spec, r2, spec_url = await start(Script(pattern=[3], k=2, gap_s=0.002))
     try:
         urls = {"baseline": base_url, "spec": spec_url}
-        sweep = load_suite(write_suite(tmp_path, prompts_file, urls, concurrency=[1, 3], warmup=0))
+        sweep = read_suite(write_suite(tmp_path, prompts_file, urls, concurrency=[1, 3], warmup=0))
         await run_suite(sweep, tmp_path / "sweep")
         (tmp_path / "rate").mkdir()
-        rate = load_suite(write_suite(tmp_path / "rate", prompts_file, urls, request_rate=[50.0], warmup=0))
+        rate = read_suite(write_suite(tmp_path / "rate", prompts_file, urls, request_rate=[50.0], warmup=0))
         await run_suite(rate, tmp_path / "rate" / "out")
     finally:
         await r1.cleanup()
@@ -67,7 +67,7 @@ async def test_multi_process_load_generation_merges_consistent_clocks(tmp_path, 
     spec, r2, spec_url = await start(Script(pattern=[1, 2, 4], k=3, gap_s=0.005))
     base, r1, base_url = await start(Script(pattern=[1], gap_s=0.005))
     try:
-        suite = load_suite(write_suite(tmp_path, prompts_file, {"baseline": base_url, "spec": spec_url},
+        suite = read_suite(write_suite(tmp_path, prompts_file, {"baseline": base_url, "spec": spec_url},
                                        concurrency=4, client_processes=2, warmup=0, max_tokens=22))
         await run_suite(suite, tmp_path / "out")
     finally:

@@ -3,7 +3,7 @@
 import yaml
 
 from specbench.run.trace import ACCEPTED, BONUS, CORRECTED, PREFILL, TARGET, annotate, run_trace
-from specbench.suite import load_suite
+from specbench.suite import read_suite
 from tests.support.scripted_server import Script, start
 
 
@@ -28,7 +28,7 @@ async def test_trace_against_scripted_servers(tmp_path):
                         {"name": "ngram_k3", "url": spec_url, "method": "ngram", "num_speculative_tokens": 3}],
             "datasets": [{"name": "builtin", "requests": 1}], "load": {"max_tokens": 15},
         }))
-        md, side, kinds = await run_trace(load_suite(path), "repeat after me", None, None, tmp_path / "logs")
+        md, side, kinds = await run_trace(read_suite(path), "repeat after me", None, None, tmp_path / "logs")
     finally:
         await r1.cleanup()
         await r2.cleanup()

@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from specbench.cli import main
-from specbench.suite import load_suite
+from specbench.suite import read_suite
 from tests.support.paths import ROOT
 from tests.support.runs import run_suite
 from tests.support.suites import write_fault_suite
@@ -53,7 +53,7 @@ async def test_a_fresh_run_with_a_failed_config_and_its_resume_keep_the_key_layo
     configs = [{"name": "baseline", "url": url}, {"name": "other", "url": url}, {"name": "gone", "url": "http://127.0.0.1:9"}]
     suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, configs, concurrency=[1, 2])
     out = tmp_path / "run"
-    await run_suite(load_suite(suite), out)
+    await run_suite(read_suite(suite), out)
     check_keys(out, "fresh")
     phases = (out / "phases.jsonl").read_text().splitlines()
     cut = json.loads(phases[-1])
@@ -61,7 +61,7 @@ async def test_a_fresh_run_with_a_failed_config_and_its_resume_keep_the_key_layo
     (out / "phases.jsonl").write_text("\n".join(phases[:-1] + [json.dumps(cut)]) + "\n")
     with (out / "requests.jsonl").open("a") as f:
         f.write('{"torn": \n')  # a line a crash cut: quarantined, and said in run_dir_notes
-    await run_suite(load_suite(suite), out, resume=True)
+    await run_suite(read_suite(suite), out, resume=True)
     check_keys(out, "resumed")
 
 

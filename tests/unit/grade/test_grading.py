@@ -261,7 +261,7 @@ def write_suite(tmp_path: Path, urls: dict[str, str], **load) -> Path:
 async def test_graded_run_pairs_accuracy_with_the_baseline(tmp_path, scripted, monkeypatch):
     """The scripted servers answer "tN" tokens, so every answer is wrong; the grader is rigged to read
     the spec config's answer to prompt 0 as "#### 18" (the baseline runs, and is graded, first)."""
-    from specbench.suite import load_suite
+    from specbench.suite import read_suite
     from tests.support.runs import run_suite
 
     _, base = await scripted(pattern=[1], ttft_s=0.002, gap_s=0.001)
@@ -276,7 +276,7 @@ async def test_graded_run_pairs_accuracy_with_the_baseline(tmp_path, scripted, m
         return real("#### 18" if gold.answer == "18" and text.startswith("t") and len(calls) > 8 else text, gold)
 
     monkeypatch.setattr(grade_mod, "grade_answer", rigged)
-    await run_suite(load_suite(write_suite(tmp_path, {"baseline": base, "spec": spec}, grade=True)), tmp_path / "out")
+    await run_suite(read_suite(write_suite(tmp_path, {"baseline": base, "spec": spec}, grade=True)), tmp_path / "out")
     rows = {r["run"]: r for r in json.loads((tmp_path / "out" / "results.json").read_text())}
     assert len(calls) == 16  # 8 prompts × 2 configs, warm-up never graded
     assert rows["baseline"]["accuracy"] == 0.0 and rows["baseline"]["accuracy_compared"] == 8
@@ -294,13 +294,13 @@ async def test_graded_run_pairs_accuracy_with_the_baseline(tmp_path, scripted, m
 @needs_shared
 async def test_grader_never_runs_unless_asked(tmp_path, scripted, monkeypatch):
     import specbench.grade.grading as grade_mod
-    from specbench.suite import load_suite
+    from specbench.suite import read_suite
     from tests.support.runs import run_suite
 
     _, url = await scripted(pattern=[1], ttft_s=0.002, gap_s=0.001)
     monkeypatch.setattr(grade_mod, "grade_answer", lambda *a: pytest.fail("graded without load.grade"))
     monkeypatch.setattr(grade_mod, "golds", lambda *a: pytest.fail("gold answers read without load.grade"))
-    await run_suite(load_suite(write_suite(tmp_path, {"baseline": url, "spec": url})), tmp_path / "out")
+    await run_suite(read_suite(write_suite(tmp_path, {"baseline": url, "spec": url})), tmp_path / "out")
     rows = json.loads((tmp_path / "out" / "results.json").read_text())
     assert all("accuracy" not in r for r in rows)
     assert "Accuracy" not in (tmp_path / "out" / "results.md").read_text()

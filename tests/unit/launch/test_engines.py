@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from specbench.errors import LaunchError, SuiteError
-from specbench.launch import known_engines, load_engine
+from specbench.launch import known_engines, read_engine
 from specbench.launch.engines import BUILTIN_LAUNCHERS
 from specbench.suite import ServerConfig
 
@@ -24,7 +24,7 @@ def clean_env(monkeypatch):
 
 
 def argv(engine: str, config: ServerConfig, **kw) -> list[str]:
-    return load_engine(engine).argv(config=config, model=MODEL, model_path=kw.pop("model_path", "/models/qwen3-8b"),
+    return read_engine(engine).argv(config=config, model=MODEL, model_path=kw.pop("model_path", "/models/qwen3-8b"),
                                     host=HOST, port=PORT, **kw)
 
 
@@ -121,7 +121,7 @@ SGLANG_BASE = ["python3", "-m", "sglang.launch_server", "--model-path", "/models
 def test_sglang_baseline():
     args = argv("sglang", ServerConfig(name="baseline"))
     assert args == SGLANG_BASE
-    assert load_engine("sglang").default_port == 30000
+    assert read_engine("sglang").default_port == 30000
 
 
 @pytest.mark.parametrize("k", [3, 7])
@@ -179,7 +179,7 @@ def test_sglang_drafter_from_speculative_model():
 
 
 def test_vllm_cpu_extends_vllm():
-    eng = load_engine("vllm-cpu")
+    eng = read_engine("vllm-cpu")
     assert eng.name == "vllm-cpu" and eng.adapter == "vllm"
     args = eng.argv(config=ServerConfig(name="b"), model="smol", model_path=None, host=HOST, port=PORT)
     home = os.path.expanduser("~")
@@ -190,7 +190,7 @@ def test_vllm_cpu_extends_vllm():
     assert eng.env == {"VLLM_CPU_KVCACHE_SPACE": "2", "VLLM_TARGET_DEVICE": "cpu"}
     assert eng.gpu_env is None
     # inherited from vllm.yaml
-    assert eng.launcher.metrics == load_engine("vllm").launcher.metrics
+    assert eng.launcher.metrics == read_engine("vllm").launcher.metrics
     assert eng.launcher.request_extra == {"return_token_ids": True}
     ngram = ServerConfig(name="n", method="ngram", num_speculative_tokens=3, speculative={"prompt_lookup_max": 4})
     sj = spec_json(eng.argv(config=ngram, model="smol", model_path=None, host=HOST, port=PORT))
@@ -198,7 +198,7 @@ def test_vllm_cpu_extends_vllm():
 
 
 def test_redact_hides_secret_values():
-    vllm, sgl = load_engine("vllm"), load_engine("sglang")
+    vllm, sgl = read_engine("vllm"), read_engine("sglang")
     argv_ = ["x", "--api-key", "sk-123", "--api-key=sk-456", "--hf-token", "hf_abc", "--port", "1"]
     assert vllm.redact(argv_) == ["x", "--api-key", "***", "--api-key=***", "--hf-token", "***", "--port", "1"]
     # --hf-token is not in sglang's secret_flags, but its name is secret-looking: masked by pattern
@@ -209,7 +209,7 @@ def test_redact_hides_secret_values():
 
 def test_unknown_engine_names_known_ones():
     with pytest.raises(SuiteError) as info:
-        load_engine("trtllm")
+        read_engine("trtllm")
     msg = str(info.value)
     assert "\n" not in msg and "'trtllm'" in msg
     assert "known: sglang, vllm, vllm-cpu" in msg
@@ -231,7 +231,7 @@ def test_new_engine_from_yaml_only(tmp_path, monkeypatch):
     (tmp_path / "vllm-nightly.yaml").write_text(yaml.safe_dump(NEW_ENGINE))
     monkeypatch.setenv("SPECBENCH_LAUNCHERS", str(tmp_path))
     assert "vllm-nightly" in known_engines()
-    eng = load_engine("vllm-nightly")
+    eng = read_engine("vllm-nightly")
     assert eng.adapter == "vllm" and eng.health_path == "/health"
     cfg = ServerConfig(name="d", method="dspark", num_speculative_tokens=7, drafter=DRAFTER)
     args = eng.argv(config=cfg, model="m", model_path="/w", host=HOST, port=9)
@@ -246,20 +246,20 @@ def test_extends_loop_is_reported(tmp_path, monkeypatch):
     (tmp_path / "b.yaml").write_text("extends: a\n")
     monkeypatch.setenv("SPECBENCH_LAUNCHERS", str(tmp_path))
     with pytest.raises(SuiteError, match="extends loop"):
-        load_engine("a")
+        read_engine("a")
 
 
 def test_unknown_adapter(tmp_path, monkeypatch):
     (tmp_path / "x.yaml").write_text("adapter: tgi\ncommand: [tgi]\n")
     monkeypatch.setenv("SPECBENCH_LAUNCHERS", str(tmp_path))
     with pytest.raises(SuiteError, match="adapter 'tgi' unknown"):
-        load_engine("x")
+        read_engine("x")
 
 
 def test_launchers_env_dir_adds_to_builtins(tmp_path, monkeypatch):
     (tmp_path / "vllm-nightly.yaml").write_text(yaml.safe_dump(NEW_ENGINE))
     monkeypatch.setenv("SPECBENCH_LAUNCHERS", str(tmp_path))
-    assert load_engine("vllm-nightly").adapter == "vllm"
+    assert read_engine("vllm-nightly").adapter == "vllm"
     assert {"vllm", "sglang", "vllm-nightly"} <= set(known_engines())
 
 
@@ -275,10 +275,10 @@ def test_dummy_weights_flag_on_every_builtin_engine():
     sglang = argv("sglang", dspark)
     assert flag(sglang, "--load-format") == "dummy" and "--speculative-draft-load-format" not in sglang
     assert flag(argv("sglang", ServerConfig(name="b", load_format="dummy")), "--load-format") == "dummy"
-    cpu = load_engine("vllm-cpu").argv(config=ServerConfig(name="b", load_format="dummy"), model="m", model_path=None, host=HOST, port=PORT)
+    cpu = read_engine("vllm-cpu").argv(config=ServerConfig(name="b", load_format="dummy"), model="m", model_path=None, host=HOST, port=PORT)
     assert flag(cpu, "--load-format") == "dummy"  # inherited from vllm.yaml
     for engine in ("vllm", "sglang", "vllm-cpu"):
-        plain = load_engine(engine).argv(config=ServerConfig(name="b"), model="m", model_path="/m", host=HOST, port=PORT)
+        plain = read_engine(engine).argv(config=ServerConfig(name="b"), model="m", model_path="/m", host=HOST, port=PORT)
         assert not any("load-format" in a for a in plain)
 
 
@@ -288,7 +288,7 @@ def test_engine_without_load_format_flag_refuses_dummy_in_one_line(tmp_path, mon
     data["name"] = "vllm-old"
     (tmp_path / "vllm-old.yaml").write_text(yaml.safe_dump(data))
     monkeypatch.setenv("SPECBENCH_LAUNCHERS", str(tmp_path))
-    eng = load_engine("vllm-old")
+    eng = read_engine("vllm-old")
     assert eng.argv(config=ServerConfig(name="b"), model="m", model_path="/m", host=HOST, port=PORT)[-1] == str(PORT)
     with pytest.raises(LaunchError) as err:
         eng.argv(config=ServerConfig(name="b", load_format="dummy"), model="m", model_path="/m", host=HOST, port=PORT)
@@ -302,7 +302,7 @@ def test_engine_without_load_format_flag_refuses_dummy_in_one_line(tmp_path, mon
 
 def test_steplog_adds_the_launchers_flags_on_vllm_and_its_cpu_child():
     for name in ("vllm", "vllm-cpu"):
-        engine = load_engine(name)
+        engine = read_engine(name)
         on = engine.argv(config=ServerConfig(name="b", steplog="steps"), model="m", model_path=None, host=HOST, port=PORT)
         off = engine.argv(config=ServerConfig(name="b"), model="m", model_path=None, host=HOST, port=PORT)
         assert "--cudagraph-metrics" in on and "--cudagraph-metrics" not in off
@@ -310,17 +310,17 @@ def test_steplog_adds_the_launchers_flags_on_vllm_and_its_cpu_child():
 
 def test_steplog_on_sglang_is_refused_in_one_line_naming_engine_and_config():
     with pytest.raises(SuiteError) as info:
-        load_engine("sglang").argv(config=ServerConfig(name="sg", steplog="timing"), model="m", model_path=None,
+        read_engine("sglang").argv(config=ServerConfig(name="sg", steplog="timing"), model="m", model_path=None,
                                    host=HOST, port=PORT)
     assert "'sg'" in str(info.value) and "sglang" in str(info.value) and "\n" not in str(info.value)
-    assert load_engine("sglang").steplog_flags(ServerConfig(name="sg")) == []
+    assert read_engine("sglang").steplog_flags(ServerConfig(name="sg")) == []
 
 
 def test_launcher_value_of_the_wrong_type_is_one_line_naming_file_and_key(tmp_path, monkeypatch):
     (tmp_path / "odd.yaml").write_text("extends: vllm\nspeculative: {flag: [not, a, string]}\n")
     monkeypatch.setenv("SPECBENCH_LAUNCHERS", str(tmp_path))
     with pytest.raises(SuiteError) as err:
-        load_engine("odd")
+        read_engine("odd")
     assert "\n" not in str(err.value) and str(tmp_path / "odd.yaml") in str(err.value)
     assert "speculative.flag: expected a string" in str(err.value)
 
@@ -328,7 +328,7 @@ def test_launcher_value_of_the_wrong_type_is_one_line_naming_file_and_key(tmp_pa
 def test_launcher_without_command_refuses_to_launch_in_one_line(tmp_path, monkeypatch):
     (tmp_path / "reader.yaml").write_text("adapter: vllm\nready: {health: /health, models: /v1/models}\n")
     monkeypatch.setenv("SPECBENCH_LAUNCHERS", str(tmp_path))
-    eng = load_engine("reader")  # reading a server at a URL needs no command
+    eng = read_engine("reader")  # reading a server at a URL needs no command
     assert eng.models_path == "/v1/models"
     with pytest.raises(LaunchError) as err:
         eng.argv(config=ServerConfig(name="b"), model="m", model_path="/m", host=HOST, port=PORT)

@@ -20,7 +20,7 @@ from dataclasses import replace
 import pytest
 
 from specbench.client.metrics import parse_metrics
-from specbench.launch import load_engine
+from specbench.launch import read_engine
 from specbench.measure.acceptance import (
     CounterNames,
     StreamAcceptance,
@@ -93,10 +93,10 @@ def test_counter_acceptance_vllm_window():
 
 
 def test_counter_acceptance_via_vllm_engine_adapter():
-    out = read_acceptance(load_engine("vllm"), snap("vllm_before.txt"), snap("vllm_after.txt"), 3)
+    out = read_acceptance(read_engine("vllm"), snap("vllm_before.txt"), snap("vllm_after.txt"), 3)
     assert out.mean_acceptance_length == pytest.approx(8 / 3)
     assert out.acceptance_source.startswith("/metrics counters vllm:spec_decode_")
-    same = read_acceptance(load_engine("vllm"), snap("vllm_before.txt"), snap("vllm_before.txt"), 3)
+    same = read_acceptance(read_engine("vllm"), snap("vllm_before.txt"), snap("vllm_before.txt"), 3)
     assert same.mean_acceptance_length is None and same.acceptance_source is None
 
 
@@ -150,12 +150,12 @@ def test_counter_acceptance_k7_has_seven_position_keys_and_no_per_pos_counter():
 
 def test_readers_write_the_layouts_phases_jsonl_has_always_held():
     """The typed window writes each family's keys in the order the dict readers wrote them."""
-    vllm = read_acceptance(load_engine("vllm"), snap("vllm_before.txt"), snap("vllm_after.txt"), 3).to_dict()
+    vllm = read_acceptance(read_engine("vllm"), snap("vllm_before.txt"), snap("vllm_after.txt"), 3).to_dict()
     assert list(vllm) == ["acceptance_rate", "acceptance_pos_1", "acceptance_pos_2", "acceptance_pos_3",
                           "mean_acceptance_length", "acceptance_per_position", "spec_drafts", "spec_draft_tokens",
                           "spec_accepted_tokens", "acceptance_error", "acceptance_source"]
     assert vllm["acceptance_per_position"] == pytest.approx([105 / 150, 81 / 150, 64 / 150])
-    sglang = read_acceptance(load_engine("sglang"), snap("sglang_before.txt"), snap("sglang_after.txt"), 7).to_dict()
+    sglang = read_acceptance(read_engine("sglang"), snap("sglang_before.txt"), snap("sglang_after.txt"), 7).to_dict()
     assert list(sglang) == ["acceptance_rate", *(f"acceptance_pos_{i}" for i in range(1, 8)), "mean_acceptance_length",
                             "acceptance_per_position", "acceptance_source", "acceptance_error",
                             "sglang_generation_tokens", "sglang_verify_calls", "sglang_finished_requests"]
@@ -166,7 +166,7 @@ def test_readers_write_the_layouts_phases_jsonl_has_always_held():
 
 
 def test_sglang_counters_window():
-    eng = load_engine("sglang")
+    eng = read_engine("sglang")
     out = read_acceptance(eng, snap("sglang_before.txt"), snap("sglang_after.txt"), 3, None)
     assert out.mean_acceptance_length == pytest.approx(3.48)  # (2800 tokens − 16 prefill tokens) / 800 verify calls
     assert out.acceptance_rate == pytest.approx((3.48 - 1) / 3)
@@ -190,7 +190,7 @@ def _without_verify(name: str) -> MetricsSnapshot:
 
 
 def test_sglang_fallback_to_server_info():
-    eng = load_engine("sglang")
+    eng = read_engine("sglang")
     before, after = _without_verify("sglang_before.txt"), _without_verify("sglang_after.txt")
     info = {"version": "0.5.16", "internal_states": [{"avg_spec_accept_length": 2.75, "last_gen_throughput": 10.0},
                                                      {"avg_spec_accept_length": 9.0}]}
@@ -208,7 +208,7 @@ def test_sglang_fallback_to_server_info():
 
 def test_sglang_zero_verify_calls_is_null():
     b = snap("sglang_after.txt")
-    out = read_acceptance(load_engine("sglang"), b, b, 3, None)
+    out = read_acceptance(read_engine("sglang"), b, b, 3, None)
     assert out.mean_acceptance_length is None and out.acceptance_rate is None
 
 
@@ -336,7 +336,7 @@ def window(drafts, tokens, accepted, per_pos):
                              by_label={VLLM.accepted_per_pos: {str(i): 0 for i in range(len(per_pos))}})
     after = MetricsSnapshot(totals={VLLM.drafts: drafts, VLLM.draft_tokens: tokens, VLLM.accepted: accepted},
                             by_label={VLLM.accepted_per_pos: {str(i): v for i, v in enumerate(per_pos)}})
-    return read_acceptance(load_engine("vllm"), before, after, 3)
+    return read_acceptance(read_engine("vllm"), before, after, 3)
 
 
 def test_combine_acceptance_pools_raw_counts():
@@ -360,7 +360,7 @@ def test_combine_acceptance_ignores_windows_without_drafts():
 
 
 def test_combine_acceptance_sglang_counters_pool_raw_deltas():
-    eng = load_engine("sglang")
+    eng = read_engine("sglang")
     w = read_acceptance(eng, snap("sglang_before.txt"), snap("sglang_after.txt"), 3, None)
     single = combine_acceptance([w], 3).window.to_dict()
     assert single["mean_acceptance_length"] == pytest.approx(3.48)
@@ -372,7 +372,7 @@ def test_combine_acceptance_sglang_counters_pool_raw_deltas():
 
 def test_combine_acceptance_sglang_length_only():
     before, after = _without_verify("sglang_before.txt"), _without_verify("sglang_after.txt")
-    eng = load_engine("sglang")
+    eng = read_engine("sglang")
     w = read_acceptance(eng, before, after, 3, {"avg_spec_accept_length": 3.5})
     single = combine_acceptance([w], 3).window.to_dict()
     assert single["mean_acceptance_length"] == pytest.approx(3.5)
@@ -384,7 +384,7 @@ def test_combine_acceptance_sglang_length_only():
 
 
 def test_combine_acceptance_sglang_rate_kept_over_repeats():
-    eng = load_engine("sglang")
+    eng = read_engine("sglang")
     w = read_acceptance(eng, snap("sglang_before.txt"), snap("sglang_after.txt"), 3, None)
     assert combine_acceptance([w], 3).window.to_dict()["acceptance_rate"] == pytest.approx(2.48 / 3)
     two = combine_acceptance([w, w], 3).window.to_dict()

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from specbench.grade import paired_accuracy
-from specbench.measure import bootstrap
 from specbench.measure.compare import paired_bootstrap, paired_decomposition, paired_speedup
 from specbench.schemas.request import RequestRecord
+from specbench.util import bootstrap
 
 
 def _record(rng: np.random.Generator, pid: str, config: str) -> RequestRecord:

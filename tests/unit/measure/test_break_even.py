@@ -11,7 +11,7 @@ import yaml
 
 from specbench.cli import main
 from specbench.errors import SuiteError
-from specbench.launch import load_engine
+from specbench.launch import read_engine
 from specbench.measure.best_k import Candidate, best_candidate, engine_flag, indistinguishable, schedule_ranges, tune_analysis
 from specbench.measure.break_even import break_even, verdict, whatif_curves
 from specbench.report.explain_tables import whatif_markdown
@@ -115,7 +115,7 @@ def test_synthetic_support_reads_the_engines_own_vllm(tmp_path, monkeypatch, eng
     _fake_vllm(tmp_path, option, cpu_refusal)
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))
     monkeypatch.setenv("SPECBENCH_ENGINE_PYTHON", sys.executable)
-    why = synthetic_support(load_engine(engine))
+    why = synthetic_support(read_engine(engine))
     assert why is None if expected is None else expected in why
 
 

@@ -12,7 +12,7 @@ from specbench.cli import main
 from specbench.errors import ProfileError
 from specbench.measure.profile import FILL_RULE, conditional, fill_positions, profiles_from, rates_problem
 from specbench.measure.replay import choose, read_profile
-from specbench.run.readback import load_run
+from specbench.run.readback import read_run
 from specbench.schemas.profile_file import FORMAT, ProfileFile
 from specbench.schemas.row_read import rows_from
 from tests.support.paths import ROOT, RUNS
@@ -227,9 +227,9 @@ def test_a_profile_file_read_and_written_back_is_the_same_bytes(tmp_path):
     assert json.dumps(profile.to_dict(), indent=2) + "\n" == text
 
 
-def test_load_run_of_a_bare_results_file(tmp_path):
+def test_read_run_of_a_bare_results_file(tmp_path):
     path = tmp_path / "r.json"
     path.write_text(json.dumps(REFERENCE))
-    run = load_run(path)
+    run = read_run(path)
     profiles, _ = profiles_from(run.rows, run.meta or None, str(path), note=lambda _: None)
     assert len(profiles) == 3 and profiles[0].provenance is not None and Path(str(profiles[0].provenance.source)) == path

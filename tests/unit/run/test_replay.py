@@ -11,12 +11,12 @@ import yaml
 
 from specbench.cli import main
 from specbench.errors import ProfileError, SuiteError
-from specbench.launch import load_engine
+from specbench.launch import read_engine
 from specbench.measure.explained import explain
 from specbench.measure.replay import read_profile, replay_of, replay_points
 from specbench.report.explain_tables import explain_markdown, replay_markdown
 from specbench.report.html import render_html
-from specbench.run.replay import expand_replay, load_profile, replay_support
+from specbench.run.replay import expand_replay, read_profile_file, replay_support
 from specbench.schemas.meta import RunMeta
 from specbench.schemas.plans import ProfileRef
 from specbench.schemas.profile_file import FORMAT
@@ -154,7 +154,7 @@ def test_whatif_cli_refuses_a_bad_profile_before_anything_starts(tmp_path, capsy
     assert not (tmp_path / "out").exists()
     good = tmp_path / "good.json"
     good.write_text(json.dumps(profile_doc(*ENTRIES)))
-    entries, info = load_profile(good)
+    entries, info = read_profile_file(good)
     assert len(entries) == 4 and info.path == str(good.resolve()) and len(str(info.sha256)) == 64
 
 
@@ -224,5 +224,5 @@ def test_replay_support_reads_the_engines_own_source(tmp_path, monkeypatch, engi
     _fake_package(tmp_path, package, path, text)
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))
     monkeypatch.setenv("SPECBENCH_ENGINE_PYTHON", sys.executable)
-    why = replay_support(load_engine(engine))
+    why = replay_support(read_engine(engine))
     assert why is None if expected is None else expected in why

@@ -16,7 +16,7 @@ from specbench.run.readback import read_requests
 from specbench.schemas.meta import RunMeta, ServerMeta
 from specbench.schemas.plans import Schedule, TuneResult
 from specbench.schemas.row_read import rows_from
-from specbench.util.jsonio import dumps
+from specbench.util.jsonio import dumps, read_json
 from specbench.util.numbers import finite, is_number
 from tests.support.paths import DATA, ROOT, RUNS
 
@@ -25,6 +25,11 @@ from tests.support.paths import DATA, ROOT, RUNS
 COMMITTED = sorted([DATA / "html" / "run" / "meta.json", *(RUNS / "meta_versions").glob("*.json"), *RUNS.glob("*/meta.json"),
                     *RUNS.glob("modes_table/*/meta.json")])
 TUNE_RUN = RUNS / "cpu_tune"  # results/evidence/cpu/cpu_explain-tune: meta, schedule, results and requests
+
+
+def meta_file(path):
+    """A meta.json read strictly (as ``--resume`` reads it, less the one-line wrapping of its refusal)."""
+    return RunMeta.from_dict(read_json(path), path)
 
 
 def as_written(data: object) -> str:
@@ -41,12 +46,12 @@ def test_every_committed_meta_json_reads_strictly_and_writes_back_byte_identical
     text = path.read_text()
     meta = RunMeta.from_dict(json.loads(text), path)  # strict: a wrong type would raise
     assert as_written(meta.to_dict()) == text
-    RunMeta.load(path).save(tmp_path / "meta.json")
+    meta_file(path).save(tmp_path / "meta.json")
     assert (tmp_path / "meta.json").read_bytes() == path.read_bytes()
 
 
 def test_attribute_reads_of_a_committed_run():
-    meta = RunMeta.load(TUNE_RUN / "meta.json")
+    meta = meta_file(TUNE_RUN / "meta.json")
     assert meta.suite is not None and meta.suite.raw is not None and meta.suite_name == meta.raw.name
     assert meta.runs and meta.runs[0].resume is False
     assert meta.servers and all(isinstance(s, ServerMeta) for s in meta.servers.values())
@@ -55,7 +60,7 @@ def test_attribute_reads_of_a_committed_run():
 
 
 def test_the_tune_result_is_typed_and_written_back_as_stored():
-    meta = RunMeta.load(TUNE_RUN / "meta.json")
+    meta = meta_file(TUNE_RUN / "meta.json")
     assert meta.tune is not None
     assert isinstance(meta.tune.result, TuneResult)
     stored = json.loads((TUNE_RUN / "meta.json").read_text())["tune"]["result"]
@@ -69,7 +74,7 @@ def test_the_tune_result_is_typed_and_written_back_as_stored():
 
 def test_the_typed_analysis_reproduces_the_committed_one():
     """The analysis, run again on the committed tune run's rows and requests, writes the same bytes."""
-    meta = RunMeta.load(TUNE_RUN / "meta.json")
+    meta = meta_file(TUNE_RUN / "meta.json")
     rows = rows_from(json.loads((TUNE_RUN / "results.json").read_text()))
     requests = read_requests(TUNE_RUN, quiet=True)
     assert meta.tune is not None and requests
@@ -134,10 +139,10 @@ def test_not_an_object_is_one_line(tmp_path):
     path = tmp_path / "meta.json"
     path.write_text("[1]")
     with pytest.raises(ResultsError, match=f"^{path}: expected a JSON object, got list$"):
-        RunMeta.load(path)
+        meta_file(path)
     path.write_text('{"runs": ')
     with pytest.raises(ResultsError, match=f"^{path}:1: not valid JSON"):
-        RunMeta.load(path)
+        meta_file(path)
 
 
 def test_nan_and_infinity_read_as_null():

@@ -12,7 +12,7 @@ from specbench.errors import ResultsError
 from specbench.measure.quality import add_quality
 from specbench.measure.slo import attach_capacity
 from specbench.measure.summarize import add_comparisons, summarize_cell
-from specbench.run.readback import load_run
+from specbench.run.readback import read_run
 from specbench.schemas.cell import Cell
 from specbench.schemas.row import FIELD_NAMES, REFERENCE_KEYS, ResultRow
 from specbench.schemas.row_read import read_row
@@ -61,7 +61,7 @@ def test_results_json_is_byte_identical_to_the_dict_rows():
 
 def test_a_row_read_back_writes_the_same_json(tmp_path):
     (tmp_path / "results.json").write_text(GOLDEN.read_text())
-    run = load_run(tmp_path, quiet=True)
+    run = read_run(tmp_path, quiet=True)
     assert run.problems == []
     assert json.dumps([r.to_dict() for r in run.rows], indent=2) + "\n" == GOLDEN.read_text()
     assert [r.to_dict(reference_first=False) for r in run.rows] == json.loads(GOLDEN.read_text())
@@ -117,7 +117,7 @@ def test_report_pages_render_byte_identical_from_typed_rows(tmp_path):
     for name in ("meta.json", "requests.jsonl"):
         shutil.copy(DATA / "html" / "run" / name, tmp_path / name)
     shutil.copy(GOLDEN, tmp_path / "results.json")
-    run = load_run(tmp_path, quiet=True)
+    run = read_run(tmp_path, quiet=True)
     assert markdown(run.rows, run.meta, run.explained) == (DATA / "rows" / "report_golden.md").read_text()
     page = write_html([tmp_path], tmp_path / "report.html").read_bytes()
     assert hashlib.sha256(page).hexdigest() == PAGE_SHA256

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from specbench.errors import SuiteError
-from specbench.suite import arrival, load_suite
+from specbench.suite import arrival, read_suite
 
 # Mooncake's published example lines (kvcache-ai/Mooncake FAST25-release/README.md, as AIPerf's docs show them)
 MOONCAKE = """{"timestamp": 0, "input_length": 655, "output_length": 52, "hash_ids": [46, 47]}
@@ -35,26 +35,26 @@ def suite(tmp_path: Path, load: dict, files: dict[str, str] | None = None) -> Pa
 
 def problems(path: Path) -> list[str]:
     with pytest.raises(SuiteError) as info:
-        load_suite(path)
+        read_suite(path)
     lines = str(info.value).splitlines()
     assert all(line.startswith(f"{path}: load.") for line in lines), lines
     return lines
 
 
 def test_poisson_is_the_default_and_its_name_alone_is_enough(tmp_path):
-    assert load_suite(suite(tmp_path, {"request_rate": 2})).load.arrival.kind == "poisson"
-    loaded = load_suite(suite(tmp_path, {"request_rate": 2, "arrival": "poisson"}))
+    assert read_suite(suite(tmp_path, {"request_rate": 2})).load.arrival.kind == "poisson"
+    loaded = read_suite(suite(tmp_path, {"request_rate": 2, "arrival": "poisson"}))
     assert loaded.load.arrival.kind == "poisson" and "arrival" not in loaded.comparability().to_dict()
 
 
 def test_gamma_keeps_the_swept_rates_and_joins_the_comparability(tmp_path):
-    s = load_suite(suite(tmp_path, {"request_rate": [1, 4], "arrival": {"kind": "gamma", "burstiness": 0.5}}))
+    s = read_suite(suite(tmp_path, {"request_rate": [1, 4], "arrival": {"kind": "gamma", "burstiness": 0.5}}))
     assert s.load.request_rate == (1.0, 4.0) and s.load.arrival.burstiness == 0.5
     assert s.comparability().to_dict()["arrival"] == {"kind": "gamma", "burstiness": 0.5}
 
 
 def test_a_ramp_is_its_cells_end_rate(tmp_path):
-    s = load_suite(suite(tmp_path, {"concurrency": 8, "arrival": {"kind": "ramp", "shape": "exponential", "start": 1,
+    s = read_suite(suite(tmp_path, {"concurrency": 8, "arrival": {"kind": "ramp", "shape": "exponential", "start": 1,
                                                                   "end": 16, "duration_s": 30}}))
     a = s.load.arrival
     assert (a.shape, a.start, a.end, a.duration_s) == ("exponential", 1.0, 16.0, 30.0)
@@ -63,7 +63,7 @@ def test_a_ramp_is_its_cells_end_rate(tmp_path):
 
 
 def test_a_mooncake_trace_is_read_in_milliseconds_and_scaled(tmp_path):
-    s = load_suite(suite(tmp_path, {"arrival": {"kind": "trace", "path": "t.jsonl", "time_scale": 0.5}}, {"t.jsonl": MOONCAKE}))
+    s = read_suite(suite(tmp_path, {"arrival": {"kind": "trace", "path": "t.jsonl", "time_scale": 0.5}}, {"t.jsonl": MOONCAKE}))
     a = s.load.arrival
     assert a.format == "mooncake" and [(t.at_s, t.input_length, t.output_length, t.line) for t in a.trace] == [
         (0.0, 655, 52, 1), (10.535 * 0.5, 672, 26, 2), (27.482 * 0.5, 655, 52, 3)]
@@ -72,7 +72,7 @@ def test_a_mooncake_trace_is_read_in_milliseconds_and_scaled(tmp_path):
 
 
 def test_an_azure_trace_is_read_from_its_csv(tmp_path):
-    a = load_suite(suite(tmp_path, {"arrival": {"kind": "trace", "path": "a.csv"}}, {"a.csv": AZURE})).load.arrival
+    a = read_suite(suite(tmp_path, {"arrival": {"kind": "trace", "path": "a.csv"}}, {"a.csv": AZURE})).load.arrival
     assert a.format == "azure"
     assert [t.at_s for t in a.trace] == pytest.approx([0.0, 4.314579, 4.541877])
     assert [(t.input_length, t.output_length, t.line) for t in a.trace] == [(374, 44, 2), (396, 109, 3), (879, 55, 4)]
@@ -81,7 +81,7 @@ def test_an_azure_trace_is_read_from_its_csv(tmp_path):
 def test_specbench_lines_carry_text_and_session(tmp_path):
     trace = ('{"timestamp": 0, "output_length": 3, "text": "say hi", "session_id": 7}\n\n'
              '{"timestamp": 500, "input_length": 10, "output_length": 0, "session_id": "a"}\n')
-    a = load_suite(suite(tmp_path, {"arrival": {"kind": "trace", "path": "t.jsonl"}}, {"t.jsonl": trace})).load.arrival
+    a = read_suite(suite(tmp_path, {"arrival": {"kind": "trace", "path": "t.jsonl"}}, {"t.jsonl": trace})).load.arrival
     assert [(t.text, t.session_id, t.input_length, t.line) for t in a.trace] == [("say hi", "7", None, 1), (None, "a", 10, 3)]
 
 

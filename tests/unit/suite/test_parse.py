@@ -8,7 +8,7 @@ import yaml
 from specbench.errors import SuiteError
 from specbench.gate.judge import comparability_problems
 from specbench.schemas.meta import RunMeta
-from specbench.suite import LoadSpec, Suite, load_suite, parse_suite
+from specbench.suite import LoadSpec, Suite, parse_suite, read_suite
 from tests.support.paths import ROOT
 
 
@@ -44,7 +44,7 @@ def write(tmp_path: Path, data) -> Path:
 def problems(tmp_path: Path, data) -> list[str]:
     path = write(tmp_path, data)
     with pytest.raises(SuiteError) as info:
-        load_suite(path)
+        read_suite(path)
     lines = str(info.value).splitlines()
     for line in lines:
         assert line.startswith(str(path)), line  # every line names the file
@@ -52,7 +52,7 @@ def problems(tmp_path: Path, data) -> list[str]:
 
 
 def test_valid_suite_loads_typed_values(tmp_path, prompts):
-    suite = load_suite(write(tmp_path, valid(prompts)))
+    suite = read_suite(write(tmp_path, valid(prompts)))
     assert isinstance(suite, Suite) and suite.name == "t" and suite.model == "smol" and suite.endpoint == "chat"
     base, spec = suite.configs
     assert base.url == "http://127.0.0.1:8000" and not base.launched  # trailing slash dropped
@@ -71,7 +71,7 @@ def test_valid_suite_loads_typed_values(tmp_path, prompts):
 
 def test_defaults(tmp_path, prompts):
     data = {"name": "t", "model": "m", "configs": [{"name": "a"}], "datasets": ["builtin"]}
-    suite = load_suite(write(tmp_path, data))
+    suite = read_suite(write(tmp_path, data))
     assert suite.endpoint == "chat" and suite.engine == "vllm"
     assert suite.load == LoadSpec()
     assert suite.load.concurrency == (1,) and suite.load.request_rate is None
@@ -81,17 +81,17 @@ def test_defaults(tmp_path, prompts):
 def test_request_rate_list(tmp_path, prompts):
     data = valid(prompts)
     data["load"] = {"request_rate": [0.5, 2]}
-    assert load_suite(write(tmp_path, data)).load.request_rate == (0.5, 2.0)
+    assert read_suite(write(tmp_path, data)).load.request_rate == (0.5, 2.0)
 
 
 def test_embedded_cpu_smoke_suite_loads():
-    suite = load_suite(ROOT / "suites" / "cpu_smoke.yaml")
+    suite = read_suite(ROOT / "suites" / "cpu_smoke.yaml")
     assert [c.name for c in suite.configs] == ["baseline", "ngram_k3", "ngram_k7"]
     assert suite.baseline.name == "baseline" and suite.engine == "vllm-cpu"
 
 
 def test_gpu_dummy_suite_runs_every_config_on_random_weights():
-    suite = load_suite(ROOT / "suites" / "gpu_dummy_qwen3_8b.yaml")
+    suite = read_suite(ROOT / "suites" / "gpu_dummy_qwen3_8b.yaml")
     assert suite.dummy_configs == ["baseline", "dspark_k3"] and suite.load.ignore_eos
 
 
@@ -206,7 +206,7 @@ def test_k_must_be_positive(tmp_path, prompts):
 def test_config_datasets_restricts_a_config_to_named_data_sets(tmp_path, prompts):
     data = valid(prompts)
     data["configs"][1]["datasets"] = ["builtin"]
-    base, spec = load_suite(write(tmp_path, data)).configs
+    base, spec = read_suite(write(tmp_path, data)).configs
     assert spec.datasets == ("builtin",) and spec.runs_on("builtin") and not spec.runs_on("p")
     assert base.datasets is None and base.runs_on("p")  # no datasets: key = every data set
 
@@ -273,7 +273,7 @@ def test_not_a_mapping(tmp_path):
 def test_missing_suite_file(tmp_path):
     path = tmp_path / "nope.yaml"
     with pytest.raises(SuiteError, match="suite file not found") as info:
-        load_suite(path)
+        read_suite(path)
     assert str(info.value) == f"{path}: suite file not found"
 
 
@@ -306,70 +306,70 @@ def test_parse_suite_direct(prompts):
 
 def test_baseline_by_name_or_flag(tmp_path, prompts):
     data = valid(prompts)
-    assert load_suite(write(tmp_path, data)).baseline.name == "baseline"
+    assert read_suite(write(tmp_path, data)).baseline.name == "baseline"
     data["configs"][0]["name"] = "plain"
-    assert load_suite(write(tmp_path, data)).baseline is None
+    assert read_suite(write(tmp_path, data)).baseline is None
     data["configs"][0]["baseline"] = True
-    assert load_suite(write(tmp_path, data)).baseline.name == "plain"
+    assert read_suite(write(tmp_path, data)).baseline.name == "plain"
     # an explicit flag wins over the name
     data["configs"].append({"name": "baseline", "url": "http://127.0.0.1:9"})
-    assert load_suite(write(tmp_path, data)).baseline.name == "plain"
+    assert read_suite(write(tmp_path, data)).baseline.name == "plain"
 
 
 def test_comparability_changes_with_max_tokens(tmp_path, prompts):
     data = valid(prompts)
-    first = load_suite(write(tmp_path, data)).comparability().to_dict()
-    assert load_suite(write(tmp_path, data)).comparability().to_dict() == first  # deterministic
+    first = read_suite(write(tmp_path, data)).comparability().to_dict()
+    assert read_suite(write(tmp_path, data)).comparability().to_dict() == first  # deterministic
     data["load"]["max_tokens"] = 65
-    second = load_suite(write(tmp_path, data)).comparability().to_dict()
+    second = read_suite(write(tmp_path, data)).comparability().to_dict()
     assert second["max_tokens"] == 65 and first["max_tokens"] == 64
     assert {k for k in first if first[k] != second[k]} == {"max_tokens"}
 
 
 def test_comparability_fingerprints_configs_and_datasets(tmp_path, prompts):
     data = valid(prompts)
-    first = load_suite(write(tmp_path, data)).comparability().to_dict()
+    first = read_suite(write(tmp_path, data)).comparability().to_dict()
     assert set(first["configs"]) == {"baseline", "dspark_k3"} and set(first["datasets"]) == {"p", "builtin"}
     data["configs"][1]["num_speculative_tokens"] = 7
     data["datasets"][0]["requests"] = 1
-    second = load_suite(write(tmp_path, data)).comparability().to_dict()
+    second = read_suite(write(tmp_path, data)).comparability().to_dict()
     assert first["configs"]["baseline"] == second["configs"]["baseline"]
     assert first["configs"]["dspark_k3"] != second["configs"]["dspark_k3"]
     assert first["datasets"]["p"] != second["datasets"]["p"]
     assert first["datasets"]["builtin"] == second["datasets"]["builtin"]
     # load shape is not part of it (more load points may be added on resume)
     data["load"]["concurrency"] = [1, 4, 16]
-    assert load_suite(write(tmp_path, data)).comparability().to_dict() == second
+    assert read_suite(write(tmp_path, data)).comparability().to_dict() == second
 
 
 @pytest.mark.parametrize("change", ["extra_body", "model_path", "engine"])
 def test_comparability_covers_request_body_weights_and_engine(tmp_path, prompts, change):
     data = valid(prompts)
-    first = load_suite(write(tmp_path, data)).comparability()
+    first = read_suite(write(tmp_path, data)).comparability()
     if change == "extra_body":
         data["load"]["extra_body"] = {"top_k": 1}
     elif change == "model_path":
         data["server"]["model_path"] = "/models/other-weights"
     else:
         data["engine"] = "sglang"
-    assert load_suite(write(tmp_path, data)).comparability() != first
+    assert read_suite(write(tmp_path, data)).comparability() != first
 
 
 def test_load_format_dummy_suite_wide_and_per_config(tmp_path, prompts):
     """server.load_format applies to every launched config; a config's own key wins; a config at a url
     is not launched, so only its own key (how that server was started) says it."""
     data = valid(prompts)
-    real = load_suite(write(tmp_path, data))
+    real = read_suite(write(tmp_path, data))
     assert [c.load_format for c in real.configs] == ["auto", "auto"] and real.dummy_configs == []
     assert "load_format" not in real.comparability().to_dict()  # runs from before the key stay comparable
     data["server"]["load_format"] = "dummy"
     data["configs"].append({"name": "real", "load_format": "auto"})
-    suite = load_suite(write(tmp_path, data))
+    suite = read_suite(write(tmp_path, data))
     assert [(c.name, c.load_format) for c in suite.configs] == [("baseline", "auto"), ("dspark_k3", "dummy"), ("real", "auto")]
     assert suite.server.load_format == "dummy" and suite.dummy_configs == ["dspark_k3"]
     assert suite.comparability().load_format == "dummy"
     data["configs"][0]["load_format"] = "dummy"
-    assert load_suite(write(tmp_path, data)).dummy_configs == ["baseline", "dspark_k3"]
+    assert read_suite(write(tmp_path, data)).dummy_configs == ["baseline", "dspark_k3"]
 
 
 @pytest.mark.parametrize("where", ["server", "config"])
@@ -387,9 +387,9 @@ def test_unknown_load_format_is_one_line_naming_file_and_key(tmp_path, prompts, 
 
 def test_dummy_and_real_runs_are_not_comparable(tmp_path, prompts):
     data = valid(prompts)
-    real = load_suite(write(tmp_path, data)).comparability()
+    real = read_suite(write(tmp_path, data)).comparability()
     data["server"]["load_format"] = "dummy"
-    dummy = load_suite(write(tmp_path, data)).comparability()
+    dummy = read_suite(write(tmp_path, data)).comparability()
     assert comparability_problems(RunMeta(comparability=dummy), RunMeta(comparability=real)) == [
         "comparability differs in load_format ('dummy' vs missing)"]
 
@@ -397,11 +397,11 @@ def test_dummy_and_real_runs_are_not_comparable(tmp_path, prompts):
 def test_steplog_suite_wide_and_per_config(tmp_path, prompts):
     """server.steplog applies to every launched config, a config's own key wins; a config at a url is off."""
     data = valid(prompts)
-    assert [c.steplog for c in load_suite(write(tmp_path, data)).configs] == ["off", "off"]
+    assert [c.steplog for c in read_suite(write(tmp_path, data)).configs] == ["off", "off"]
     data["server"]["steplog"] = "timing"
     data["configs"].append({"name": "quiet", "steplog": "off"})
     data["configs"].append({"name": "steps", "steplog": "steps"})
-    suite = load_suite(write(tmp_path, data))
+    suite = read_suite(write(tmp_path, data))
     assert [(c.name, c.steplog) for c in suite.configs] == [("baseline", "off"), ("dspark_k3", "timing"),
                                                            ("quiet", "off"), ("steps", "steps")]
 

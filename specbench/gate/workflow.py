@@ -1,22 +1,23 @@
-"""The gate's workflow as a library call: read the candidate (and reference) strictly, take the
-thresholds (the suite's ``gate:`` section, else the candidate's meta.json, overridden by the flags),
-refuse runs that are not comparable, and judge. ``specbench gate`` passes plain values in and prints
-what comes back; the judging itself is ``specbench.gate`` (pure). It sits in ``report`` because it
-reads runs through the report's loader."""
+"""The gate's workflow as one library call, its one door: read the candidate (and the reference, which a
+directory of runs names by search: ``reference_for``) strictly, take the thresholds (the suite's ``gate:``
+section, else the candidate's meta.json, overridden by the flags), refuse runs that are not comparable, and
+judge (``judge``, pure). ``specbench gate`` passes plain values in and renders what comes back."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ResultsError
-from ..gate.judge import Run, Verdict, comparability_problems, evaluate, index_cells, suite_gate, suite_name
-from ..run.readback import load_run
+from ..run.history import discover, is_run_dir, parse_time, show_time, start_order
+from ..run.readback import read_run
+from ..schemas.meta import RunMeta
 from ..schemas.run_files import META, RESULTS
-from ..suite import load_suite
+from ..suite import read_suite
 from ..suite.gate import GateError, GateSpec, cli_spec
-from .history import reference_for
+from .judge import Run, Verdict, comparability_problems, evaluate, index_cells, suite_gate, suite_name
 
 Warn = Callable[[str], None]
 
@@ -46,20 +47,43 @@ def results_path(path: Path) -> Path:
 
 
 def read_gate_run(path: Path, warn: Warn) -> Run:
-    """A run through the report's loader, strictly: a damaged value refuses the run, never becomes —."""
+    """A run read in the gate's mode (``readback.read_run``): a damaged value refuses the run, never becomes —."""
     results = results_path(Path(path))
     if not results.is_file():
         raise ResultsError(f"{results}: results file not found")
-    run = load_run(results, quiet=True, strict=True)
+    run = read_run(results, quiet=True, mode="gate")
     for problem in [*run.problems, *run.notes]:
         warn(problem)
     return Run(results, index_cells(run.rows, str(results)), run.meta)
 
 
+def reference_for(reference: Path, candidate_dir: Path, candidate_meta: RunMeta | None) -> Path:
+    """``gate --reference DIR``: a run directory or results.json is itself; a directory of runs means
+    the latest complete run of the candidate's suite started before the candidate."""
+    reference = Path(reference)
+    if not reference.is_dir() or is_run_dir(reference):
+        return reference
+    name = candidate_meta.suite_name if candidate_meta else None
+    started = parse_time(candidate_meta.started_at if candidate_meta else None)
+    if not isinstance(name, str) or started is None:
+        raise GateError(f"--reference {reference}: the candidate's meta.json records no suite name and start time, "
+                        "so no run of the same suite can be picked; give a run directory")
+    own = candidate_dir.resolve()
+    earlier = [r for r in discover([reference]) if r.complete and r.suite == name
+               and r.path.resolve() != own and r.started is not None and r.started < started]
+    if not earlier:
+        raise GateError(f"--reference {reference}: no complete run of suite {name!r} started before the candidate "
+                        f"({show_time(started)})")
+    ref = max(earlier, key=start_order)
+    print(f"specbench gate: reference {ref.path}: the latest complete run of suite {name!r} before the candidate "
+          f"(started {show_time(ref.started)})", file=sys.stderr)
+    return ref.path
+
+
 def gather_checks(inputs: GateInputs, cand: Run) -> GateSpec:
     """Suite thresholds (``--suite``, else the candidate's meta.json) overridden by the flags."""
     if inputs.suite is not None:
-        suite = load_suite(inputs.suite)
+        suite = read_suite(inputs.suite)
         base, name = GateSpec.from_mapping(suite.gate, f"{inputs.suite}: gate"), suite.name
         cand_name = suite_name(cand.meta)
         if name is not None and cand_name is not None and name != cand_name:

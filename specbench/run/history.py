@@ -1,4 +1,5 @@
-"""A directory of runs as a history: find the runs under it, group them by suite, pick what to show.
+"""A directory of runs as a history: find the runs under it, read and classify each, group them by suite, pick
+what to show (the report formats it: ``report/history_report.py``, ``history_compare``, ``history_html``).
 
 ``specbench run`` writes each run to ``results/<suite>-<timestamp>/``; ``specbench report results/``
 then means "the latest complete run of each suite", ``--all`` every complete run, and ``--compare``
@@ -14,25 +15,19 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import ResultsError, SpecbenchError
-from ..gate import GateError
-from ..run.readback import Newer, load_run, read_meta_only, refusal, warn
 from ..schemas.cell import Cell, LoadPoint, load_of
 from ..schemas.meta import Comparability, GitState, RunMeta, SuiteFile
 from ..schemas.row import ResultRow
 from ..schemas.run_files import META, RESULTS
-from ..util.diskio import write_output
+from .readback import Newer, read_meta_only, read_run, refusal, warn
 
 COMPLETE = "complete"
-
-
-SHOWN_FORMATS = ("markdown", "json", "csv", "html")
 
 
 @dataclass(frozen=True)
@@ -60,7 +55,7 @@ class RunEntry:
 
     path: Path
     meta: RunMeta | None  # None: no meta.json
-    records: list[ResultRow] | None
+    rows: list[ResultRow] | None
     status: str  # complete | interrupted | failed | unfinished | unreadable
     reason: str = ""
     started: dt.datetime | None = None
@@ -84,13 +79,13 @@ class RunEntry:
         source = meta.suite_file or SuiteFile()
         git = source.git or GitState()
         return RunProvenance(str(self.path), self.suite, self.status, self.reason or None, meta.started_at,
-                          meta.finished_at, tuple(engines(self.records or [], meta)), meta.specbench_version,
+                          meta.finished_at, tuple(engines(self.rows or [], meta)), meta.specbench_version,
                           source.sha256, git.commit, git.dirty, self.newer)
 
 
-def engines(records: Sequence[ResultRow], meta: RunMeta) -> list[str]:
+def engines(rows: Sequence[ResultRow], meta: RunMeta) -> list[str]:
     """``engine version`` of every server of the run, from its rows, else from meta.json's servers."""
-    found = [f"{r.engine} {r.server_version or ''}".strip() for r in records
+    found = [f"{r.engine} {r.server_version or ''}".strip() for r in rows
              if isinstance(r.engine, str)]
     if not found:
         found = [f"{s.engine} {s.version or ''}".strip() for s in (meta.servers or {}).values() if s.engine]
@@ -134,25 +129,25 @@ def read_entry(path: Path) -> RunEntry:
     """Read one run directory; damage makes it an ``unreadable`` entry, not an error for the others (a
     newer specbench's run is not damage: its keys this version cannot read are ignored and said)."""
     try:
+        rows: list[ResultRow] | None = None
         if (path / RESULTS).is_file():
-            run = load_run(path, quiet=True)
+            run = read_run(path, quiet=True)
             if run.problems:  # a repaired value would make a damaged run look complete
                 raise ResultsError(refusal(run.problems))
-            meta, records, newer = run.meta, run.rows, run.newer
-            for i, r in enumerate(records):
+            meta, rows, newer = run.meta, run.rows, run.newer
+            for i, r in enumerate(rows):
                 if not (isinstance(r.run, str) and isinstance(r.dataset, str)):
                     raise ResultsError(f"{path / RESULTS}: record {i} has no string 'run' and 'dataset'")
         else:
             meta, problems, newer = read_meta_only(path / META)
             if problems:
                 raise ResultsError(refusal(problems))
-            records = None
-        status, reason = classify(meta, records)
+        status, reason = classify(meta, rows)
     except SpecbenchError as err:
         return RunEntry(path, None, None, "unreadable", str(err))
     except (OSError, ValueError, TypeError, KeyError, AttributeError) as err:
         return RunEntry(path, None, None, "unreadable", f"{path}: {type(err).__name__}: {err}".splitlines()[0])
-    return RunEntry(path, meta, records, status, reason, parse_time(meta.started_at if meta else None), newer)
+    return RunEntry(path, meta, rows, status, reason, parse_time(meta.started_at if meta else None), newer)
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -192,33 +187,33 @@ def _count(value: Any) -> int:
     return int(number)
 
 
-def classify(meta: RunMeta | None, records: list[ResultRow] | None) -> tuple[str, str]:
+def classify(meta: RunMeta | None, rows: list[ResultRow] | None) -> tuple[str, str]:
     """(status, one-line reason) of a run; the reason is empty for a complete run (None: no meta.json)."""
-    if records is None:
+    if rows is None:
         if not (meta and meta.finished_at):
             return "unfinished", "no cell measured and no finished_at in meta.json: still running, or killed"
         return "failed", "no cell measured (no results.json)"
     if meta and not meta.finished_at:
-        return "unfinished", f"{len(records)} cell(s) written but no finished_at in meta.json: still running, or killed"
+        return "unfinished", f"{len(rows)} cell(s) written but no finished_at in meta.json: still running, or killed"
     meta = meta or RunMeta()
     failed_configs = meta.failed_configs or {}
-    failed = [str(Cell.of_row(r)) for r in records if r.status == "failed"]
+    failed = [str(Cell.of_row(r)) for r in rows if r.status == "failed"]
     if failed_configs or failed:
         parts = [f"config {name} failed: {str(err).splitlines()[0] if str(err) else '?'}"
                  for name, err in failed_configs.items()]
         parts += [f"cell {c} failed" for c in failed[:3]] + ([f"+{len(failed) - 3} more"] if len(failed) > 3 else [])
         return "failed", "; ".join(parts)
-    cut = [str(Cell.of_row(r)) for r in records if r.status not in (None, "ok")]
+    cut = [str(Cell.of_row(r)) for r in rows if r.status not in (None, "ok")]
     expected = expected_cells(meta)
-    present = {Cell.at(r.run, r.dataset, load_of(r).uncapped) for r in records}
+    present = {Cell.at(r.run, r.dataset, load_of(r).uncapped) for r in rows}
     missing = len(expected - present) if expected is not None else 0
     repeats = (meta.raw.load or {}).get("repeats", 1)
-    short = [str(Cell.of_row(r)) for r in records if isinstance(repeats, int) and isinstance(r.repeats, int)
+    short = [str(Cell.of_row(r)) for r in rows if isinstance(repeats, int) and isinstance(r.repeats, int)
              and r.repeats < repeats]
     if cut or missing or short:
-        total = len(expected) if expected is not None else len(records)
-        parts = [f"{len(present & expected) if expected is not None else len(records)} of {total} cells measured"]
-        parts += [f"cell {c} {next(r.status for r in records if str(Cell.of_row(r)) == c)}" for c in cut[:3]]
+        total = len(expected) if expected is not None else len(rows)
+        parts = [f"{len(present & expected) if expected is not None else len(rows)} of {total} cells measured"]
+        parts += [f"cell {c} {next(r.status for r in rows if str(Cell.of_row(r)) == c)}" for c in cut[:3]]
         parts += [f"cell {c} has fewer than {repeats} repeats" for c in short[:3]]
         return "interrupted", "; ".join(parts)
     return COMPLETE, ""
@@ -243,7 +238,7 @@ class SuiteHistory:
         return (done[-2], done[-1]) if len(done) >= 2 else None
 
 
-def _order(run: RunEntry) -> tuple:
+def start_order(run: RunEntry) -> tuple:
     epoch = dt.datetime.min.replace(tzinfo=dt.UTC)
     return (run.started or epoch, str(run.path))
 
@@ -286,7 +281,7 @@ def history(roots: Sequence[Path], *, suite: str | None = None, since: dt.dateti
         if not runs:
             raise ResultsError(f"{where}: no run started since {show_time(since)}")
     groups: dict[str, list[RunEntry]] = {}
-    for r in sorted(runs, key=_order):
+    for r in sorted(runs, key=start_order):
         groups.setdefault(r.group, []).append(r)
         if r.newer is not None:  # said once per run, whatever the format
             warn([r.newer.line(r.path)])
@@ -299,81 +294,9 @@ def history(roots: Sequence[Path], *, suite: str | None = None, since: dt.dateti
     return out
 
 
-def reference_for(reference: Path, candidate_dir: Path, candidate_meta: RunMeta | None) -> Path:
-    """``gate --reference DIR``: a run directory or results.json is itself; a directory of runs means
-    the latest complete run of the candidate's suite started before the candidate."""
-    reference = Path(reference)
-    if not reference.is_dir() or is_run_dir(reference):
-        return reference
-    name = candidate_meta.suite_name if candidate_meta else None
-    started = parse_time(candidate_meta.started_at if candidate_meta else None)
-    if not isinstance(name, str) or started is None:
-        raise GateError(f"--reference {reference}: the candidate's meta.json records no suite name and start time, "
-                        "so no run of the same suite can be picked; give a run directory")
-    own = candidate_dir.resolve()
-    earlier = [r for r in discover([reference]) if r.complete and r.suite == name
-               and r.path.resolve() != own and r.started is not None and r.started < started]
-    if not earlier:
-        raise GateError(f"--reference {reference}: no complete run of suite {name!r} started before the candidate "
-                        f"({show_time(started)})")
-    ref = max(earlier, key=_order)
-    print(f"specbench gate: reference {ref.path}: the latest complete run of suite {name!r} before the candidate "
-          f"(started {show_time(ref.started)})", file=sys.stderr)
-    return ref.path
-
-
-def run_line(run: RunEntry) -> str:
-    """Which run a table comes from, in one markdown line."""
-    p = run.provenance()
-    parts = [f"`{run.path}`", f"started {show_time(run.started)}"]
-    if p.engine:
-        parts.append("engine " + ", ".join(p.engine))
-    if p.suite_sha256:
-        parts.append(f"suite file sha256 `{p.suite_sha256[:12]}`")
-    if p.git_commit:
-        parts.append(f"git `{p.git_commit[:10]}`" + (" (suite file differs from that commit)" if p.git_dirty else ""))
-    if not p.suite_sha256 and not p.git_commit and run.meta:
-        parts.append("suite file hash and git commit not recorded (run made before they were)")
-    if not run.meta:
-        parts.append(f"no {META}")
-    if run.newer:
-        parts.append(newer_note(run.newer))
-    return " · ".join(parts)
-
-
-def newer_note(newer: Newer) -> str:
-    """A newer specbench's run beside its table or status line: what this version did with it."""
-    ignored = len(newer.ignored_meta_keys) + len(newer.ignored_results_keys)
-    who = f"specbench {newer.specbench_version}" if newer.specbench_version else "a newer specbench"
-    return f"written by {who}: shown with what this version reads" + (f" ({ignored} key(s) ignored)" if ignored else "")
-
-
-def status_line(run: RunEntry) -> str:
-    note = f" ({newer_note(run.newer)})" if run.newer else ""
-    return f"- `{run.path}` (started {show_time(run.started)}): **{run.status}** — {run.reason}{note}"
-
-
-def other_runs(h: SuiteHistory) -> list[str]:
-    """One line per run of the suite that is not shown: not complete (and why), or older."""
-    lines = []
-    for run in h.runs:
-        if run in h.shown:
-            continue
-        if run.complete:
-            lines.append(f"- `{run.path}` (started {show_time(run.started)}): complete, older — shown with `--all`")
-        else:
-            lines.append(status_line(run) + f"; not shown (its own table: `specbench report {run.path}`)")
-    return lines
-
-
-def heading(h: SuiteHistory) -> str:
-    return f"## Suite `{h.name}`" if not h.name.startswith("(") else f"## {h.name}"
-
-
-
-
-def emit(text: str, output: str | None) -> None:
-    if output:
-        write_output(Path(output), text + "\n")
-    else:
-        sys.stdout.write(text + "\n")
+def read_named_run(path: Path) -> RunEntry:
+    """A run named on the command line (``specbench compare``): read as the report reads it, classified."""
+    run = read_run(path)
+    status, reason = classify(run.meta, run.rows)
+    return RunEntry(run.path.parent if run.path else path, run.meta, run.rows, status, reason,
+                    parse_time(run.meta.started_at if run.meta else None), run.newer)
