@@ -14,6 +14,7 @@ from ..launch.process import port_in_use
 from ..schemas.cell import LoadPoint
 from ..schemas.request import Prompt
 from ..suite import ServerConfig, Suite
+from .o200k_file import find_o200k
 
 
 def now() -> str:
@@ -57,9 +58,10 @@ def preflight(suite: Suite) -> dict[str, list[Prompt]]:
 def load_suite_prompts(suite: Suite) -> dict[str, list[Prompt]]:
     """Every data set's prompts, or the one-line error of the first that cannot be had."""
     prompts = {}
+    o200k = find_o200k(suite.load.tiktoken_file) if any(s.needs_tokens for s in suite.datasets) else None
     for spec in suite.datasets:
         check_available(spec, suite.data_dir)
-        prompts[spec.name] = load_prompts(spec, suite.data_dir)
+        prompts[spec.name] = load_prompts(spec, suite.data_dir, o200k)  # o200k: sets built or filtered by length
         if not prompts[spec.name]:
             raise SuiteError(f"{suite.path}: dataset {spec.name!r} yielded no prompts")
     return prompts

@@ -26,6 +26,10 @@ class Prompt:
     turns: tuple[str, ...]
     category: str | None = None
     system: str | None = None
+    #: shared-prefix sets: the group whose prefix it shares (None: no group), and whether it is the group's
+    #: first prompt in sending order, the one that finds no cached prefix (None: no group)
+    group: str | None = None
+    group_first: bool | None = None
 
 
 @dataclass
