@@ -19,7 +19,7 @@ from .tokens import Tokens
 RULES = ("human", "vllm")
 LENGTHS = ("vllm", "none")
 USER = "human"
-#: vLLM's ``is_valid_sequence`` bounds (benchmarks/datasets.py), here in o200k_base tokens
+#: vLLM's ``is_valid_sequence`` bounds (its ShareGPT sampling), here in o200k_base tokens
 MIN_TOKENS, MAX_PROMPT_TOKENS, MAX_TOTAL_TOKENS = 4, 1024, 2048
 
 

