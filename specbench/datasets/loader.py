@@ -16,24 +16,51 @@ its memory does not grow with the file's text. ``requests: all`` keeps every pro
 from __future__ import annotations
 
 import random
-from collections.abc import Generator, Iterable, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
 from ..errors import DatasetError
 from ..schemas.request import Prompt
+from . import generate
 from .files import Row
 from .recipes import RECIPES
 from .rows import Item
 from .sources import fetch_rows, local_file
 from .spec import DatasetSpec
+from .tokens import TokenFile, Tokens, tokens_for
 
 T = TypeVar("T")
 
 
-def load_prompts(spec: DatasetSpec, data_dir: Path | str | None = None) -> list[Prompt]:
-    """The prompts of ``spec``, in benchmark order; ``data_dir`` overrides ``$SPECBENCH_DATA_DIR``.
+def load_prompts(spec: DatasetSpec, data_dir: Path | str | None = None, o200k: TokenFile | None = None) -> list[Prompt]:
+    """The prompts of ``spec``, in benchmark order; ``data_dir`` overrides ``$SPECBENCH_DATA_DIR``; ``o200k``
+    (the run stage's o200k_base file) counts tokens where the entry builds or filters by length.
     Reads the source only as far as the selection needs (see the module's docstring)."""
+    tokens = tokens_for(spec.name, spec.tokenizer, o200k) if spec.needs_tokens else None
+
+    def load(used: DatasetSpec) -> list[Prompt]:
+        return load_prompts(used, data_dir, o200k)
+
+    def rows(used: DatasetSpec) -> Iterator[Row]:
+        return fetch_rows(used, data_dir)
+
+    if spec.definition.generated:
+        assert tokens is not None  # needs_tokens: every built set counts
+        build = generate.shared_prefix if spec.source == "shared_prefix" else generate.long_context
+        prompts = build(spec, tokens, load, rows)
+    elif spec.definition.admit is not None:
+        prompts = admitted(spec, data_dir, tokens)
+    else:
+        prompts = read_prompts(spec, data_dir)
+    if spec.effective_options.get("system_tokens"):
+        assert tokens is not None
+        prompts = generate.with_system(spec, prompts, tokens, load, rows)
+    return prompts
+
+
+def read_prompts(spec: DatasetSpec, data_dir: Path | str | None) -> list[Prompt]:
+    """A read set's prompts: the first N, a shuffle's N, or all."""
     if spec.selection == "shuffle" and spec.requests and local_file(spec, data_dir) is not None:
         return [to_prompt(spec, item) for item in shuffled(spec, data_dir)]
     items = iter_items(spec, fetch_rows(spec, data_dir))
@@ -42,6 +69,31 @@ def load_prompts(spec: DatasetSpec, data_dir: Path | str | None = None) -> list[
     finally:
         items.close()  # an early stop closes the file now
     chosen = select(filter_categories(spec, read), spec.requests, spec.selection, spec.seed, spec.name)
+    return [to_prompt(spec, item) for item in chosen]
+
+
+def admitted(spec: DatasetSpec, data_dir: Path | str | None, tokens: Tokens | None) -> list[Prompt]:
+    """A set with ``admit`` (ShareGPT): the kept rows in selection order (a shuffle of them all, or source
+    order, read only as far as needed), and the first N the set admits, met in that order (vLLM's sampling)."""
+    admit = spec.definition.admit
+    assert admit is not None
+    opts = spec.effective_options
+    chosen: list[Item] = []
+    items = iter_items(spec, fetch_rows(spec, data_dir))
+    try:
+        order = select(list(items), None, "shuffle", spec.seed, spec.name) if spec.selection == "shuffle" else items
+        for item in order:
+            if spec.requests is not None and len(chosen) == spec.requests:
+                break
+            if admit(item, opts, tokens):
+                chosen.append(item)
+    finally:
+        items.close()
+    if spec.requests is not None and len(chosen) < spec.requests:
+        raise DatasetError(f"data set '{spec.name}': requests {spec.requests} exceeds the {len(chosen)} rows its "
+                           f"rules take ({', '.join(f'{k}: {opts[k]}' for k in ('rule', 'lengths') if k in opts)})")
+    if not chosen:
+        raise DatasetError(f"data set '{spec.name}': no row passes its rules")
     return [to_prompt(spec, item) for item in chosen]
 
 
@@ -136,7 +188,8 @@ def select(items: Sequence[T], requests: int | None, selection: str, seed: int, 
 def to_prompt(spec: DatasetSpec, item: Item) -> Prompt:
     opts = spec.effective_options
     recipe = RECIPES[spec.effective_recipe]
-    turns = item.turns[: opts["turns"]] if opts.get("turns") else item.turns
+    cap = opts.get("turns")
+    turns = item.turns[:cap] if isinstance(cap, int) else item.turns  # None or "all": every turn
     first = recipe(turns[0], item.row or {})
     return Prompt(
         id=item.id,

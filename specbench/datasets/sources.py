@@ -16,7 +16,7 @@ from pathlib import Path
 from ..errors import DatasetError
 from .files import Row, one_line, read_rows
 from .registry import HubSource
-from .spec import DatasetSpec
+from .spec import DatasetSpec, used_sets
 
 DATA_DIR_ENV = "SPECBENCH_DATA_DIR"
 LOCAL_SUFFIXES = (".jsonl", ".parquet")
@@ -34,8 +34,10 @@ def data_root(data_dir: Path | str | None) -> Path | None:
 
 
 def local_names(spec: DatasetSpec) -> tuple[str, ...]:
+    """The file names looked for in the data dir: each stem with ``.jsonl`` then ``.parquet``, or as it is
+    where it names a ``.json`` file (ShareGPT's upstream file)."""
     stems = spec.definition.local(spec.effective_options) if spec.definition.local else ()
-    return tuple(stem + suffix for stem in stems for suffix in LOCAL_SUFFIXES)
+    return tuple(n for stem in stems for n in ((stem,) if stem.endswith(".json") else (stem + s for s in LOCAL_SUFFIXES)))
 
 
 def local_file(spec: DatasetSpec, data_dir: Path | str | None) -> Path | None:
@@ -91,7 +93,12 @@ def _hub_rows(spec: DatasetSpec, data_dir: Path | str | None, source: HubSource)
 
 
 def check_available(spec: DatasetSpec, data_dir: Path | str | None = None) -> None:
-    """Cheap pre-flight check, run before any server starts; raises a one-line ``DatasetError``."""
+    """Cheap pre-flight check, run before any server starts; raises a one-line ``DatasetError``. A built
+    set (or a ``system_tokens`` prompt) checks the sets it reads."""
+    for used in used_sets(spec):
+        check_available(used, data_dir)
+    if spec.definition.generated:
+        return
     path = local_file(spec, data_dir)
     if path is not None:
         if not path.is_file():
@@ -121,6 +128,7 @@ def _missing(spec: DatasetSpec, data_dir: Path | str | None, why: str) -> Datase
     names = " or ".join(local_names(spec)) or "a local file"
     where = f"in data dir {root}" if root is not None else f"(no data_dir: in the suite and ${DATA_DIR_ENV} unset)"
     how = HOW_TO_PROVIDE if spec.definition.hub else f"put the file in the suite's data_dir: (or ${DATA_DIR_ENV})"
+    how += f" {spec.definition.how}" if spec.definition.how else ""
     return DatasetError(f"data set '{spec.name}' is not available: no {names} {where}, and {why}; {how}")
 
 

@@ -13,10 +13,15 @@ from typing import Any
 
 from ..errors import SuiteError
 from .files import SUFFIXES
-from .registry import COMMON_OPTIONS, REGISTRY, SPEED_CONFIGS, DatasetDef
+from .registry import COMMON_OPTIONS, ORDERS, QUESTION_SETS, REGISTRY, SPEED_CONFIGS, TEXT_SOURCES, DatasetDef
+from .sharegpt import LENGTHS, RULES
+from .tokens import TOKENIZERS
 
 BASE_KEYS = ("name", "source", "path", "requests", "selection", "seed", "recipe")
 SELECTIONS = ("first", "shuffle")
+#: the bounds of a text built to a length: below, a prefix says little; above, no model's context reaches
+MIN_BUILT_TOKENS, MAX_BUILT_TOKENS = 64, 1 << 20
+MAX_GROUP_COUNT = 100_000
 
 
 def _str(value: Any) -> str:
@@ -35,6 +40,19 @@ def _int(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError(f"must be an integer, got {value!r}")
     return value
+
+
+def _bounded(low: int, high: int) -> Callable[[Any], int]:
+    def check(value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise ValueError(f"must be an integer from {low} to {high}, got {value!r}")
+        return value
+
+    return check
+
+
+def _turns(value: Any) -> int | str:
+    return "all" if value == "all" else _positive_int(value)
 
 
 def _requests(value: Any) -> int | None:
@@ -59,8 +77,19 @@ def _names(value: Any) -> tuple[str, ...]:
 
 OPTION_CHECKS: dict[str, Callable[[Any], Any]] = {
     "variant": _choice("sanitized", "full"),
-    "turns": _positive_int,
+    "turns": _turns,
     "config": _choice(*SPEED_CONFIGS),
+    "groups": _bounded(1, MAX_GROUP_COUNT),
+    "per_group": _bounded(1, MAX_GROUP_COUNT),
+    "prefix_tokens": _bounded(MIN_BUILT_TOKENS, MAX_BUILT_TOKENS),
+    "input_tokens": _bounded(MIN_BUILT_TOKENS, MAX_BUILT_TOKENS),
+    "system_tokens": _bounded(MIN_BUILT_TOKENS, MAX_BUILT_TOKENS),
+    "questions": _choice(*QUESTION_SETS),
+    "text_from": _choice(*TEXT_SOURCES),
+    "order": _choice(*ORDERS),
+    "tokenizer": _choice(*TOKENIZERS),
+    "rule": _choice(*RULES),
+    "lengths": _choice(*LENGTHS),
     "categories": _names,
     "system": _str,
     "field": _str,
@@ -110,6 +139,26 @@ class DatasetSpec:
         keys, as ``registry.DatasetDef.options`` declares them)."""
         return {**COMMON_OPTIONS, **self.definition.options, **self.options}
 
+    @property
+    def tokenizer(self) -> str:
+        return self.effective_options.get("tokenizer") or "o200k"
+
+    @property
+    def needs_tokens(self) -> bool:
+        """Whether loading counts tokens: a set built to a length, a ``system_tokens`` prompt, ShareGPT's lengths."""
+        opts = self.effective_options
+        return bool(self.definition.generated or opts.get("system_tokens")
+                    or (self.definition.admit is not None and opts.get("lengths") == "vllm"))
+
+    @property
+    def least_tokens(self) -> tuple[str, int] | None:
+        """(key, tokens): the key that makes every prompt at least that many tokens long, before its question
+        (the prefix, the whole input, the system prompt; with ``system_tokens`` the sum), for the parse-time
+        context check; None when no key fixes a length."""
+        opts = self.effective_options
+        parts = [(k, opts[k]) for k in ("prefix_tokens", "input_tokens", "system_tokens") if opts.get(k)]
+        return (parts[0][0], sum(n for _, n in parts)) if parts else None
+
     def describe(self) -> DatasetChoices:
         """The resolved choices: defaults filled in, options unset left out."""
         opts = {k: list(v) if isinstance(v, tuple) else v for k, v in self.effective_options.items() if v is not None}
@@ -147,7 +196,7 @@ class DatasetSpec:
             raise fail("source", f"unknown data set '{source}' (known: {', '.join(REGISTRY)})")
         definition = REGISTRY[source]
 
-        allowed = (*BASE_KEYS, *COMMON_OPTIONS, *definition.options)
+        allowed = (*(definition.base_keys or BASE_KEYS), *COMMON_OPTIONS, *definition.options)
         for key in data:
             if key not in allowed:
                 raise fail(str(key), f"unknown key for data set '{source}' (allowed: {', '.join(allowed)})")
@@ -164,7 +213,7 @@ class DatasetSpec:
         if unknown and known is not None:
             msg = f"unknown categories {', '.join(unknown)} for '{source}' (known: {', '.join(known)})"
             raise fail("categories", msg)
-        return cls(
+        spec = cls(
             name=name,
             source=source,
             path=resolved,
@@ -174,6 +223,43 @@ class DatasetSpec:
             recipe=recipe,
             options=options,
         )
+        problem = _combination(spec, data)
+        if problem:
+            raise fail(*problem)
+        return spec
+
+
+def used_sets(spec: DatasetSpec) -> tuple[DatasetSpec, ...]:
+    """The registry sets a built set (or a ``system_tokens`` prompt) reads: its questions, then its text."""
+    opts = spec.effective_options
+    subs = []
+    if spec.definition.generated:
+        q = opts["questions"]
+        subs.append(DatasetSpec(q, q, options={"tokenizer": spec.tokenizer} if q == "sharegpt" else {}))
+    if spec.definition.generated or opts.get("system_tokens"):
+        text_from = opts.get("text_from") or "articles"
+        for source in TEXT_SOURCES[text_from]:
+            categories = {"categories": ("summarization",)} if text_from == "articles" else {}
+            subs.append(DatasetSpec(source, source, recipe="plain", options=categories))
+    return tuple(subs)
+
+
+def _combination(spec: DatasetSpec, data: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(key, why) of keys that are each fine but do not go together, or a key a built set needs."""
+    opts, definition = spec.effective_options, spec.definition
+    if spec.source == "long_context":
+        for key in ("input_tokens", "requests"):
+            if data.get(key) is None:
+                return key, "required for long_context (prompts of input_tokens tokens, how many)"
+    if opts.get("system") and opts.get("system_tokens"):
+        return "system_tokens", "give system (a text) or system_tokens (a built one), not both"
+    if "text_from" in data and not (definition.generated or opts.get("system_tokens")):
+        return "text_from", "only with system_tokens (the text a system prompt is built from)"
+    if "tokenizer" in data and not spec.needs_tokens:
+        return "tokenizer", "only where tokens are counted: system_tokens, lengths: vllm, or a set built to a length"
+    if opts.get("rule") == "vllm" and opts.get("turns") != 1:
+        return "turns", "rule: vllm sends a conversation's first message only (vLLM's sampling); use rule: human"
+    return None
 
 
 def _resolve_path(path: str, base_dir: Path, fail: Callable[[str, str], SuiteError]) -> Path:

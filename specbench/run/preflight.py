@@ -15,6 +15,7 @@ from ..load.trace import trace_prompts
 from ..schemas.cell import LoadPoint
 from ..schemas.request import Prompt
 from ..suite import ServerConfig, Suite
+from .o200k_file import find_o200k
 
 
 def now() -> str:
@@ -59,9 +60,10 @@ def read_suite_prompts(suite: Suite) -> dict[str, list[Prompt]]:
     """Every data set's prompts, or the one-line error of the first that cannot be had; under a trace, one prompt
     per trace line, built from them (``load/trace.py``)."""
     prompts = {}
+    o200k = find_o200k(suite.load.tiktoken_file) if any(s.needs_tokens for s in suite.datasets) else None
     for spec in suite.datasets:
         check_available(spec, suite.data_dir)
-        prompts[spec.name] = load_prompts(spec, suite.data_dir)
+        prompts[spec.name] = load_prompts(spec, suite.data_dir, o200k)  # o200k: sets built or filtered by length
         if not prompts[spec.name]:
             raise SuiteError(f"{suite.path}: dataset {spec.name!r} yielded no prompts")
         if suite.load.arrival.kind == "trace":  # one request per trace line, its text from the data set's prompts

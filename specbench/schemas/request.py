@@ -41,6 +41,10 @@ class Prompt:
     category: str | None = None
     system: str | None = None
     trace: TraceLine | None = None  # a trace's request: its own arrival time and max_tokens (load/trace.py)
+    #: shared-prefix sets: the group whose prefix it shares (None: no group), and whether it is the group's
+    #: first prompt in sending order, the one that finds no cached prefix (None: no group)
+    group: str | None = None
+    group_first: bool | None = None
 
 
 @dataclass

@@ -79,6 +79,7 @@ def parse_suite(data: Any, path: Path) -> Suite:
     _configs_on_datasets(configs, datasets, where, problems)
     lraw = cast(LoadBlock, check_keys(top.get("load", {}), LOAD_KEYS, f"{where}: load", problems))
     load = _load(lraw, datasets, base, where, problems)
+    _contexts_hold_datasets(top, configs, server, datasets, load.max_tokens, where, problems)
     data_dir = None
     if "data_dir" in top:
         data_dir = (base / os.path.expanduser(top["data_dir"])).resolve()
@@ -353,3 +354,36 @@ def read_suite(path: str | Path) -> Suite:
     """Read and validate a suite file."""
     path = Path(path)
     return parse_suite(read_yaml(path), path)
+
+
+#: the flags that cap a launched server's context: vLLM's, SGLang's
+CONTEXT_FLAGS = ("--max-model-len", "--context-length")
+
+
+def context_flag(args: tuple[str, ...]) -> tuple[str, int] | None:
+    """(flag, tokens) of the last context cap in a server's argv (``--flag N`` or ``--flag=N``), if any."""
+    found = None
+    for i, arg in enumerate(args):
+        flag, _, value = arg.partition("=")
+        if flag in CONTEXT_FLAGS:
+            value = value if "=" in arg else (args[i + 1] if i + 1 < len(args) else "")
+            found = (flag, int(value)) if value.isdigit() else found
+    return found
+
+
+def _contexts_hold_datasets(top: TopBlock, configs: list[ServerConfig], server: LaunchSettings,
+                            datasets: list[DatasetSpec], max_tokens: int, where: str, problems: list[str]) -> None:
+    """What can be known before any server starts: a data set whose key makes every prompt longer (in
+    o200k_base tokens, with ``load.max_tokens``) than a launched config's context cap. A server's own
+    limit (its model's, or one it reports) is the server's to enforce: such a request fails with its message."""
+    entries = top.get("datasets")
+    raw = [r if isinstance(r, dict) else {"name": r} for r in entries] if isinstance(entries, list) else []
+    for c in configs:
+        cap = context_flag((*server.args, *c.args)) if c.launched else None
+        for d in datasets:
+            least = d.least_tokens
+            if cap is None or least is None or not c.runs_on(d.name) or least[1] + max_tokens <= cap[1]:
+                continue
+            i = next((n for n, r in enumerate(raw) if r.get("name") == d.name), 0)
+            problems.append(f"{where}: datasets[{i}].{least[0]}: {least[1]} tokens + load.max_tokens {max_tokens} "
+                            f"exceed config {c.name!r}'s context ({cap[0]} {cap[1]})")

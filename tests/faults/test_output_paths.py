@@ -1,5 +1,5 @@
 """Trust: every file or folder a command writes where ``-o`` says (report, compare, profile, trace,
-export, report --format parquet/html, setup shape/drafter/bundle) goes through one mechanism
+export, report --format parquet/html, setup shape/drafter/bundle/sharegpt) goes through one mechanism
 (``specbench/util/diskio.py``), so a bad place is one line naming the path, exit 2, before any work;
 a full disk while writing is one line, exit 1, and leaves nothing under the output's name.
 
@@ -55,6 +55,7 @@ def dir_commands(tmp_path: Path) -> dict[str, list[str]]:
         "setup-shape": ["setup", "shape", "--config", str(QWEN3_8B), "--tokenizer", str(DATA / "tokenizer")],
         "setup-drafter": ["setup", "drafter", "--method", "dspark", "--target", str(target(tmp_path))],
         "setup-bundle": ["setup", "bundle", "--engine", "vllm==0.26.0"],
+        "setup-sharegpt": ["setup", "sharegpt", "--from", str(DATA / "prompt_sources" / "ShareGPT_V3_unfiltered_cleaned_split.json")],
     }
 
 
@@ -175,7 +176,7 @@ def test_profile_refusal_does_not_speak_of_resume(tmp_path, capsys):
 
 # ---- a folder is wanted ----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", ["export", "report-parquet", "setup-shape", "setup-drafter", "setup-bundle"])
+@pytest.mark.parametrize("name", ["export", "report-parquet", "setup-shape", "setup-drafter", "setup-bundle", "setup-sharegpt"])
 def test_folder_output_that_is_a_file_is_one_line(name, tmp_path, capsys):
     args = dir_commands(tmp_path)[name]
     (tmp_path / "afile").write_text("keep")
@@ -185,21 +186,21 @@ def test_folder_output_that_is_a_file_is_one_line(name, tmp_path, capsys):
     assert (tmp_path / "afile").read_text() == "keep"
 
 
-@pytest.mark.parametrize("name", ["export", "report-parquet", "setup-shape", "setup-drafter", "setup-bundle"])
+@pytest.mark.parametrize("name", ["export", "report-parquet", "setup-shape", "setup-drafter", "setup-bundle", "setup-sharegpt"])
 def test_folder_output_on_a_read_only_file_system_is_one_line(name, tmp_path, capsys):
     args = dir_commands(tmp_path)[name]
     with tmpfs(tmp_path / "ro", "64k", "ro") as ro:
         refused(capsys, [*args, "-o", str(ro / "a" / "b")], ro / "a" / "b", "Read-only file system")
 
 
-@pytest.mark.parametrize("name", ["export", "setup-shape", "setup-drafter"])
+@pytest.mark.parametrize("name", ["export", "setup-shape", "setup-drafter", "setup-sharegpt"])
 def test_a_missing_folder_is_made_with_its_parents(name, tmp_path):
     out = tmp_path / "a" / "b"
     assert main([*dir_commands(tmp_path)[name], "-o", str(out)]) == 0
     assert listing(out) and not [p for p in listing(out) if p.rsplit("/", 1)[-1].startswith(".")]
 
 
-@pytest.mark.parametrize("name", ["export", "setup-shape", "setup-drafter"])
+@pytest.mark.parametrize("name", ["export", "setup-shape", "setup-drafter", "setup-sharegpt"])
 def test_a_full_disk_while_writing_a_folder_is_one_line_exit_1_and_no_model_folder(name, tmp_path, capsys):
     args = dir_commands(tmp_path)[name]
     with tmpfs(tmp_path / "disk", "64k") as disk:
@@ -209,7 +210,7 @@ def test_a_full_disk_while_writing_a_folder_is_one_line_exit_1_and_no_model_fold
         assert lines[-1].startswith(f"specbench: {disk / 'out'}/") and "No space left on device" in lines[-1], lines
         left = listing(disk)
         assert not [p for p in left if p.rsplit("/", 1)[-1].startswith(".")]  # no temporary file
-        assert "out/config.json" not in left and "out/model.safetensors" not in left
+        assert not {"out/config.json", "out/model.safetensors", "out/sharegpt.jsonl"} & set(left)
 
 
 def test_a_full_disk_over_a_forced_model_folder_leaves_no_config(tmp_path, capsys):
