@@ -28,6 +28,7 @@ class ResponseStream:
         self.token_ids: list[int] = []
         self.final_total: int | None = None  # completion_tokens of the usage-only chunk
         self.went_down: str | None = None  # where per-chunk cumulative usage decreased
+        self.cached: tuple[object] | None = None  # usage.prompt_tokens_details.cached_tokens as sent, checked in settle
 
     def feed(self, data: bytes, now: float) -> bool:
         """Handle one SSE ``data:`` payload; return False at ``[DONE]``."""
@@ -66,6 +67,11 @@ class ResponseStream:
             prompt = usage.get("prompt_tokens")
             if prompt is not None:
                 rec.prompt_tokens = prompt  # checked once, in finish()
+            details = usage.get("prompt_tokens_details")
+            if details is not None:  # vLLM: the final usage chunk; checked once, in finish()
+                cached = details.get("cached_tokens") if isinstance(details, dict) else details
+                if cached is not None:
+                    self.cached = (cached,)
             done = usage.get("completion_tokens")
             if done is not None and (type(done) is not int or done < 0):
                 raise BadValue(f"usage.completion_tokens = {done!r} is not a token count")

@@ -21,7 +21,31 @@ SOURCE_NONE = "none"
 
 def settle(stream: ResponseStream) -> RequestRecord:
     """Settle the token counts: the best source that agrees with the stream, flagged when the
-    server's other numbers contradict it; no agreeing source fails the request."""
+    server's other numbers contradict it; no agreeing source fails the request. Then the cached
+    prompt tokens the usage reported (``cached_prompt``)."""
+    rec = _counts(stream)
+    if rec.error is None and stream.cached is not None:
+        cached_prompt(rec, stream.cached[0])
+    return rec
+
+
+def cached_prompt(rec: RequestRecord, cached: object) -> None:
+    """``usage.prompt_tokens_details.cached_tokens``, checked: a count from 0 to the prompt's tokens. A bad one
+    leaves ``cached_tokens`` null, said in ``token_warning``; the request's timing and tokens stand."""
+    where = "usage.prompt_tokens_details.cached_tokens"
+    prompt = rec.prompt_tokens
+    if type(cached) is not int or not 0 <= cached <= TOKEN_CAP:
+        why = f"{where} = {cached!r:.40} is not a token count"
+    elif prompt is not None and cached > prompt:
+        why = f"{where} = {cached} exceeds usage.prompt_tokens = {prompt}"
+    else:
+        rec.cached_tokens = cached
+        return
+    note = f"bad server value: {why}; cached_tokens left null"
+    rec.token_warning = f"{rec.token_warning}; {note}" if rec.token_warning else note
+
+
+def _counts(stream: ResponseStream) -> RequestRecord:
     rec = stream.record
     rec.text = "".join(stream.parts)
     prompt = rec.prompt_tokens

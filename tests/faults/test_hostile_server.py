@@ -211,6 +211,21 @@ async def test_final_usage_contradiction_falls_back_to_token_ids(serve):
     assert rec.chunk_tokens == [1] + PATTERN * 3 and "99999" in rec.token_warning
 
 
+@pytest.mark.parametrize(("details", "why"), [
+    ({"cached_tokens": "lots"}, "usage.prompt_tokens_details.cached_tokens = 'lots' is not a token count"),
+    ({"cached_tokens": -1}, "usage.prompt_tokens_details.cached_tokens = -1 is not a token count"),
+    ({"cached_tokens": True}, "usage.prompt_tokens_details.cached_tokens = True is not a token count"),
+    ({"cached_tokens": 99999}, "usage.prompt_tokens_details.cached_tokens = 99999 exceeds usage.prompt_tokens = "),
+    ("cached", "usage.prompt_tokens_details.cached_tokens = 'cached' is not a token count"),
+])
+async def test_a_bad_cached_token_count_costs_that_field_only(serve, details, why):
+    _, url = await serve(pattern=PATTERN, final_usage={"prompt_tokens_details": details})
+    rec = await _one(url)
+    assert rec.ok and rec.error is None and rec.output_tokens == MAX_TOKENS  # the request's timing and tokens stand
+    assert rec.cached_tokens is None and "cached_tokens" not in rec.to_dict()
+    assert rec.token_warning.startswith(f"bad server value: {why}") and rec.token_warning.endswith("cached_tokens left null")
+
+
 def test_token_ids_beyond_max_tokens_give_way_to_a_plausible_total():
     from specbench.client import ResponseStream
 
