@@ -3,7 +3,8 @@
 AIPerf shows how accepted tokens spread over steps; specbench's p10/p50/p90 keys summarise per-request lengths
 only. Here element a of the list counts the steps (per request) that accepted a draft tokens. Its source: the
 step log's commit histogram where the cell ran with one (a request committing j tokens in a step accepted
-j − 1: the engine's own steps), else the stream's decode chunks (a chunk of n tokens = n − 1 accepted, the
+j − 1: the engine's own steps, each request's prefill step among them as one accepting 0, as
+``steplog_tokens_per_step`` counts them), else the stream's decode chunks (a chunk of n tokens = n − 1 accepted, the
 first, prefill chunk left out; a chunk that merged steps reads as one step accepting more). Categories come
 from the chunks only: the step log knows no prompt.
 """
@@ -17,7 +18,8 @@ from ..schemas.request import RequestRecord
 from ..schemas.row_acceptance import AcceptedPerStep
 from .acceptance import decode_steps
 
-SOURCE_STEPLOG = "step log (steplog_hist: a request committing j tokens in a step accepted j − 1)"
+SOURCE_STEPLOG = ("step log (steplog_hist: a request committing j tokens in a step accepted j − 1; each request's "
+                  "prefill step, which samples its first token, counts as a step accepting 0)")
 SOURCE_CHUNKS = ("stream chunk sizes (a decode chunk of n tokens = one step accepting n − 1; the first, prefill chunk "
                  "left out)")
 

@@ -17,9 +17,9 @@ CAPTION = (
     "(<code>accepted_per_step</code>[a] ÷ its sum), one panel per data set and load point, then, where the prompts "
     "carry categories, one per data set and category pooled over load points (<code>accepted_per_step_categories"
     "</code>). Source (<code>accepted_per_step_source</code>): the engine's step log where the cell ran with one "
-    "(a request committing j tokens in a step accepted j − 1), else the stream's decode chunks (a chunk of n tokens "
-    "= n − 1 accepted, the prefill chunk left out; a chunk that merged steps reads as one step accepting more). A "
-    "config with no distribution in a panel is listed as “not measured”, never drawn as 0.")
+    "(a request committing j tokens in a step accepted j − 1; its prefill step counts as one accepting 0), else the "
+    "stream's decode chunks (a chunk of n tokens = n − 1 accepted, the prefill chunk left out; a chunk that merged "
+    "steps reads as one step accepting more). A config with no distribution in a panel is listed as “not measured”, never drawn as 0.")
 
 
 def _shares(counts: Sequence[int] | None) -> list[float] | None:
