@@ -134,8 +134,9 @@ class AcceptedPerStep(MetricGroup):
     accepted_per_step: list[int] | None = key(
         "target steps by the draft tokens each accepted: element a = steps (per request) that accepted a draft "
         "tokens, a = 0, 1, …; from the step log's commit histogram (steplog_hist[a + 1], each request's prefill step "
-        "among the steps accepting 0) where the cell ran with one, else from the stream's decode chunks (a chunk of n tokens = n − 1 accepted; a chunk that merged steps "
-        "reads as one step accepting more): accepted_per_step_source", unit="steps", low=0)
+        "among the steps accepting 0) where the cell ran with one, else from the stream's decode chunks (a chunk of n "
+        "tokens = n − 1 accepted; a chunk that merged steps reads as one step accepting more): "
+        "accepted_per_step_source", unit="steps", low=0)
     accepted_per_step_source: str | None = key("where accepted_per_step came from: the step log, or the stream's "
                                                "chunk sizes")
     accepted_per_step_categories: dict[str, list[int]] | None = key(
