@@ -134,6 +134,31 @@ def test_counter_that_went_backwards_nulls_acceptance():
 
 
 @pytest.mark.parametrize("body", ['[{"id": "smol"}]', "<html>oops</html>", '{"data": [{"id": 5}, "x"]}', '{"data": 3}'])
+def _cache_page(queries: str, hits: str) -> str:
+    return (f'vllm:prefix_cache_queries_total{{engine="0",model_name="smol"}} {queries}\n'
+            f'vllm:prefix_cache_hits_total{{engine="0",model_name="smol"}} {hits}\n')
+
+
+@pytest.mark.parametrize(("after", "why"), [
+    (_cache_page("200.0", "150.0"), "vllm:prefix_cache_hits_total rose by 140, more than vllm:prefix_cache_queries_total (100)"),
+    (_cache_page("50.0", "10.0"), "vllm:prefix_cache_queries_total went down during the phase (100 → 50)"),
+    (_cache_page("NaN", "10.0"), "vllm:prefix_cache_queries_total is NaN after the phase"),
+])
+def test_untrusted_prefix_cache_counters_give_a_reason_not_a_hit_rate(after, why):
+    from specbench.measure.cache import counter_hit_rate
+    from specbench.measure.engine_counters import prefix_cache_window
+
+    window = prefix_cache_window(load_engine("vllm"), parse_metrics(_cache_page("100.0", "10.0")), parse_metrics(after))
+    assert window is not None and window.error.startswith(f"/metrics {why}") and window.hits is None
+    phase = PhaseInfo(config="c", dataset="d", concurrency=1, request_rate=None, repeat=0, wall_s=1.0,
+                      prefix_cache=window.to_dict())
+    assert counter_hit_rate([phase]) is None
+    good = prefix_cache_window(load_engine("vllm"), parse_metrics(_cache_page("100.0", "10.0")),
+                               parse_metrics(_cache_page("300.0", "110.0")))
+    assert good is not None and good.to_dict() == {"queries": 200, "hits": 100}
+    assert prefix_cache_window(load_engine("vllm"), parse_metrics(""), parse_metrics("")) is None  # not exported
+
+
 async def test_odd_models_answer_fails_that_config_only(tmp_path, prompts_file, serve, body):
     _, bad = await serve(pattern=[1], models_body=body)
     _, good = await serve(pattern=PATTERN, k=K)
