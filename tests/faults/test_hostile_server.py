@@ -24,7 +24,8 @@ from specbench.errors import LaunchError
 from specbench.launch import load_engine
 from specbench.launch.process import ServerProcess
 from specbench.measure.acceptance import ratio_acceptance
-from specbench.measure.engine_counters import read_acceptance
+from specbench.measure.cache import counter_hit_rate
+from specbench.measure.engine_counters import prefix_cache_window, read_acceptance
 from specbench.measure.latency import latency_stats
 from specbench.measure.summarize import summarize_cell
 from specbench.schemas.phase import PhaseInfo
@@ -133,7 +134,6 @@ def test_counter_that_went_backwards_nulls_acceptance():
     assert out.mean_acceptance_length is None and "went down" in out.acceptance_error
 
 
-@pytest.mark.parametrize("body", ['[{"id": "smol"}]', "<html>oops</html>", '{"data": [{"id": 5}, "x"]}', '{"data": 3}'])
 def _cache_page(queries: str, hits: str) -> str:
     return (f'vllm:prefix_cache_queries_total{{engine="0",model_name="smol"}} {queries}\n'
             f'vllm:prefix_cache_hits_total{{engine="0",model_name="smol"}} {hits}\n')
@@ -145,9 +145,6 @@ def _cache_page(queries: str, hits: str) -> str:
     (_cache_page("NaN", "10.0"), "vllm:prefix_cache_queries_total is NaN after the phase"),
 ])
 def test_untrusted_prefix_cache_counters_give_a_reason_not_a_hit_rate(after, why):
-    from specbench.measure.cache import counter_hit_rate
-    from specbench.measure.engine_counters import prefix_cache_window
-
     window = prefix_cache_window(load_engine("vllm"), parse_metrics(_cache_page("100.0", "10.0")), parse_metrics(after))
     assert window is not None and window.error.startswith(f"/metrics {why}") and window.hits is None
     phase = PhaseInfo(config="c", dataset="d", concurrency=1, request_rate=None, repeat=0, wall_s=1.0,
@@ -159,6 +156,7 @@ def test_untrusted_prefix_cache_counters_give_a_reason_not_a_hit_rate(after, why
     assert prefix_cache_window(load_engine("vllm"), parse_metrics(""), parse_metrics("")) is None  # not exported
 
 
+@pytest.mark.parametrize("body", ['[{"id": "smol"}]', "<html>oops</html>", '{"data": [{"id": 5}, "x"]}', '{"data": 3}'])
 async def test_odd_models_answer_fails_that_config_only(tmp_path, prompts_file, serve, body):
     _, bad = await serve(pattern=[1], models_body=body)
     _, good = await serve(pattern=PATTERN, k=K)
