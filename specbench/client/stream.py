@@ -59,6 +59,11 @@ class ResponseStream:
             prompt = usage.get("prompt_tokens")
             if prompt is not None:
                 rec.prompt_tokens = prompt  # checked once, in finish()
+            details = usage.get("prompt_tokens_details")
+            if details is not None:  # vLLM: the final usage chunk; checked once, in finish()
+                cached = details.get("cached_tokens") if isinstance(details, dict) else details
+                if cached is not None:
+                    self.tally.cached = (cached,)
             done = usage.get("completion_tokens")
             if done is not None and (type(done) is not int or done < 0):
                 raise BadValue(f"usage.completion_tokens = {done!r} is not a token count")

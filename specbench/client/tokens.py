@@ -30,11 +30,36 @@ class TokenTally:
     token_ids: list[int] = field(default_factory=list)
     final_total: int | None = None  # completion_tokens of the usage-only chunk
     went_down: str | None = None  # where per-chunk cumulative usage decreased
+    cached: tuple[object] | None = None  # usage.prompt_tokens_details.cached_tokens as sent, checked in settle
 
 
 def settle(tally: TokenTally) -> RequestRecord:
     """Settle the token counts: the best source that agrees with the tally, flagged when the
-    server's other numbers contradict it; no agreeing source fails the request."""
+    server's other numbers contradict it; no agreeing source fails the request. Then the cached
+    prompt tokens the usage reported (``cached_prompt``)."""
+    rec = _counts(tally)
+    if rec.error is None and tally.cached is not None:
+        cached_prompt(rec, tally.cached[0])
+    return rec
+
+
+def cached_prompt(rec: RequestRecord, cached: object) -> None:
+    """``usage.prompt_tokens_details.cached_tokens``, checked: a count from 0 to the prompt's tokens. A bad one
+    leaves ``cached_tokens`` null, said in ``token_warning``; the request's timing and tokens stand."""
+    where = "usage.prompt_tokens_details.cached_tokens"
+    prompt = rec.prompt_tokens
+    if type(cached) is not int or not 0 <= cached <= TOKEN_CAP:
+        why = f"{where} = {cached!r:.40} is not a token count"
+    elif prompt is not None and cached > prompt:
+        why = f"{where} = {cached} exceeds usage.prompt_tokens = {prompt}"
+    else:
+        rec.cached_tokens = cached
+        return
+    note = f"bad server value: {why}; cached_tokens left null"
+    rec.token_warning = f"{rec.token_warning}; {note}" if rec.token_warning else note
+
+
+def _counts(tally: TokenTally) -> RequestRecord:
     rec = tally.record
     rec.text = "".join(tally.parts)
     prompt = rec.prompt_tokens

@@ -94,6 +94,7 @@ async def _conversation(
             prompt_id=prompt.id, dataset=prompt.dataset, config=phase.config, turn=turn,
             category=prompt.category, phase=phase.phase, concurrency=phase.concurrency, repeat=phase.repeat,
             request_rate=phase.request_rate, scheduled_time=due,
+            prefix_group=getattr(prompt, "group", None),  # the shared_prefix set's Prompt.group (datasets/)
         )
         if line is not None:
             rec.trace_line, rec.trace_session = line.line, line.session_id

@@ -5,7 +5,7 @@ measure stage knows what its counters mean."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from ..launch.engines import Engine
 from ..schemas.acceptance import AcceptanceWindow
@@ -94,3 +94,37 @@ def read_acceptance(engine: Engine, before: MetricsSnapshot, after: MetricsSnaps
                     server_info: object = None) -> AcceptanceWindow:
     """The phase's acceptance from two snapshots, read the way ``engine``'s family counts."""
     return READERS[engine.adapter](engine, before, after, k, server_info)
+
+
+@dataclass(frozen=True)
+class PrefixCacheWindow:
+    """One phase's Δ of the engine's prefix-cache counters (tokens queried, tokens found cached), or why they cannot
+    be trusted: phases.jsonl's ``prefix_cache`` (``to_dict``), read by ``measure.cache``."""
+
+    queries: int | None = None
+    hits: int | None = None
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, int | str]:
+        return {k: v for k, v in (("queries", self.queries), ("hits", self.hits), ("error", self.error)) if v is not None}
+
+
+def prefix_cache_window(engine: Engine, before: MetricsSnapshot, after: MetricsSnapshot) -> PrefixCacheWindow | None:
+    """The launcher's ``metrics.counters`` ``prefix_cache_queries`` / ``prefix_cache_hits`` over the window; None
+    where the launcher names none or the server exports neither (prefix caching off, another engine)."""
+    c = engine.launcher.metrics.counters
+    names = {"queries": c.get("prefix_cache_queries"), "hits": c.get("prefix_cache_hits")}
+    if names["queries"] is None or names["hits"] is None:
+        return None
+    if not before.ok or not after.ok:
+        return PrefixCacheWindow(error=before.error or after.error)
+    d, error = counter_deltas(before, after, names)
+    if error:
+        return PrefixCacheWindow(error=error)
+    queries, hits = d["queries"], d["hits"]
+    if queries is None or hits is None:
+        return None
+    if hits > queries:
+        return PrefixCacheWindow(error=f"/metrics {names['hits']} rose by {hits:g}, more than {names['queries']} "
+                                       f"({queries:g})")
+    return PrefixCacheWindow(queries=int(queries), hits=int(hits))

@@ -21,12 +21,15 @@ from ..schemas.phase import PhaseInfo, by_cell
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
 from . import acceptance as acc
+from .accepted import accepted_per_step
 from .arrivals import from_schedule
+from .cache import cache_split
 from .compare import decomposition, fidelity, mean_ci95, paired_requests, paired_speedup, ratio
 from .keepup import client_lag, client_tokens, token_agreement
 from .latency import Throughput, latency_stats, shared_reads, throughput, token_sources
 from .o200k import O200k, o200k_summary
 from .spread import ratio_ci95
+from .steady import steady_window
 
 ACCEPTANCE_WINDOW = "from a /metrics snapshot after warm-up to one after the phase's last request"
 
@@ -217,6 +220,15 @@ def summarize_cell(phases: Sequence[PhaseInfo], records: Sequence[RequestRecord]
     scheduled = from_schedule(measured)
     if scheduled is not None:
         row.add(scheduled)
+    steady = steady_window(phases, measured)
+    row.add(steady)
+    if steady.steady_note:  # why there is no window, or that at C=1 it is the pass: a line under the tables
+        row.notes = [*(row.notes or []), steady.steady_note]
+    spec = k is not None or method != "baseline"
+    cache = cache_split(phases, measured, spec)
+    if cache is not None:
+        row.add(cache)
+    row.add(accepted_per_step(measured, spec))
     return row
 
 
@@ -287,6 +299,8 @@ def add_comparisons(rows: list[ResultRow], records: Sequence[RequestRecord], bas
         if base is None:
             continue
         row.speedup_vs_baseline = ratio(row.output_throughput_tps, base.output_throughput_tps)
+        if row.has("steady_output_throughput_tps"):
+            row.steady_speedup_vs_baseline = ratio(row.steady_output_throughput_tps, base.steady_output_throughput_tps)
         pairs = paired_requests(by_cell[cell], by_cell[cell.with_config(baseline)])
         row.add(paired_speedup(pairs))
         if row.run != baseline:

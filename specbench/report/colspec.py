@@ -45,6 +45,16 @@ WHY = Group("why", "Why: tokens per step vs step cost", "Where does the speedup 
             "step, a costlier step, or time outside decode steps?", DECOMPOSITION_NOTE)
 STEP = Group("step", "Step: the engine's own step log", "Where does an engine step's time go, and does the step log "
              "agree with the server's counters? (cells run with `steplog:`, docs/steplog.md)")
+STEADY = Group("steady", "Steady state: ramp-up and drain cut", "Over the span of each timed pass that ran at the "
+               "cell's load, how fast is each config, and does its speedup hold there? (the comparison table's numbers "
+               "are over whole passes)", "Steady window: closed loop, from the moment C requests are in flight to the "
+               "first end after the pass's last send; open loop, the first and last 10 % of sends cut. Throughput "
+               "counts the tokens that arrived inside it; the latencies are over the requests wholly inside it "
+               "(docs/measurement.md).")
+CACHE = Group("cache", "Prefix cache: cached vs cold", "How much of the prompts came from the server's prefix cache, "
+              "and what did that do to TTFT, ITL and acceptance?", "Cached = the server reported at least half the "
+              "request's prompt tokens as cached (usage.prompt_tokens_details.cached_tokens); Paired = the same question "
+              "cold and cached (the same prompt, or the same shared-prefix group).")
 PER_REQUEST = Group("per_request", "Per request", "How are acceptance and speed spread over the requests, and is "
                     "the output the baseline's?")
 QUALITY = Group("quality", "Quality & cost", "Is the answer still right, within the SLO, and what does a token "
@@ -52,7 +62,7 @@ QUALITY = Group("quality", "Quality & cost", "Is the answer still right, within 
 CHECKS = Group("checks", "Checks", "Can the numbers above be trusted: did the client see every token the server "
                "generated, and did every request succeed?")
 #: the tables in the order they print
-GROUPS = (MAIN, WHY, STEP, PER_REQUEST, QUALITY, CHECKS)
+GROUPS = (MAIN, WHY, STEP, STEADY, PER_REQUEST, CACHE, QUALITY, CHECKS)
 
 
 def always(records: Rows) -> bool:

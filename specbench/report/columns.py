@@ -20,6 +20,7 @@ from .colspec import CHECKS, DASH, GROUPS, WHY, Column, Group, Rows, num, pct
 from .o200k_columns import O200K_COLUMNS
 from .quality_columns import QUALITY_COLUMNS
 from .steplog_columns import STEP_COLUMNS, STEP_SOURCE_COLUMN
+from .workload_columns import CACHE_COLUMNS, STEADY_COLUMNS
 
 __all__ = ["COLUMNS", "DASH", "Column", "all_columns", "grouped", "has_decomposition", "num", "reference_markdown",
            "table_columns"]
@@ -161,7 +162,8 @@ CHECK_COLUMNS: list[Column] = [
 def all_columns() -> list[Column]:
     """Every column entry, in print order: identity, the comparison table, then one table after another."""
     main = COLUMNS[:2] + LOAD_AND_CI[:3] + COLUMNS[2:5] + LOAD_AND_CI[3:] + COLUMNS[5:]
-    return main + WHY_COLUMNS + STEP_COLUMNS + QUALITY_COLUMNS + O200K_COLUMNS + CHECK_COLUMNS + ARRIVAL_COLUMNS
+    return (main + WHY_COLUMNS + STEP_COLUMNS + STEADY_COLUMNS + QUALITY_COLUMNS + CACHE_COLUMNS + O200K_COLUMNS
+            + CHECK_COLUMNS + ARRIVAL_COLUMNS)
 
 
 def table_columns(records: Rows) -> list[Column]:

@@ -12,6 +12,7 @@ Plots:
 - speed-up vs concurrency (or request rate) with the crossover below 1.0 marked, for sweeps
 - acceptance by draft position per config (server counters, and the stream-derived estimate)
 - per-category acceptance length (from each row's ``categories``)
+- accepted draft tokens per step, per cell and per category (``accepted_per_step``)
 - latency CDFs (TTFT, per-token ITL, TPOT) of baseline vs spec configs, from ``requests.jsonl``
 """
 
@@ -31,6 +32,7 @@ from .columns import grouped, has_decomposition
 from .model import PALETTE, Model
 from .plots import (
     acceptance_plot,
+    accepted_plot,
     category_plot,
     cdf_points,
     crossings,
@@ -44,6 +46,7 @@ from .plots import (
     whatif_section,
 )
 from .svg import NOT_MEASURED, esc, nice_ticks
+from .workload_columns import headline_note
 
 __all__ = ["NOT_MEASURED", "PALETTE", "cdf_points", "crossings", "nice_ticks", "render_html", "write_html"]
 
@@ -169,7 +172,8 @@ def render_html(rows: list[ResultRow], requests: list[RequestRecord] | None, met
         '<p class="notes">— (and - inside Accept p1/p2/p3) = not measured (null in results.json), never 0. Speedup = output tok/s ÷ the baseline\'s '
         "on the same data set and load point (the paired per-prompt speed-up is drawn in the next plot); "
         "Accept p1/p2/p3 = joint acceptance of draft positions 1–3 from server counters."
-        + (" " + esc(DECOMPOSITION_NOTE) if has_decomposition(m.rows) else "") + "</p>")))
+        + (" " + esc(DECOMPOSITION_NOTE) if has_decomposition(m.rows) else "")
+        + (" " + esc(headline) if (headline := headline_note(m.rows)) else "") + "</p>")))
     if m.rows:
         sections.append(("speedup", "Speed-up per data set", speedup_plot(m)))
         lp = load_plot(m)
@@ -186,6 +190,8 @@ def render_html(rows: list[ResultRow], requests: list[RequestRecord] | None, met
                 sections.append((sid, title, content))
         sections.append(("acceptance-position", "Acceptance by position", acceptance_plot(m)))
         sections.append(("category-acceptance", "Acceptance per category", category_plot(m)))
+        if any(r.accepted_per_step for r in m.rows):
+            sections.append(("accepted-per-step", "Accepted tokens per step", accepted_plot(m)))
         sections.append(("latency-cdf", "Latency CDFs", latency_plot(m, requests)))
         if any(r.request_acceptance_p50 is not None for r in m.rows):
             sections.append(("request-acceptance", "Acceptance vs TPOT per request", request_scatter(m, requests)))

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from ..schemas.row import ResultRow
 from .colspec import MAIN, Column, Group, is_missing
 from .columns import grouped
+from .workload_columns import headline_note
 
 
 def md_row(cells: Sequence[str]) -> str:
@@ -44,7 +45,8 @@ def tables_markdown(rows: Sequence[ResultRow]) -> list[str]:
     """The comparison table, then each small table under its title, with its note below it."""
     groups = grouped(rows)
     main = next((cols for g, cols in groups if g is MAIN), [])
-    parts = [markdown_table(rows, main)]
+    note = headline_note(rows)
+    parts = [markdown_table(rows, main) + (f"\n\n- {note}" if note else "")]
     for g, cols in small_tables(rows):
         parts.append(f"{g.title}\n\n{markdown_table(rows, cols)}" + (f"\n\n- {g.note}" if g.note else ""))
     return parts

@@ -14,7 +14,7 @@ from ..client import RequestSpec, Transport, close_transport, open_transport, tr
 from ..client.metrics import scrape
 from ..errors import RequestsRefused
 from ..load.generate import LoadPass, LoadResult, generate_load, generate_load_processes
-from ..measure.engine_counters import read_acceptance
+from ..measure.engine_counters import prefix_cache_window, read_acceptance
 from ..measure.keepup import generation_window
 from ..measure.o200k import prompt_lengths
 from ..measure.slo import PROBE_PHASE
@@ -93,6 +93,8 @@ class Phases:
             acceptance = acceptance.with_error(redact_url(before.error or after.error))
         window = generation_window(before, after, server.engine.generation_counter)
         generation = replace(window, error=redact_url(window.error)).to_dict()
+        cache = prefix_cache_window(server.engine, before, after)
+        prefix_cache = None if cache is None else replace(cache, error=redact_url(cache.error)).to_dict()
         for r in warm_records + result.records:
             if r.error:
                 r.error = redact_url(r.error)
@@ -104,7 +106,7 @@ class Phases:
                           server_start=server.info.get("start"),
 
                           scraped_before=scraped_before, scraped_after=scraped_after, steplog=server.info.get("steplog"),
-                          warmup_one_time=one_time)
+                          warmup_one_time=one_time, prefix_cache=prefix_cache)
         recorder.store_phase(phase, warm_records + result.records)
 
     async def search_rate(self, server: Server, spec: RequestSpec, prompts: list[Prompt], dataset: str,

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..measure.accepted import from_steplog
 from ..measure.quality import add_quality, mark_dummy_weights, suite_notes, weights_notes
 from ..measure.repeat_spread import RepeatPlan, add_spread
 from ..measure.steplog import steplog_decomposition
@@ -111,6 +112,10 @@ def add_steplog(rows: list[ResultRow], stats: dict[Cell, CellStepLog], baseline:
         cell = stats.get(Cell.of_row(row))
         if cell is not None:
             cell.add_to(row)
+            spec = row.num_speculative_tokens is not None or row.method != "baseline"
+            steps = from_steplog(row.steplog_hist, row.accepted_per_step_categories) if spec else None
+            if steps is not None:  # a speculative cell's steps as the engine took them, over the chunks'
+                row.add(steps)
     base_rows = {Cell.of_row(r): r for r in rows if r.run == baseline}
     for row in rows:
         if baseline is not None and (row.has("steplog_steps") or Cell.of_row(row).with_config(baseline) in stats):

@@ -47,6 +47,9 @@ class PhaseInfo(Record):
     warmup_one_time: list[int] | None = key("load.warmup steady: the one-time events (compile, capture, autotune, "
                                             "allocator growth) the step log saw in each warm-up pass; the last is 0 when "
                                             "the warm-up reached the steady state before its cap", low=0, omit_none=True)
+    prefix_cache: dict[str, Any] | None = key("the engine's prefix-cache counters over the window, in tokens: queries "
+                                              "and hits, or why they cannot be trusted (measure/engine_counters.py)",
+                                              omit_none=True)
 
     @property
     def complete(self) -> bool:

@@ -91,6 +91,13 @@ class RequestRecord(Record):
                                          "to about that many, load/trace.py)", low=0, omit_none=True)
     trace_output_length: int | None = key("load.arrival trace: the output tokens the line asks for (sent as max_tokens, "
                                           "at least 1)", low=0, omit_none=True)
+    cached_tokens: int | None = key("prompt tokens the server served from its prefix cache, as its usage reported "
+                                    "them (usage.prompt_tokens_details.cached_tokens: vLLM with "
+                                    "--enable-prompt-tokens-details, SGLang with --enable-cache-report)", low=0,
+                                    omit_none=True)
+    prefix_group: str | None = key("shared-prefix sets: the group whose prefix its prompt shares (the prompt's "
+                                   "``group``); the cache split pairs a group's cold and cached requests",
+                                   omit_none=True)
 
     @property
     def ok(self) -> bool:

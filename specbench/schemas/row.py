@@ -27,8 +27,16 @@ from dataclasses import dataclass, fields, is_dataclass
 from typing import Any, ClassVar
 
 from .record import Record
-from .row_acceptance import AcceptanceChecks, Agreement, CounterAcceptance, RequestAcceptance, StreamSummary
+from .row_acceptance import (
+    AcceptanceChecks,
+    AcceptedPerStep,
+    Agreement,
+    CounterAcceptance,
+    RequestAcceptance,
+    StreamSummary,
+)
 from .row_baseline import Decomposition, Fidelity, PairedSpeedup, RepeatSpread, SlowerShare
+from .row_cache import CacheSplit
 from .row_cell import Categories, CellIdentity, CellLoad, CellServer, CellStatus, CellThroughput, RepeatStats
 from .row_group import MetricGroup, written
 from .row_latency import ClientLag, FromSchedule, LatencyStats, SharedReads, TokenAgreement
@@ -42,6 +50,7 @@ from .row_quality import (
     SloCapacity,
     TelemetrySummary,
 )
+from .row_steady import SteadyWindow
 from .row_steplog import StallStats, SteadyWarmup, StepDecomposition, StepLogSource, StepStats, TokenLogStats
 from .run_files import RESULTS
 
@@ -66,7 +75,8 @@ EXTRA_POSITION = re.compile(r"^acceptance_pos_(\d+)$")
 # reference keys. Record comes first, so its __setattr__ (which tracks the keys a row carries) is the row's.
 @dataclass(eq=False)
 class ResultRow(Record, FromSchedule, SteadyWarmup, StallStats, TokenLogStats, StepDecomposition, StepLogSource, StepStats,
-                RepeatSpread, O200kLengths, SloCapacity, CostVsBaseline, PairedAccuracy, SlowerShare, CostSummary,
+                RepeatSpread, O200kLengths, AcceptedPerStep, CacheSplit, SteadyWindow, SloCapacity, CostVsBaseline,
+                PairedAccuracy, SlowerShare, CostSummary,
                 TelemetrySummary, Accuracy, RequestAcceptance, SloAttainment, Decomposition, Fidelity, PairedSpeedup,
                 Categories, RepeatStats, CellServer, CellStatus, AcceptanceChecks, Agreement, StreamSummary,
                 CounterAcceptance, CellLoad, ClientLag, TokenAgreement, SharedReads, LatencyStats, CellThroughput,

@@ -9,7 +9,7 @@ from typing import Any
 from .record_values import key
 from .row_group import MetricGroup, Numbers
 
-__all__ = ["AcceptanceChecks", "Agreement", "CounterAcceptance", "RequestAcceptance", "StreamSummary"]
+__all__ = ["AcceptanceChecks", "AcceptedPerStep", "Agreement", "CounterAcceptance", "RequestAcceptance", "StreamSummary"]
 
 _POSITION = ("drafts whose first {i} draft token{s} accepted ÷ drafts (joint), from the per-position counter; null = "
              "not measured (an engine without that counter)")
@@ -124,3 +124,21 @@ class RequestAcceptance(MetricGroup):
     request_acceptance_warning: str | None = key(
         "why the lengths are too high: from chunk sizes while the engine merged steps into one chunk (a chunk of more "
         "than K + 1 tokens, or the stream saw fewer steps than the counters imply); written only then", omit_none=True)
+
+
+@dataclass
+class AcceptedPerStep(MetricGroup):
+    """The distribution of draft tokens accepted per target step (``measure.accepted``): AIPerf shows it per request,
+    the p10/p50/p90 keys only summarise it. Written for a speculative config's cell."""
+
+    accepted_per_step: list[int] | None = key(
+        "target steps by the draft tokens each accepted: element a = steps (per request) that accepted a draft "
+        "tokens, a = 0, 1, …; from the step log's commit histogram (steplog_hist[a + 1], each request's prefill step "
+        "among the steps accepting 0) where the cell ran with one, else from the stream's decode chunks (a chunk of n "
+        "tokens = n − 1 accepted; a chunk that merged steps reads as one step accepting more): "
+        "accepted_per_step_source", unit="steps", low=0)
+    accepted_per_step_source: str | None = key("where accepted_per_step came from: the step log, or the stream's "
+                                               "chunk sizes")
+    accepted_per_step_categories: dict[str, list[int]] | None = key(
+        "accepted_per_step per prompt category, from the stream's chunk sizes (the step log knows no categories); "
+        "null where the prompts carry none", unit="steps")

@@ -24,7 +24,8 @@ from specbench.errors import LaunchError
 from specbench.launch import read_engine
 from specbench.launch.process import ServerProcess
 from specbench.measure.acceptance import ratio_acceptance
-from specbench.measure.engine_counters import read_acceptance
+from specbench.measure.cache import counter_hit_rate
+from specbench.measure.engine_counters import prefix_cache_window, read_acceptance
 from specbench.measure.latency import latency_stats
 from specbench.measure.summarize import summarize_cell
 from specbench.schemas.phase import PhaseInfo
@@ -133,6 +134,28 @@ def test_counter_that_went_backwards_nulls_acceptance():
     assert out.mean_acceptance_length is None and "went down" in out.acceptance_error
 
 
+def _cache_page(queries: str, hits: str) -> str:
+    return (f'vllm:prefix_cache_queries_total{{engine="0",model_name="smol"}} {queries}\n'
+            f'vllm:prefix_cache_hits_total{{engine="0",model_name="smol"}} {hits}\n')
+
+
+@pytest.mark.parametrize(("after", "why"), [
+    (_cache_page("200.0", "150.0"), "vllm:prefix_cache_hits_total rose by 140, more than vllm:prefix_cache_queries_total (100)"),
+    (_cache_page("50.0", "10.0"), "vllm:prefix_cache_queries_total went down during the phase (100 → 50)"),
+    (_cache_page("NaN", "10.0"), "vllm:prefix_cache_queries_total is NaN after the phase"),
+])
+def test_untrusted_prefix_cache_counters_give_a_reason_not_a_hit_rate(after, why):
+    window = prefix_cache_window(read_engine("vllm"), parse_metrics(_cache_page("100.0", "10.0")), parse_metrics(after))
+    assert window is not None and window.error.startswith(f"/metrics {why}") and window.hits is None
+    phase = PhaseInfo(config="c", dataset="d", concurrency=1, request_rate=None, repeat=0, wall_s=1.0,
+                      prefix_cache=window.to_dict())
+    assert counter_hit_rate([phase]) is None
+    good = prefix_cache_window(read_engine("vllm"), parse_metrics(_cache_page("100.0", "10.0")),
+                               parse_metrics(_cache_page("300.0", "110.0")))
+    assert good is not None and good.to_dict() == {"queries": 200, "hits": 100}
+    assert prefix_cache_window(read_engine("vllm"), parse_metrics(""), parse_metrics("")) is None  # not exported
+
+
 @pytest.mark.parametrize("body", ['[{"id": "smol"}]', "<html>oops</html>", '{"data": [{"id": 5}, "x"]}', '{"data": 3}'])
 async def test_odd_models_answer_fails_that_config_only(tmp_path, prompts_file, serve, body):
     _, bad = await serve(pattern=[1], models_body=body)
@@ -209,6 +232,21 @@ async def test_final_usage_contradiction_falls_back_to_token_ids(serve):
     rec = await _one(url)
     assert rec.ok and rec.output_tokens == MAX_TOKENS and rec.token_source == "token_ids"
     assert rec.chunk_tokens == [1] + PATTERN * 3 and "99999" in rec.token_warning
+
+
+@pytest.mark.parametrize(("details", "why"), [
+    ({"cached_tokens": "lots"}, "usage.prompt_tokens_details.cached_tokens = 'lots' is not a token count"),
+    ({"cached_tokens": -1}, "usage.prompt_tokens_details.cached_tokens = -1 is not a token count"),
+    ({"cached_tokens": True}, "usage.prompt_tokens_details.cached_tokens = True is not a token count"),
+    ({"cached_tokens": 99999}, "usage.prompt_tokens_details.cached_tokens = 99999 exceeds usage.prompt_tokens = "),
+    ("cached", "usage.prompt_tokens_details.cached_tokens = 'cached' is not a token count"),
+])
+async def test_a_bad_cached_token_count_costs_that_field_only(serve, details, why):
+    _, url = await serve(pattern=PATTERN, final_usage={"prompt_tokens_details": details})
+    rec = await _one(url)
+    assert rec.ok and rec.error is None and rec.output_tokens == MAX_TOKENS  # the request's timing and tokens stand
+    assert rec.cached_tokens is None and "cached_tokens" not in rec.to_dict()
+    assert rec.token_warning.startswith(f"bad server value: {why}") and rec.token_warning.endswith("cached_tokens left null")
 
 
 def test_token_ids_beyond_max_tokens_give_way_to_a_plausible_total():

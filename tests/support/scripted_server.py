@@ -21,6 +21,8 @@ content lines before the usual end, fault ``http500long`` answers 500 with a 64 
 (``hung_up`` counts the bodies a client left before their end, ``sent_whole`` those it read to the end).
 ``capacity``: at most that many requests are served at once, the rest queue before their prefill
 (a server with that many batch slots: C ÷ service time requests per second, tests/integration/measure/test_slo.py).
+``prefix_cache``: blocks of that many prompt words are cached (``PrefixCache``): cached_tokens in the final usage,
+vLLM's prefix-cache counters, and a TTFT shortened to the uncached share.
 Its own clock (tests/integration/client/test_send_clock.py): ``timelines[n]`` holds request n's receive time
 (``perf_counter`` when its first middleware ran), its messages/prompt and the write time of each content chunk.
 
@@ -94,6 +96,27 @@ class Script:
     hold_on: int | None = None  # this request (1-based) stays in flight after its first token until release_flag exists
     held_flag: str | None = None  # written when request hold_on is held: the run is known to be mid-request
     release_flag: str | None = None  # None: held until the process dies
+    prefix_cache: int = 0  # a prefix cache of blocks of this many prompt words (PrefixCache): 0 = none
+
+
+class PrefixCache:
+    """vLLM's prefix cache in small: a prompt's words in blocks of ``block``; a request finds the longest run of whole
+    blocks an earlier prompt began with (never its last word, which vLLM always recomputes), and its blocks are kept.
+    The server reports the cached words as ``usage.prompt_tokens_details.cached_tokens``, counts them in
+    ``vllm:prefix_cache_queries`` / ``_hits``, and shortens the request's TTFT to its uncached share."""
+
+    def __init__(self, block: int) -> None:
+        self.block, self.blocks, self.queries, self.hits = block, set(), 0, 0
+
+    def lookup(self, words: list[str]) -> int:
+        full = (len(words) - 1) // self.block
+        cached = 0
+        while cached < full and tuple(words[:(cached + 1) * self.block]) in self.blocks:
+            cached += 1
+        self.blocks.update(tuple(words[:(i + 1) * self.block]) for i in range(full))
+        self.queries += len(words)
+        self.hits += cached * self.block
+        return cached * self.block
 
 
 class ScriptedServer:
@@ -110,6 +133,7 @@ class ScriptedServer:
         self.timelines: dict[int, Timeline] = {}
         self.headers: list[dict] = []
         self.slots = asyncio.Semaphore(script.capacity) if script.capacity else None
+        self.cache = PrefixCache(script.prefix_cache) if script.prefix_cache else None
         self.app = web.Application(middlewares=[self.auth, self.queue])
         self.app.add_routes([
             web.post("/v1/chat/completions", self.complete), web.post("/v1/completions", self.complete),
@@ -184,6 +208,10 @@ class ScriptedServer:
                  "# TYPE vllm:generation_tokens counter",
                  f'vllm:generation_tokens_total{{engine="0",model_name="{self.s.model}"}} '
                  f'{self.s.counters.get("generation_tokens", float(self.stepped))}']
+        if self.cache is not None:
+            for name, value in (("prefix_cache_queries", self.cache.queries), ("prefix_cache_hits", self.cache.hits)):
+                lines += [f"# TYPE vllm:{name} counter",
+                          f'vllm:{name}_total{{engine="0",model_name="{self.s.model}"}} {float(value)}']
         if self.s.k is not None:
             now = time.time()
             engines = ["0", "1"] if self.s.extra_engine_label else ["0"]
@@ -280,6 +308,7 @@ class ScriptedServer:
         max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
         usage_each = self.s.usage_per_chunk and (body.get("stream_options") or {}).get("continuous_usage_stats")
         prompt_tokens = len(prompt.split())
+        cached = self.cache.lookup(prompt.split()) if self.cache is not None else None
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         if self.s.gzip:
             resp.enable_compression(web.ContentCoding.gzip)  # forced, whatever Accept-Encoding said
@@ -309,8 +338,8 @@ class ScriptedServer:
         if chat:
             await send({"id": f"req-{number}", "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}],
                         **({"usage": {"prompt_tokens": prompt_tokens, "completion_tokens": 0, "total_tokens": prompt_tokens}} if usage_each else {})})
-        deadline = began + self.s.ttft_s
-        await asyncio.sleep(max(0.0, deadline - loop.time()) if self.s.paced else self.s.ttft_s)
+        deadline = began + self.s.ttft_s * (1 - (cached or 0) / max(prompt_tokens, 1))
+        await asyncio.sleep(max(0.0, deadline - loop.time()) if self.s.paced else deadline - began)
         done = 0
         sched = self.schedule(max_tokens)
         held: list[tuple[int, str]] = []
@@ -365,6 +394,8 @@ class ScriptedServer:
                 final["metrics"] = {"speculative_decoding": {
                     "mean_acceptance_length": 1 + accepted / steps, "num_spec_steps": steps,
                     "num_accepted_draft_tokens": accepted, "num_draft_tokens": steps * self.s.k, "num_spec_tokens": self.s.k}}
+            if cached is not None:
+                final["usage"]["prompt_tokens_details"] = {"cached_tokens": cached}
             final["usage"].update(self.s.final_usage)
             final.update(self.s.final_extra)
             await send(final)

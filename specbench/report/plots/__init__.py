@@ -4,6 +4,7 @@ Drawn with ``report/svg.py`` over ``report/model.Model``.
 """
 
 from .acceptance import acceptance_plot
+from .accepted import accepted_plot
 from .category import category_plot
 from .common import ci_of, nm_html
 from .decomposition import decomposition_plot
@@ -15,6 +16,6 @@ from .trend import TrendRun, trend_plot
 from .tune import tune_section
 from .whatif import whatif_section
 
-__all__ = ["TrendRun", "acceptance_plot", "category_plot", "cdf_points", "ci_of", "crossings", "decomposition_plot",
-           "latency_plot", "load_plot", "nm_html", "request_scatter", "speedup_plot", "trend_plot", "tune_section",
-           "whatif_section"]
+__all__ = ["TrendRun", "accepted_plot", "acceptance_plot", "category_plot", "cdf_points", "ci_of", "crossings",
+           "decomposition_plot", "latency_plot", "load_plot", "nm_html", "request_scatter", "speedup_plot", "trend_plot",
+           "tune_section", "whatif_section"]

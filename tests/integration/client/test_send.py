@@ -347,6 +347,30 @@ def test_stream_parser_on_recorded_payloads():
     assert rec.output_tokens == 5 and rec.prompt_tokens == 9 and rec.text == "abcde"
 
 
+def test_stream_parser_reads_cached_prompt_tokens_from_the_final_usage():
+    s = ResponseStream(new_record(), "chat")
+    s.feed(json.dumps(chat_chunk("ab", 2)).encode(), 1.5)
+    s.feed(b'{"choices": [], "usage": {"prompt_tokens": 9, "completion_tokens": 2, '
+           b'"prompt_tokens_details": {"cached_tokens": 8}}}', 1.8)
+    rec = s.finish()
+    assert rec.cached_tokens == 8 and rec.token_warning is None and rec.error is None
+    assert "cached_tokens" in rec.to_dict()
+    plain = ResponseStream(new_record(), "chat")
+    plain.feed(json.dumps(chat_chunk("ab", 2)).encode(), 1.5)
+    plain.feed(b'{"choices": [], "usage": {"prompt_tokens": 9, "completion_tokens": 2, "prompt_tokens_details": {}}}', 1.8)
+    rec = plain.finish()
+    assert rec.cached_tokens is None and "cached_tokens" not in rec.to_dict()  # not reported: no key, the line as before
+
+
+async def test_cached_prompt_tokens_over_every_transport(session, scripted):
+    """The second request with the same messages finds all but its last block of 4 words in the server's cache."""
+    server, url = await scripted(pattern=[1, 2, 4], k=3, ttft_s=0.02, gap_s=0.01, prefix_cache=4)
+    first, second = await run(session, url), await run(session, url)
+    assert first.ok and second.ok and first.prompt_tokens == second.prompt_tokens
+    assert first.cached_tokens == 0 and second.cached_tokens == (second.prompt_tokens - 1) // 4 * 4 > 0
+    assert server.cache.hits == second.cached_tokens
+
+
 def test_stream_parser_mixed_known_and_unknown_counts_falls_back_to_spread():
     s = ResponseStream(new_record(), "completions")
     s.feed(b'{"choices": [{"text": "a", "token_ids": [7]}]}', 1.0)

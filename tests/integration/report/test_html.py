@@ -163,6 +163,23 @@ def test_null_acceptance_and_categories_are_not_drawn_as_zero(run):
     assert "ngram_k3: 0.00" not in cats and "ngram_k3: 1.00" not in cats
 
 
+def test_accepted_tokens_per_step_per_cell_and_category():
+    """From results carrying accepted_per_step (tests/data/rows/results_golden.json: the fixture's sweep summarised by
+    this version): a panel per data set and load point, then per data set and category; a cell without it (the
+    failed one) written "not measured", never drawn; results without it get no section at all."""
+    rows = rows_from(json.loads((DATA / "rows" / "results_golden.json").read_text()))
+    fig = figure_of(render_html(rows, None, None), "accepted-per-step")
+    panels = svgs(fig, "accepted-per-step")
+    assert len(panels) == 2 + 2 + 2 + 3  # per data set: C=1, C=8, then its categories (gsm8k 2, mtbench 3)
+    assert "gsm8k · math (all loads)" in panels[2] and "mtbench C=8" in panels[5]
+    assert f"{NOT_MEASURED}: draft_k5 (cell failed)" in panels[5]
+    # bars: ngram_k3 has 4 (0–3 accepted) and draft_k5 6 (0–5) in every panel, but draft_k5 none in the failed cell's
+    assert [len(re.findall(r'class="bar"', p)) for p in panels] == [10, 10, 10, 10, 10, 4, 10, 10, 10]
+    assert "Source: stream chunk sizes." in fig and "<figcaption>" in fig
+    records, requests, meta = json.loads((RUN / "results.json").read_text()), None, None
+    assert 'id="fig-accepted-per-step"' not in render_html(rows_from(records), requests, meta)
+
+
 def test_crossover_marked(page):
     load = figure_of(page, "speedup-load")
     assert load.count('class="crossover"') >= 1

@@ -13,6 +13,7 @@ import yaml
 
 from specbench.cli import main
 from specbench.hooks.site import folder_sha256
+from specbench.measure.accepted import SOURCE_CHUNKS, SOURCE_STEPLOG
 from tests.support.launchers import write_launcher
 from tests.support.paths import PACKAGE_ENV, SUPPORT
 
@@ -61,6 +62,9 @@ async def test_step_log_reaches_the_results_and_the_why_table(tmp_path, fake_eng
     assert spec["steplog_steps"] == 2 * 3 * 7 and base["steplog_steps"] == 2 * 3 * 20
     assert spec["steplog_accepted"] == spec["steplog_counter_accepted"] == spec["spec_accepted_tokens"]
     assert spec["steplog_accepted_agree"] is True and spec["steplog_hist_agree"] is True
+    # accepted tokens per step from the step log's histogram (6 steps accepting 2, the last cut to 1, per request)
+    assert spec["accepted_per_step"] == [0, 6, 36] and spec["accepted_per_step_source"] == SOURCE_STEPLOG
+    assert quiet["accepted_per_step"] == [0, 6, 36] and quiet["accepted_per_step_source"] == SOURCE_CHUNKS
     assert spec["steplog_window"] == "/metrics scrapes" and spec["steplog_skipped_rows"] is None
     assert spec["step_source"] == "step log" and "steplog_steps" not in quiet
     assert quiet["step_source"] == "chunk gaps"  # its own server had no log: the chunks' decomposition, said

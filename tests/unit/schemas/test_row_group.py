@@ -7,13 +7,22 @@ from dataclasses import FrozenInstanceError
 
 import pytest
 
-from specbench.schemas import row_acceptance, row_baseline, row_cell, row_latency, row_quality, row_steplog
+from specbench.schemas import (
+    row_acceptance,
+    row_baseline,
+    row_cache,
+    row_cell,
+    row_latency,
+    row_quality,
+    row_steady,
+    row_steplog,
+)
 from specbench.schemas.row import FIELD_NAMES, GROUPS, REFERENCE_KEYS, ResultRow, own_names
 from specbench.schemas.row_group import MetricGroup, written
 from specbench.schemas.row_latency import SharedReads
 from specbench.schemas.row_quality import Accuracy, TelemetrySummary
 
-MODULES = (row_acceptance, row_baseline, row_cell, row_latency, row_quality, row_steplog)
+MODULES = (row_acceptance, row_baseline, row_cache, row_cell, row_latency, row_quality, row_steady, row_steplog)
 
 
 def _groups_declared() -> set[type]:
