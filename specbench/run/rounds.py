@@ -51,8 +51,8 @@ def restart_rounds(suite: Suite, only_configs: list[str] | None, failed: Mapping
     for rep in range(load.most_repeats):
         if rep == load.first_stage and load.target_ci is not None and suite.baseline is not None:
             planned = planned_counts(rows(), suite.baseline.name, load.target_ci, load.first_stage, load.most_repeats)
-        taken = [(config, only) for config in run_order(suite, only_configs) if config.name not in failed
-                 for only in [round_cells(suite, config.name, rep, planned)] if only]
+        taken: list[Visit] = [(config, only) for config in run_order(suite, only_configs) if config.name not in failed
+                              for only in [round_cells(suite, config.name, rep, planned)] if only]
         if taken:
             yield rep, taken
 

@@ -46,8 +46,9 @@ def round_gpus(suite: Suite, gpu_ids: list[str], rep: int, gpus_per_server: int)
 
 async def run_rounds(collector: Collector, suite: Suite, gpus_per_server: int, launch: Launch) -> None:
     """Every round in turn, its jobs side by side (``launch``), the next only once all of them have ended; a config
-    that failed is left out of later rounds, and a stop (Ctrl-C) starts no further round. Once the last round is done, every config that did not fail has
-    succeeded, as in a sequential run (so a --resume's first round does not clear an earlier failure)."""
+    that failed is left out of later rounds, and a stop (Ctrl-C) starts no further round. Once the last round is
+    done, every config that did not fail has succeeded, as in a sequential run (so a --resume's first round does
+    not clear an earlier failure)."""
     collector.defer_success = True
     for rep, taken in restart_rounds(suite, None, collector.failed, collector.session.rows):
         if collector.stopping or collector.interrupted:
