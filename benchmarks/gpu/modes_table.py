@@ -2,13 +2,16 @@
 numbers by more than the runs of one mode differ among themselves? (docs/parallel.md.)
 
     python benchmarks/gpu/modes_table.py --mode parallel RUN_DIR [RUN_DIR...] \\
-        --mode sequential RUN_DIR [RUN_DIR...] [-o FILE]
+        --mode sequential RUN_DIR [RUN_DIR...] [--runs] [-o FILE]
 
 Per cell (data set × load point × non-baseline config) and mode: the per-repeat speedups and
-acceptance lengths pooled over the mode's runs, and the GPUs each server used. With two modes or
+acceptance lengths pooled over the mode's runs, and the GPUs each server used (per server start,
+``0/1/0``, where a ``load.restart`` run's starts were given different ones). With two modes or
 more, each later mode is compared with the first: Δ of the means against the larger repeat spread
 (one table per pair, so a table stays within 14 columns). One mode alone shows its spread only.
-Prints markdown (or writes it to FILE), then a "How computed" paragraph to paste with it.
+``--runs`` adds a table per run: its wall time, its server starts and each cell's speedup with the
+run's own 95 % CI and what it is over (issue 40: the between-start CI of ``load.restart``, parallel
+vs sequential). Prints markdown (or writes it to FILE), then a "How computed" paragraph to paste with it.
 """
 
 from __future__ import annotations
@@ -204,10 +207,19 @@ def describe_gpus(given: tuple[str, ...], sampled: tuple[str, ...]) -> str | Non
     return f"{'+'.join(sampled)} (NVML)" if sampled else None
 
 
+def starts_gpus(meta: RunMeta | None, config: str) -> str | None:
+    """``0/1/0``: the devices each server start of the config was given, in turn, where its starts (``load.restart``
+    in a parallel run) were given different ones; None where they all had the same (or there was one start)."""
+    starts = ((meta.server_starts or {}).get(config) or []) if meta is not None else []
+    seen = ["+".join(gpu_ids((s.env or {}).get("CUDA_VISIBLE_DEVICES"))) or DASH for s in starts]
+    return "/".join(seen) if len(set(seen)) > 1 else None
+
+
 def run_gpus(run: Run, config: str) -> str | None:
-    """``baseline 0, dspark_k7 1`` for the cell's two servers in one run; None when neither is known."""
+    """``baseline 0, dspark_k7 1`` for the cell's two servers in one run (``0/1/0``: per server start); None when
+    neither is known."""
     names = [n for n in (run.baseline, config) if n]
-    found = [describe_gpus(meta_gpus(run.meta, n), nvml_gpus(run.phases, n)) for n in names]
+    found = [starts_gpus(run.meta, n) or describe_gpus(meta_gpus(run.meta, n), nvml_gpus(run.phases, n)) for n in names]
     if not any(found):
         return None
     return ", ".join(f"{n} {g or DASH}" for n, g in zip(names, found))
@@ -368,8 +380,51 @@ HOW_COMPARED = (
 HOW_SPREAD = "Spread = (max − min) ÷ mean over the pooled repeats (— below 2 values). "
 
 
-def render(modes: Sequence[Mode]) -> str:
-    """The markdown: one table (one mode) or one per later mode against the first, notes, how computed."""
+def show_seconds(value: Any) -> str:
+    return f"{value:,.0f} s" if is_number(value) else DASH
+
+
+def show_ci(row: ResultRow) -> str:
+    """``1.42× [1.30, 1.55]``, ``⚠`` after it where the repeats disagree (``speedup_varies``)."""
+    if not is_number(row.speedup_vs_baseline):
+        return DASH
+    ci = (row.ci95 or {}).get("speedup_vs_baseline")
+    shown = f"{row.speedup_vs_baseline:.2f}×"
+    if isinstance(ci, list) and len(ci) == 2 and all(is_number(v) for v in ci):
+        shown += f" [{ci[0]:.2f}, {ci[1]:.2f}]"
+    return shown + (" ⚠" if row.speedup_varies else "")
+
+
+def run_table(modes: Sequence[Mode]) -> str:
+    """``--runs``: per run, its wall time and server starts, and each cell's speedup with the run's own CI."""
+    header = ["Mode", "Run", "Wall time", "Server starts", "Data set", "Load", "Config", "Speedup [95 % CI]", "CI over"]
+    lines = []
+    for mode in modes:
+        for run in mode.runs:
+            meta = run.meta
+            launches = (meta.server_launches if meta else None) or {}
+            starts = str(sum(launches.values())) if launches else DASH
+            wall = show_seconds(meta.timing.total_s if meta and meta.timing else None)
+            for row in run.rows:
+                cell = Cell.of_row(row)
+                if cell.config == run.baseline:
+                    continue
+                lines.append([mode.name, run.path.name, wall, starts, cell.dataset, cell.point.label, cell.config,
+                              show_ci(row), row.speedup_ci_method or DASH])
+    return _table(header, lines)
+
+
+HOW_RUNS = (
+    "**Per run.** Wall time: meta.json `timing.total_s`; server starts: the sum of `server_launches` over the "
+    "configs; speedup and its 95 % CI as the run's results.json gives them (`speedup_vs_baseline`, "
+    "`ci95.speedup_vs_baseline`, `speedup_ci_method`: with `load.restart`, Student-t on the log scale over the "
+    "paired server starts); ⚠ = `speedup_varies` (Cochran's Q, p < 0.05)."
+)
+
+
+def render(modes: Sequence[Mode], per_run: bool = False) -> str:
+    """The markdown: one table (one mode) or one per later mode against the first, notes, how computed; with
+    ``per_run`` a table of each run's own wall time, starts and CIs after them."""
     parts: list[str] = []
     notes = list(dict.fromkeys(n for m in modes for n in m.notes))
     if len(modes) == 1:
@@ -386,6 +441,8 @@ def render(modes: Sequence[Mode]) -> str:
     if notes:
         parts.append("Notes:\n\n" + "\n".join(f"- {_md(n)}" for n in notes))
     parts.append(HOW_COMPUTED.format(compare=HOW_COMPARED if len(modes) > 1 else HOW_SPREAD))
+    if per_run:
+        parts += [run_table(modes), HOW_RUNS]
     return "\n\n".join(parts) + "\n"
 
 
@@ -394,9 +451,10 @@ def render(modes: Sequence[Mode]) -> str:
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0] if __doc__ else None,
-                                 usage="%(prog)s --mode NAME RUN_DIR [RUN_DIR ...] [--mode NAME RUN_DIR ...] [-o FILE]")
+                                 usage="%(prog)s --mode NAME RUN_DIR [RUN_DIR ...] [--mode NAME RUN_DIR ...] [--runs] [-o FILE]")
     ap.add_argument("--mode", nargs="+", action="append", required=True, metavar=("NAME", "RUN_DIR"),
                     help="a mode's name, then its run directories (repeat --mode for each mode)")
+    ap.add_argument("--runs", action="store_true", help="add a table per run: wall time, server starts, each cell's own CI")
     ap.add_argument("-o", "--output", type=Path, metavar="FILE", help="write the markdown here instead of stdout")
     args = ap.parse_args(argv)
     names = [m[0] for m in args.mode]
@@ -415,7 +473,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ModesTableError as err:
         print(f"{PROG}: error: {err}", file=sys.stderr)
         return 2
-    text = render(modes)
+    text = render(modes, per_run=args.runs)
     if args.output:
         try:
             args.output.write_text(text)

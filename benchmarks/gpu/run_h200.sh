@@ -9,6 +9,9 @@
 #   plan (one GPU, issue 26) = prep_plan, then the reference profile replayed on a Qwen3-8B-shaped dummy target;
 #   plan_repeat (one GPU) = prep_plan, math500 replayed again with 5x the prompts, then sequential8b twice;
 #   abab8b (two GPUs, issue 25) = prep_plan, then parallel / sequential alternated twice on the 8B-shaped target;
+#   restart8b (two GPUs, issue 40) = prep_plan, then load.restart (3 fresh starts a config) with --parallel gpus /
+#   sequential alternated twice (AB_PAIRS=1: once, ~24 min), DSpark k=3/k=7 vs baseline at C=1 and 16 on the 8B
+#   shape, then modes_table.py --runs into $OUTROOT/restart8b_table.md (~48 min in all, at ~75 s a start);
 #   steplog (one GPU, issues 33/34) = prep, shape8b, the swing suite, the recorder's overhead (8B, SmolLM2), the token log run)
 #   stalls (one GPU, issue 39) = prep_plan, the stall suite (3 fresh starts: baseline, default and steady DSpark arms),
 #   the recorder's overhead at 8B (timing's events cut), the V2 token log with DSpark; $GPUIN holds tokenizer/ and data/
@@ -154,6 +157,18 @@ abab8b() {
   done
 }
 
+abab_restart() {  # issue 40: the between-start CI and the wall time of load.restart, --parallel gpus vs sequential
+  local i
+  for i in $(seq 1 "${AB_PAIRS:-2}"); do
+    SPECBENCH_DATA_DIR="$ROOT/.gpu/data" parallel suites/gpu_parallel_restart_8b.yaml "restart8b_parallel$i"
+    SPECBENCH_DATA_DIR="$ROOT/.gpu/data" sequential suites/gpu_parallel_restart_8b.yaml "restart8b_sequential$i"
+  done
+  python3 benchmarks/gpu/modes_table.py --mode parallel "$OUTROOT"/restart8b_parallel[0-9] \
+    --mode sequential "$OUTROOT"/restart8b_sequential[0-9] --runs -o "$OUTROOT/restart8b_table.md" \
+    > "$OUTROOT/restart8b_table.log" 2>&1
+  say "restart8b table: exit $?"
+}
+
 sequential8b() {
   for i in 1 2; do
     SPECBENCH_DATA_DIR="$ROOT/.gpu/data" sequential suites/gpu_parallel_repeats_8b.yaml "seq8b_sequential$i"
@@ -203,6 +218,8 @@ elif [ "$phases" = stalls ]; then
   sequential suites/gpu_tokens_dspark_8b.yaml tokens_dspark_8b
 elif [ "$phases" = abab8b ]; then
   prep_plan && abab8b
+elif [ "$phases" = restart8b ]; then
+  prep_plan && abab_restart
 elif [ "$phases" = round2 ]; then
   # the SGLang parts may still be arriving while vLLM is prepared and the what-if map runs on GPU 1
   prep || { touch "$OUTROOT/DONE"; exit 1; }

@@ -2,8 +2,8 @@
 server per config, baseline first, its repeats back to back; or, with ``load.restart``, every repeat of every
 config on a fresh server start, repeat-major and interleaved (round 0: baseline, A, B; round 1: baseline, A,
 B …), so drift over the run hits every config alike; with ``load.target_ci`` the rounds after the first stage
-are planned from it (``measure.repeat_spread.planned_counts``). --resume skips each (cell, repeat) measured
-already."""
+are planned from it (``measure.repeat_spread.planned_counts``). A parallel run takes the same rounds, each
+round's visits side by side (``parallel.restart_rounds``). --resume skips each (cell, repeat) measured already."""
 
 from __future__ import annotations
 
@@ -40,22 +40,29 @@ def run_order(suite: Suite, only_configs: list[str] | None) -> list[ServerConfig
     return [c for c in config_order(suite) if only_configs is None or c.name in only_configs]
 
 
-def visits(suite: Suite, only_configs: list[str] | None, failed: Mapping[str, str],
-           rows: Callable[[], list[ResultRow]]) -> Iterator[Visit]:
-    """The server visits of the run, in order; taken one at a time, so what the run learns meanwhile counts: a
-    config in ``failed`` is not visited again in later rounds, and the rounds after the first stage are planned
-    from the ``rows`` measured by then."""
-    order, load = run_order(suite, only_configs), suite.load
-    if not load.restart:
-        yield from ((config, None) for config in order)
-        return
-    planned: dict[Cell, int] | None = None
+def restart_rounds(suite: Suite, only_configs: list[str] | None, failed: Mapping[str, str],
+                   rows: Callable[[], list[ResultRow]]) -> Iterator[tuple[int, list[Visit]]]:
+    """``load.restart``'s rounds in order, each as (its repeat, the visits of every config not in ``failed`` by
+    then, baseline first); taken one round at a time, so what the run learns meanwhile counts: a config that failed
+    is not visited in later rounds, and the rounds after the first stage are planned from the ``rows`` measured by
+    then. A sequential run takes a round's visits one after another (``visits``), a parallel one side by side
+    (``parallel.restart_rounds``)."""
+    load, planned = suite.load, None
     for rep in range(load.most_repeats):
         if rep == load.first_stage and load.target_ci is not None and suite.baseline is not None:
             planned = planned_counts(rows(), suite.baseline.name, load.target_ci, load.first_stage, load.most_repeats)
-        for config in order:
-            if config.name in failed:
-                continue
-            only = round_cells(suite, config.name, rep, planned)
-            if only:
-                yield config, only
+        taken: list[Visit] = [(config, only) for config in run_order(suite, only_configs) if config.name not in failed
+                              for only in [round_cells(suite, config.name, rep, planned)] if only]
+        if taken:
+            yield rep, taken
+
+
+def visits(suite: Suite, only_configs: list[str] | None, failed: Mapping[str, str],
+           rows: Callable[[], list[ResultRow]]) -> Iterator[Visit]:
+    """The server visits of a sequential run, in order: one per config, or ``restart_rounds``' one after another
+    (the generator is taken a visit at a time, so a round is made only once the one before has run)."""
+    if not suite.load.restart:
+        yield from ((config, None) for config in run_order(suite, only_configs))
+        return
+    for _, taken in restart_rounds(suite, only_configs, failed, rows):
+        yield from taken

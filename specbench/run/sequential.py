@@ -45,12 +45,14 @@ class RunOutcome:
 
 class SequentialRun:
     """Configs one after another into ``recorder`` (a ``RunSession``, or a parallel worker's channel).
-    ``only_configs`` runs a subset; ``prompts`` given means they were loaded (and checked) already."""
+    ``only_configs`` runs a subset; ``prompts`` given means they were loaded (and checked) already; ``cells``:
+    one server visit per config measuring just these (cell, repeat), a parallel worker's round of ``load.restart``."""
 
     def __init__(self, suite: Suite, recorder: Recorder, *, progress: Progress | None = None,
                  restart_on_failure: bool = False, only_configs: list[str] | None = None,
-                 grace_s: float = 10.0, prompts: dict[str, list[Prompt]] | None = None) -> None:
-        self.suite, self.recorder = suite, recorder
+                 grace_s: float = 10.0, prompts: dict[str, list[Prompt]] | None = None,
+                 cells: Collection[tuple[Cell, int]] | None = None) -> None:
+        self.suite, self.recorder, self.cells = suite, recorder, cells
         self.progress = progress or (lambda *a, **k: None)
         self.restart_on_failure, self.only_configs = restart_on_failure, only_configs
         self.grace_s, self.prompts = grace_s, prompts
@@ -158,10 +160,12 @@ class SequentialRun:
 
 
 async def take_visits(run: SequentialRun, phases: Phases, prompts: dict[str, list[Prompt]], failed: dict[str, str]) -> None:
-    """Each server visit of ``rounds.visits`` in turn; a config succeeded once its visit ended without an error,
-    or with ``load.restart`` once every round is done without one."""
-    restart = run.suite.load.restart
-    for config, only in visits(run.suite, run.only_configs, failed, run.recorder.rows):
+    """Each server visit of ``rounds.visits`` (or the one visit of ``run.cells``) in turn; a config succeeded once its
+    visit ended without an error, or with ``load.restart`` once every round is done without one."""
+    restart, cells = run.suite.load.restart, run.cells
+    taken = (visits(run.suite, run.only_configs, failed, run.recorder.rows) if cells is None
+             else ((config, set(cells)) for config in run_order(run.suite, run.only_configs)))
+    for config, only in taken:
         if run.stop.is_set():
             return
         error = await run.attempt_config(phases, config, prompts, only)

@@ -1,7 +1,8 @@
 """A vLLM-shaped engine for the scale-out tests: reads ``--speculative-config`` (pattern 1,2,k+1 with
 k = num_speculative_tokens, else 1) and can kill its parent, the worker, after N requests
 (FAKE_KILL_PARENT_AFTER; once, FAKE_MARKER); with ``SPECBENCH_STEPLOG_DIR`` set (a suite's ``steplog:``) it
-writes a step-log row per decode chunk (``tests/support/steplog.StepWriter``)."""
+writes a step-log row per decode chunk (``tests/support/steplog.StepWriter``); with ``FAKE_STARTS`` set it appends
+a JSON line to that file as it starts (its pid, Unix time and CUDA_VISIBLE_DEVICES: the restart rounds' tests)."""
 
 import json
 import os
@@ -35,6 +36,9 @@ class Server(ScriptedServer):
 
 def main() -> None:
     a = engine_flags()
+    if os.environ.get("FAKE_STARTS"):
+        with open(os.environ["FAKE_STARTS"], "a") as f:
+            f.write(json.dumps({"pid": os.getpid(), "t": time.time(), "gpus": os.environ.get("CUDA_VISIBLE_DEVICES")}) + "\n")
     spec = json.loads(a.speculative_config) if a.speculative_config else None
     k = spec["num_speculative_tokens"] if spec else None
     script = Script(pattern=[1, 2, k + 1] if k else [1], k=k,

@@ -13,6 +13,8 @@ sequential run leaves, and ``--resume`` works on either.
 - ``ray``: workers are Ray generator tasks with ``num_gpus`` = the config's GPU count; Ray picks
   a node with that many free GPUs and sets ``CUDA_VISIBLE_DEVICES``. A lost worker or node fails
   only its config (``meta.json`` ``failed_configs``); ``--resume`` reruns its missing cells.
+- ``load.restart``: the sequential run's rounds of fresh server starts, each round's configs side by side (a
+  worker per config and round), the next round only once every config has finished this one.
 
 A worker that dies hard (SIGKILL, OOM, lost node) cannot stop its server itself: a tiny
 watchdog process started next to each worker kills the server process groups the worker had
@@ -21,7 +23,7 @@ started once the worker is gone.
 Modules: ``planning`` (GPU counts, which configs may run together), ``worker`` (one config, in a
 subprocess or a Ray task), ``node`` (port claims, log dirs, the watchdog), ``collector`` (worker
 messages → the run session), ``gpus_mode`` / ``ray_mode`` (the two ways to start workers),
-``entry`` (``run_parallel``).
+``restart_rounds`` (``load.restart``'s rounds, a barrier between them), ``entry`` (``run_parallel``).
 """
 
 from ...launch.gpus import config_gpu_count, parallel_size, suite_gpus_per_server

@@ -41,6 +41,7 @@ class Collector:
         self.failed: dict[str, str] = {}
         self.interrupted = False
         self.stopping = False
+        self.defer_success = False  # load.restart's rounds: a config succeeds after its last round (restart_rounds)
         self.steplogs_missing: set[str] = set()
         self.t_start = time.monotonic()
 
@@ -131,7 +132,7 @@ class Collector:
         if msg.failed:
             for cfg, err in msg.failed.items():
                 self.fail(cfg, err, traceback_text=msg.traceback)
-        elif not self.interrupted:
+        elif not self.interrupted and not self.defer_success:
             self.session.config_succeeded(msg.config)
         self.session.save_meta()
 

@@ -17,8 +17,9 @@ from ..sequential import RunOutcome
 from ..session import Progress, Render, RunSession
 from .collector import Collector
 from .gpus_mode import run_gpus
-from .planning import MODES, detect_gpus, done_by_config, plan
-from .ray_mode import import_ray, run_ray
+from .planning import MODES, Job, detect_gpus, done_by_config, plan
+from .ray_mode import import_ray, ray_connection, run_ray
+from .restart_rounds import round_gpus, run_rounds
 
 
 def cluster_prompts(suite: Suite) -> dict[str, list[Prompt]]:
@@ -33,12 +34,10 @@ async def run_parallel(suite: Suite, out: Path, *, mode: Literal["gpus", "ray"],
                        restart_on_failure: bool = False, overwrite: bool = False) -> RunOutcome:
     """Run ``suite`` into ``out`` with configs in parallel; returns the same ``RunOutcome`` as
     ``run_suite``. ``mode="gpus"``: this machine's GPUs (``SPECBENCH_GPUS`` or ``nvidia-smi -L``);
-    ``mode="ray"``: the Ray cluster at ``address`` ("auto": the one ``ray start`` made here)."""
+    ``mode="ray"``: the Ray cluster at ``address`` ("auto": the one ``ray start`` made here). With ``load.restart``
+    the configs run in the sequential run's rounds, each round's fresh starts side by side (``restart_rounds``)."""
     if mode not in MODES:
         raise SuiteError(f"parallel mode must be one of {', '.join(MODES)}, got {mode!r}")
-    if suite.load.restart:
-        raise SuiteError(f"{suite.path}: load.restart interleaves every config's fresh servers in rounds; "
-                         "run it without --parallel or --ray")
     per_server = suite_gpus_per_server(suite, gpus_per_server)
     session = RunSession(suite, Path(out), render=render, resume=resume, overwrite=overwrite, progress=progress)
     session.prepare()
@@ -65,13 +64,23 @@ async def _run_jobs(session: RunSession, suite: Suite, mode: str, address: str |
     session.meta.runs[-1].parallel = mode
     session.save_meta()
     collector = Collector(session, mode)
-    jobs = plan(suite, done_by_config(session.dir.read_phases()) if resume else {}, per_server)
+
+    async def launch(jobs: list[Job], rep: int) -> None:
+        if mode == "gpus":  # a round of load.restart hands the GPUs out in its own order (restart_rounds)
+            ids = round_gpus(suite, gpu_ids, rep, per_server) if suite.load.restart else gpu_ids
+            await run_gpus(collector, suite, jobs, ids, prompts, restart_on_failure)
+        else:
+            await run_ray(collector, suite, jobs, address, prompts, restart_on_failure)
+
     with forward_signals(lambda: None, collector.signalled):  # before and after the workers: the final write
         try:
-            if mode == "gpus":
-                await run_gpus(collector, suite, jobs, gpu_ids, prompts, restart_on_failure)
+            if not suite.load.restart:
+                await launch(plan(suite, done_by_config(session.dir.read_phases()) if resume else {}, per_server), 0)
+            elif mode == "gpus":
+                await run_rounds(collector, suite, per_server, launch)
             else:
-                await run_ray(collector, suite, jobs, address, prompts, restart_on_failure)
+                with ray_connection(address):  # once for every round
+                    await run_rounds(collector, suite, per_server, launch)
         finally:
             outcome = collector.finish()
     return outcome

@@ -107,7 +107,7 @@ async def run_gpus(collector: Collector, suite: Suite, jobs: list[Job], gpu_ids:
                     pending.remove(job)
                     payload = WorkerJob(suite, job.config, job.done_phases, restart_on_failure,
                                         gpus=",".join(take) if job.launched else None, log_dir=str(collector.logs),
-                                        first_start=collector.first_start(job.config))
+                                        first_start=collector.first_start(job.config), only=job.only)
                     job_file = tmp / f"{len(running)}-{time.monotonic_ns()}.pkl"
                     with job_file.open("wb") as f:
                         pickle.dump((payload, prompts), f)

@@ -60,6 +60,7 @@ class Job:
     launched: bool
     done_phases: list[PhaseInfo] = field(default_factory=list)
     exclusive: frozenset[str] = frozenset()  # keys no two running jobs may hold (url lane, fixed ports)
+    only: frozenset[tuple[Cell, int]] | None = None  # a round of load.restart: just these, on one server start
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,8 @@ class WorkerJob:
     measure again, and where it runs. ``gpus``: the ids it may use (gpus mode); ``gpus_needed``: take
     the ones Ray assigned; ``log_dir``: the run dir's logs (gpus mode), else a node-local folder
     named by ``run_id``; ``env``: set in the worker's environment while it runs; ``first_start``: the number
-    of its first server start (the config's launches in the run so far: meta.json ``server_launches``)."""
+    of its first server start (the config's launches in the run so far: meta.json ``server_launches``); ``only``:
+    a round of ``load.restart``, just these (cell, repeat) on one server start (None: every one not done)."""
 
     suite: Suite
     config: str
@@ -81,6 +83,7 @@ class WorkerJob:
     env: dict[str, str] = field(default_factory=dict)
     node: str | None = None
     first_start: int = 0
+    only: frozenset[tuple[Cell, int]] | None = None
 
 
 def done_by_config(phases: list[PhaseInfo]) -> dict[str, list[PhaseInfo]]:
@@ -99,19 +102,22 @@ def cells_left(suite: Suite, config: ServerConfig, done: list[PhaseInfo]) -> int
                for rep in range(suite.load.repeats) if (Cell.at(config.name, spec.name, point), rep) not in have)
 
 
+def exclusive_keys(suite: Suite, config: ServerConfig) -> frozenset[str]:
+    """The keys ``config``'s job holds while it runs, which no other running job may hold: servers at URLs are
+    measured one at a time (they may share hardware), and configs that share a fixed port never run together."""
+    if not config.launched:
+        return frozenset({"url"})
+    ports = [c.port for c in suite.configs if c.launched and c.port]
+    return frozenset({f"port:{config.port}"}) if config.port and ports.count(config.port) > 1 else frozenset()
+
+
 def plan(suite: Suite, done_by: dict[str, list[PhaseInfo]], gpus_per_server: int) -> list[Job]:
     """Jobs in the sequential order (baseline first); configs with nothing left to do are left out."""
-    ports = [c.port for c in suite.configs if c.launched and c.port]
     jobs = []
     for config in config_order(suite):
         done = done_by.get(config.name, [])
         if not cells_left(suite, config, done):
             continue
-        exclusive = set()
-        if not config.launched:
-            exclusive.add("url")  # servers at URLs are measured one at a time: they may share hardware
-        elif config.port and ports.count(config.port) > 1:
-            exclusive.add(f"port:{config.port}")
         jobs.append(Job(config.name, config_gpu_count(suite, config, gpus_per_server), config.launched, done,
-                        frozenset(exclusive)))
+                        exclusive_keys(suite, config)))
     return jobs

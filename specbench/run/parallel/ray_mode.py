@@ -100,7 +100,7 @@ async def run_ray(collector: Collector, suite: Suite, jobs: list[Job], address: 
                 opts["scheduling_strategy"] = NodeAffinitySchedulingStrategy(here, soft=False)
             payload = WorkerJob(suite, job.config, job.done_phases, restart_on_failure,
                                 gpus_needed=job.launched and job.gpus > 0, run_id=run_id, env=env,
-                                first_start=collector.first_start(job.config))
+                                first_start=collector.first_start(job.config), only=job.only)
             collector.progress("server", config=job.config, launching=job.launched)
             gen = remote.options(**opts).remote(payload, prompts_ref)
             gens[job.config] = gen

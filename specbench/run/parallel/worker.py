@@ -175,8 +175,8 @@ def ship_logs(logs: Path, channel: WorkerChannel, emit: Emit) -> None:
 
 async def run_config(job: WorkerJob, prompts: dict[str, list[Prompt]], emit: Emit,
                      control: WorkerControl | None = None) -> None:
-    """Run one config with ``SequentialRun`` and ``emit`` its messages, ``WorkerStarted`` first and
-    ``WorkerFinished`` last."""
+    """Run one config with ``SequentialRun`` (``job.only``: one round of ``load.restart``, on one server start) and
+    ``emit`` its messages, ``WorkerStarted`` first and ``WorkerFinished`` last."""
     suite, name = job.suite, job.config
     saved_env = {key: os.environ.get(key) for key in job.env}
     os.environ.update(job.env)
@@ -202,7 +202,7 @@ async def run_config(job: WorkerJob, prompts: dict[str, list[Prompt]], emit: Emi
         channel = WorkerChannel(replace(job, suite=wsuite), emit, scratch, logs,
                                 None if job.log_dir else StepLogShipper(name, logs, emit))
         run = SequentialRun(wsuite, channel, only_configs=[name], prompts=prompts,
-                            restart_on_failure=job.restart_on_failure)
+                            restart_on_failure=job.restart_on_failure, cells=job.only)
         if control is not None:
             control.attach(run)
         outcome = await run.execute()

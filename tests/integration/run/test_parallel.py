@@ -23,6 +23,7 @@ import yaml
 from specbench.errors import LaunchError, SuiteError
 from specbench.run import parallel
 from specbench.run.parallel import config_gpu_count, detect_gpus, node, parallel_size, plan
+from specbench.run.servers import server_log_name
 from specbench.schemas.phase import PhaseInfo
 from specbench.suite import parse_suite, read_suite
 from tests.support import suites
@@ -38,10 +39,12 @@ def parallel_engine(launchers: Path) -> Path:
     return launchers
 
 
-def write_suite(tmp_path: Path, prompts_file: Path, configs: list[dict], name: str = "suite.yaml", **server) -> Path:
+def write_suite(tmp_path: Path, prompts_file: Path, configs: list[dict], name: str = "suite.yaml", load: dict | None = None,
+                **server) -> Path:
     return suites.write_suite(tmp_path / name, configs, name="par", endpoint="chat", engine="fake", prompts=prompts_file,
                               requests=4, server={"startup_timeout_s": 60, **server},
-                              load={"concurrency": [1, 2], "max_tokens": MAX_TOKENS, "temperature": 0, "warmup": 1})
+                              load={"concurrency": [1, 2], "max_tokens": MAX_TOKENS, "temperature": 0, "warmup": 1,
+                                    **(load or {})})
 
 
 BASE = {"name": "baseline"}
@@ -85,8 +88,8 @@ def assert_same_form(par: Path, seq: Path) -> None:
     assert set(mp["servers"]) == set(ms["servers"])
     for name, info in mp["servers"].items():
         assert set(info) == set(ms["servers"][name])
-        assert Path(info["log"]) == par / "logs" / f"{name}.log"
-        assert "$ " in (par / "logs" / f"{name}.log").read_text()
+        assert Path(info["log"]) == par / "logs" / server_log_name(name, info["start"])  # the latest start's
+        assert "$ " in Path(info["log"]).read_text()
 
 
 def window(out: Path, config: str) -> tuple[float, float]:
@@ -312,6 +315,109 @@ async def test_cli_parallel_gpus(tmp_path, prompts_file, parallel_engine, monkey
     assert {meta["servers"][n]["env"]["CUDA_VISIBLE_DEVICES"] for n in ("baseline", "ngram_k3")} == {"0", "1"}
 
 
+# ---- load.restart in parallel (issue 40) -------------------------------------------------------
+
+RESTART = {"restart": True, "repeats": 3}
+
+
+def starts_of(out: Path, config: str) -> list[dict]:
+    return meta_of(out)["server_starts"][config]
+
+
+def assert_fresh_start_per_round(out: Path, configs: tuple[str, ...], rounds: int) -> None:
+    """One server start per config and round, numbered by round: meta.json, its log, the phases it measured."""
+    meta = meta_of(out)
+    assert meta["server_launches"] == {c: rounds for c in configs}
+    for config in configs:
+        starts = starts_of(out, config)
+        assert [s["start"] for s in starts] == list(range(rounds)) and len({s["pid"] for s in starts}) == rounds
+        for s in starts:
+            log = out / "logs" / server_log_name(config, s["start"])
+            assert Path(s["log"]) == log and "$ " in log.read_text()
+    phases = jsonl(out / "phases.jsonl")
+    assert sorted((p["config"], p["repeat"], p["server_start"]) for p in phases) == sorted(
+        (c, rep, rep) for c in configs for rep in range(rounds) for _ in (1, 2))  # two load points per round
+
+
+def assert_rounds_do_not_overlap(out: Path, rounds: int) -> None:
+    """Every phase of round r ended before any phase of round r+1 began (the phases' own /metrics scrape times)."""
+    phases = jsonl(out / "phases.jsonl")
+    for rep in range(rounds - 1):
+        ended = max(p["scraped_after"] for p in phases if p["repeat"] == rep)
+        assert ended < min(p["scraped_before"] for p in phases if p["repeat"] == rep + 1), rep
+
+
+def assert_between_start_ci(rows: list[dict], rounds: int) -> None:
+    for row in rows:
+        if row["run"] != "baseline":
+            assert len(row["speedup_repeats"]) == rounds and row["speedup_repeats_fresh_servers"] is True
+            assert row["speedup_ci_method"] == f"Student-t on the log scale over {rounds} paired server starts"
+            assert row["speedup_varies"] in (True, False) and row["ci95"]["speedup_vs_baseline"]
+
+
+async def test_gpus_mode_restart_runs_each_round_side_by_side_on_fresh_starts(tmp_path, prompts_file, parallel_engine,
+                                                                              monkeypatch):
+    """Issue 40: round r of every config at once, each on its own GPU, the next round only after every config ended
+    this one; the same files and keys as a sequential restart run."""
+    monkeypatch.setenv("SPECBENCH_GPUS", "0,1")
+    monkeypatch.setenv("FAKE_STARTS", str(tmp_path / "starts.jsonl"))
+    suite = read_suite(write_suite(tmp_path, prompts_file, [BASE, SPEC3], load=RESTART))
+    events = []
+    outcome = await run_parallel(suite, tmp_path / "par", mode="gpus", progress=lambda e, **k: events.append((e, k)))
+    assert outcome.exit_code == 0, outcome.failed_configs
+    out = tmp_path / "par"
+    assert_fresh_start_per_round(out, ("baseline", "ngram_k3"), 3)
+    assert_rounds_do_not_overlap(out, 3)
+    # both configs' workers of a round were started before any of its cells was measured: side by side
+    assert [e for e, _ in events if e in ("server", "cell_done")] == (["server"] * 2 + ["cell_done"] * 4) * 3
+    # each round on disjoint GPUs, the order turned each round so each config's starts visit both GPUs
+    gpus = {c: [s["env"]["CUDA_VISIBLE_DEVICES"] for s in starts_of(out, c)] for c in ("baseline", "ngram_k3")}
+    assert gpus == {"baseline": ["0", "1", "0"], "ngram_k3": ["1", "0", "1"]}
+    # the engine's own record: each round's servers started only after every phase of the round before had ended
+    pids = {s["pid"]: s["start"] for c in gpus for s in starts_of(out, c)}
+    started = [(pids[e["pid"]], e["t"]) for e in jsonl(tmp_path / "starts.jsonl")]
+    assert sorted(rep for rep, _ in started) == [0, 0, 1, 1, 2, 2]
+    phases = jsonl(out / "phases.jsonl")
+    for rep, t in started:
+        assert all(p["scraped_after"] < t for p in phases if p["repeat"] < rep)
+    assert_between_start_ci(rows_of(out), 3)
+    assert meta_of(out)["failed_configs"] == {}
+
+    seq = await run_suite(suite, tmp_path / "seq")
+    assert seq.exit_code == 0
+    assert_same_form(out, tmp_path / "seq")
+    assert_between_start_ci(rows_of(tmp_path / "seq"), 3)
+
+
+async def test_gpus_mode_restart_a_killed_worker_fails_only_its_config_and_resume_completes_it(
+        tmp_path, prompts_file, parallel_engine, monkeypatch):
+    """The worker of round 0 dies after its C=1 cell: only its config fails (no later round of it), and --resume
+    measures exactly its missing (cell, repeat)s, each round on a fresh start numbered on."""
+    monkeypatch.setenv("SPECBENCH_GPUS", "0,1")
+    marker = tmp_path / "crashed"
+    crashy = {**SPEC2, "env": {"FAKE_KILL_PARENT_AFTER": "7", "FAKE_MARKER": str(marker)}}
+    suite = read_suite(write_suite(tmp_path, prompts_file, [BASE, crashy], load={"restart": True, "repeats": 2}))
+    out = tmp_path / "run"
+    outcome = await run_parallel(suite, out, mode="gpus")
+    assert marker.exists() and set(outcome.failed_configs) == {"ngram_k2"} and outcome.exit_code == 1
+    assert "worker process died (signal 9)" in outcome.failed_configs["ngram_k2"]
+    assert set(meta_of(out)["failed_configs"]) == {"ngram_k2"}
+    measured = sorted((p["config"], p["concurrency"], p["repeat"], p["server_start"]) for p in jsonl(out / "phases.jsonl"))
+    assert measured == [("baseline", 1, 0, 0), ("baseline", 1, 1, 1), ("baseline", 2, 0, 0), ("baseline", 2, 1, 1),
+                        ("ngram_k2", 1, 0, 0)]
+
+    resumed = await run_parallel(suite, out, mode="gpus", resume=True)
+    assert resumed.exit_code == 0, resumed.failed_configs
+    meta = meta_of(out)
+    assert meta["failed_configs"] == {} and meta["server_launches"] == {"baseline": 2, "ngram_k2": 3}
+    assert [s["start"] for s in meta["server_starts"]["ngram_k2"]] == [0, 1, 2]
+    spec = {(p["concurrency"], p["repeat"]): p["server_start"] for p in jsonl(out / "phases.jsonl") if p["config"] == "ngram_k2"}
+    assert spec == {(1, 0): 0, (2, 0): 1, (1, 1): 2, (2, 1): 2}  # round 0's missing cell on start 1, round 1 on start 2
+    assert len(jsonl(out / "phases.jsonl")) == 8
+    assert all(r["status"] == "ok" for r in rows_of(out))
+    assert_between_start_ci(rows_of(out), 2)
+
+
 # ---- --ray ------------------------------------------------------------------------------------
 
 
@@ -401,3 +507,15 @@ async def test_ray_mode_without_ray_says_how_to_install(tmp_path, prompts_file, 
     suite = read_suite(write_suite(tmp_path, prompts_file, [BASE]))
     with pytest.raises(LaunchError, match=r"pip install 'specbench\[ray\]'"):
         await run_parallel(suite, tmp_path / "o", mode="ray", address="auto")
+
+
+async def test_ray_mode_restart_runs_the_rounds_on_fresh_starts(tmp_path, prompts_file, parallel_engine, ray_cluster):
+    """Issue 40 with --ray: each round a Ray task per config, the next round after every task of this one ended."""
+    suite = read_suite(write_suite(tmp_path, prompts_file, [BASE, SPEC3], load={"restart": True, "repeats": 2}))
+    outcome = await run_parallel(suite, tmp_path / "par", mode="ray", address=ray_cluster["address"])
+    assert outcome.exit_code == 0, outcome.failed_configs
+    out = tmp_path / "par"
+    assert_fresh_start_per_round(out, ("baseline", "ngram_k3"), 2)  # each start's log shipped back under its name
+    assert_rounds_do_not_overlap(out, 2)
+    assert_between_start_ci(rows_of(out), 2)
+    assert meta_of(out)["failed_configs"] == {}

@@ -1,6 +1,6 @@
 """load.restart, load.target_ci and the heterogeneity flag end to end, on an engine whose speed is set
 per server start and per pass (tests/support/variance_engine.py), launched through a launcher YAML
-so each restart is a new process."""
+so each restart is a new process; sequentially, and with --parallel gpus on fake GPU ids (issue 40)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def engine(launchers, tmp_path):
     return schedule
 
 
-def run(tmp_path, prompts_file, schedule, speeds: dict, **load):
+def run(tmp_path, prompts_file, schedule, speeds: dict, parallel: bool = False, **load):
     schedule.write_text(json.dumps(speeds))
     configs = [{"name": "baseline", "env": {"FAKE_CONFIG": "baseline"}},
                {"name": "spec", "method": "ngram", "num_speculative_tokens": 1, "env": {"FAKE_CONFIG": "spec"}}]
@@ -39,7 +39,7 @@ def run(tmp_path, prompts_file, schedule, speeds: dict, **load):
                         engine="fake", server={"startup_timeout_s": 30},
                         load={"concurrency": 2, "max_tokens": 12, "warmup": 0, **load})
     out = tmp_path / "out"
-    code = main(["run", str(suite), "--output", str(out), "--quiet"])
+    code = main(["run", str(suite), "--output", str(out), "--quiet", *(["--parallel", "gpus"] if parallel else [])])
     phases = [json.loads(line) for line in (out / "phases.jsonl").read_text().splitlines()]
     requests = [json.loads(line) for line in (out / "requests.jsonl").read_text().splitlines()]
     rows = {r["run"]: r for r in json.loads((out / "results.json").read_text())}
@@ -93,11 +93,13 @@ async def test_restart_runs_every_repeat_on_its_own_server_start_interleaved(tmp
     assert list(spec)[-4:] == ["speedup_repeats", "speedup_repeats_fresh_servers", "speedup_between_p", "speedup_varies"]
 
 
-@pytest.mark.parametrize("restart", [True, False])
-async def test_the_flag_appears_when_passes_disagree(tmp_path, prompts_file, engine, restart):
+@pytest.mark.parametrize(("restart", "parallel"), [(True, False), (False, False), (True, True)])
+async def test_the_flag_appears_when_passes_disagree(tmp_path, prompts_file, engine, restart, parallel, monkeypatch):
+    monkeypatch.setenv("SPECBENCH_GPUS", "0,1")  # with --parallel gpus: each round's two starts side by side
     slow_second = [[0.02], [0.06], [0.02]] if restart else [[0.02, 0.06, 0.02]]
     code, out, phases, requests, rows = await asyncio.to_thread(
-        run, tmp_path, prompts_file, engine, {"baseline": [[0.02]], "spec": slow_second}, repeats=3, restart=restart)
+        run, tmp_path, prompts_file, engine, {"baseline": [[0.02]], "spec": slow_second}, parallel, repeats=3,
+        restart=restart)
     assert code == 0
     spec = rows["spec"]
     assert spec["speedup_varies"] is True and spec["speedup_between_p"] < 0.05
@@ -116,13 +118,20 @@ async def test_steady_passes_on_one_server_are_not_flagged(tmp_path, prompts_fil
     assert rows["spec"]["speedup_varies"] is False and rows["spec"]["speedup_repeats_fresh_servers"] is False
 
 
-@pytest.mark.parametrize(("speeds", "target", "expect_met"), [
-    (STEADY, 0.5, True),  # the first stage is narrow enough (machine noise on 2 busy cores reached ±8 %): stop at 3
-    ({"baseline": [[0.02]], "spec": [[0.02], [0.03], [0.015], [0.025], [0.02]]}, 0.03, False),  # spread: up to the cap
+SPREAD_OUT = {"baseline": [[0.02]], "spec": [[0.02], [0.03], [0.015], [0.025], [0.02]]}
+
+
+@pytest.mark.parametrize(("speeds", "target", "expect_met", "parallel"), [
+    (STEADY, 0.5, True, False),  # the first stage is narrow enough (machine noise on 2 busy cores reached ±8 %): stop at 3
+    (SPREAD_OUT, 0.03, False, False),  # spread: up to the cap
+    (SPREAD_OUT, 0.03, False, True),  # --parallel gpus: the count planned from every config's first stage (a barrier)
 ])
-async def test_adaptive_repeats_stop_where_the_two_stage_rule_says(tmp_path, prompts_file, engine, speeds, target, expect_met):
+async def test_adaptive_repeats_stop_where_the_two_stage_rule_says(tmp_path, prompts_file, engine, speeds, target, expect_met,
+                                                                   parallel, monkeypatch):
+    monkeypatch.setenv("SPECBENCH_GPUS", "0,1")
     code, out, phases, requests, rows = await asyncio.to_thread(
-        run, tmp_path, prompts_file, engine, speeds, repeats=2, restart=True, target_ci=f"{target:.0%}", max_repeats=5)
+        run, tmp_path, prompts_file, engine, speeds, parallel, repeats=2, restart=True, target_ci=f"{target:.0%}",
+        max_repeats=5)
     assert code == 0
     spec = rows["spec"]
     speedups = hand_speedups(phases, requests)

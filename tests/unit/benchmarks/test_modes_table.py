@@ -37,8 +37,11 @@ Accept = dict[tuple[str, int], list[float]]
 
 def write_run(path: Path, tps: Tps, accept: Accept | None = None, *, env_gpus: dict[str, str] | None = None,
               placed: dict[str, str] | None = None, nvml: dict[str, list[str]] | None = None,
-              interrupted: set[tuple[str, int, int]] | None = None) -> Path:
-    """A run directory as specbench writes one, reduced to the keys the table reads."""
+              interrupted: set[tuple[str, int, int]] | None = None, starts: dict[str, list[str]] | None = None,
+              total_s: float | None = None, cis: dict[tuple[str, int], tuple[float, list[float], str, bool]] | None = None
+              ) -> Path:
+    """A run directory as specbench writes one, reduced to the keys the table reads (``starts``: each server
+    start's CUDA_VISIBLE_DEVICES per config; ``cis``: a row's speedup, its CI, its method and ``speedup_varies``)."""
     path.mkdir(parents=True)
     accept = accept or {}
     rows, phases = [], []
@@ -49,6 +52,10 @@ def write_run(path: Path, tps: Tps, accept: Accept | None = None, *, env_gpus: d
                      "output_throughput_tps": sum(values) / len(values) if values else None,
                      "output_throughput_tps_repeats": list(reps) if len(reps) > 1 else None,
                      "mean_acceptance_length": None})
+        if cis and (config, conc) in cis:
+            speedup, ci, method, varies = cis[(config, conc)]
+            rows[-1].update(speedup_vs_baseline=speedup, ci95={"speedup_vs_baseline": ci}, speedup_ci_method=method,
+                            speedup_varies=varies)
         for i in range(len(reps)):
             lengths = accept.get((config, conc))
             phases.append({"config": config, "dataset": "gsm8k", "concurrency": conc, "request_rate": None,
@@ -60,6 +67,12 @@ def write_run(path: Path, tps: Tps, accept: Accept | None = None, *, env_gpus: d
     meta: dict[str, Any] = {"servers": servers}
     if placed:
         meta["parallel"] = {"mode": "gpus", "configs": {c: {"gpus": g} for c, g in placed.items()}}
+    if starts:
+        meta["server_starts"] = {c: [{"start": i, "env": {"CUDA_VISIBLE_DEVICES": g}} for i, g in enumerate(gs)]
+                                 for c, gs in starts.items()}
+        meta["server_launches"] = {c: len(gs) for c, gs in starts.items()}
+    if total_s is not None:
+        meta["timing"] = {"total_s": total_s}
     (path / "results.json").write_text(json.dumps(rows))
     (path / "phases.jsonl").write_text("".join(json.dumps(p) + "\n" for p in phases))
     (path / "meta.json").write_text(json.dumps(meta))
@@ -168,6 +181,36 @@ def test_gpus_from_meta_and_from_nvml(tmp_path: Path) -> None:
     row = row_of(render(("a", [tmp_path / "env", tmp_path / "unknown"]), ("b", [tmp_path / "unknown"])), "C=1")
     assert row["GPUs a"] == "baseline 0, spec 1+2; —"
     assert row["GPUs b"] == "—"
+
+
+def test_restart_starts_given_different_gpus_show_each_start(tmp_path: Path) -> None:
+    """Issue 40: a parallel load.restart run turns the GPUs each round; the table says which each start had."""
+    run = mt.read_run(write_run(tmp_path / "r", {("baseline", 1): [1.0] * 3, ("spec", 1): [2.0] * 3},
+                                env_gpus={"baseline": "0", "spec": "1"},
+                                starts={"baseline": ["0", "1", "0"], "spec": ["1", "0", "1"]}))
+    assert mt.run_gpus(run, "spec") == "baseline 0/1/0, spec 1/0/1"
+    same = mt.read_run(write_run(tmp_path / "s", {("baseline", 1): [1.0] * 2, ("spec", 1): [2.0] * 2},
+                                 env_gpus={"baseline": "0", "spec": "0"}, starts={"baseline": ["0", "0"], "spec": ["0", "0"]}))
+    assert mt.run_gpus(same, "spec") == "baseline 0, spec 0"
+
+
+def test_per_run_table_gives_wall_time_starts_and_each_runs_own_ci(tmp_path: Path, capsys) -> None:
+    method = "Student-t on the log scale over 3 paired server starts"
+    par = write_run(tmp_path / "par", {("baseline", 1): BASE, ("spec", 1): [200.0, 210.0, 190.0]},
+                    starts={"baseline": ["0", "1", "0"], "spec": ["1", "0", "1"]}, total_s=610.4,
+                    cis={("spec", 1): (2.0, [1.8, 2.2], method, False)})
+    seq = write_run(tmp_path / "seq", {("baseline", 1): BASE, ("spec", 1): [150.0, 260.0, 190.0]},
+                    starts={"baseline": ["0"] * 3, "spec": ["0"] * 3}, total_s=1234.0,
+                    cis={("spec", 1): (1.97, [1.2, 3.1], method, True)})
+    assert mt.main(["--mode", "parallel", str(par), "--mode", "sequential", str(seq), "--runs"]) == 0
+    text = capsys.readouterr().out
+    runs = text.split("**How computed.**")[1]
+    rows = table_rows(runs)
+    assert [(r["Mode"], r["Run"], r["Wall time"], r["Server starts"], r["Speedup [95 % CI]"], r["CI over"]) for r in rows] == [
+        ("parallel", "par", "610 s", "6", "2.00× [1.80, 2.20]", method),
+        ("sequential", "seq", "1,234 s", "6", "1.97× [1.20, 3.10] ⚠", method)]
+    assert "**Per run.**" in text
+    assert "**Per run.**" not in render(("parallel", [par]), ("sequential", [seq]))  # only when asked
 
 
 def test_incomplete_phases_do_not_count_for_acceptance(tmp_path: Path) -> None:

@@ -1,11 +1,11 @@
-"""load.restart's rounds: which (cell, repeat) a round measures, and --resume skipping what is done."""
+"""load.restart's rounds: which (cell, repeat) a round measures, a round taken whole, and --resume skipping what is done."""
 
 from pathlib import Path
 
 import pytest
 
 from specbench.measure.repeat_spread import RepeatPlan, add_spread, planned_counts
-from specbench.run.rounds import round_cells
+from specbench.run.rounds import restart_rounds, round_cells
 from specbench.run.sequential import to_measure
 from specbench.schemas.cell import Cell, LoadPoint
 from specbench.schemas.phase import PhaseInfo
@@ -70,3 +70,34 @@ def test_a_relaunch_on_one_side_is_not_fresh_servers():
         rows.append(row)
     add_spread(rows, phases, records, "baseline", RepeatPlan())
     assert rows[1].speedup_repeats_fresh_servers is False and rows[1].speedup_repeats == [1.0, 1.0]
+
+
+def test_restart_rounds_group_each_round_and_are_made_only_when_taken(suite):
+    """A parallel run takes a round's visits side by side (issue 40): every config's round r together, baseline first;
+    a config failed by the time the next round is taken is left out of it, and the planning reads the rows only as the
+    first round after the first stage is taken, once every config's first stage is measured."""
+    base, spec = Cell.at("baseline", "p", LoadPoint(1)), Cell.at("dspark_k3", "p", LoadPoint(1))
+    failed: dict[str, str] = {}
+    asked: list[int] = []
+
+    def rows() -> list[ResultRow]:
+        asked.append(1)
+        out = []
+        for run, reps in (("baseline", None), ("dspark_k3", [1.5, 1.5, 1.5])):
+            row = ResultRow.start("p", run)
+            row.concurrency = 1
+            row.speedup_repeats = reps
+            out.append(row)
+        return out
+
+    rounds = restart_rounds(suite, None, failed, rows)
+    rep, taken = next(rounds)
+    assert rep == 0 and [(c.name, only) for c, only in taken] == [("baseline", {(base, 0)}), ("dspark_k3", {(spec, 0)})]
+    assert [(rep, [c.name for c, _ in taken]) for rep, taken in [next(rounds), next(rounds)]] == [
+        (1, ["baseline", "dspark_k3"]), (2, ["baseline", "dspark_k3"])]
+    failed["dspark_k3"] = "died"
+    assert not asked
+    assert list(rounds) == []  # steady first stage: 3 planned, no round after it
+    assert asked == [1]
+    again = restart_rounds(suite, None, {"dspark_k3": "died"}, rows)
+    assert [[c.name for c, _ in taken] for _, taken in list(again)[:1]] == [["baseline"]]

@@ -1,12 +1,9 @@
 """load.restart, load.target_ci and load.max_repeats: parsed values and one-line errors naming file and key."""
 
-import asyncio
 from pathlib import Path
 
 import pytest
 
-from specbench.errors import SuiteError
-from specbench.run.parallel import run_parallel
 from specbench.suite import parse_suite
 from tests.unit.suite.test_parse import problems, valid, write
 
@@ -61,11 +58,3 @@ def test_restart_refuses_a_server_given_by_url(tmp_path, prompts):
     data["load"]["restart"] = True
     found = problems(tmp_path, data)
     assert any("configs[0].url: load.restart starts a fresh server per repeat" in p for p in found), found
-
-
-def test_parallel_modes_refuse_restart(tmp_path, prompts):
-    data = launched(prompts)
-    data["load"]["restart"] = True
-    suite = parse_suite(data, write(tmp_path, data))
-    with pytest.raises(SuiteError, match="load.restart interleaves every config's fresh servers in rounds; run it without --parallel or --ray"):
-        asyncio.run(run_parallel(suite, tmp_path / "out", mode="gpus", render=lambda rows, meta: ""))
