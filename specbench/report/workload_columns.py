@@ -70,6 +70,6 @@ HEADLINE_NOTE = ("Output tok/s, Speedup and the latencies above are over whole t
                  "included; the Steady state table has them over each pass's steady window.")
 
 
-def headline_note(records: Rows) -> str | None:
+def headline_note(rows: Rows) -> str | None:
     """The line under the comparison table saying which span its headline covers, where a steady window exists."""
-    return HEADLINE_NOTE if _STEADY(records) else None
+    return HEADLINE_NOTE if _STEADY(rows) else None
