@@ -110,7 +110,9 @@ def _tokens_per_step(r: ResultRow) -> str:
 
 
 def _decomposed(r: ResultRow) -> str:
-    return with_ci(r.speedup_decomposed, r.speedup_decomposed_ci_low, r.speedup_decomposed_ci_high)
+    value = num(r.speedup_decomposed, 3, "x")
+    lo, hi = r.speedup_decomposed_ci_low, r.speedup_decomposed_ci_high
+    return value if value == DASH or lo is None or hi is None else f"{value} [{lo:.3f}–{hi:.3f}]"
 
 
 #: shown when some row has a measured step cost ratio (Speedup = Tok/step ÷ Step cost × Residual)
@@ -120,8 +122,7 @@ WHY_COLUMNS: list[Column] = [
     Column("Step cost", lambda r: num(r.step_cost_ratio, 3, "x"), ("step_cost_ratio",), WHY, shown=has_decomposition),
     Column("Decomposed speedup", _decomposed,
            ("speedup_decomposed", "speedup_decomposed_ci_low", "speedup_decomposed_ci_high"), WHY,
-           note="in brackets its 95% CI (speedup_decomposed_ci_low, _high), to the digits its half-width leaves "
-                "meaningful, as Speedup's", shown=has_decomposition),
+           note="in brackets its 95% CI (speedup_decomposed_ci_low, _high)", shown=has_decomposition),
     Column("Residual", lambda r: num(r.speedup_residual, 3), ("speedup_residual",), WHY, shown=has_decomposition),
     STEP_SOURCE_COLUMN,
 ]
