@@ -143,7 +143,7 @@ KINDS: dict[NoteCode, NoteKind] = {
 
 @dataclass
 class Note(Record):
-    """A note under the tables: its code (one of ``NoteCode``, docs/records.md lists them with their values) and the
+    """A note under the tables: its code (one of ``NoteCode``, listed below with the values of each) and the
     values its sentence is written from; the report words it (``report/notes.py``)."""
 
     FILE: ClassVar[str] = "a note (results.json row notes, meta.json notes and run_dir_notes)"
