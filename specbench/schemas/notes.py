@@ -167,8 +167,8 @@ class Note(Record):
     def kind(self) -> NoteKind | None:
         """The code's kind; None for a code this version does not know."""
         try:
-            return KINDS[NoteCode(self.code)]
-        except ValueError:  # not a code, or None
+            return KINDS[NoteCode(str(self.code))]
+        except ValueError:  # not a code (a newer specbench's), or none
             return None
 
 
