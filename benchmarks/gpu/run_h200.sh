@@ -13,6 +13,9 @@
 #   sequential alternated twice (AB_PAIRS=1: once, ~24 min), DSpark k=3/k=7 vs baseline at C=1 and 16 on the 8B
 #   shape, then modes_table.py --runs into $OUTROOT/restart8b_table.md (~48 min in all, at ~75 s a start);
 #   steplog (one GPU, issues 33/34) = prep, shape8b, the swing suite, the recorder's overhead (8B, SmolLM2), the token log run)
+#   long8b (one GPU, issue 42) = prep_plan, the shared-prefix suite (cached vs cold, baseline and DSpark k=7 at C=16),
+#   then the long-context suite (1k-32k-token prompts, baseline / DSpark k=3 / k=7 at C=1/16/64); $GPUIN holds
+#   tokenizer/, data/ and o200k_base.tiktoken
 #   stalls (one GPU, issue 39) = prep_plan, the stall suite (3 fresh starts: baseline, default and steady DSpark arms),
 #   the recorder's overhead at 8B (timing's events cut), the V2 token log with DSpark; $GPUIN holds tokenizer/ and data/
 # Expects: the bundle parts + manifest.json + unpack.py in $BUNDLE (default /root/bundle), this
@@ -207,6 +210,11 @@ elif [ "$phases" = steplog ]; then
     --load-format dummy --max-model-len 4096 --max-num-seqs 64
   overhead smol "$MODELS/SmolLM2-135M-Instruct" 16,256 "H200, vLLM 0.26.0, SmolLM2-135M" --max-model-len 4096
   tokens_smol
+elif [ "$phases" = long8b ]; then
+  export SPECBENCH_DATA_DIR="${GPUIN:-$ROOT/.gpu}/data" SPECBENCH_TIKTOKEN_FILE="${GPUIN:-$ROOT/.gpu}/o200k_base.tiktoken"
+  prep_plan || { touch "$OUTROOT/DONE"; exit 1; }
+  sequential suites/gpu_shared_prefix_8b.yaml shared_prefix_8b
+  sequential suites/gpu_long_context_8b.yaml long_context_8b
 elif [ "$phases" = stalls ]; then
   export SPECBENCH_DATA_DIR="${GPUIN:-$ROOT/.gpu}/data"
   prep_plan || { touch "$OUTROOT/DONE"; exit 1; }

@@ -10,6 +10,7 @@ from rich.console import Console
 from ..errors import SuiteError
 from ..load.generate import run_loop
 from ..report.markdown import markdown
+from ..report.notes import sentence
 from ..run import RunDir, RunSession, SequentialRun
 from ..run.progress import RunProgress
 from ..run.sequential import RunOutcome
@@ -30,7 +31,7 @@ def run_with_plan(suite: Suite, out: Path, plan: DerivedPlan, *, resume: bool, q
     Returns the runner's outcome and the run's meta; prints results.md as ``specbench run`` does."""
     extra = RunMeta()
     extra.set(PLAN_KEYS[type(plan)], plan)
-    with RunProgress(Console(stderr=True), quiet=quiet) as progress:
+    with RunProgress(Console(stderr=True), quiet=quiet, word=sentence) as progress:
         session = RunSession(suite, out, render=markdown, resume=resume, progress=progress, extra_meta=extra)
         outcome = run_loop(SequentialRun(suite, session, progress=progress).execute())
     print_outcome(outcome, out)

@@ -14,6 +14,7 @@ def run_cli(args: argparse.Namespace) -> int:
     from ..launch.prepare import prepare_engines
     from ..load.generate import run_loop
     from ..report.markdown import markdown
+    from ..report.notes import sentence
     from ..run import default_output, run_suite
     from ..run.parallel import run_parallel
     from ..run.progress import RunProgress
@@ -29,7 +30,7 @@ def run_cli(args: argparse.Namespace) -> int:
     if suite.load.rate_search is not None and (args.parallel or args.ray):
         raise SuiteError(f"{args.suite}: --max-rate-at-slo runs configs one at a time; it cannot be combined with --parallel or --ray")
     out = Path(args.resume or args.output or default_output(suite))
-    with RunProgress(console, quiet=args.quiet) as progress:
+    with RunProgress(console, quiet=args.quiet, word=sentence) as progress:
         if args.parallel or args.ray:
             work = run_parallel(suite, out, mode="ray" if args.ray else "gpus", address=args.ray,
                                 resume=bool(args.resume), progress=progress, restart_on_failure=args.restart_on_failure,

@@ -30,6 +30,7 @@ from typing import Any, TypeGuard
 
 import numpy as np
 
+from ..schemas.notes import Note, NoteCode
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
 from ..schemas.row_acceptance import RequestAcceptance
@@ -85,24 +86,41 @@ def request_lengths(records: Sequence[RequestRecord]) -> tuple[list[tuple[Reques
 MERGED_STEPS_SHARE = 0.01
 
 
-def merged_steps_warning(row: ResultRow) -> str | None:
-    """Why the row's per-request lengths from chunk sizes are too high, or None.
-
-    Evidence that the engine merged steps into chunks: a chunk of more than k+1 tokens, or more
-    accepted tokens in the stream than in the counters (each merge hides one step; max_tokens and
-    EOS cuts only ever go the other way) by over ``MERGED_STEPS_SHARE`` of the stream's steps.
-    """
+def _merged_evidence(row: ResultRow) -> tuple[int | None, float | None, int | None] | None:
+    """Evidence that the engine merged steps into chunks, or None: a chunk of more than k+1 tokens (how many), or
+    more accepted tokens in the stream than in the counters (each merge hides one step; max_tokens and EOS cuts only
+    ever go the other way) by over ``MERGED_STEPS_SHARE`` of the stream's steps (how many fewer, of how many)."""
     if row.request_acceptance_source != SOURCE_STREAM:
         return None
-    found = []
-    if row.stream_merged_chunks:
-        found.append(f"{row.stream_merged_chunks} chunks carried more than k+1 tokens")
     diff, steps = row.acceptance_tokens_diff, row.stream_steps
-    if diff is not None and steps and diff > MERGED_STEPS_SHARE * steps:
+    fewer = diff is not None and bool(steps) and diff > MERGED_STEPS_SHARE * (steps or 0)
+    if not row.stream_merged_chunks and not fewer:
+        return None
+    return row.stream_merged_chunks or None, diff if fewer else None, steps if fewer else None
+
+
+def merged_steps(row: ResultRow) -> Note | None:
+    """The note that the row's per-request lengths from chunk sizes are too high, with its evidence, or None."""
+    found = _merged_evidence(row)
+    if found is None:
+        return None
+    chunks, fewer, steps = found
+    return Note.of(NoteCode.REQUEST_LENGTHS_MERGED, merged_chunks=chunks, fewer_steps=fewer, steps=steps)
+
+
+def merged_steps_warning(row: ResultRow) -> str | None:
+    """``request_acceptance_warning``: why the row's per-request lengths from chunk sizes are too high, or None (a
+    results value from before notes were codes: it keeps its sentence; the note is ``merged_steps``)."""
+    found_ = _merged_evidence(row)
+    if found_ is None:
+        return None
+    chunks, diff, steps = found_
+    found = []
+    if chunks:
+        found.append(f"{chunks} chunks carried more than k+1 tokens")
+    if diff is not None and steps:
         found.append(f"the stream saw at least {diff:g} fewer steps than the server's counters imply "
                      f"({100 * diff / steps:.1f} % of its {steps} steps)")
-    if not found:
-        return None
     return ("from chunk sizes while the engine merged steps into one chunk: " + "; ".join(found) +
             "; a merged chunk counts as one step, so these lengths are too high")
 

@@ -10,15 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..grade import DIFF_METHOD, accuracy_pairs, accuracy_summary, paired_accuracy
+from ..grade import accuracy_pairs, accuracy_summary, paired_accuracy
 from ..launch.gpus import gpu_count
 from ..schemas.cell import Cell
+from ..schemas.notes import Note, NoteCode
 from ..schemas.phase import PhaseInfo, by_cell
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
 from ..suite.model import Suite
 from .compare import paired_requests, ratio
-from .per_request import acceptance_summary, merged_steps_warning, slower_share
+from .per_request import acceptance_summary, merged_steps, merged_steps_warning, slower_share
 from .slo import slo_summary
 from .telemetry import TelemetryWindow, cost_summary, telemetry_summary
 
@@ -26,6 +27,7 @@ from .telemetry import TelemetryWindow, cost_summary, telemetry_summary
 NOT_TARGET_OUTPUT = ("fidelity_identical", "fidelity_compared", "fidelity_unit", "fidelity_first_divergence_median",
                      "accuracy", "accuracy_compared", "accuracy_diff_vs_baseline", "accuracy_diff_ci_low",
                      "accuracy_diff_ci_high", "accuracy_mcnemar_p", "accuracy_paired_prompts")
+#: ``accuracy_error`` of such a row (a results value, so a sentence; the note under the tables is a code)
 SYNTHETIC_NOTE = ("synthetic acceptance: drafts are committed whether or not they match the target's tokens, so Same "
                   "output and accuracy do not apply (—)")
 
@@ -38,7 +40,7 @@ def add_quality(rows: list[ResultRow], phases: Sequence[PhaseInfo], records: Seq
             row.update({key: None for key in NOT_TARGET_OUTPUT if row.has(key)})
             if row.has("accuracy"):
                 row.accuracy_error = SYNTHETIC_NOTE
-            _note(row, SYNTHETIC_NOTE)
+            _note(row, Note.of(NoteCode.SYNTHETIC_ACCEPTANCE))
 
 
 def _add_quality(rows: list[ResultRow], phases: Sequence[PhaseInfo], records: Sequence[RequestRecord], suite: Suite) -> None:
@@ -52,16 +54,16 @@ def _add_quality(rows: list[ResultRow], phases: Sequence[PhaseInfo], records: Se
             row.add(attained)
         if row.num_speculative_tokens is not None or row.method != "baseline":
             row.add(acceptance_summary(measured))
-            warning = merged_steps_warning(row)
-            if warning:
-                row.request_acceptance_warning = warning
-                _note(row, f"⚠ Req accept len: {warning}")
+            merged = merged_steps(row)
+            if merged:
+                row.request_acceptance_warning = merged_steps_warning(row)
+                _note(row, merged)
         graded = row.dataset in (suite.load.grade or ())
         accuracy = accuracy_summary(measured, graded)
         if accuracy is not None:
             row.add(accuracy)
         if graded and row.accuracy_truncated:
-            _note(row, f"{row.accuracy_truncated} graded answers were cut by max_tokens (graded as they are; usually wrong)")
+            _note(row, Note.of(NoteCode.GRADED_TRUNCATED, answers=row.accuracy_truncated))
         windows = [TelemetryWindow.from_dict(p.telemetry) for p in cell_phases if p.telemetry]
         row.add(telemetry_summary(windows, row.output_tokens))
         config = configs.get(row.run)
@@ -112,43 +114,34 @@ def mark_dummy_weights(rows: list[ResultRow], suite: Suite) -> None:
                     row.set(key, None)
 
 
-def weights_notes(suite: Suite) -> list[str]:
-    """The line under the table of a run on random weights (first: it bears on every other number)."""
+def weights_notes(suite: Suite) -> list[Note]:
+    """The notes under the table of a run on random weights (first: they bear on every other number)."""
     dummy = suite.dummy_configs
     if not dummy:
         return []
-    which = "every config" if len(dummy) == len(suite.configs) else ", ".join(dummy)
-    out = [f"⚠ dummy weights ({which}: load_format dummy, the target's weights at random from its config.json): speed is "
-           "the model shape's; acceptance is set (synthetic) or meaningless, not measured; same output and accuracy "
-           "do not apply (—)."]
+    out = [Note.of(NoteCode.DUMMY_WEIGHTS, configs=list(dummy), every=len(dummy) == len(suite.configs))]
     if not suite.load.ignore_eos:
-        out.append("⚠ dummy weights without load.ignore_eos: a random model stops at a random end-of-sequence token, "
-                   "so output lengths (and tok/s) follow chance; set ignore_eos: true.")
+        out.append(Note.of(NoteCode.DUMMY_WEIGHTS_EOS))
     return out
 
 
-def _note(row: ResultRow, text: str) -> None:
-    row.notes = [*(row.notes or []), text]
+def _note(row: ResultRow, note: Note) -> None:
+    row.notes = [*(row.notes or []), note]
 
 
-def suite_notes(suite: Suite) -> list[str]:
-    """Lines under the table saying how the quality columns were computed (only for what was asked)."""
+def suite_notes(suite: Suite) -> list[Note]:
+    """Notes under the table saying how the quality columns were computed (only for what was asked)."""
     out = []
     slo = suite.load.slo
     if slo is not None:
-        out.append(f"SLO: {slo.describe()}; SLO met = share of requests (failed ones count as misses) within every bound; "
-                   "goodput = those per second of the timed pass.")
+        out.append(Note.of(NoteCode.SLO_DEFINED, ttft_ms=slo.ttft_ms, tpot_ms=slo.tpot_ms, latency_ms=slo.latency_ms))
         if suite.load.rate_search is not None:
             s = suite.load.rate_search
-            out.append(f"Max rate @SLO: highest Poisson rate (no cap in flight, the cell's prompts) whose {s.label} of each "
-                       f"bounded metric met the SLO (at least {s.percentile:g}% of requests within it), doubling then "
-                       f"bisecting, at most {s.max_steps} probes, shown with the lowest rate that failed; capacity "
-                       "speedup = its ratio to the baseline's, with the range the two brackets allow.")
+            out.append(Note.of(NoteCode.RATE_SEARCH_DEFINED, percentile=s.percentile, max_steps=s.max_steps))
     if suite.load.grade:
-        out.append(f"Accuracy ({', '.join(suite.load.grade)}): correct ÷ graded first-turn answers; Δ vs baseline on "
-                   f"the prompts both answered: {DIFF_METHOD}.")
+        out.append(Note.of(NoteCode.ACCURACY_DEFINED, datasets=list(suite.load.grade)))
         if any(d.name in suite.load.grade and d.source == "mbpp" and d.effective_recipe == "plain" for d in suite.datasets):
-            out.append("⚠ mbpp with recipe plain: the prompt does not name the function the tests call; use recipe: with_tests for pass@1.")
+            out.append(Note.of(NoteCode.MBPP_PLAIN))
     if suite.cost is not None:
-        out.append(f"$/M tok = {suite.cost.gpu_hour_usd:g} USD per GPU-hour × GPUs per server ÷ (output tok/s × 3600) × 10⁶.")
+        out.append(Note.of(NoteCode.COST_DEFINED, gpu_hour_usd=suite.cost.gpu_hour_usd))
     return out

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..schemas.cell import Cell
+from ..schemas.notes import Note, NoteCode, Notes
 from ..schemas.phase import PhaseInfo, by_cell
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
@@ -74,19 +75,17 @@ def add_spread(rows: list[ResultRow], phases: Sequence[PhaseInfo], records: Sequ
         row.speedup_between_p = p
         varies = None if p is None else p < HETEROGENEITY_P
         row.speedup_varies = varies
-        notes = list(row.notes or [])
+        notes: Notes = list(row.notes or [])
         known = [s for s in speedups if s is not None]
         if varies and known:
-            where = "servers" if fresh else "passes"
-            notes.append(f"⚠ speedup varies between {where}: {min(known):.2f}–{max(known):.2f}× "
-                         f"(Cochran's Q over {len(reps)} {_label(fresh)}, p = {p:.2g}); the CI is the between-repeat t-interval")
+            notes.append(Note.of(NoteCode.SPEEDUP_VARIES, fresh=fresh, low=min(known), high=max(known), repeats=len(reps),
+                                 p=p))
         if plan.target is not None:
             half = None if ci is None else (ci[2] - ci[1]) / 2 / ci[0]
-            met = None if half is None else half <= plan.target
             row.repeats_target = plan.target
-            row.repeats_target_met = met
-            got = "unknown" if half is None else f"{'met' if met else 'not met'} (±{half:.1%})"
-            notes.append(f"{len(reps)} repeats on {_label(fresh)}; target ±{plan.target:.1%}: {got}")
+            row.repeats_target_met = None if half is None else half <= plan.target
+            notes.append(Note.of(NoteCode.REPEATS_TARGET, repeats=len(reps), fresh=fresh, target=plan.target,
+                                 half_width=half))
         row.notes = notes or None
 
 

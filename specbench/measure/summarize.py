@@ -17,6 +17,7 @@ import numpy as np
 from ..client import SOURCE_USAGE_TOTAL
 from ..schemas.acceptance import POSITION, AcceptanceWindow
 from ..schemas.cell import Cell
+from ..schemas.notes import Note, NoteCode, Notes
 from ..schemas.phase import PhaseInfo, by_cell
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
@@ -44,7 +45,7 @@ class PooledAcceptance:
     """A cell's acceptance pooled over its repeats' windows, and the line the table carries about it."""
 
     window: AcceptanceWindow
-    note: str | None = None
+    note: Note | None = None
 
 
 def combine_acceptance(windows: Sequence[AcceptanceWindow], k: int | None,
@@ -113,7 +114,7 @@ def _combine_verify_steps(windows: Sequence[AcceptanceWindow], verified: Sequenc
         source = windows[0].acceptance_source
     out = replace(out, sglang_generation_tokens=tokens, sglang_verify_calls=steps, sglang_finished_requests=sum(requests),
                   acceptance_source=source)
-    return PooledAcceptance(out, note=f"acceptance = {source}")
+    return PooledAcceptance(out, note=Note.of(NoteCode.ACCEPTANCE_SOURCE, source=source))
 
 
 def _errors(records: Sequence[RequestRecord]) -> dict[str, int]:
@@ -268,19 +269,17 @@ def _status(row: ResultRow, phases: Sequence[PhaseInfo], measured: Sequence[Requ
         row.server_died = True
 
 
-def _cell_notes(row: ResultRow, acceptance_note: str | None, estimated: int, spec: bool) -> list[str]:
-    """Lines the table must carry for this cell (``⚠ `` marks a warning); the report prints them under it."""
-    notes = []
+def _cell_notes(row: ResultRow, acceptance_note: Note | None, estimated: int, spec: bool) -> Notes:
+    """What the table must say for this cell (the report words it under the tables: ``report/notes.py``)."""
+    notes: Notes = []
     if spec and row.acceptance_error:
-        notes.append(f"⚠ acceptance not measured: {row.acceptance_error}")
+        notes.append(Note.of(NoteCode.ACCEPTANCE_NOT_MEASURED, error=row.acceptance_error))
     if acceptance_note:
         notes.append(acceptance_note)
     for reason, n in (row.token_count_warnings or {}).items():
-        notes.append(f"⚠ {n} request{'s' if n > 1 else ''}: {reason} (requests.jsonl token_warning and "
-                     "token_count_source say which count was used)")
+        notes.append(Note.of(NoteCode.TOKEN_COUNTS_DOUBTED, requests=n, reason=reason))
     if estimated:
-        notes.append(f"ITL percentiles are estimates: {estimated} of {row.requests} requests had only a final usage "
-                     "total, spread over their decode chunks (TTFT, latency, TPOT and the ITL mean are exact)")
+        notes.append(Note.of(NoteCode.ITL_ESTIMATED, estimated=estimated, requests=row.requests))
     return notes
 
 

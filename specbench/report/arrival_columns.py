@@ -1,10 +1,9 @@
 """The open-loop columns of the *Checks* table (``specbench.measure.arrivals``): latency and TTFT from when each
 request was due, and how far behind its schedule the client sent, shown only where some cell kept due times;
-and the warning under the tables for a cell whose client fell behind."""
+the warning under the tables for a cell whose client fell behind is ``notes.schedule_warnings``."""
 
 from __future__ import annotations
 
-from ..schemas.cell import Cell
 from ..schemas.row import ResultRow
 from ..schemas.row_latency import BEHIND_LIMIT_MS
 from .colspec import CHECKS, Column, measured, num
@@ -32,14 +31,3 @@ ARRIVAL_COLUMNS: list[Column] = [
                 "in-flight cap full), so the server saw fewer, later arrivals than the schedule asked for",
            shown=measured(lambda r: r.client_behind_ms_p99)),
 ]
-
-
-def schedule_warnings(r: ResultRow) -> list[str]:
-    """The line under the tables for a cell whose client fell behind its schedule."""
-    if not r.client_behind_schedule:
-        return []
-    return [f"⚠ {Cell.of_row(r)}: the client fell behind its arrival schedule: it sent requests "
-            f"{num(r.client_behind_ms_p99, 1)} ms (p99) after they were due (limit {BEHIND_LIMIT_MS:g} ms; its event loop "
-            "or load.concurrency's in-flight cap held them): Latency and TTFT from schedule "
-            f"({num(r.latency_from_schedule_mean_ms, 2)} / {num(r.ttft_from_schedule_mean_ms, 2)} ms mean) include that "
-            "wait, the plain ones do not"]

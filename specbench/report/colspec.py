@@ -9,6 +9,7 @@ inside the per-position cell), never 0.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -126,3 +127,39 @@ def pct(value: Any, digits: int = 2, missing: str = DASH) -> str:
 def measured(value: Callable[[ResultRow], Any]) -> Callable[[Rows], bool]:
     """``shown`` for a column that some record measured (``value`` not None)."""
     return lambda records: any(value(r) is not None for r in records)
+
+
+def spread_digits(spread: Any, least: int, most: int) -> int:
+    """Decimals a value with this spread (a CI's half-width, a σ) is shown to, between ``least`` and ``most``: its
+    spread to two significant digits when they begin 10–35, else one (the Particle Data Group's rounding rule), so
+    the digits shown are the ones the spread leaves meaningful and an interval's ends differ. No spread: ``most``."""
+    if not is_number(spread) or spread <= 0:
+        return most
+    exponent = math.floor(math.log10(spread))
+    lead = spread / 10 ** exponent  # in [1, 10)
+    if lead >= 9.5:  # rounds up to 10: two digits of the next power
+        exponent, lead = exponent + 1, 1.0
+    return max(least, min(most, (2 if lead < 3.55 else 1) - 1 - exponent))
+
+
+def with_ci(value: Any, low: Any, high: Any, suffix: str = "x", least: int = 1, most: int = 3) -> str:
+    """``1.51x [1.22–1.86]``: a value and its 95% CI in one cell, to the digits the CI's half-width sets
+    (``spread_digits``); without an interval the value to ``most`` digits, as the reference table has it."""
+    if not is_number(value):
+        return DASH
+    if not (is_number(low) and is_number(high)):
+        return f"{value:.{most}f}{suffix}"
+    digits = spread_digits((high - low) / 2, least, most)
+    return f"{value:.{digits}f}{suffix} [{low:.{digits}f}–{high:.{digits}f}]"
+
+
+def with_sd(value: Any, sd: Any, digits: int = 2) -> str:
+    """``327 ± 4``: a mean and its standard deviation over repeats, to the digits the σ sets (at most ``digits``, the
+    mean's own without a σ)."""
+    if not is_number(value):
+        return DASH
+    if not is_number(sd):
+        return f"{value:.{digits}f}"
+    shown = spread_digits(sd, 0, digits)
+    return f"{value:.{shown}f} ± {sd:.{shown}f}"
+

@@ -1,6 +1,6 @@
 """Every column of the report, in print order, each one entry (``colspec.Column``): the comparison
-table's (the reference table's twelve, the swept load and the speed-up CI), *Why*'s and *Checks*'
-here, *Per request*'s and *Quality & cost*'s in ``quality_columns.py``.
+table's (the reference table's twelve, its Speedup with its 95% CI and Output tok/s with its σ over repeats in the
+cell, and the swept load), *Why*'s and *Checks*' here, *Per request*'s and *Quality & cost*'s in ``quality_columns.py``.
 
 This module alone decides which columns a set of records gets and each cell's text; ``tables.py``
 (markdown) and ``html.table_html`` only lay the cells out, and ``reference_markdown`` writes the
@@ -16,7 +16,7 @@ from ..schemas.cell import load_label
 from ..schemas.row import ResultRow
 from ..schemas.row_latency import LAG_LIMIT_MS
 from .arrival_columns import ARRIVAL_COLUMNS
-from .colspec import CHECKS, DASH, GROUPS, WHY, Column, Group, Rows, num, pct
+from .colspec import CHECKS, DASH, GROUPS, WHY, Column, Group, Rows, num, pct, with_ci, with_sd
 from .o200k_columns import O200K_COLUMNS
 from .quality_columns import QUALITY_COLUMNS
 from .steplog_columns import STEP_COLUMNS, STEP_SOURCE_COLUMN
@@ -42,9 +42,11 @@ def _concurrencies_vary(records: Rows) -> bool:
     return len({r.concurrency for r in records}) > 1
 
 
-def _ci(r: ResultRow) -> str:
+def _speedup(r: ResultRow) -> str:
+    """The speedup with its 95% CI, to the digits the CI's width sets, and the ⚠ where its repeats disagree."""
     ci = (r.ci95 or {}).get("speedup_vs_baseline")
-    text = f"{ci[0]:.3f}–{ci[1]:.3f}" if ci and None not in ci else DASH
+    low, high = ci if isinstance(ci, list) and len(ci) == 2 else (None, None)
+    text = with_ci(r.speedup_vs_baseline, low, high)
     known = [s for s in r.speedup_repeats or [] if s is not None]
     if r.speedup_varies and known:
         where = "servers" if r.speedup_repeats_fresh_servers else "passes"
@@ -67,8 +69,14 @@ COLUMNS: list[Column] = [
     _identity("Dataset", "dataset"),
     _identity("Run", "run"),
     Column("Req", lambda r: DASH if r.requests is None else str(r.requests), ("requests",)),
-    Column("Output tok/s", lambda r: num(r.output_throughput_tps, 2), ("output_throughput_tps",)),
-    Column("Speedup", lambda r: num(r.speedup_vs_baseline, 3, "x"), ("speedup_vs_baseline",)),
+    Column("Output tok/s", lambda r: with_sd(r.output_throughput_tps, (r.std or {}).get("output_throughput_tps")),
+           ("output_throughput_tps", "std"), note="± its standard deviation over the cell's repeats where it ran two or "
+           "more (std.output_throughput_tps), the digits those leave meaningful"),
+    Column("Speedup", _speedup, ("speedup_vs_baseline", "ci95", "speedup_ci_method", "speedup_varies", "speedup_repeats"),
+           note="in brackets its 95% CI (ci95.speedup_vs_baseline; speedup_ci_method says how), to the digits the CI's "
+                "half-width leaves meaningful (two significant digits of it when they begin 10–35, else one); ⚠ varies "
+                "between servers (or passes): the cell's repeats disagree by more than their own bootstrap intervals "
+                "allow (Cochran's Q, p < 0.05: speedup_varies), with their range"),
     Column("Latency mean/p95 ms", lambda r: _pair(r.latency_mean_ms, r.latency_p95_ms),
            ("latency_mean_ms", "latency_p95_ms")),
     Column("TTFT mean/p95 ms", lambda r: _pair(r.ttft_mean_ms, r.ttft_p95_ms), ("ttft_mean_ms", "ttft_p95_ms")),
@@ -79,8 +87,8 @@ COLUMNS: list[Column] = [
     Column("Accept len", lambda r: num(r.mean_acceptance_length, 3), ("mean_acceptance_length",)),
 ]
 
-#: the swept load (identity: every small table repeats it) and the speed-up's CI, where they apply
-LOAD_AND_CI: list[Column] = [
+#: the swept load (identity: every small table repeats it), where the run sweeps one
+LOAD: list[Column] = [
     Column("Rate/s", lambda r: DASH if r.request_rate is None else f"{r.request_rate:g}", ("request_rate",),
            note="shown when the run sweeps the rate", identity=True,
            shown=lambda rows: _rates_vary(rows) and not _concurrencies_vary(rows)),
@@ -91,10 +99,6 @@ LOAD_AND_CI: list[Column] = [
            note="shown with request_rate as the cell's load point in one label, C=N (closed loop, N streams) or R "
                 "req/s (open loop), instead of Rate/s and Conc when both vary (closed- and open-loop cells in one "
                 "table)", unit="", identity=True, shown=lambda rows: _rates_vary(rows) and _concurrencies_vary(rows)),
-    Column("Speedup 95% CI", _ci, ("speedup_ci_method", "ci95", "speedup_varies", "speedup_repeats"),
-           note="⚠ varies between servers (or passes): the cell's repeats disagree by more than their own bootstrap "
-                "intervals allow (Cochran's Q, p < 0.05: speedup_varies), with their range", unit="×",
-           shown=lambda rows: any((r.ci95 or {}).get("speedup_vs_baseline") for r in rows)),
 ]
 
 
@@ -161,7 +165,7 @@ CHECK_COLUMNS: list[Column] = [
 
 def all_columns() -> list[Column]:
     """Every column entry, in print order: identity, the comparison table, then one table after another."""
-    main = COLUMNS[:2] + LOAD_AND_CI[:3] + COLUMNS[2:5] + LOAD_AND_CI[3:] + COLUMNS[5:]
+    main = COLUMNS[:2] + LOAD + COLUMNS[2:]
     return (main + WHY_COLUMNS + STEP_COLUMNS + STEADY_COLUMNS + QUALITY_COLUMNS + CACHE_COLUMNS + O200K_COLUMNS
             + CHECK_COLUMNS + ARRIVAL_COLUMNS)
 

@@ -18,6 +18,7 @@ from .history_compare import comparability, comparison_of, rule_text, verdict_te
 from .history_report import other_runs, run_line, status_line
 from .html import CSS, table_html
 from .model import Model
+from .notes import sentence
 from .plots import TrendRun, acceptance_plot, category_plot, latency_plot, load_plot, speedup_plot, trend_plot
 from .svg import esc
 
@@ -41,7 +42,7 @@ def _run_body(run: RunEntry, prefix: str) -> str:
     parts = [table_html(m)]
     notes = (run.meta.notes if run.meta else None) or []
     if notes:
-        parts.append('<ul class="notes">' + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>")
+        parts.append('<ul class="notes">' + "".join(f"<li>{esc(sentence(n))}</li>" for n in notes) + "</ul>")
     if m.rows:
         parts += [speedup_plot(m), load_plot(m) or "", acceptance_plot(m), category_plot(m),
                   latency_plot(m, read_requests(run.path))]

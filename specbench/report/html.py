@@ -30,6 +30,7 @@ from ..util.diskio import write_output
 from .colspec import DASH, DECOMPOSITION_NOTE, Column, Group, is_missing
 from .columns import grouped, has_decomposition
 from .model import PALETTE, Model
+from .notes import sentence
 from .plots import (
     acceptance_plot,
     accepted_plot,
@@ -197,7 +198,7 @@ def render_html(rows: list[ResultRow], requests: list[RequestRecord] | None, met
             sections.append(("request-acceptance", "Acceptance vs TPOT per request", request_scatter(m, requests)))
     nav = "<nav>" + "".join(f'<a href="#sec-{sid}">{esc(t)}</a>' for sid, t, _ in sections) + "</nav>"
     notes = meta.notes or []
-    notes_html = ("<h2>Notes</h2><ul class=\"notes\">" + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>") if notes else ""
+    notes_html = ("<h2>Notes</h2><ul class=\"notes\">" + "".join(f"<li>{esc(sentence(n))}</li>" for n in notes) + "</ul>") if notes else ""
     body = "".join(f'<section id="sec-{sid}"><h2>{esc(t)}</h2>{content}</section>' for sid, t, content in sections)
     if not m.rows:
         body += f"<p>{nm_html('no result records')}</p>"

@@ -1,5 +1,5 @@
 """The markdown tables of the report: the comparison table people paste (the reference table's
-columns, the swept load and the speed-up CI: at most 14), then one small table per question (*Why*,
+columns, the speedup with its CI in its cell, and the swept load: at most 14), then one small table per question (*Why*,
 *Per request*, *Quality & cost*, *Checks*), each repeating only the identity columns it needs so it
 reads on its own, and each left out when it has nothing measured. Columns: ``columns.py``.
 """

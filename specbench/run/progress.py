@@ -2,19 +2,28 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.text import Text
 
 from ..measure.acceptance import decode_steps
+from ..schemas.notes import Note
 from ..schemas.row import ResultRow
 
 
-class RunProgress:
-    """Callable progress sink the runner reports events to; quiet mode prints one line per cell."""
+def plain(note: Note | str) -> str:
+    """A notice as it is, before the report's wording is given (``RunProgress(word=)``): text, or a note's code."""
+    return note if isinstance(note, str) else f"{note.code}: {note.values or {}}"
 
-    def __init__(self, console: Console, quiet: bool = False) -> None:
-        self.console, self.quiet = console, quiet
+
+class RunProgress:
+    """Callable progress sink the runner reports events to; quiet mode prints one line per cell. ``word`` writes a
+    notice that is a note as its sentence (the report's ``notes.sentence``, which the run stage may not import)."""
+
+    def __init__(self, console: Console, quiet: bool = False, word: Callable[[Note | str], str] = plain) -> None:
+        self.console, self.quiet, self.word = console, quiet, word
         self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                             TextColumn("{task.fields[stats]}"), TimeElapsedColumn(), TimeRemainingColumn(),
                             console=console, disable=quiet, transient=False)
@@ -77,8 +86,8 @@ class RunProgress:
     def _on_config_failed(self, config, error) -> None:
         self.console.print(f"[red]{config}: {error.splitlines()[0]}[/]", highlight=False)
 
-    def _on_notice(self, message: str) -> None:
-        self.console.print(Text(message, style="yellow"), highlight=False)
+    def _on_notice(self, message: Note | str) -> None:
+        self.console.print(Text(self.word(message), style="yellow"), highlight=False)
 
     def _on_interrupt(self) -> None:
         self.console.print("[yellow]stopping: finishing requests in flight (Ctrl-C again to abort)[/]")

@@ -18,12 +18,9 @@ from pathlib import Path
 from ..datasets.sources import hub_label, hub_source, local_file
 from ..errors import SuiteError
 from ..schemas.meta import PromptSet, RunMeta
+from ..schemas.notes import Note, NoteCode
 from ..schemas.request import Prompt
 from ..suite import Suite
-
-#: said once, kept under the table, when a run from before the prompts were hashed is resumed
-UNCHECKED = ("resumed without checking the prompts: this run's meta.json, written by an earlier specbench, "
-             "holds no prompt hashes, so a prompt file edited since the run began cannot be told apart")
 
 
 def prompts_sha256(prompts: Iterable[Prompt]) -> str:
@@ -61,7 +58,7 @@ def check_resumed_prompts(suite: Suite, run: Path, previous: RunMeta, prints: di
             f"{str(now.sha256)[:12]}); measure them in a new run (-o DIR) or start this one again (--overwrite)")
 
 
-def merge_prints(meta: RunMeta, prints: dict[str, PromptSet]) -> tuple[str, ...]:
+def merge_prints(meta: RunMeta, prints: dict[str, PromptSet]) -> tuple[Note, ...]:
     """Record a resumed run's ``prints`` in its ``meta`` (after ``check_resumed_prompts``: only a data set
     not measured yet can differ, and it takes the new hash). A meta.json without ``prompts`` stays
     without: its earlier cells' prompts are unknown and a hash written now would claim otherwise; the
@@ -69,6 +66,7 @@ def merge_prints(meta: RunMeta, prints: dict[str, PromptSet]) -> tuple[str, ...]
     if meta.prompts is not None:
         meta.prompts.update(prints)
         return ()
-    if UNCHECKED not in (meta.run_dir_notes or []):
-        meta.set_aside([], [UNCHECKED])
-    return (UNCHECKED,)
+    unchecked = Note.of(NoteCode.PROMPTS_UNCHECKED)  # said once, kept under the table
+    if unchecked not in (meta.run_dir_notes or []):
+        meta.set_aside([], [unchecked])
+    return (unchecked,)

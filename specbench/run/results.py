@@ -12,6 +12,7 @@ from ..measure.repeat_spread import RepeatPlan, add_spread
 from ..measure.steplog import steplog_decomposition
 from ..measure.summarize import add_comparisons, add_o200k, summarize_cell
 from ..schemas.cell import Cell
+from ..schemas.notes import Note, NoteCode
 from ..schemas.phase import PhaseInfo
 from ..schemas.request import RequestRecord
 from ..schemas.row import ResultRow
@@ -138,15 +139,13 @@ def weights_meta(suite: Suite) -> dict[str, str | list[str]]:
     return {"weights": "dummy" if len(dummy) == len(suite.configs) else "mixed", "dummy_weight_configs": dummy}
 
 
-def run_notes(suite: Suite, clocks: dict[str, str] | None = None) -> list[str]:
-    clock = sorted(set((clocks or {}).values()))
+def run_notes(suite: Suite, clocks: dict[str, str] | None = None) -> list[Note]:
+    """meta.json's notes that the suite decides: how the numbers were taken (``report/notes.py`` words them)."""
+    arrival = suite.load.arrival.note() if suite.load.request_rate else None
     return weights_notes(suite) + [
-        "Speedup = output tok/s of the run ÷ baseline's on the same data set and load point; its 95% CI is "
-        "bootstrapped over paired prompts, or Student-t on log speedups over repeats (speedup_ci_method in results.json).",
-        "ITL is per token (a chunk of n tokens after a gap g gives n samples of g/n); TPOT = (latency − TTFT)/(output tokens − 1)."
-        + (f" Chunk times: {' / '.join(clock)}; TTFT counts from just before the request is written to the socket." if clock else ""),
-        "Acceptance: deltas of the engine's spec-decode counters over each measured phase (see acceptance_source in results.json); — = not measured.",
-        f"temperature {suite.load.temperature:g}, max_tokens {suite.load.max_tokens}, warm-up "
-        + ("a full matching pass" if suite.load.warmup == "pass" else f"{suite.load.warmup} request(s)") + " before each timed pass.",
-    ] + ([suite.load.arrival.describe()] if suite.load.request_rate and suite.load.arrival.kind != "poisson" else []) \
-        + suite_notes(suite)
+        Note.of(NoteCode.SPEEDUP_DEFINED),
+        Note.of(NoteCode.ITL_DEFINED, clocks=sorted(set((clocks or {}).values()))),
+        Note.of(NoteCode.ACCEPTANCE_DEFINED),
+        Note.of(NoteCode.SAMPLING, temperature=suite.load.temperature, max_tokens=suite.load.max_tokens,
+                warmup=suite.load.warmup),
+    ] + ([arrival] if arrival else []) + suite_notes(suite)

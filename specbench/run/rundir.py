@@ -28,6 +28,7 @@ from ..errors import RunDirError
 from ..schemas.cell import Cell
 from ..schemas.launched import ProcessIdentity
 from ..schemas.meta import RunMeta
+from ..schemas.notes import Note, NoteCode
 from ..schemas.phase import PhaseInfo, SupersededPhase
 from ..schemas.quarantine import QuarantinedLine
 from ..schemas.request import ProbeRequest, RequestRecord
@@ -60,15 +61,15 @@ def read_lines(lines: list[str], record: type[R]) -> list[R]:
     return [line.record for line in scan_lines((t.encode() for t in lines), record) if line.record is not None]
 
 
-def _said(line: str | None, notes: list[str] | None) -> None:
+def _said(line: str | None, notes: list[Note] | None) -> None:
     if line is not None:
         if notes is None:
             say_once(line)
         else:
-            notes.append(line)
+            notes.append(Note.of(NoteCode.READ_REPAIRED, said=line))
 
 
-def read_phases(run: Path, notes: list[str] | None = None) -> list[PhaseInfo]:
+def read_phases(run: Path, notes: list[Note] | None = None) -> list[PhaseInfo]:
     """The intact lines of a run directory's phases.jsonl, a pass recorded complete twice counted once
     (``recorded.passes_once``: which line, said once on stderr, or into ``notes``)."""
     found = [(n, raw, p) for n, raw, p in scan_numbered(Path(run) / PHASES, PHASES)[0] if isinstance(p, PhaseInfo)]
@@ -77,7 +78,7 @@ def read_phases(run: Path, notes: list[str] | None = None) -> list[PhaseInfo]:
     return phases
 
 
-def read_records(run: Path, notes: list[str] | None = None) -> list[RequestRecord]:
+def read_records(run: Path, notes: list[Note] | None = None) -> list[RequestRecord]:
     """The intact lines of a run directory's requests.jsonl, a record recorded twice (the same line again)
     counted once (said once on stderr, or into ``notes``)."""
     found = scan_numbered(Path(run) / REQUESTS, REQUESTS)[0]
@@ -103,7 +104,7 @@ def backfill_rates(records: list[RequestRecord], phases: list[PhaseInfo]) -> Non
 
 
 def split_incomplete(phases: list[PhaseInfo], records: list[RequestRecord]) -> tuple[
-        list[PhaseInfo], list[SupersededPhase], list[str]]:
+        list[PhaseInfo], list[SupersededPhase], list[Note]]:
     """The complete phases, the phases to measure again (as written, with why where it is not plain)
     and the notes; measured requests without a complete phase are marked ``superseded`` in place."""
     measured = Counter((Cell.of_record(r), r.repeat) for r in records if r.phase == "measure")
@@ -112,7 +113,8 @@ def split_incomplete(phases: list[PhaseInfo], records: list[RequestRecord]) -> t
         have = measured[(p.cell, p.repeat)]
         if p.complete and p.requests is not None and have != p.requests:
             because = f"{p.requests - have} of its {p.requests} measured request records are unreadable"
-            notes.append(f"{p.cell} (repeat {p.repeat}): {because}; measured again")
+            notes.append(Note.of(NoteCode.PHASE_REMEASURED, cell=str(p.cell), repeat=p.repeat, unreadable=p.requests - have,
+                                 requests=p.requests))
             cut.append(SupersededPhase.of(p, because))
         elif p.complete:
             complete.append(p)
@@ -135,7 +137,7 @@ def meta_to_resume(path: Path) -> RunMeta | None:
     return meta
 
 
-def quarantine(run: Path) -> list[str]:
+def quarantine(run: Path) -> list[Note]:
     """Move every unreadable line of a run directory's raw files to ``<name>.quarantine.jsonl`` (line number,
     reason, text), keeping every intact line; one note per file that had any."""
     notes = []
@@ -145,8 +147,8 @@ def quarantine(run: Path) -> list[str]:
             continue
         _append_lines(run / target, [entry.to_line() for entry in bad])
         write_atomic(run / name, "".join(raw.decode() + "\n" for _, raw, _ in good))
-        where = ", ".join(f"line {b.line} ({b.reason})" for b in bad[:5]) + (" …" if len(bad) > 5 else "")
-        notes.append(f"{name}: {len(bad)} unreadable line(s) moved to {target}: {where}")
+        notes.append(Note.of(NoteCode.LINES_QUARANTINED, file=name, lines=len(bad), target=target,
+                             line_numbers=[b.line for b in bad[:5]], reasons=[b.reason for b in bad[:5]]))
     return notes
 
 
@@ -266,16 +268,16 @@ class RunDir(LaunchedServers):
     def read_phases(self) -> list[PhaseInfo]:
         return read_phases(self.path)
 
-    def read_requests(self, notes: list[str] | None = None) -> list[RequestRecord]:
+    def read_requests(self, notes: list[Note] | None = None) -> list[RequestRecord]:
         records = read_records(self.path, notes)
         if any(r.request_rate is None and r.phase != "warmup" for r in records):
             backfill_rates(records, self.read_phases())
         return records
 
-    def quarantine(self) -> list[str]:
+    def quarantine(self) -> list[Note]:
         return quarantine(self.path)
 
-    def supersede_incomplete(self) -> tuple[list[SupersededPhase], list[str]]:
+    def supersede_incomplete(self) -> tuple[list[SupersededPhase], list[Note]]:
         """Before re-measuring: keep only complete phases in phases.jsonl and mark ``superseded`` every
         measured request without a complete phase (cut by a stop, a dead server, or a crash that tore
         the phase line): nothing is deleted, nothing counted twice. A phase that lost request records

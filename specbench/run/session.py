@@ -19,6 +19,7 @@ from ..measure.slo import attach_capacity
 from ..schemas.cell import Cell
 from ..schemas.launched import ProcessIdentity, StoppedLeftover
 from ..schemas.meta import RunMeta, ServerMeta, Timing
+from ..schemas.notes import Note
 from ..schemas.phase import PhaseInfo
 from ..schemas.request import Prompt, RequestRecord
 from ..schemas.row import ResultRow
@@ -178,11 +179,11 @@ class RunSession(ServerStarts):
             self.supersede_incomplete(merge_prints(self.meta, prompt_prints(self.suite, prompts)))
         self.save_meta()
 
-    def supersede_incomplete(self, said: tuple[str, ...] = ()) -> None:
+    def supersede_incomplete(self, said: tuple[Note, ...] = ()) -> None:
         """Set aside what must be measured again (the cut phases are listed in meta.json), after
         quarantining unreadable lines (``RunDir.supersede_incomplete``); ``said``: notes kept already."""
         cut, notes = self.dir.supersede_incomplete()
-        for note in (*said, *notes):  # said now and kept under the table: it bears on the numbers
+        for note in (*said, *notes):  # said now (the progress sink words it) and kept under the table
             self.progress("notice", message=note)
         self.meta.set_aside(cut, notes)
         self.live.reset(self.dir.read_phases(), self.dir.read_requests())  # the files as they now are, read once

@@ -10,6 +10,7 @@ import typing
 from .accelerator import Accelerator
 from .launched import ProcessIdentity, StoppedLeftover
 from .meta import Comparability, GitState, Host, PromptSet, RunMeta, RunStart, ServerMeta, SteplogPlugin, SuiteFile, SuiteInfo, Timing
+from .notes import KINDS, Note
 from .phase import PhaseInfo, SupersededPhase
 from .placement import Placement, WorkerPlace
 from .plans import (
@@ -50,6 +51,7 @@ SECTIONS: tuple[tuple[str, tuple[type[Record], ...]], ...] = (
     ("meta.json: the derived suites' plans (whatif, tune; docs/explain.md) and schedule.json",
      (WhatifPlan, SyntheticLength, ReplayedConfig, ProfileRef, ProfileSpeedup, TunePlan, TunedConfig, TuneFamily,
       TuneResult, KCell, Candidate, Schedule, ScheduleCheck, ScheduleFile)),
+    ("The notes under the tables", (Note,)),
     ("The acceptance profile (`specbench profile`, `whatif --profile`)",
      (ProfileFile, ProfileSource, ProfileEntry, ProfileProvenance, CategoryAcceptance)),
     ("The step log (logs/steplog/, docs/steplog.md)",
@@ -96,6 +98,24 @@ def record_markdown(record: type[Record]) -> str:
     return "\n".join(lines)
 
 
+_WORDS = {int: "integer", float: "number", str: "text", bool: "true/false", list: "list"}
+
+
+def notes_markdown() -> str:
+    """The note record, then its closed set of codes with their values (``schemas/notes.py``)."""
+    lines = [record_markdown(Note), "", "The codes, each with the values its sentence is written from; "
+             "`specbench/report/notes.py` words each, and a test fails on a code without wording. ⚠: printed as a "
+             "warning.", "", "| code | | says | values |", "| --- | --- | --- | --- |"]
+    for code, kind in KINDS.items():
+        values = []
+        for name, types in kind.values.items():
+            words = dict.fromkeys("number" if t is int and float in types else _WORDS[t] for t in types
+                                  if t is not type(None))
+            values.append(f"`{name}` ({' or '.join(words)}{', optional' if type(None) in types else ''})")
+        lines.append(f"| `{code}` | {'⚠' if kind.warning else ''} | {kind.doc} | {', '.join(values) or '—'} |")
+    return "\n".join(lines)
+
+
 def row_markdown() -> str:
     """results.json's row: every key, group by group (``schemas/row_*.py``), in the order the file has them."""
     doc = " ".join((ResultRow.__doc__ or "").split())
@@ -131,5 +151,6 @@ def records_markdown() -> str:
     for title, records in SECTIONS:
         out += [f"## {title}", ""]
         for record in records:
-            out += [row_markdown() if record is ResultRow else record_markdown(record), ""]
+            out += [row_markdown() if record is ResultRow else notes_markdown() if record is Note
+                    else record_markdown(record), ""]
     return "\n".join(out)

@@ -29,6 +29,7 @@ from ..util.jsonio import write_json
 from .accelerator import Accelerator
 from .cell import find_baseline, unique
 from .launched import StoppedLeftover
+from .notes import Note, NoteCode, Notes
 from .phase import SupersededPhase
 from .placement import Placement
 from .plans import ScheduleCheck, TunePlan, WhatifPlan
@@ -195,8 +196,8 @@ class RunMeta(Record):
     failed_configs: dict[str, str] | None = key('per config: why it failed')
     runs: list[RunStart] | None = key('each specbench run into the directory: the start, then each --resume')
     superseded_phases: list[SupersededPhase] | None = key('phases set aside to measure again, as phases.jsonl held them')
-    run_dir_notes: list[str] | None = key('what --resume repaired in the run directory, and what it lacks (a step log '
-                                          'a Ray node could not send back)')
+    run_dir_notes: Notes | None = key('what --resume repaired in the run directory, and what it lacks (a step log a Ray '
+                                      'node could not send back): notes, or sentences an earlier specbench stored')
     restarts: dict[str, int] | None = key('per config: restarts after its server died')
     chunk_clock: dict[str, str] | None = key('per config: which clock stamped its chunks')
     slo_search: dict[str, dict[str, SloSearch]] | None = key('per config and data set: the SLO capacity search')
@@ -205,7 +206,8 @@ class RunMeta(Record):
     tune: TunePlan | None = key("a tune run's plan and result")
     schedule: ScheduleCheck | None = key("a tune --verify run's plan")
     updated_at: str | None = key('when the file was last written (UTC)')
-    notes: list[str] | None = key('lines under the tables')
+    notes: Notes | None = key('what the report says under the tables about the whole run: notes (a code and its values, '
+                              'worded by the report), or the sentences an earlier specbench stored')
     finished_at: str | None = key('when the run finished (UTC)')
     timing: Timing | None = key("where the run's time went")
     merged_from: list[str] | None = key('the runs a merged report was made of')
@@ -230,7 +232,7 @@ class RunMeta(Record):
         """One more entry in ``runs`` (the servers it stopped, where an earlier, killed run left them)."""
         self.grown("runs", []).append(RunStart(started_at, resume, overwrite, list(stopped_leftovers) or None))
 
-    def set_aside(self, cut: list[SupersededPhase], notes: list[str]) -> None:
+    def set_aside(self, cut: list[SupersededPhase], notes: Sequence[Note]) -> None:
         """Phases to measure again (``superseded_phases``) and what the run dir's repair said."""
         if cut:
             self.grown("superseded_phases", []).extend(cut)
@@ -274,9 +276,9 @@ class RunMeta(Record):
         """A config that completed every cell this time is no longer failed (from an earlier run)."""
         self.grown("failed_configs", {}).pop(name, None)
 
-    def failed_notes(self) -> list[str]:
-        """One line under the table per failed config: its error's first line."""
-        return [f"⚠ config {name} failed: {(str(err).splitlines() or ['?'])[0]}"
+    def failed_notes(self) -> list[Note]:
+        """One note under the table per failed config: its error's first line."""
+        return [Note.of(NoteCode.CONFIG_FAILED, config=name, error=(str(err).splitlines() or ['?'])[0])
                 for name, err in (self.failed_configs or {}).items()]
 
 

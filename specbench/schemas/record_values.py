@@ -92,6 +92,9 @@ def type_name(hint: Any) -> str:
         return " or ".join(type_name(a) for a in args if a is not _NONE)
     if origin is list or (origin is tuple and len(args) == 2 and args[1] is Ellipsis):
         inner = type_name(args[0])
+        if typing.get_origin(args[0]) in (Union, types.UnionType):  # a list of texts or objects
+            return "a list of " + " or ".join(f"{type_name(a).removeprefix('an ').removeprefix('a ')}s"
+                                              for a in typing.get_args(args[0]) if a is not _NONE)
         if inner.startswith("a list of "):
             return "a list of lists of " + inner.removeprefix("a list of ")
         return f"a list of {inner.removeprefix('an ').removeprefix('a ')}s"

@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Any, ClassVar
 
-from .record import Record
+from .record import Record, plain
 from .row_acceptance import (
     AcceptanceChecks,
     AcceptedPerStep,
@@ -121,7 +121,7 @@ class ResultRow(Record, FromSchedule, SteadyWarmup, StallStats, TokenLogStats, S
         """The results.json object, in ``keys()``'s order: every reference key (null when unset), then every
         other key the row carries. ``reference_first=False``: only the keys carried."""
         out = {k: self.get(k) for k in REFERENCE_KEYS} if reference_first else {}
-        out.update({k: self.get(k) for k in self.keys() if k not in out})
+        out.update({k: plain(self.get(k)) for k in self.keys() if k not in out})  # notes are records
         return out
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .notes import Notes
 from .record_values import key
 from .row_group import MetricGroup, Numbers
 
@@ -81,7 +82,8 @@ class CellStatus(MetricGroup):
     itl_percentiles_estimated: bool | None = key(
         "true when some request had only a final usage total, spread over its decode chunks: the ITL percentiles are "
         "estimates (TTFT, latency, TPOT and the ITL mean stay exact)")
-    notes: list[str] | None = key("lines the report prints under the tables for this cell (⚠ marks a warning)")
+    notes: Notes | None = key("what the report says under the tables for this cell: notes (a code and its values, "
+                              "worded by the report), or the sentences an earlier specbench stored")
 
 
 @dataclass

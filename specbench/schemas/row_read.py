@@ -16,6 +16,7 @@ from typing import Any, cast
 
 from ..errors import ResultsError
 from ..util.numbers import finite, is_number
+from .notes import Note, Notes
 from .record import show
 from .row import FIELD_NAMES, ResultRow
 
@@ -30,6 +31,8 @@ def _numeric(hint: Any) -> bool:
 def _kind_of(annotation: Any) -> str | None:
     args = [a for a in typing.get_args(annotation) if a is not type(None)]
     base = args[0] if len(args) == 1 else annotation
+    if base == Notes:
+        return "notes"
     if base is str:
         return "text"
     if base is bool:
@@ -45,7 +48,7 @@ def _kind_of(annotation: Any) -> str | None:
 
 
 _HINTS = typing.get_type_hints(ResultRow)
-#: what each field holds, from its annotation: text, flag, number, numbers, mapping; None = anything
+#: what each field holds, from its annotation: text, flag, number, numbers, mapping, notes; None = anything
 FIELD_KINDS: dict[str, str | None] = {name: _kind_of(_HINTS[name]) for name in FIELD_NAMES}
 
 #: a key this version has no field for is checked by its name, as results from older versions were
@@ -134,6 +137,8 @@ class Checker:
             if any(v is not None and not is_number(v) for v in value):
                 self.note(at, name, value, "a list of finite numbers")
             return [v if is_number(v) else None for v in value]
+        if kind == "notes":
+            return self.notes(at, name, value)
         if kind == "mapping":
             if not isinstance(value, dict):
                 self.note(at, name, value, "an object")
@@ -143,6 +148,21 @@ class Checker:
             self.note(at, name, value, "a finite number")
             return None
         return finite(value)
+
+    def notes(self, at: str, key: str, value: Any) -> Notes | None:
+        """A row's ``notes``: each a note (its wrong keys ignored, said) or a sentence an earlier specbench stored."""
+        if not isinstance(value, list):
+            self.note(at, key, value, "a list of texts or objects")
+            return None
+        out: Notes = []
+        for j, item in enumerate(value):
+            if isinstance(item, str):
+                out.append(item)
+            elif isinstance(item, dict):
+                out.append(Note.from_dict(item, f"{self.where}: {at}: {key}[{j}]", problems=self.problems))
+            else:
+                self.note(at, f"{key}[{j}]", item, "text or an object")
+        return out
 
     def mapping(self, at: str, key: str, value: dict[str, Any]) -> dict[str, Any] | None:
         if key == "ci95":

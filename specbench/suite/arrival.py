@@ -21,6 +21,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ..schemas.notes import Note, NoteCode
 from ..schemas.request import TraceLine
 from ..util.numbers import is_number
 from .checks import MAX_REQUEST_RATE, MAX_TIMEOUT_S, MAX_TOKENS, MIN_REQUEST_RATE, check_keys, shown
@@ -71,22 +72,18 @@ class Arrival:
             return float(f"{(len(self.trace) - 1) / span:.4g}") if span > 0 else None
         return None
 
-    def describe(self) -> str:
-        """One line for the notes under the tables."""
+    def note(self) -> Note | None:
+        """The note under the tables saying how requests arrived (None for Poisson, the default)."""
         if self.kind == "gamma":
-            than = "burstier than" if self.burstiness < 1 else "more even than" if self.burstiness > 1 else "as"
-            return (f"Arrivals: gamma gaps, burstiness {self.burstiness:g} ({than} Poisson at the same mean rate; "
-                    "load.seed + the repeat number)")
+            return Note.of(NoteCode.ARRIVALS_GAMMA, burstiness=self.burstiness)
         if self.kind == "ramp":
-            over = f"over {self.duration_s:g} s, then {self.end:g}" if self.duration_s else "over each pass's requests"
-            bursty = f", burstiness {self.burstiness:g}" if self.burstiness != 1 else ""
-            return (f"Arrivals: {self.shape} ramp from {self.start:g} to {self.end:g} req/s {over}{bursty} (load.seed + the "
-                    "repeat number); a cell's Rate/s is the ramp's end rate")
+            return Note.of(NoteCode.ARRIVALS_RAMP, shape=self.shape, start=self.start, end=self.end,
+                           duration_s=self.duration_s or None, burstiness=self.burstiness)
         if self.kind == "trace":
             span = self.trace[-1].at_s - self.trace[0].at_s if self.trace else 0.0
-            return (f"Arrivals: trace {Path(self.path or '').name} ({self.format}, {len(self.trace)} requests over {span:g} s, "
-                    f"time scale {self.time_scale:g}); a cell's Rate/s is the trace's mean rate")
-        return "Arrivals: Poisson (load.seed + the repeat number)"
+            return Note.of(NoteCode.ARRIVALS_TRACE, file=Path(self.path or "").name, format=self.format,
+                           requests=len(self.trace), span_s=span, time_scale=self.time_scale)
+        return None
 
     def fingerprint(self) -> dict[str, Any]:
         """What must match between two runs (``Suite.comparability``): the settings, and the trace's bytes."""

@@ -30,7 +30,7 @@ CONFIG_KEYS: dict[str, type | tuple[type, ...]] = {
 LOAD_KEYS: dict[str, type | tuple[type, ...]] = {
     "concurrency": (int, list), "request_rate": (int, float, list), "max_tokens": int,
     "temperature": (int, float), "top_p": (int, float), "ignore_eos": bool, "warmup": (int, str),
-    "repeats": int, "timeout_s": (int, float), "seed": int, "extra_body": dict, "workload": str,
+    "repeats": int, "timeout_s": (int, float), "seed": int, "extra_body": dict, "workload": (str, dict),
     "client_processes": (int, str), "client": str, "slo": dict, "max_rate_at_slo": (str, int, float, dict),
     "grade": (bool, list), "tiktoken_file": str, "restart": bool, "target_ci": (int, float, str), "max_repeats": int,
     "warmup_max_passes": int, "arrival": (str, dict),
@@ -89,7 +89,7 @@ class LoadBlock(TypedDict, total=False):
     timeout_s: float
     seed: int
     extra_body: dict[Any, Any]
-    workload: str
+    workload: str | dict[Any, Any]
     client_processes: int | str
     client: str
     slo: dict[Any, Any]
@@ -134,6 +134,9 @@ MAX_SLO_MS = 86_400_000.0  # one day
 MAX_GPU_HOUR_USD = 10_000.0
 
 WORKLOADS = ("fixed", "profilings")
+#: the keys of the mapping form of ``load.workload``: per_stream × C prompts per load point, at least at_least
+PER_STREAM_KEYS = ("per_stream", "at_least")
+MAX_PER_STREAM = 10_000
 CLIENTS = ("auto", "socket", "aiohttp", "openai")
 SERVER_KEYS: dict[str, type | tuple[type, ...]] = {
     "model_path": str, "python": str, "args": list, "env": dict, "startup_timeout_s": (int, float),

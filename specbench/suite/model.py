@@ -88,7 +88,9 @@ class LoadSpec:
     timeout_s: float = 600.0
     seed: int = 0
     extra_body: dict[str, Any] = field(default_factory=dict)
-    workload: str = "fixed"
+    workload: str = "fixed"  # fixed | profilings | per_stream (``per_stream`` × C prompts, at least ``at_least``)
+    per_stream: int = 1
+    at_least: int = 1
     client_processes: int | str = 1  # load-generator processes; "auto": one per 256 streams, up to the cores
     #: "socket": kernel receive stamps (http:// only); "aiohttp": the loop's read time; "openai": the official
     #: SDK, each chunk stamped when the SDK yields it (what an SDK user sees); "auto": socket unless https
@@ -115,7 +117,10 @@ class LoadSpec:
 
     def prompts_at(self, concurrency: int, available: int) -> int:
         """Prompts per load point: all of the data set's (fixed), or the profilings sizes
-        (22/88/128/220/440/880 at C=1/8/32/64/128/256, else 4 per stream and at least 22)."""
+        (22/88/128/220/440/880 at C=1/8/32/64/128/256, else 4 per stream and at least 22), or
+        ``per_stream`` × C and at least ``at_least``."""
+        if self.workload == "per_stream":
+            return min(available, max(self.at_least, self.per_stream * concurrency))
         if self.workload != "profilings":
             return available
         sizes = {1: 22, 8: 88, 32: 128, 64: 220, 128: 440, 256: 880}

@@ -26,10 +26,6 @@ class Slo:
     def bounds(self) -> dict[str, float]:
         return {k: getattr(self, k) for k in SLO_KEYS if getattr(self, k) is not None}
 
-    def describe(self) -> str:
-        names = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "latency_ms": "latency"}
-        return ", ".join(f"{names[k]} ≤ {v:g} ms" for k, v in self.bounds().items())
-
 
 @dataclass(frozen=True)
 class RateSearch:

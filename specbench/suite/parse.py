@@ -21,6 +21,7 @@ from .checks import (
     MAX_CLIENT_PROCESSES,
     MAX_CONCURRENCY,
     MAX_GPUS_PER_SERVER,
+    MAX_PER_STREAM,
     MAX_REPEATS,
     MAX_REQUEST_RATE,
     MAX_SPECULATIVE_TOKENS,
@@ -31,6 +32,7 @@ from .checks import (
     MAX_WARMUP_PASSES,
     MIN_REQUEST_RATE,
     MIN_TARGET_CI,
+    PER_STREAM_KEYS,
     SERVER_KEYS,
     TOP_KEYS,
     WORKLOADS,
@@ -197,7 +199,7 @@ def _datasets(top: TopBlock, where: str, base: Path, problems: list[str]) -> lis
 def _load(lraw: LoadBlock, datasets: list[DatasetSpec], base: Path, where: str, problems: list[str]) -> LoadSpec:
     """The checked ``load:`` block as a ``LoadSpec`` (a tiktoken file relative to the suite's folder ``base``)."""
     load_kwargs: dict[str, Any] = {k: v for k, v in lraw.items() if k not in ("concurrency", "request_rate", "slo",
-                                                                                "max_rate_at_slo", "grade", "arrival")}
+                                                                                "max_rate_at_slo", "grade", "arrival", "workload")}
     if "concurrency" in lraw:
         conc = positive_list(lraw["concurrency"], int, f"{where}: load.concurrency", problems, 1, MAX_CONCURRENCY)
         if conc:
@@ -226,8 +228,8 @@ def _load(lraw: LoadBlock, datasets: list[DatasetSpec], base: Path, where: str, 
         problems.append(f"{where}: load.client_processes: expected a positive integer or \"auto\", got {cp!r}")
     if "client" in lraw and lraw["client"] not in CLIENTS:
         problems.append(f"{where}: load.client: expected one of {', '.join(CLIENTS)}, got {lraw['client']!r}")
-    if "workload" in lraw and lraw["workload"] not in WORKLOADS:
-        problems.append(f"{where}: load.workload: expected one of {', '.join(WORKLOADS)}, got {lraw['workload']!r}")
+    if "workload" in lraw:
+        load_kwargs.update(parse_workload(lraw["workload"], f"{where}: load.workload", problems))
     if "temperature" in lraw and lraw["temperature"] < 0:
         problems.append(f"{where}: load.temperature: expected 0 or more, got {lraw['temperature']}")
     if "timeout_s" in lraw and lraw["timeout_s"] <= 0:
@@ -387,3 +389,29 @@ def _contexts_hold_datasets(top: TopBlock, configs: list[ServerConfig], server: 
             i = next((n for n, r in enumerate(raw) if r.get("name") == d.name), 0)
             problems.append(f"{where}: datasets[{i}].{least[0]}: {least[1]} tokens + load.max_tokens {max_tokens} "
                             f"exceed config {c.name!r}'s context ({cap[0]} {cap[1]})")
+
+
+def parse_workload(raw: object, where: str, problems: list[str]) -> dict[str, object]:
+    """``load.workload``: ``fixed``, ``profilings``, or ``{per_stream: K, at_least: M}`` (K × C prompts per load
+    point, at least M, at most the set's): a sweep where every load point runs a set number of waves, so a long
+    prompt at C=1 is not sent as often as at C=64."""
+    if isinstance(raw, str):
+        if raw not in WORKLOADS:
+            problems.append(f"{where}: expected one of {', '.join(WORKLOADS)} or {{per_stream: K, at_least: M}}, got {raw!r}")
+            return {}
+        return {"workload": raw}
+    assert isinstance(raw, dict)
+    unknown = [k for k in raw if k not in PER_STREAM_KEYS]
+    if unknown:
+        problems.append(f"{where}.{unknown[0]}: unknown key (expected {', '.join(PER_STREAM_KEYS)})")
+        return {}
+    out: dict[str, object] = {"workload": "per_stream"}
+    for key, default in (("per_stream", None), ("at_least", 1)):
+        value = raw.get(key, default)
+        if value is None:
+            problems.append(f"{where}.{key}: required (prompts per stream at each load point)")
+        elif isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_PER_STREAM:
+            problems.append(f"{where}.{key}: expected an integer 1-{MAX_PER_STREAM}, got {value!r}")
+        else:
+            out[key] = value
+    return out if len(out) == 3 else {}

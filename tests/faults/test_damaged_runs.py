@@ -20,10 +20,12 @@ import pandas as pd
 import pytest
 
 from specbench.cli import main
+from specbench.report.notes import sentence
 from specbench.run.readback import read_requests
 from specbench.run.rundir import RunDir, read_phases
 from specbench.run.steplog import steplog_results
 from specbench.schemas.acceptance import AcceptanceWindow
+from specbench.schemas.notes import Note
 from specbench.schemas.phase import PhaseInfo
 from specbench.schemas.row import ResultRow
 from tests.support.damage import DAY_S, SWING_8B, TOKENS_SMOL, copy_run, cut_file, gzip_with_bad_block, shifted_lines
@@ -165,15 +167,15 @@ def test_of_two_different_lines_of_one_pass_the_one_inside_the_run_is_counted(ru
     other = json.loads(lines[1])
     other.update(scraped_before=other["scraped_before"] - DAY_S, scraped_after=other["scraped_after"] - DAY_S, wall_s=3.0)
     (run / "phases.jsonl").write_text("\n".join([lines[0], json.dumps(other), lines[1]]) + "\n")
-    said: list[str] = []
+    said: list[Note] = []
     phases = read_phases(run, said)
     assert [p.wall_s for p in phases] == [json.loads(lines[0])["wall_s"], json.loads(lines[1])["wall_s"]]
-    assert "line 3 counted (the others' /metrics scrape times lie outside the run's time span in meta.json)" in said[0]
+    assert "line 3 counted (the others' /metrics scrape times lie outside the run's time span in meta.json)" in sentence(said[0])
     other.update(scraped_before=json.loads(lines[1])["scraped_before"], scraped_after=json.loads(lines[1])["scraped_after"])
     (run / "phases.jsonl").write_text("\n".join([lines[0], lines[1], json.dumps(other)]) + "\n")
     said.clear()
     assert [p.wall_s for p in read_phases(run, said)] == [p.wall_s for p in phases]
-    assert "on lines 2, 3: line 2 counted (the first written" in said[0]
+    assert "on lines 2, 3: line 2 counted (the first written" in sentence(said[0])
 
 
 def test_resume_keeps_one_line_of_a_pass_recorded_twice_and_notes_it(run):
@@ -181,7 +183,7 @@ def test_resume_keeps_one_line_of_a_pass_recorded_twice_and_notes_it(run):
     (run / "phases.jsonl").write_text("\n".join([*lines, lines[0]]) + "\n")
     cut, notes = RunDir(run).supersede_incomplete()
     assert cut == [] and (run / "phases.jsonl").read_text().splitlines() == lines
-    assert any("baseline / gsm8k / C=1 repeat 0 on lines 1, 3: line 1 counted" in n for n in notes)
+    assert any("baseline / gsm8k / C=1 repeat 0 on lines 1, 3: line 1 counted" in sentence(n) for n in notes)
 
 
 def test_a_request_recorded_twice_counts_once(run, capsys):
@@ -189,8 +191,8 @@ def test_a_request_recorded_twice_counts_once(run, capsys):
     (run / "requests.jsonl").write_bytes(b"".join(lines + lines[:5]))
     assert len(read_requests(run)) == len(lines)
     assert "5 request record(s) recorded twice (the same line again): each counted once" in capsys.readouterr().err
-    said: list[str] = []
-    assert len(RunDir(run).read_requests(said)) == len(lines) and "5 line(s) repeat an earlier line exactly" in said[0]
+    said: list[Note] = []
+    assert len(RunDir(run).read_requests(said)) == len(lines) and "5 line(s) repeat an earlier line exactly" in sentence(said[0])
 
 
 # ---- requests.jsonl.gz ------------------------------------------------------------------------------------------

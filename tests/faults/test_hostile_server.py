@@ -28,6 +28,7 @@ from specbench.measure.cache import counter_hit_rate
 from specbench.measure.engine_counters import prefix_cache_window, read_acceptance
 from specbench.measure.latency import latency_stats
 from specbench.measure.summarize import summarize_cell
+from specbench.report.notes import sentence
 from specbench.schemas.phase import PhaseInfo
 from specbench.schemas.request import RequestRecord
 from specbench.suite import read_suite
@@ -301,7 +302,7 @@ async def test_final_total_only_gives_exact_ttft_latency_tpot_and_itl_mean(serve
         1000 * sum((r.latency - r.ttft) / (MAX_TOKENS - 1) for r in records) / len(records), rel=1e-12)
     row = summarize_cell([PhaseInfo("c", "d", 2, None, 0, 1.0)], records, method="ngram", k=K)
     assert row.itl_percentiles_estimated is True
-    assert any("ITL percentiles are estimates" in n for n in row.notes or [])
+    assert any("ITL percentiles are estimates" in sentence(n) for n in row.notes or [])
 
 
 async def test_per_chunk_usage_keeps_itl_percentiles_exact(serve):

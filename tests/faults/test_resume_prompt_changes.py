@@ -10,6 +10,8 @@ import json
 from pathlib import Path
 
 from specbench.cli import main
+from specbench.report.notes import sentence
+from specbench.schemas.meta import RunMeta
 from tests.support.suites import write_fault_suite
 
 
@@ -87,6 +89,7 @@ async def test_a_run_from_before_prompt_hashes_resumes_with_a_note(tmp_path, scr
     assert await asyncio.to_thread(cli, str(suite), "--resume", str(out)) == 0
     resumed = json.loads((out / "meta.json").read_text())
     assert "prompts" not in resumed, "a hash written now would claim to cover the baseline's prompts"
-    notes = [n for n in resumed["run_dir_notes"] if "without checking the prompts" in n]
-    assert len(notes) == 1 and any("without checking the prompts" in n for n in resumed["notes"])
+    meta = RunMeta.from_dict(resumed)
+    notes = [n for n in meta.run_dir_notes if "without checking the prompts" in sentence(n)]
+    assert len(notes) == 1 and any("without checking the prompts" in sentence(n) for n in meta.notes)
     assert "without checking the prompts" in (out / "results.md").read_text()

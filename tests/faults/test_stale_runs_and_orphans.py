@@ -23,7 +23,9 @@ from pathlib import Path
 import pytest
 
 from specbench.cli import main
+from specbench.report.notes import sentence
 from specbench.schemas.launched import ProcessIdentity
+from specbench.schemas.meta import RunMeta
 from specbench.suite import read_suite
 from tests.support.paths import SCRIPTED
 from tests.support.processes import alive, marked_processes, spawn_cli, wait_for
@@ -199,7 +201,7 @@ async def test_resume_quarantines_a_corrupt_middle_line_and_keeps_the_rest(tmp_p
     assert [(q["line"], q["text"]) for q in quarantined] == [(9, requests[8])]
     assert "JSON" in quarantined[0]["reason"]
     assert [(q["line"], q["text"]) for q in jsonl(out / "phases.quarantine.jsonl")] == [(2, "not json at all")]
-    notes = " ".join(meta["notes"])
+    notes = " ".join(sentence(n) for n in RunMeta.from_dict(meta).notes)
     assert "requests.quarantine.jsonl" in notes and "phases.quarantine.jsonl" in notes
     err = capsys.readouterr().err
     assert "requests.quarantine.jsonl" in err and "line 9" in err

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ...schemas.meta import Timing
+from ...schemas.notes import Note, NoteCode
 from ...schemas.placement import Placement, WorkerPlace
 from ..interrupts import forward_signals
 from ..sequential import RunOutcome
@@ -119,8 +120,8 @@ class Collector:
             return
         self.steplogs_missing.add(msg.folder)
         where = self.placement(msg.config)
-        note = (f"⚠ step log logs/{STEPLOG_DIR}/{msg.folder} of config {msg.config} was not copied back from Ray node "
-                f"{where.host or '?'}: {why}" + (f"; it stays there: {where.steplog_on_node}" if msg.error and where.steplog_on_node else ""))
+        note = Note.of(NoteCode.STEPLOG_NOT_COPIED, folder=f"logs/{STEPLOG_DIR}/{msg.folder}", config=msg.config,
+                       host=where.host or "?", why=why, stays=where.steplog_on_node if msg.error else None)
         self.progress("notice", message=note)
         self.session.meta.set_aside([], [note])
         self.session.save_meta()

@@ -16,7 +16,7 @@ from specbench.load.schedule import schedule
 from specbench.load.trace import trace_prompts
 from specbench.measure.arrivals import from_schedule
 from specbench.measure.latency import latency_stats
-from specbench.report.arrival_columns import schedule_warnings
+from specbench.report.notes import schedule_warnings
 from specbench.schemas.request import Prompt, RequestRecord, TraceLine
 from specbench.schemas.row import ResultRow
 from specbench.suite.arrival import Arrival

@@ -146,9 +146,9 @@ def test_report_directory_shows_latest_complete_run_of_each_suite(results, capsy
     latest = next(line for line in alpha.splitlines() if line.startswith("Latest complete run: "))
     assert f"{results / A3}" in latest and "started 2026-12-03 10:00:00 UTC" in latest
     assert "engine vllm 0.32.0" in latest and f"suite file sha256 `{SHA[:12]}`" in latest and f"git `{COMMIT[:10]}`" in latest
-    # the table under it is a3's: its d1 speedup 1.100x, none of a2's 1.400x for d1
-    assert "| d1 | spec_k3 | 6 | 100.00 | 1.100x |" in alpha and "note of alpha-20261203-100000" in alpha
-    assert "| d1 | spec_k3 | 6 | 100.00 | 1.500x |" not in alpha
+    # the table under it is a3's: its d1 speedup 1.10x, none of a1's 1.50x for d1
+    assert "| d1 | spec_k3 | 6 | 100.00 | 1.10x [1.04–1.16] |" in alpha and "note of alpha-20261203-100000" in alpha
+    assert "| d1 | spec_k3 | 6 | 100.00 | 1.50x [1.42–1.58] |" not in alpha
     assert "beta-20261203-090000" in next(l for l in beta.splitlines() if l.startswith("Latest complete run: "))
     # beta sweeps request rates: each row says its rate
     assert beta.count("| d1 | spec_k3 | 1 | 6 |") == 1 and beta.count("| d1 | spec_k3 | 4 | 6 |") == 1
@@ -200,7 +200,7 @@ def test_all_shows_every_complete_run_oldest_first(results, capsys):
     assert [Path(l.split("`")[1]).name for l in runs] == [
         "alpha-20261201-100000", "alpha-20261202-100000", "alpha-20261203-100000",
         "beta-20261201-090000", "beta-20261203-090000"]
-    assert "| d1 | spec_k3 | 6 | 100.00 | 1.500x |" in out and "777.77" not in out
+    assert "| d1 | spec_k3 | 6 | 100.00 | 1.50x [1.42–1.58] |" in out and "777.77" not in out
 
 
 def test_suite_and_since_filters(results, capsys):
@@ -248,7 +248,7 @@ def test_damaged_run_is_listed_unreadable_and_the_rest_still_reported(results, c
     assert code == 0 and "alpha-20261206-100000" in out
     bad_lines = [l for l in out.splitlines() if "**unreadable**" in l]
     assert len(bad_lines) == 2 and "alpha-20261207-100000" in bad_lines[1]
-    assert "| d1 | spec_k3 | 6 | 100.00 | 1.100x |" in out
+    assert "| d1 | spec_k3 | 6 | 100.00 | 1.10x [1.04–1.16] |" in out
 
 
 # ------------------------------------------------------------------------------ a newer specbench's run
@@ -278,7 +278,7 @@ def test_a_run_a_newer_specbench_wrote_is_shown_and_said_once(results, capsys):
     assert code == 0 and "unreadable" not in out
     latest = next(line for line in out.splitlines() if line.startswith("Latest complete run:") and "alpha-" in line)
     assert str(newer) in latest and "written by specbench 9.0.0: shown with what this version reads (4 key(s) ignored)" in latest
-    assert "| d1 | spec_k3 | 6 | 100.00 | 1.610x |" in out
+    assert "| d1 | spec_k3 | 6 | 100.00 | 1.61x [1.55–1.67] |" in out
     said = [line for line in err.splitlines() if str(newer) in line]
     assert len(said) == 1 and len(err.splitlines()) == 1, err
     assert said[0].startswith(f"specbench report: warning: {newer}: written by a newer specbench (specbench 9.0.0; "
@@ -323,7 +323,7 @@ def test_one_newer_run_reported_alone_is_shown_but_the_gate_still_refuses_it(tmp
     changed would make a verdict a guess: it still refuses a newer meta.json in one line."""
     newer = newer_run(tmp_path)
     code, out, err = report(capsys, newer)
-    assert code == 0 and "| d1 | spec_k3 | 6 | 100.00 | 1.610x |" in out
+    assert code == 0 and "| d1 | spec_k3 | 6 | 100.00 | 1.61x [1.55–1.67] |" in out
     assert err.count("written by a newer specbench") == 1 and "results.json goodput_per_watt" in err
     assert gate(newer, "--min", "speedup_vs_baseline:spec_k3=1.0") == 2
     assert "schema_version 2: written by a newer specbench (this one reads meta.json up to version 1): upgrade specbench" \

@@ -1,5 +1,5 @@
-"""The markdown report by question: the comparison table people paste (the reference table's columns,
-the swept load and the speed-up CI: at most 14), then Why / Per request / Quality & cost / Checks, each
+"""The markdown report by question: the comparison table people paste (the reference table's columns, the speedup
+with its CI in one cell, and the swept load: at most 14), then Why / Per request / Quality & cost / Checks, each
 only when it has something measured, then the sweep / what-if / tune tables and the notes."""
 
 import re
@@ -23,17 +23,18 @@ def test_a_gpu_run_pastes_as_the_reference_columns_then_one_table_per_question()
     md = markdown(run.rows, run.meta, run.explained)
     tables = tables_of(md)
     main = tables[""][0]
-    assert main == REFERENCE[:2] + ["Conc"] + REFERENCE[2:5] + ["Speedup 95% CI"] + REFERENCE[5:]
-    assert len(main) == 14
+    assert main == REFERENCE[:2] + ["Conc"] + REFERENCE[2:]
+    assert len(main) == 13
     assert list(tables) == ["", "Why: tokens per step vs step cost", "Per request", "Quality & cost",
                             "Speedup vs concurrency", "What-if: speedup vs acceptance length"]  # nothing to check
     assert tables["Why: tokens per step vs step cost"][0] == ["Dataset", "Run", "Conc", *WHY]
     assert tables["Per request"][0][:3] == tables["Quality & cost"][0][:3] == ["Dataset", "Run", "Conc"]
     for title in ("", "Why: tokens per step vs step cost", "Per request", "Quality & cost"):
         assert [row[:3] for row in tables[title][1:]] == [[r.dataset, r.run, str(r.concurrency)] for r in run.rows]
-    # each of the 27 columns the one wide table had is in one table, once (beside the repeated identity columns)
+    # each of the 26 columns the one wide table had (27 before Speedup took its CI) is in one table, once (beside
+    # the repeated identity columns)
     shown = [h for t in list(tables.values())[:4] for h in t[0][3:]] + main[:3]
-    assert len(shown) == len(set(shown)) == 27
+    assert len(shown) == len(set(shown)) == 26
     assert "J/token" in shown and "$/M tok" in shown and "Req accept len p10/p50/p90" in shown
     # the decomposition's note right below Why, the notes and warnings below every table
     assert md.index(DECOMPOSITION_NOTE) < md.index("Per request\n")
@@ -60,10 +61,11 @@ def test_a_table_or_column_with_nothing_measured_is_left_out_of_the_markdown_but
 
 
 def test_the_comparison_table_keeps_to_14_columns_when_closed_and_open_loop_cells_mix():
-    """Both load columns would make 15: one Load column says each cell's load point instead."""
+    """Both load columns would make 14 (the reference's twelve and two): one Load column says each cell's load point
+    instead."""
     rows = rows_from([{"dataset": "d", "run": "baseline", "concurrency": 4},
                       {"dataset": "d", "run": "spec", "concurrency": 4, "ci95": {"speedup_vs_baseline": [1.0, 1.2]}},
                       {"dataset": "d", "run": "spec", "concurrency": None, "request_rate": 2.5, "max_concurrency": 8}])
     main = tables_of(markdown(rows))[""]
-    assert len(main[0]) == 14 and main[0][2] == "Load" and "Conc" not in main[0] and "Rate/s" not in main[0]
+    assert len(main[0]) == 13 and main[0][2] == "Load" and "Conc" not in main[0] and "Rate/s" not in main[0]
     assert [r[2] for r in main[1:]] == ["C=4", "C=4", "2.5 req/s"]

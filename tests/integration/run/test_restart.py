@@ -13,6 +13,8 @@ import pytest
 
 from specbench.cli import main
 from specbench.measure.compare import t975
+from specbench.report.notes import sentence
+from specbench.schemas.row_read import rows_from
 from tests.support.launchers import write_launcher
 from tests.support.paths import PACKAGE_ENV, SUPPORT
 from tests.support.suites import write_suite
@@ -143,5 +145,5 @@ async def test_adaptive_repeats_stop_where_the_two_stage_rule_says(tmp_path, pro
     assert planned == (3 if expect_met else 5)
     assert spec["repeats_target"] == pytest.approx(target) and spec["repeats_target_met"] is expect_met
     note = f"{planned} repeats on server starts; target ±{target:.1%}: {'met' if expect_met else 'not met'}"
-    assert any(n.startswith(note) for n in spec["notes"])
+    assert any(sentence(n).startswith(note) for n in rows_from([spec])[0].notes)
     assert note in (out / "results.md").read_text()

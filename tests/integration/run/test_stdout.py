@@ -7,6 +7,8 @@ import asyncio
 import json
 
 from specbench.cli import main
+from specbench.report.notes import sentence
+from specbench.schemas.meta import RunMeta
 from tests.support.suites import write_suite
 
 LOAD = {"concurrency": 2, "max_tokens": 8, "temperature": 0, "warmup": 0, "timeout_s": 30}
@@ -23,6 +25,6 @@ async def test_stdout_is_results_md(tmp_path, prompts_file, scripted, capsys):
     assert await asyncio.to_thread(main, ["run", str(suite), "-o", str(out)]) == 0
     printed = capsys.readouterr().out
     assert printed == (out / "results.md").read_text()
-    notes = json.loads((out / "meta.json").read_text())["notes"]
-    assert len(notes) >= 5 and all(f"- {n}" in printed for n in notes)
+    notes = RunMeta.from_dict(json.loads((out / "meta.json").read_text())).notes
+    assert len(notes) >= 5 and all(f"- {sentence(n)}" in printed for n in notes)
     assert "dummy weights (ngram_k3:" in printed

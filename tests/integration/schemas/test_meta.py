@@ -2,7 +2,9 @@
 fresh run, a resumed one and a tune run, at every depth and in order, are those the dict-built
 meta.json had (``tests/data/meta/keys_*.json``, written by commit fc59a84, the last one before
 ``RunMeta``; keys_tune.json since gained each launched server's ``start`` and ``server_launches`` /
-``server_starts``, issue 34; new runs also write ``prompts``, issue 31, and each server's ``accelerator``, issue 38).
+``server_starts``, issue 34; new runs also write ``prompts``, issue 31, and each server's ``accelerator``, issue 38;
+``notes`` and ``run_dir_notes`` became lists of notes, a code and its values, issue 41 item 3: re-recorded once, only
+those two keys moved).
 Values are left out (times, pids, paths); lists of objects are compared entry by entry.
 
 To write the golden files from another checkout: ``SPECBENCH_WRITE_META_KEYS=DIR pytest this-file``.

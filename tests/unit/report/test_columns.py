@@ -47,3 +47,18 @@ def test_a_column_says_what_its_first_field_means_and_in_its_unit():
         spec = ResultRow.specs()[c.keys[0]]
         assert c.definition.startswith(spec.doc), c.header
         assert c.unit is not None or c.shown_unit == {"share": "%"}.get(spec.unit, spec.unit), c.header
+
+
+def test_speedup_carries_its_interval_and_output_tok_s_its_spread_over_repeats():
+    """One cell each (issue 41 item 7): the comparison table keeps the reference's twelve columns."""
+    from specbench.schemas.row_read import rows_from
+
+    cells = {c.header: c for c in all_columns()}
+    row, = rows_from([{"dataset": "d", "run": "spec", "output_throughput_tps": 327.254, "speedup_vs_baseline": 1.511,
+                       "std": {"output_throughput_tps": 4.1}, "ci95": {"speedup_vs_baseline": [1.223, 1.860]},
+                       "speedup_repeats": [1.3, 1.7], "speedup_varies": True, "speedup_repeats_fresh_servers": True}])
+    assert cells["Speedup"].cell(row) == "1.51x [1.22–1.86] ⚠ varies between servers: 1.30–1.70×"
+    assert cells["Output tok/s"].cell(row) == "327 ± 4"
+    one, = rows_from([{"dataset": "d", "run": "spec", "output_throughput_tps": 327.254, "speedup_vs_baseline": 1.511}])
+    assert (cells["Speedup"].cell(one), cells["Output tok/s"].cell(one)) == ("1.511x", "327.25")  # the reference's
+    assert "Speedup 95% CI" not in cells

@@ -1,6 +1,6 @@
 """The step log in the report: the Step table's cells and the flags under the tables."""
 
-from specbench.report.markdown import warnings
+from specbench.report.notes import warnings
 from specbench.report.steplog_columns import STEP_COLUMNS, STEP_SOURCE_COLUMN
 from specbench.schemas.row import ResultRow
 

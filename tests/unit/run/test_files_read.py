@@ -23,7 +23,7 @@ def meta_file(tmp_path, data) -> object:
 
 
 def test_resume_refuses_a_wrong_value_and_a_newer_file_in_one_line(tmp_path):
-    for data, why in ((WRONG, "notes: expected a list of texts"), (NEWER, "schema_version 2: written by a newer specbench")):
+    for data, why in ((WRONG, "notes: expected a list of texts or objects"), (NEWER, "schema_version 2: written by a newer specbench")):
         with pytest.raises(RunDirError, match=f"^{tmp_path / 'meta.json'}: {why}.*; cannot continue this run$"):
             read_meta(meta_file(tmp_path, data), "resume")
 
@@ -31,7 +31,7 @@ def test_resume_refuses_a_wrong_value_and_a_newer_file_in_one_line(tmp_path):
 def test_the_gate_drops_a_wrong_value_and_refuses_a_newer_file(tmp_path):
     read = read_meta(meta_file(tmp_path, WRONG), "gate")
     assert read.meta is not None and read.meta.started_at == "t" and read.meta.notes is None
-    assert [p.split(": ", 1)[1] for p in read.problems] == ['notes: expected a list of texts, got {"now": "an object"}; ignored']
+    assert [p.split(": ", 1)[1] for p in read.problems] == ['notes: expected a list of texts or objects, got {"now": "an object"}; ignored']
     with pytest.raises(ResultsError, match="schema_version 2: written by a newer specbench"):
         read_meta(meta_file(tmp_path, NEWER), "gate")
 

@@ -111,7 +111,7 @@ def test_a_reader_given_a_newer_list_reads_a_newer_file_and_says_so():
     meta = RunMeta.from_dict(data, "/r/meta.json", problems, newer)
     assert newer == ["schema_version 3 (this version reads meta.json up to 1)"]
     assert meta.started_at == "t" and meta.notes is None and problems == [
-        '/r/meta.json: notes: expected a list of texts, got {"now": "an object"}; ignored']
+        '/r/meta.json: notes: expected a list of texts or objects, got {"now": "an object"}; ignored']
     # the suite as written and the comparability fingerprint hold their extra keys by design: not listed
     assert unknown_paths(meta) == ["brand_new", "servers.*.cgroup", "runs[].why"]  # in the fields' order
     assert meta.to_dict()["brand_new"] == 1 and list(meta.to_dict())[0] == "schema_version"

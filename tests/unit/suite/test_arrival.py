@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from specbench.errors import SuiteError
+from specbench.schemas.notes import Note, NoteCode
 from specbench.suite import arrival, read_suite
 
 # Mooncake's published example lines (kvcache-ai/Mooncake FAST25-release/README.md, as AIPerf's docs show them)
@@ -59,7 +60,8 @@ def test_a_ramp_is_its_cells_end_rate(tmp_path):
     a = s.load.arrival
     assert (a.shape, a.start, a.end, a.duration_s) == ("exponential", 1.0, 16.0, 30.0)
     assert s.load.request_rate == (16.0,) and s.load.concurrency == (8,)  # 8: the in-flight cap
-    assert "exponential ramp from 1 to 16 req/s over 30 s" in a.describe()
+    assert a.note() == Note.of(NoteCode.ARRIVALS_RAMP, shape="exponential", start=1.0, end=16.0, duration_s=30.0,
+                               burstiness=1.0)  # worded in report/notes.py (tests/unit/report/test_notes.py)
 
 
 def test_a_mooncake_trace_is_read_in_milliseconds_and_scaled(tmp_path):

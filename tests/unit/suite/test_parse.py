@@ -1,5 +1,6 @@
 """Suite files: a valid suite loads into typed values; every mistake is one line naming file and key."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -420,3 +421,26 @@ def test_bad_steplog_is_one_line_naming_file_and_key(tmp_path, prompts, where):
         key, why = "configs[0].steplog", "only a server specbench launches"
     lines = problems(tmp_path, data)
     assert len(lines) == 1 and key in lines[0] and why in lines[0] and "suite.yaml" in lines[0]
+
+
+def test_workload_per_stream_sends_a_set_number_of_waves(tmp_path, prompts):
+    """``{per_stream: K, at_least: M}``: K × C prompts per load point, at least M, never more than the set has."""
+    data = valid(prompts)
+    data["load"]["workload"] = {"per_stream": 2, "at_least": 4}
+    load = read_suite(write(tmp_path, data)).load
+    assert [load.prompts_at(c, 100) for c in (1, 16, 64)] == [4, 32, 100]
+    assert LoadSpec().prompts_at(64, 100) == 100 and LoadSpec(workload="profilings").prompts_at(64, 300) == 220
+
+
+@pytest.mark.parametrize("workload, expect", [
+    ({"per_stream": 0}, "load.workload.per_stream: expected an integer 1-10000, got 0"),
+    ({"at_least": 2}, "load.workload.per_stream: required"),
+    ({"per_stream": 1, "waves": 2}, "load.workload.waves: unknown key (expected per_stream, at_least)"),
+    ({"per_stream": True}, "load.workload.per_stream: expected an integer"),
+    ("waves", "load.workload: expected one of fixed, profilings or {per_stream: K, at_least: M}, got 'waves'"),
+])
+def test_bad_workload_is_one_line_naming_the_key(tmp_path, prompts, workload, expect):
+    data = valid(prompts)
+    data["load"]["workload"] = workload
+    with pytest.raises(SuiteError, match=re.escape("suite.yaml: " + expect)):
+        read_suite(write(tmp_path, data))

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from specbench.report.notes import sentence
 from specbench.run.parallel.collector import Collector
 from specbench.run.parallel.messages import StepLogShipped, decode, encode
 from specbench.run.parallel.shipping import StepLogShipper, store_piece
@@ -94,6 +95,6 @@ def test_the_collector_says_under_the_tables_which_step_log_stayed_on_the_node(t
         collector.handle(StepLogShipped("spec", "spec-s0", error="Permission denied (/tmp/x/steplog/spec-s0)"))
     note = ("⚠ step log logs/steplog/spec-s0 of config spec was not copied back from Ray node node-a: Permission denied "
             "(/tmp/x/steplog/spec-s0); it stays there: /tmp/x/steplog/spec-s0")
-    assert meta.run_dir_notes == [note] and told == [note] and saved == [1]
+    assert [sentence(n) for n in meta.run_dir_notes] == [note] and [sentence(n) for n in told] == [note] and saved == [1]
     collector.handle(StepLogShipped("spec", "spec-s1", "sched-1.jsonl", 0, '{"step": 1}\n'))
     assert json.loads((tmp_path / "logs" / "steplog" / "spec-s1" / "sched-1.jsonl").read_text()) == {"step": 1}
