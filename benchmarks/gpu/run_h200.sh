@@ -213,8 +213,8 @@ elif [ "$phases" = steplog ]; then
 elif [ "$phases" = long8b ]; then
   export SPECBENCH_DATA_DIR="${GPUIN:-$ROOT/.gpu}/data" SPECBENCH_TIKTOKEN_FILE="${GPUIN:-$ROOT/.gpu}/o200k_base.tiktoken"
   prep_plan || { touch "$OUTROOT/DONE"; exit 1; }
-  sequential suites/gpu_shared_prefix_8b.yaml shared_prefix_8b
   sequential suites/gpu_long_context_8b.yaml long_context_8b
+  sequential suites/gpu_shared_prefix_8b.yaml shared_prefix_8b
 elif [ "$phases" = stalls ]; then
   export SPECBENCH_DATA_DIR="${GPUIN:-$ROOT/.gpu}/data"
   prep_plan || { touch "$OUTROOT/DONE"; exit 1; }

@@ -35,28 +35,29 @@ def main() -> None:
     for line in (run / REQUESTS).read_text().splitlines():
         r = json.loads(line)
         if r.get("phase") == "measure":
-            key = (r["config"], r.get("repeat") or 0)
+            key = (r["config"], r["dataset"], r.get("concurrency"), r.get("repeat") or 0)
             tokens[key] = tokens.get(key, 0) + (r.get("output_tokens") or 0)
     rows, parts = [], {}
     for p in read_phases(run):
         if not p.steplog:
             continue
         folder = run / p.steplog
-        steps = pass_steps(read_launch(folder), p) or ()
+        cols = pass_steps(read_launch(folder), p)
+        steps = cols.records() if cols is not None else ()
         events, _ = read_events(folder)
         st = pass_stalls(steps, events, p.wall_s, p.repeat, p.server_start, (p.scraped_before or 0, p.scraped_after or 0))
         d = np.array([np.nan if x is None else x for x in durations(steps)])
         pre = np.array([s.sched.prefill_tokens > 0 for s in steps])
         ok = ~np.isnan(d)
         dec_ms, pre_ms = float(np.nansum(d[ok & ~pre])), float(np.nansum(d[ok & pre]))
-        parts.setdefault(p.config, []).append((dec_ms, pre_ms))
+        parts.setdefault(str(p.cell), []).append((dec_ms, pre_ms))  # a cell over its server starts
         causes = ", ".join(f"{k} {v:.0f}" for k, v in sorted(st.causes_ms.items(), key=lambda kv: -kv[1])) or "—"
-        tps = tokens.get((p.config, p.repeat), 0) / p.wall_s if p.wall_s else float("nan")
-        rows.append(f"| {p.config} | s{p.server_start} | {tps:,.0f} | {len(steps)} | {np.nanmedian(d):.2f} | "
+        tps = tokens.get((p.config, p.dataset, p.concurrency, p.repeat), 0) / p.wall_s if p.wall_s else float("nan")
+        rows.append(f"| {p.cell} | s{p.server_start} | {tps:,.0f} | {len(steps)} | {np.nanmedian(d):.2f} | "
                     f"{np.nanmean(d[ok & ~pre]):.2f} | {int(pre.sum())} / {sum(s.sched.prefill_tokens for s in steps):,} | "
                     f"{pre_ms - np.nanmedian(d) * int((ok & pre).sum()):.0f} | {1000 * p.wall_s - dec_ms - pre_ms:.0f} | "
                     f"{len(st.stalls)} / {st.stall_ms:.0f} / {100 * (st.share or 0):.1f}% | {causes} | {st.one_time_events} |")
-    print("| Config | Start | tok/s | Steps | Median step ms | Decode-only step ms | Prefill steps / tokens | "
+    print("| Cell | Start | tok/s | Steps | Median step ms | Decode-only step ms | Prefill steps / tokens | "
           "Prefill steps' excess ms | Idle ms | Stalls n / ms / share | Stall causes (ms) | One-time events |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     print("\n".join(rows))

@@ -23,7 +23,7 @@ from .steplog import Step, step_times
 
 STALL_FACTOR = 5.0  # × the pass's median step
 STALL_MS = 50.0  # or this long, whatever the median
-SIZE_FACTOR = 5.0  # a step that carried this many times a median step's tokens may take as much longer
+SIZE_FACTOR = 5.0  # a step that carried this many times a median decode-only step's tokens may take as much longer
 EVENT_SHARE = 0.1  # a timed event explains a stall when it overlapped at least this share of the stall's excess
 INSTANT_KINDS = ("alloc_growth", "preemption")  # no duration of their own: they count when they happened in the step
 UNKNOWN = "unknown"
@@ -119,7 +119,10 @@ def pass_stalls(steps: Sequence[Step], events: Sequence[EventRow], wall_s: float
     ms = durations(steps)
     known = [m for m in ms if m is not None]
     median = float(np.median(known)) if known else 0.0
-    tokens = float(np.median([s.sched.num_tokens for s in steps])) if steps else 0.0
+    # a prefill is judged against the steps that carry none: where most steps carry a chunk (long prompts at
+    # C=16), the median step is itself a prefill and no step would stand out from it
+    decode_only = [s.sched.num_tokens for s in steps if not s.sched.prefill_tokens]
+    tokens = float(np.median(decode_only or [s.sched.num_tokens for s in steps])) if steps else 0.0
     modes = Counter(s.sched.graph_mode for s in steps if s.sched.graph_mode is not None)
     common = modes.most_common(1)[0][0] if modes else None
     t0 = _window(steps[0]) if steps else 0.0

@@ -255,3 +255,29 @@ def non_finite(data: Any, where: str, problems: list[str]) -> None:
     elif isinstance(data, list):
         for i, v in enumerate(data):
             non_finite(v, f"{where}[{i}]", problems)
+
+
+def parse_workload(raw: object, where: str, problems: list[str]) -> dict[str, object]:
+    """``load.workload``: ``fixed``, ``profilings``, or ``{per_stream: K, at_least: M}`` (K × C prompts per load
+    point, at least M, at most the set's): a sweep where every load point runs a set number of waves, so a long
+    prompt at C=1 is not sent as often as at C=64."""
+    if isinstance(raw, str):
+        if raw not in WORKLOADS:
+            problems.append(f"{where}: expected one of {', '.join(WORKLOADS)} or {{per_stream: K, at_least: M}}, got {raw!r}")
+            return {}
+        return {"workload": raw}
+    assert isinstance(raw, dict)
+    unknown = [k for k in raw if k not in PER_STREAM_KEYS]
+    if unknown:
+        problems.append(f"{where}.{unknown[0]}: unknown key (expected {', '.join(PER_STREAM_KEYS)})")
+        return {}
+    out: dict[str, object] = {"workload": "per_stream"}
+    for key, default in (("per_stream", None), ("at_least", 1)):
+        value = raw.get(key, default)
+        if value is None:
+            problems.append(f"{where}.{key}: required (prompts per stream at each load point)")
+        elif isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_PER_STREAM:
+            problems.append(f"{where}.{key}: expected an integer 1-{MAX_PER_STREAM}, got {value!r}")
+        else:
+            out[key] = value
+    return out if len(out) == 3 else {}

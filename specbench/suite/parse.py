@@ -21,7 +21,6 @@ from .checks import (
     MAX_CLIENT_PROCESSES,
     MAX_CONCURRENCY,
     MAX_GPUS_PER_SERVER,
-    MAX_PER_STREAM,
     MAX_REPEATS,
     MAX_REQUEST_RATE,
     MAX_SPECULATIVE_TOKENS,
@@ -32,10 +31,8 @@ from .checks import (
     MAX_WARMUP_PASSES,
     MIN_REQUEST_RATE,
     MIN_TARGET_CI,
-    PER_STREAM_KEYS,
     SERVER_KEYS,
     TOP_KEYS,
-    WORKLOADS,
     ConfigBlock,
     LoadBlock,
     ServerBlock,
@@ -48,6 +45,7 @@ from .checks import (
     check_url,
     check_warmup,
     non_finite,
+    parse_workload,
     positive_list,
 )
 from .gate import GateSpec
@@ -390,28 +388,3 @@ def _contexts_hold_datasets(top: TopBlock, configs: list[ServerConfig], server: 
             problems.append(f"{where}: datasets[{i}].{least[0]}: {least[1]} tokens + load.max_tokens {max_tokens} "
                             f"exceed config {c.name!r}'s context ({cap[0]} {cap[1]})")
 
-
-def parse_workload(raw: object, where: str, problems: list[str]) -> dict[str, object]:
-    """``load.workload``: ``fixed``, ``profilings``, or ``{per_stream: K, at_least: M}`` (K × C prompts per load
-    point, at least M, at most the set's): a sweep where every load point runs a set number of waves, so a long
-    prompt at C=1 is not sent as often as at C=64."""
-    if isinstance(raw, str):
-        if raw not in WORKLOADS:
-            problems.append(f"{where}: expected one of {', '.join(WORKLOADS)} or {{per_stream: K, at_least: M}}, got {raw!r}")
-            return {}
-        return {"workload": raw}
-    assert isinstance(raw, dict)
-    unknown = [k for k in raw if k not in PER_STREAM_KEYS]
-    if unknown:
-        problems.append(f"{where}.{unknown[0]}: unknown key (expected {', '.join(PER_STREAM_KEYS)})")
-        return {}
-    out: dict[str, object] = {"workload": "per_stream"}
-    for key, default in (("per_stream", None), ("at_least", 1)):
-        value = raw.get(key, default)
-        if value is None:
-            problems.append(f"{where}.{key}: required (prompts per stream at each load point)")
-        elif isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_PER_STREAM:
-            problems.append(f"{where}.{key}: expected an integer 1-{MAX_PER_STREAM}, got {value!r}")
-        else:
-            out[key] = value
-    return out if len(out) == 3 else {}

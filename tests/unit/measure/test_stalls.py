@@ -94,3 +94,13 @@ def test_several_events_of_one_kind_are_one_cause_with_their_sum_and_the_longest
               event("preemption", 0.03, 0.0, step=4, detail="request r1")]
     (stall,) = pass_stalls(steps, events, wall_s=0.4).stalls
     assert stall.causes == ("gc: 2 events, 240 ms (longest: generation 2, 9 collected, 150 ms)", "preemption: request r1")
+
+
+def test_a_prefill_is_named_where_most_steps_carry_one():
+    """Long prompts at C=16: most steps carry a prefill chunk, so the median step is one; a prefill is judged
+    against the decode-only steps' tokens (the H200 long-context run named these 'unknown' before)."""
+    ms = [250.0] * 7 + [20.0] * 4
+    steps = timeline(ms, tokens=[8192] * 7 + [None] * 4)
+    p = pass_stalls(steps, [], wall_s=sum(ms) / 1000)
+    assert len(p.stalls) == 7 and all(st.causes[0].startswith("prefill: 8192 tokens") for st in p.stalls)
+    assert p.unknown_ms == 0
