@@ -7,9 +7,9 @@ first end after the pass's last send, from which on no request replaces one that
 them the count dips below C only for the client's turnaround from one request's end to the next send, which
 does not close it. At C=1 the window is the whole pass (a note says so); a pass whose requests never filled C
 slots (fewer prompts than C) has none, and neither has a pass of one wave (C prompts at C > 1): nothing replaces a
-request that ends, so its span until the first end is the wave's prefill, not a steady load. Open loop: the sends' first and last ``OPEN_LOOP_CUT`` are cut (the
-window runs from the send after the first 10 % to the send before the last 10 %), for a pass of at least 10
-sends; the in-flight count of an open loop is the server's to set, so no count is asked of it.
+request that ends, so its span until the first end is the wave's prefill, not a steady load. Open loop: the
+sends' first and last ``OPEN_LOOP_CUT`` are cut (the window runs from the send after the first 10 % to the send
+before the last 10 %), for a pass of at least 10 sends; the in-flight count of an open loop is the server's to set, so no count is asked of it.
 
 Over the window: output tokens whose chunks arrived inside it ÷ its length (a request cut by an end adds the
 part it streamed inside); latency, TTFT, ITL and TPOT over the successful requests wholly inside it (sent at
