@@ -6,8 +6,8 @@ window opens the first moment C requests are in flight (ramp-up cut) and closes 
 first end after the pass's last send, from which on no request replaces one that ends (drain cut). Between
 them the count dips below C only for the client's turnaround from one request's end to the next send, which
 does not close it. At C=1 the window is the whole pass (a note says so); a pass whose requests never filled C
-slots (fewer prompts than C) has none, and neither has a pass of one wave (C prompts at C > 1): nothing replaces a
-request that ends, so its span until the first end is the wave's prefill, not a steady load. Open loop: the
+slots (fewer prompts than C) has none. A pass of one wave (C prompts at C > 1) has one, but nothing replaces a request
+that ends, so it spans the wave's prefill and first tokens, not a steady load (docs/measurement.md). Open loop: the
 sends' first and last ``OPEN_LOOP_CUT`` are cut (the window runs from the send after the first 10 % to the send
 before the last 10 %), for a pass of at least 10 sends; the in-flight count of an open loop is the server's to set, so no count is asked of it.
 
@@ -60,10 +60,6 @@ def closed_window(records: Sequence[RequestRecord], concurrency: int) -> Window:
         return Window(why_none="no concurrency recorded for the pass")
     if len(records) < concurrency:
         return Window(why_none=f"{len(records)} requests per pass < C={concurrency}: in flight never reached C")
-    if concurrency > 1 and len(records) == concurrency:
-        # every stream ran one request: nothing replaced one that ended, so the span until the first end is the
-        # wave's prefill and first tokens, not a steady load (long prompts at C=16 read 0.6x there, 1.05x whole)
-        return Window(why_none=f"{len(records)} requests per pass = C={concurrency}: one wave, no steady state")
     # at one instant an end goes before a send: a replacement sent as its lane frees does not count twice
     events = sorted([(r.send_time, 1) for r in records] + [(ended(r), -1) for r in records], key=lambda e: (e[0], e[1]))
     inflight, start, end = 0, None, None

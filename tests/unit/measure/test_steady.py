@@ -111,11 +111,3 @@ def test_speedup_over_the_window_is_against_the_baselines_window():
     assert rows[1].steady_speedup_vs_baseline == pytest.approx(2.0) and rows[0].steady_speedup_vs_baseline == 1.0
     assert rows[1].speedup_vs_baseline == pytest.approx(2.0)
 
-
-def test_one_wave_has_no_window_and_says_why():
-    """C prompts at C > 1: nothing replaces a request that ends, so the span to the first end is the wave's prefill,
-    not a steady load (the H200 long-context cells at C=16 read 0.6x there against 1.05x over the pass)."""
-    records = [rec("a", 0.0, [1.0, 2.0], [1, 1]), rec("b", 0.1, [1.5, 3.0], [1, 1])]
-    w = closed_window(records, 2)
-    assert w.start is None and w.why_none == "2 requests per pass = C=2: one wave, no steady state"
-    assert closed_window(records + [rec("c", 2.0, [2.5, 4.0], [1, 1])], 2).start == 0.1
