@@ -16,6 +16,8 @@
 #   long8b (one GPU, issue 42) = prep_plan, the shared-prefix suite (cached vs cold, baseline and DSpark k=7 at C=16),
 #   then the long-context suite (1k-32k-token prompts, baseline / DSpark k=3 / k=7 at C=1/16/64); $GPUIN holds
 #   tokenizer/, data/ and o200k_base.tiktoken
+#   long8b_c64 (one GPU, issue 42 item 6) = prep_plan, then the committed long-context run (C=1/16) unpacked and
+#   continued with `specbench run --resume` at C=64 (fresh server starts, one per config)
 #   stalls (one GPU, issue 39) = prep_plan, the stall suite (3 fresh starts: baseline, default and steady DSpark arms),
 #   the recorder's overhead at 8B (timing's events cut), the V2 token log with DSpark; $GPUIN holds tokenizer/ and data/
 # Expects: the bundle parts + manifest.json + unpack.py in $BUNDLE (default /root/bundle), this
@@ -215,6 +217,14 @@ elif [ "$phases" = long8b ]; then
   prep_plan || { touch "$OUTROOT/DONE"; exit 1; }
   sequential suites/gpu_long_context_8b.yaml long_context_8b
   sequential suites/gpu_shared_prefix_8b.yaml shared_prefix_8b
+elif [ "$phases" = long8b_c64 ]; then
+  export SPECBENCH_DATA_DIR="${GPUIN:-$ROOT/.gpu}/data" SPECBENCH_TIKTOKEN_FILE="${GPUIN:-$ROOT/.gpu}/o200k_base.tiktoken"
+  prep_plan || { touch "$OUTROOT/DONE"; exit 1; }
+  tar -C "$OUTROOT" -xJf results/evidence/h200/long_context_8b.tar.xz
+  say "long_context_8b (resume at C=64): start (GPU 0)"
+  CUDA_VISIBLE_DEVICES=0 SPECBENCH_ENGINE_PYTHON="$ROOT/benchmarks/gpu/logged_python.sh" \
+    sb run suites/gpu_long_context_8b.yaml --resume "$OUTROOT/long_context_8b" --quiet > "$OUTROOT/long_context_8b.resume.log" 2>&1
+  say "long_context_8b (resume at C=64): exit $?"
 elif [ "$phases" = stalls ]; then
   export SPECBENCH_DATA_DIR="${GPUIN:-$ROOT/.gpu}/data"
   prep_plan || { touch "$OUTROOT/DONE"; exit 1; }
