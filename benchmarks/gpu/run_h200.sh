@@ -220,7 +220,7 @@ elif [ "$phases" = long8b ]; then
 elif [ "$phases" = long8b_c64 ]; then
   export SPECBENCH_DATA_DIR="${GPUIN:-$ROOT/.gpu}/data" SPECBENCH_TIKTOKEN_FILE="${GPUIN:-$ROOT/.gpu}/o200k_base.tiktoken"
   prep_plan || { touch "$OUTROOT/DONE"; exit 1; }
-  tar -C "$OUTROOT" -xJf results/evidence/h200/long_context_8b.tar.xz
+  [ -d "$OUTROOT/long_context_8b" ] || tar -C "$OUTROOT" -xJf results/evidence/h200/long_context_8b.tar.xz  # a partial resume, unpacked there first, goes on
   say "long_context_8b (resume at C=64): start (GPU 0)"
   CUDA_VISIBLE_DEVICES=0 SPECBENCH_ENGINE_PYTHON="$ROOT/benchmarks/gpu/logged_python.sh" \
     sb run suites/gpu_long_context_8b.yaml --resume "$OUTROOT/long_context_8b" --quiet > "$OUTROOT/long_context_8b.resume.log" 2>&1
