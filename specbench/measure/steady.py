@@ -6,10 +6,11 @@ window opens the first moment C requests are in flight (ramp-up cut) and closes 
 first end after the pass's last send, from which on no request replaces one that ends (drain cut). Between
 them the count dips below C only for the client's turnaround from one request's end to the next send, which
 does not close it. At C=1 the window is the whole pass (a note says so); a pass whose requests never filled C
-slots (fewer prompts than C) has none. A pass of one wave (C prompts at C > 1) has one, but nothing replaces a request
-that ends, so it spans the wave's prefill and first tokens, not a steady load (docs/measurement.md). Open loop: the
-sends' first and last ``OPEN_LOOP_CUT`` are cut (the window runs from the send after the first 10 % to the send
-before the last 10 %), for a pass of at least 10 sends; the in-flight count of an open loop is the server's to set, so no count is asked of it.
+slots (fewer prompts than C) has none, nor has a pass at C > 1 with fewer than C replacements inside its window
+(one wave, C prompts at C: none), for the span is then the first wave's front, not a steady load
+(``closed_window`` says why). Open loop: the sends' first and last ``OPEN_LOOP_CUT`` are cut (the window runs
+from the send after the first 10 % to the send before the last 10 %), for a pass of at least 10 sends; the
+in-flight count of an open loop is the server's to set, so no count is asked of it.
 
 Over the window: output tokens whose chunks arrived inside it ÷ its length (a request cut by an end adds the
 part it streamed inside); latency, TTFT, ITL and TPOT over the successful requests wholly inside it (sent at
@@ -55,23 +56,47 @@ def ended(rec: RequestRecord) -> float:
 
 
 def closed_window(records: Sequence[RequestRecord], concurrency: int) -> Window:
-    """A closed-loop pass's window: from the first moment ``concurrency`` requests are in flight to the last."""
+    """A closed-loop pass's window: from the first moment ``concurrency`` requests are in flight to the last.
+
+    At C > 1 it also needs C replacements inside it (sends after it opened, each into a slot an end freed): one
+    wave (C prompts at C) has none, and its window, from the wave's last send to its first end, is the wave's
+    prefill and first tokens (the H200's 16k/32k-token prompts at C=16 read a 0.62–0.78× steady speedup there
+    against 1.04–1.07× over the pass, docs/gpu.md §9). With r < C replacements the window closes at its (r + 1)-th
+    end, while (requests of like length) part of the first wave still decodes, so it leans to that wave's prefill;
+    with C it holds at least C + 1 ends, the whole first wave's life and the next wave's start, prefill and decode in the
+    pass's own proportions. Counted inside the window rather than as 2×C requests in the pass: a send made before
+    C were in flight (a request that failed at once, replaced) refills no slot of the window. At C=1 there is no
+    batch for a wave to crowd, and the window is the whole pass.
+    """
     if concurrency <= 0:
         return Window(why_none="no concurrency recorded for the pass")
     if len(records) < concurrency:
         return Window(why_none=f"{len(records)} requests per pass < C={concurrency}: in flight never reached C")
     # at one instant an end goes before a send: a replacement sent as its lane frees does not count twice
     events = sorted([(r.send_time, 1) for r in records] + [(ended(r), -1) for r in records], key=lambda e: (e[0], e[1]))
-    inflight, start, end = 0, None, None
+    inflight, start, end, sent, replaced = 0, None, None, 0, 0
     for t, step in events:
         if step < 0 and inflight == concurrency:
-            end = t
+            end, replaced = t, sent  # the sends made inside the window so far
+        elif step > 0 and start is not None:
+            sent += 1
         inflight += step
         if inflight == concurrency and start is None:
             start = t
     if start is None or end is None or end <= start:
         return Window(why_none=f"in flight never held C={concurrency} for any time")
+    if concurrency > 1 and replaced < concurrency:
+        return Window(why_none=_one_wave(len(records), concurrency, replaced))
     return Window(start, end)
+
+
+def _one_wave(requests: int, concurrency: int, replaced: int) -> str:
+    """Why a closed-loop pass at C > 1 with fewer than C replacements inside its window has no steady state."""
+    if replaced == 0 and requests == concurrency:
+        return (f"one wave: {requests} requests at C={concurrency}; no request was sent as a replacement, so there is "
+                "no steady state")
+    return (f"{requests} requests at C={concurrency}, {replaced} sent as replacements inside the window: fewer than "
+            "one wave (C), so the window is the first wave's, not a steady state")
 
 
 def open_window(records: Sequence[RequestRecord]) -> Window:

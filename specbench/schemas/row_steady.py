@@ -4,7 +4,8 @@ load was what the cell names (``measure.steady``), beside the whole pass's.
 A closed-loop pass at C=64 starts with a ramp-up and ends with a drain in which fewer and fewer requests run;
 speculative decoding wins most at small batches, so the whole-pass speedup leans toward the drain. The steady
 window cuts both (docs/measurement.md, "The steady window"): closed loop, from the moment C requests are in flight
-to the last moment C were (the first end after the last send); open loop, the sends' first and last 10 % cut.
+to the last moment C were (the first end after the last send), none at C > 1 for a pass of one wave (fewer than C
+replacements inside it); open loop, the sends' first and last 10 % cut.
 """
 
 from __future__ import annotations
@@ -58,5 +59,6 @@ class SteadyWindow(MetricGroup):
         "out): the stream's tokens per target step over it (the engine's counters cannot be cut to the window)",
         unit="tokens/step", low=1)
     steady_note: str | None = key("why a cell has no steady window (a pass whose requests never filled C "
-                                  "slots, an open-loop pass of fewer than 10 sends), or that at C=1 it is the "
-                                  "whole pass")
+                                  "slots; one wave: a closed-loop pass at C > 1 with fewer than C requests sent as "
+                                  "replacements inside its window; an open-loop pass of fewer than 10 sends), or "
+                                  "that at C=1 it is the whole pass")

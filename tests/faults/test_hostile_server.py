@@ -309,7 +309,10 @@ async def test_per_chunk_usage_keeps_itl_percentiles_exact(serve):
     _, url = await serve(pattern=PATTERN)
     records = await _records(url, 2)
     row = summarize_cell([PhaseInfo("c", "d", 2, None, 0, 1.0)], records, method="ngram", k=K)
-    assert row.itl_percentiles_estimated is False and not row.notes
+    # the only note is the steady window's: two requests sent at once at C=2 are one wave, with no steady state
+    assert row.itl_percentiles_estimated is False and row.notes == [row.steady_note]
+    assert row.steady_note == ("no steady window: one wave: 2 requests at C=2; no request was sent as a replacement, "
+                               "so there is no steady state")
 
 
 # ---- 4. SGLang acceptance from counters: the prefill token is not a verify step ----------------------

@@ -2,7 +2,7 @@
 a speculative step costs 10 ms + 2.5 ms × K × requests in flight, a plain one 10 ms). At C=4 a pass of four
 30-token requests, then one of 90 and three of 4, ends in a long drain in which the 90-token request runs alone,
 where speculation wins (1.7×); at a batch of 4 it loses (3 tokens per 40 ms step against 1 per 10 ms: 0.75×). The
-whole pass leans toward the drain; the steady window is the batch of 4."""
+whole pass leans toward the drain; the steady window is the batch of 4. The first wave alone has none."""
 
 import contextvars
 import json
@@ -60,3 +60,28 @@ async def test_steady_window_speedup_is_the_batch_of_c_and_the_whole_pass_leans_
     md = (tmp_path / "out" / "results.md").read_text()
     assert "Steady state: ramp-up and drain cut" in md
     assert f"| prompts | spec | {s['steady_output_throughput_tps']:.2f} | {s['steady_speedup_vs_baseline']:.3f}x |" in md
+
+
+async def test_one_wave_has_no_steady_window_in_results_or_the_report(tmp_path, scripted):
+    """The first wave alone (4 prompts at C=4, warm-up off): no request replaces one that ends, so there is no steady
+    state; every steady key is null (never 0) in results.json, and the reason is in steady_note and under the
+    tables."""
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text("".join(json.dumps({"prompt": f"question {i}"}) + "\n" for i in range(C)))
+    base = await scripted.serve(DrainEngine(Script(pattern=[1], ttft_s=GAP, gap_s=GAP, paced=True), PER_DRAFT, None))
+    spec = await scripted.serve(DrainEngine(Script(pattern=[TOKENS_PER_STEP], k=K, ttft_s=GAP, gap_s=GAP, paced=True),
+                                            PER_DRAFT, None))
+    suite = write_suite(tmp_path, baseline_and_spec(base, spec, k=K), name="wave", endpoint="chat", prompts=prompts,
+                        load={"concurrency": C, "max_tokens": 100, "warmup": 0, "temperature": 0})
+    outcome = await run_suite(read_suite(suite), tmp_path / "out")
+    assert outcome.exit_code == 0
+    rows = json.loads((tmp_path / "out" / "results.json").read_text())
+    why = (f"no steady window: one wave: {C} requests at C={C}; no request was sent as a replacement, so there is no "
+           "steady state")
+    for row in rows:
+        assert row["output_throughput_tps"] > 0 and row["steady_note"] == why and why in row["notes"]
+        assert row["steady_output_throughput_tps"] is None and row["steady_speedup_vs_baseline"] is None
+        assert {k: v for k, v in row.items() if k.startswith("steady_") and k != "steady_note" and v is not None} == {}
+    md = (tmp_path / "out" / "results.md").read_text()
+    assert f"baseline / prompts / C={C}, spec / prompts / C={C}: {why}" in md
+    assert "Steady state: ramp-up and drain cut" not in md  # no cell measured one: the table is left out

@@ -1,6 +1,7 @@
 """The steady window: closed loop from the moment C requests are in flight to the first end after the last send,
 open loop the sends' first and last 10 % cut; throughput over the chunks inside it, latencies over the requests
-wholly inside it, and no window (null, with its reason) where the pass never filled C slots."""
+wholly inside it, and no window (null, with its reason) where the pass never filled C slots or, at C > 1, sent
+fewer than C replacements inside it (one wave)."""
 
 import pytest
 
@@ -66,6 +67,10 @@ def test_at_c1_the_window_is_the_whole_pass():
     assert got.steady_window_s == pytest.approx(0.5) and got.steady_share == pytest.approx(1.0)
     assert got.steady_output_throughput_tps == pytest.approx(5 / 0.5) and got.steady_requests == 2
     assert got.steady_note == "C=1: the steady window is the whole pass"
+    # one request is no wave at C=1 (no batch for it to crowd): still the whole pass, not the one-wave rule's none
+    alone = steady_window([phase(1, 0.3)], [rec("a", 0.0, [0.1, 0.3], [1, 2], concurrency=1)])
+    assert alone.steady_window_s == pytest.approx(0.3) and alone.steady_requests == 1
+    assert alone.steady_note == "C=1: the steady window is the whole pass"
 
 
 def test_open_loop_cuts_the_first_and_last_tenth_of_the_sends():
@@ -111,3 +116,50 @@ def test_speedup_over_the_window_is_against_the_baselines_window():
     assert rows[1].steady_speedup_vs_baseline == pytest.approx(2.0) and rows[0].steady_speedup_vs_baseline == 1.0
     assert rows[1].speedup_vs_baseline == pytest.approx(2.0)
 
+
+
+def wave(c: int, start: float = 0.0, repeat: int = 0) -> list[RequestRecord]:
+    """C requests sent at once (one per lane, 1 ms apart), each 3 tokens in 3 chunks, ending 0.4 s + 10 ms × lane."""
+    return [rec(f"w{start:g}-{i}", start + 0.001 * i, [start + 0.1, start + 0.2, start + 0.4 + 0.01 * i], [1, 1, 1],
+                repeat=repeat, concurrency=c) for i in range(c)]
+
+
+def test_one_wave_at_c4_has_no_window_and_says_why():
+    """C prompts at C > 1: nothing replaces a request that ends, so the span from the wave's last send to its first
+    end is its prefill and first tokens (the H200's long prompts at C=16 read 0.62–0.78× there, 1.04–1.07× over the
+    pass): no window, every steady key null, and the reason in steady_note."""
+    w = closed_window(wave(4), 4)
+    assert (w.start, w.end) == (None, None)
+    assert w.why_none == "one wave: 4 requests at C=4; no request was sent as a replacement, so there is no steady state"
+    got = steady_window([phase(4, 0.5)], wave(4))
+    assert got == SteadyWindow(steady_note=f"no steady window: {w.why_none}")
+
+
+def test_fewer_than_c_replacements_have_no_window_and_c_replacements_have_one():
+    """Each end of the first wave refills its lane (closed loop): 2×C requests at C=4 give C replacements inside the
+    window, a window; 2×C − 1 give three, none."""
+    first = wave(4)
+    second = [rec(f"n{i}", r.end_time, [r.end_time + 0.1, r.end_time + 0.2], [1, 1], concurrency=4)  # type: ignore[operator]
+              for i, r in enumerate(first)]
+    w = closed_window(first + second, 4)
+    # opens at the wave's last send (0.003); closes at the first end after the last send (0.43): the first
+    # replacement's, sent at 0.40 as w0-0 ended, ending 0.60
+    assert (w.start, w.end, w.why_none) == (0.003, pytest.approx(0.60), None)
+    short = closed_window(first + second[:3], 4)
+    assert short.start is None and short.why_none == (
+        "7 requests at C=4, 3 sent as replacements inside the window: fewer than one wave (C), so the window is the "
+        "first wave's, not a steady state")
+
+
+def test_a_send_before_c_were_in_flight_is_no_replacement_inside_the_window():
+    """A request that failed at once and was replaced before the fourth lane's first send refills no slot of the
+    window: 8 requests at C=4, but 3 replacements inside it."""
+    failed = rec("f", 0.0, [], [], error="refused", concurrency=4)
+    failed.end_time = 0.0005
+    lanes = [failed, *wave(4)[1:], rec("f2", 0.0005, [0.1, 0.2, 0.4], [1, 1, 1], concurrency=4)]
+    ends = sorted(r.end_time for r in lanes[1:])  # type: ignore[type-var]
+    lanes += [rec(f"n{i}", t, [t + 0.1, t + 0.2], [1, 1], concurrency=4) for i, t in enumerate(ends[:3])]
+    assert len(lanes) == 8
+    assert closed_window(lanes, 4).why_none == (
+        "8 requests at C=4, 3 sent as replacements inside the window: fewer than one wave (C), so the window is the "
+        "first wave's, not a steady state")
