@@ -6,6 +6,7 @@ import pytest
 import requests
 import tiktoken.load
 
+from tests.support.cpu_engine import require_cpu_engine
 from tests.support.hooks import reloaded_hooks
 from tests.support.launchers import write_fault_launchers, write_launcher
 from tests.support.o200k import write_encoding
@@ -95,3 +96,16 @@ def fake_engines(launchers: Path):
     write_fault_launchers(launchers, marker)
     yield marker
     reap(marker)
+
+
+@pytest.fixture(scope="module")
+def cpu_engine() -> None:
+    """The CPU engine and its model (tests/support/cpu_engine.py), or the module skips (fails under
+    SPECBENCH_REQUIRE_ENGINE=1); an engine test module asks for it with ``pytest.mark.usefixtures``."""
+    require_cpu_engine()
+
+
+@pytest.fixture(scope="module")
+def cpu_engine_python() -> None:
+    """As ``cpu_engine``, for a module that needs only the engine's Python (its torch), not the model."""
+    require_cpu_engine(model=False)

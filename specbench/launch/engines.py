@@ -151,11 +151,18 @@ class Engine:
         values = {"python": self.python(python), "model_path": self.model_path(model_path, model),
                   "model": model, "host": host, "port": str(port)}
         base = [x.format(**values) for x in self.need(self.launcher.command, "command") + self.launcher.args]
-        base += self.load_format_args(config) + self.steplog_flags(config)
+        base += self.measure_flags(extra, config.args) + self.load_format_args(config) + self.steplog_flags(config)
         if not config.method:
             return base + list(extra) + list(config.args)
         _needs_drafter(self, config)
         return base + list(extra) + list(config.args) + ADAPTERS[self.adapter].spec_args(self, config)
+
+    def measure_flags(self, *suite_args: tuple[str, ...]) -> list[str]:
+        """The launcher's ``measure_flags`` (SGLang: ``--enable-cache-report``, without which its usage has no
+        ``cached_tokens`` and the cached-vs-cold split is empty) that the suite's server or config args do not
+        already pass: each flag once."""
+        given = {a for args in suite_args for a in args}
+        return [f for f in self.launcher.measure_flags if f not in given]
 
     def load_format_args(self, config) -> list[str]:
         """``[flag, format]`` for a config whose weights are not the model folder's (``load_format: dummy``),

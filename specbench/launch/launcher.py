@@ -99,6 +99,7 @@ class Launcher:
     secret_flags: tuple[str, ...] = ()
     load_format_flag: str | None = None
     steplog_flags: tuple[str, ...] = ()
+    measure_flags: tuple[str, ...] = ()  # bare flags the measurements need; added unless the suite passes them
     health_path: str | None = None
     models_path: str | None = None
     version_path: tuple[str, str] = ("/version", "version")
@@ -127,7 +128,7 @@ class Launcher:
             model_path=top.text("model_path"), prepare=top.text("prepare"),
             env={str(k): str(v) for k, v in top.mapping("env").items()}, gpu_env=top.text("gpu_env"),
             secret_flags=top.texts("secret_flags"), load_format_flag=top.text("load_format_flag"),
-            steplog_flags=top.texts("steplog_flags"),
+            steplog_flags=top.texts("steplog_flags"), measure_flags=top.texts("measure_flags"),
             health_path=ready.text("health"), models_path=ready.text("models"),
             version_path=(version.string("path", "/version"), version.string("key", "version")),
             speculative=Speculative(

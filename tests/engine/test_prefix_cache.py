@@ -7,31 +7,18 @@ its own prompt) in whole 128-token blocks, which vLLM 0.32 reports in the final 
 Needs `specbench setup cpu` (CI runs it). Without the engine the test skips, unless SPECBENCH_REQUIRE_ENGINE=1."""
 
 import json
-import os
 
 import pytest
 import yaml
 
-from specbench.launch.setup_cpu import MODEL_NAME, cache_dir
 from specbench.suite import read_suite
 from tests.support.runs import run_suite
 
-pytestmark = pytest.mark.engine
+pytestmark = [pytest.mark.engine, pytest.mark.usefixtures("cpu_engine")]
 
-ENGINE_PY = cache_dir() / "engine" / "bin" / "python"
-MODEL = cache_dir() / "models" / MODEL_NAME
 #: 858 of SmolLM2's chat-template tokens every prompt begins with (its prompts: 880 and 919): six whole 128-token
 #: blocks (the CPU's block size), so a prompt that shares them has 768 or more, 84 % and up, cached
 SYSTEM = " ".join(["Answer with care and show each step of the reasoning before you give the final answer."] * 50)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def engine_ready():
-    if ENGINE_PY.exists() and (MODEL / "config.json").exists():
-        return
-    if os.environ.get("SPECBENCH_REQUIRE_ENGINE") == "1":
-        pytest.fail(f"CPU engine not prepared ({ENGINE_PY}, {MODEL}): run `specbench setup cpu`")
-    pytest.skip("CPU engine not prepared: run `specbench setup cpu`")
 
 
 async def test_real_vllm_reports_cached_prompt_tokens_and_the_split(tmp_path):

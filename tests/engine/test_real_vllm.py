@@ -5,7 +5,6 @@ SPECBENCH_REQUIRE_ENGINE=1 (set by .ci/run) turns that into a failure.
 """
 
 import json
-import os
 
 import pandas as pd
 import pytest
@@ -13,26 +12,14 @@ import yaml
 
 from specbench.cli import main
 from specbench.launch.owned import group_members
-from specbench.launch.setup_cpu import MODEL_NAME, cache_dir
 from specbench.suite import read_suite
 from tests.support.md_tables import tables_of
 from tests.support.processes import alive
 from tests.support.runs import run_suite
 
-pytestmark = pytest.mark.engine
+pytestmark = [pytest.mark.engine, pytest.mark.usefixtures("cpu_engine")]
 
-ENGINE_PY = cache_dir() / "engine" / "bin" / "python"
 GC_STEP = 70  # inside the timed pass: the warm-up request takes fewer than 48 steps
-MODEL = cache_dir() / "models" / MODEL_NAME
-
-
-@pytest.fixture(scope="module", autouse=True)
-def engine_ready():
-    if ENGINE_PY.exists() and (MODEL / "config.json").exists():
-        return
-    if os.environ.get("SPECBENCH_REQUIRE_ENGINE") == "1":
-        pytest.fail(f"CPU engine not prepared ({ENGINE_PY}, {MODEL}): run `specbench setup cpu`")
-    pytest.skip("CPU engine not prepared: run `specbench setup cpu`")
 
 
 async def test_real_vllm_baseline_vs_ngram(tmp_path):

@@ -11,12 +11,10 @@ import subprocess
 
 import pytest
 
-from specbench.launch.setup_cpu import cache_dir
+from tests.support.cpu_engine import ENGINE_PY
 from tests.support.paths import ROOT
 
-pytestmark = pytest.mark.engine
-
-ENGINE_PY = cache_dir() / "engine" / "bin" / "python"
+pytestmark = [pytest.mark.engine, pytest.mark.usefixtures("cpu_engine_python")]
 
 SCRIPT = r"""
 import json, sys
@@ -43,15 +41,6 @@ want = [(r, pos, row, tok, state) for r, pos, row, tok, state in
 print(json.dumps([{"req": r, "pos": pos, "t_prob": float(p[row, tok]), "d_prob": float(d[state, pos - 1, tok]),
                    "top": int(p[row].argmax())} for r, pos, row, tok, state in want]))
 """
-
-
-@pytest.fixture(scope="module", autouse=True)
-def engine_ready():
-    if ENGINE_PY.exists():
-        return
-    if os.environ.get("SPECBENCH_REQUIRE_ENGINE") == "1":
-        pytest.fail(f"CPU engine not prepared ({ENGINE_PY}): run `specbench setup cpu`")
-    pytest.skip("CPU engine not prepared: run `specbench setup cpu`")
 
 
 def test_each_v2_guess_gets_its_rows_probabilities_and_verdict(tmp_path):

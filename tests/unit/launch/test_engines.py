@@ -116,7 +116,8 @@ def test_drafter_can_come_from_speculative_model_on_vllm():
 
 
 SGLANG_BASE = ["python3", "-m", "sglang.launch_server", "--model-path", "/models/qwen3-8b", "--served-model-name", MODEL,
-               "--host", HOST, "--port", str(PORT), "--enable-metrics"]
+               "--host", HOST, "--port", str(PORT), "--enable-metrics",
+               "--enable-cache-report"]  # usage reports the cached prompt tokens (the cache split)
 
 
 def test_sglang_baseline():
@@ -167,6 +168,16 @@ def test_sglang_boolean_extras_are_bare_flags():
     assert "--speculative-adaptive" in tail
     assert "True" not in tail and "False" not in tail
     assert "--speculative-use-rejection-sampling" not in tail
+
+
+def test_sglang_is_launched_with_its_cache_report_once():
+    """Without --enable-cache-report SGLang's usage has no cached_tokens: every request would be neither cached nor cold."""
+    cfg = ServerConfig(name="d", method="dspark", num_speculative_tokens=3, drafter=DRAFTER)
+    assert argv("sglang", cfg).count("--enable-cache-report") == 1
+    # the user's own flag (in server.args or a config's args) is not doubled
+    assert argv("sglang", cfg, extra=("--enable-cache-report",)).count("--enable-cache-report") == 1
+    mine = ServerConfig(name="b", args=("--enable-cache-report", "--mem-fraction-static", "0.8"))
+    assert argv("sglang", mine) == SGLANG_BASE[:-1] + ["--enable-cache-report", "--mem-fraction-static", "0.8"]
 
 
 def test_sglang_drafter_from_speculative_model():
