@@ -463,11 +463,8 @@ def test_api_key_flag_in_no_file_of_the_run(keyed_launch):
 
 # ---- 5. real vLLM on the CPU: kill the first server mid-run -----------------------------------------
 
-ENGINE_PY = Path.home() / ".cache" / "specbench" / "engine" / "bin" / "python"
-
-
 @pytest.mark.engine
-@pytest.mark.skipif(not ENGINE_PY.exists(), reason="CPU engine not prepared: run `specbench setup cpu`")
+@pytest.mark.usefixtures("cpu_engine")
 async def test_real_vllm_killed_mid_run(tmp_path, monkeypatch):
     monkeypatch.delenv("SPECBENCH_LAUNCHERS", raising=False)
     marker = f"FAULTS_{uuid.uuid4().hex}"
