@@ -106,6 +106,13 @@ def _steplog(v: Values) -> str:
             f"{v['host']}: {v['why']}" + (f"; it stays there: {v['stays']}" if v.get("stays") else ""))
 
 
+def _server_batch(v: Values) -> str:
+    kv = f", KV cache peak {v['kv_peak']:.0%}" if v.get("kv_peak") is not None else ""
+    return (f"the server ran a median {v['running_p50']:g} (max {v['running_max']}) of the {v['concurrency']} requests "
+            f"in flight at once; requests waited on {v['waiting_share']:.0%} of steps{kv} — the batch was the server's, "
+            f"not C={v['concurrency']}, and TTFT includes the wait")
+
+
 #: each code's sentence from its values (the ⚠ of a warning is ``sentence``'s)
 WORDING: dict[NoteCode, Callable[[Values], str]] = {
     NoteCode.ACCEPTANCE_NOT_MEASURED: lambda v: f"acceptance not measured: {v['error']}",
@@ -166,6 +173,7 @@ WORDING: dict[NoteCode, Callable[[Values], str]] = {
         "resumed without checking the prompts: this run's meta.json, written by an earlier specbench, holds no prompt "
         "hashes, so a prompt file edited since the run began cannot be told apart"),
     NoteCode.STEPLOG_NOT_COPIED: _steplog,
+    NoteCode.SERVER_BATCH: _server_batch,
 }
 
 

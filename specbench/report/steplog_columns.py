@@ -3,8 +3,10 @@ which source its step cost came from; shown only where some cell ran with ``step
 
 from __future__ import annotations
 
+from ..measure.server_batch import WAITING_NOTE_SHARE
+from ..schemas.notes import Note, NoteCode
 from ..schemas.row import ResultRow
-from .colspec import STEP, WHY, Column, Rows, num, pct
+from .colspec import STEP, WHY, Column, Rows, measured, num, pct
 
 
 def _steps(r: ResultRow) -> str:
@@ -39,6 +41,14 @@ def _causes(r: ResultRow) -> str:
     return ", ".join(f"{k} {v:.0f}" for k, v in top[:3]) or ("none" if r.steplog_stalls == 0 else "—")
 
 
+def _batch(r: ResultRow) -> str:
+    if r.steplog_running_p50 is None and r.steplog_waiting_share is None and r.steplog_kv_peak is None:
+        return "—"
+    noted = any(isinstance(n, Note) and n.code == NoteCode.SERVER_BATCH for n in r.notes or [])
+    return (f"{num(r.steplog_running_p50, 1).removesuffix('.0')}/{num(r.steplog_running_max, 0)}, "
+            f"{pct(r.steplog_waiting_share, 0)}, {pct(r.steplog_kv_peak, 0)}" + (" ⚠" if noted else ""))
+
+
 def _has_log(records: Rows) -> bool:
     return any(r.steplog_steps is not None for r in records)
 
@@ -68,6 +78,11 @@ STEP_COLUMNS: list[Column] = [
                                           "steplog_stall_passes"), STEP, unit="steps/ms/%", shown=_has_log),
     Column("Stall causes", _causes, ("steplog_stall_causes", "steplog_stall_unknown_ms", "steplog_one_time_events"),
            STEP, shown=_has_log),
+    Column("Running p50/max, waiting, KV peak", _batch,
+           ("steplog_running_p50", "steplog_running_max", "steplog_waiting_share", "steplog_kv_peak"), STEP,
+           unit="requests/%/%", note=f"⚠, and a note under the tables, where a closed loop's server ran a median batch "
+                                     f"below C while requests waited after ≥ {WAITING_NOTE_SHARE:.0%} of its steps",
+           shown=measured(lambda r: r.steplog_running_p50)),
     Column("Graph modes", _modes, ("steplog_graph_modes", "steplog_padding_share"), STEP, shown=_has_log),
     Column("Skipped rows", lambda r: str(sum((r.steplog_skipped_rows or {}).values())) if r.steplog_steps is not None else "—",
            ("steplog_skipped_rows", "steplog_error"), STEP,

@@ -14,12 +14,14 @@ from pathlib import Path
 
 import numpy as np
 
+from ..measure.server_batch import batch_note, server_batch
 from ..measure.stalls import PassStalls, pass_stalls, stall_stats, steady_warmup
 from ..measure.steplog import PassSteps, PassTokens, StepColumns, StepLog, cell_stats, cut, pass_tokens, token_stats
 from ..schemas.cell import Cell
+from ..schemas.notes import Note
 from ..schemas.phase import PhaseInfo
 from ..schemas.row import ResultRow
-from ..schemas.row_steplog import StallStats, SteadyWarmup, StepLogSource, StepStats, TokenLogStats
+from ..schemas.row_steplog import ServerBatch, StallStats, SteadyWarmup, StepLogSource, StepStats, TokenLogStats
 from ..schemas.steplog import EventRow
 from .say import say_once
 from .steplog_read import LaunchRead, LaunchScope, check_folder, clock, read_events_only, read_folder
@@ -64,17 +66,24 @@ def pass_steps(log: StepLog, phase: PhaseInfo) -> StepColumns | None:
 
 @dataclass(frozen=True)
 class CellStepLog:
-    """One cell's step-log keys: its numbers (None: no timed pass could be cut), then where they came from."""
+    """One cell's step-log keys: its numbers (None: no timed pass could be cut), then where they came from; the batch
+    the server ran, and its note where that was not the cell's load point."""
 
     stats: StepStats | None
     source: StepLogSource
     tokens: TokenLogStats | None = None
     stalls: StallStats | None = None
     warmup: SteadyWarmup | None = None
+    batch: ServerBatch | None = None
+    batch_note: Note | None = None
 
     def add_to(self, row: ResultRow) -> None:
         if self.stats is not None:
             row.add(self.stats)
+        if self.batch is not None:
+            row.add(self.batch)
+        if self.batch_note is not None:  # a new list: a row copied from another (LiveRows) must not share it
+            row.notes = [*(row.notes or []), self.batch_note]
         row.add(self.source)
         if self.tokens is not None:
             row.add(self.tokens)
@@ -160,10 +169,12 @@ def steplog_results(run_dir: Path, phases: Sequence[PhaseInfo]) -> dict[Cell, Ce
                 continue
             stalls.append(_stalls(read, steps, p))
             walls.append(p.wall_s)
+        batch = server_batch([p.steps for p in passes]) if passes else None
         out[cell] = CellStepLog(cell_stats(passes) if passes else None,
                                 StepLogSource(steplog_window=WINDOW if passes else None, steplog_skipped_rows=dict(skipped) or None,
                                               steplog_error="; ".join(errors) or None),
                                 token_stats(token_passes, orphans) if token_passes else None,
                                 stall_stats(stalls, walls) if stalls else None,
-                                steady_warmup([p.warmup_one_time for p in ps]))
+                                steady_warmup([p.warmup_one_time for p in ps]), batch,
+                                batch_note(batch, cell.concurrency, cell.request_rate is None) if batch else None)
     return out

@@ -55,6 +55,8 @@ class NoteCode(StrEnum):
     READ_REPAIRED = "read_repaired"
     PROMPTS_UNCHECKED = "prompts_unchecked"
     STEPLOG_NOT_COPIED = "steplog_not_copied"
+    # a cell's own, from its step log (run/steplog.py; measure/server_batch.py)
+    SERVER_BATCH = "server_batch"
 
 
 _NUMBER = (int, float)
@@ -138,6 +140,10 @@ KINDS: dict[NoteCode, NoteKind] = {
     NoteCode.PROMPTS_UNCHECKED: _kind(False, "a run resumed without prompt hashes to check"),
     NoteCode.STEPLOG_NOT_COPIED: _kind(True, "a Ray node's step log that was not copied back", folder=_TEXT,
                                        config=_TEXT, host=_TEXT, why=_TEXT, stays=(str, _NONE)),
+    NoteCode.SERVER_BATCH: _kind(True, "a closed-loop cell whose server ran fewer requests at once than its C and queued "
+                                       "the rest (the step log's running and waiting)", concurrency=_COUNT,
+                                 running_p50=_NUMBER, running_max=_COUNT, waiting_share=_NUMBER,
+                                 kv_peak=(int, float, _NONE)),
 }
 
 

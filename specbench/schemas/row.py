@@ -51,7 +51,7 @@ from .row_quality import (
     TelemetrySummary,
 )
 from .row_steady import SteadyWindow
-from .row_steplog import StallStats, SteadyWarmup, StepDecomposition, StepLogSource, StepStats, TokenLogStats
+from .row_steplog import ServerBatch, StallStats, SteadyWarmup, StepDecomposition, StepLogSource, StepStats, TokenLogStats
 from .run_files import RESULTS
 
 #: the reference table's keys, first and in this order in every row
@@ -74,8 +74,8 @@ EXTRA_POSITION = re.compile(r"^acceptance_pos_(\d+)$")
 # fields run from CellIdentity to FromSchedule (GROUPS), the order results.json writes them in after the
 # reference keys. Record comes first, so its __setattr__ (which tracks the keys a row carries) is the row's.
 @dataclass(eq=False)
-class ResultRow(Record, FromSchedule, SteadyWarmup, StallStats, TokenLogStats, StepDecomposition, StepLogSource, StepStats,
-                RepeatSpread, O200kLengths, AcceptedPerStep, CacheSplit, SteadyWindow, SloCapacity, CostVsBaseline,
+class ResultRow(Record, FromSchedule, SteadyWarmup, StallStats, TokenLogStats, StepDecomposition, StepLogSource, ServerBatch,
+                StepStats, RepeatSpread, O200kLengths, AcceptedPerStep, CacheSplit, SteadyWindow, SloCapacity, CostVsBaseline,
                 PairedAccuracy, SlowerShare, CostSummary,
                 TelemetrySummary, Accuracy, RequestAcceptance, SloAttainment, Decomposition, Fidelity, PairedSpeedup,
                 Categories, RepeatStats, CellServer, CellStatus, AcceptanceChecks, Agreement, StreamSummary,

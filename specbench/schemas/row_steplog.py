@@ -11,7 +11,7 @@ from .record_values import key
 from .row_baseline import Decomposition
 from .row_group import MetricGroup
 
-__all__ = ["StallStats", "SteadyWarmup", "StepDecomposition", "StepLogSource", "StepStats", "TokenLogStats"]
+__all__ = ["ServerBatch", "StallStats", "SteadyWarmup", "StepDecomposition", "StepLogSource", "StepStats", "TokenLogStats"]
 
 _STEP = ("time from one engine step's start to the next one's, the first step of each pass left out (it spans the "
          "idle time before the pass): the runner's since_prev_ms (GPU events; host perf_counter on the CPU engine) at "
@@ -63,6 +63,27 @@ class StepStats(MetricGroup):
         "the padded tokens beyond the scheduled ones ÷ the scheduled ones", unit="share")
     steplog_padding_share: float | None = key("(padded − unpadded tokens) ÷ unpadded tokens", unit="share", low=0,
                                               high=1)
+
+
+@dataclass
+class ServerBatch(MetricGroup):
+    """The batch the server ran over the cell's timed passes (``measure.server_batch``), from the scheduler's
+    ``running``, ``waiting`` and ``kv_usage`` after each step: a closed loop at C asks for C requests at once, and a
+    server whose KV cache, --max-num-seqs or prefill budget holds fewer runs its own batch and queues the rest. Null
+    where the log lacks the field (older logs, some hooks), never 0."""
+
+    steplog_running_p50: float | None = key(
+        "requests in the scheduler's running queue (decoding or prefilling) after each step of the timed passes, the "
+        "median over the steps (steplog_running_max the most, steplog_waiting_share how often others waited, "
+        "steplog_kv_peak the fullest KV cache): a closed loop at C asks for C", unit="requests", low=0)
+    steplog_running_max: int | None = key("the most requests running after any step of the timed passes",
+                                          unit="requests", low=0)
+    steplog_waiting_share: float | None = key(
+        "share of the timed passes' steps after which requests waited in the scheduler's queue (waiting > 0): sent, "
+        "not yet admitted (the KV cache full, --max-num-seqs reached, or the step's token budget spent on prefill)",
+        unit="share", low=0, high=1)
+    steplog_kv_peak: float | None = key("the highest share of the KV cache in use after any step of the timed passes "
+                                        "(kv_usage)", unit="share", low=0, high=1)
 
 
 @dataclass

@@ -67,3 +67,29 @@ def test_a_hostile_stall_list_is_skipped_not_raised():
         {"repeat": 1, "share": 0.4, "longest": "none"}])
     lines = [w for w in warnings([r]) if "stalls took" in w]
     assert len(lines) == 2 and "the longest 80 ms (7): 1; unknown" in lines[0]
+
+
+def _batch_row(run, concurrency, p50, top, waiting, kv):
+    from specbench.measure.server_batch import batch_note
+    from specbench.schemas.row_steplog import ServerBatch
+
+    batch = ServerBatch(steplog_running_p50=p50, steplog_running_max=top, steplog_waiting_share=waiting, steplog_kv_peak=kv)
+    r = row(run, steplog_steps=483, concurrency=concurrency)
+    r.add(batch)
+    note = batch_note(batch, concurrency, True)
+    r.notes = [note] if note else []
+    return r
+
+
+def test_a_cell_whose_server_ran_its_own_batch_says_so_under_the_table():
+    """The H200 long-context run, 32k tokens at C=64: the KV cache held 22 requests, the others waited, TTFT was
+    52 s, and nothing under the table said the batch was not 64."""
+    bound = _batch_row("baseline", 64, 22.0, 22, 0.723, 0.969)
+    at_c = _batch_row("dspark", 16, 16.0, 16, 0.008, 0.025)
+    lines = warnings([bound, at_c])
+    assert ("⚠ baseline / d / C=64: the server ran a median 22 (max 22) of the 64 requests in flight at once; requests "
+            "waited on 72% of steps, KV cache peak 97% — the batch was the server's, not C=64, and TTFT includes the "
+            "wait") in lines
+    assert not [w for w in lines if "dspark" in w]
+    cells = [next(c for c in STEP_COLUMNS if c.header.startswith("Running")).cell(r) for r in (bound, at_c)]
+    assert cells == ["22/22, 72%, 97% ⚠", "16/16, 1%, 2%"]

@@ -15,8 +15,8 @@ from specbench.suite import parse_suite
 from tests.support.steplog import WALL0, gpu_row, sched_row, step_guesses, write_launch
 
 
-def phase(repeat, t0, t1, folder="logs/steplog/spec-s0", accepted=None):
-    return PhaseInfo(config="spec", dataset="d", concurrency=1, request_rate=None, repeat=repeat, wall_s=1.0,
+def phase(repeat, t0, t1, folder="logs/steplog/spec-s0", accepted=None, concurrency=1, rate=None):
+    return PhaseInfo(config="spec", dataset="d", concurrency=concurrency, request_rate=rate, repeat=repeat, wall_s=1.0,
                      acceptance=AcceptanceWindow.from_dict({"spec_accepted_tokens": accepted}), scraped_before=t0, scraped_after=t1, steplog=folder)
 
 
@@ -145,3 +145,22 @@ def test_guesses_of_a_request_vllm_had_finished_are_left_out_of_both_sides_and_s
     keys = _keys(steplog_results(tmp_path, [phase(0, WALL0 + 2.5, WALL0 + 5.5, accepted=7)]))
     assert keys["steplog_token_accepted"] == 7 and keys["steplog_token_agree"] is True
     assert keys["steplog_token_unplaced"] == {"guesses of a request vLLM had finished (verified, not counted by it)": 3}
+
+
+def test_a_cell_whose_server_ran_fewer_than_c_carries_the_batch_and_its_note(tmp_path):
+    """The H200 long-context run at C=64: the KV cache held ~22 requests of 36k tokens, the rest waited, and the cell
+    said C=64. The step log's queues go on the row, with the note; a cell that ran C at once gets none."""
+    bound = [sched_row(n, WALL0 + n, [1] * 3, running=3, waiting=5, kv_usage=0.99) for n in range(1, 5)]
+    write_launch(tmp_path / "logs/steplog/spec-s0", bound)
+    keys = _keys(steplog_results(tmp_path, [phase(0, WALL0 + 0.5, WALL0 + 4.5, concurrency=8)]))
+    assert (keys["steplog_running_p50"], keys["steplog_running_max"]) == (3.0, 3)
+    assert keys["steplog_waiting_share"] == 1.0 and keys["steplog_kv_peak"] == 0.99
+    (note,) = keys["notes"]
+    assert note["code"] == "server_batch" and note["values"]["concurrency"] == 8
+    open_loop = _keys(steplog_results(tmp_path, [phase(0, WALL0 + 0.5, WALL0 + 4.5, concurrency=8, rate=2.0)]))
+    assert open_loop["steplog_running_p50"] == 3.0 and "notes" not in open_loop
+
+    at_c = [sched_row(n, WALL0 + n, [1] * 8, running=8, waiting=0, kv_usage=0.3) for n in range(1, 5)]
+    write_launch(tmp_path / "logs/steplog/full-s0", at_c)
+    keys = _keys(steplog_results(tmp_path, [phase(0, WALL0 + 0.5, WALL0 + 4.5, "logs/steplog/full-s0", concurrency=8)]))
+    assert keys["steplog_running_p50"] == 8.0 and keys["steplog_waiting_share"] == 0.0 and "notes" not in keys
