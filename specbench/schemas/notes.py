@@ -55,6 +55,8 @@ class NoteCode(StrEnum):
     READ_REPAIRED = "read_repaired"
     PROMPTS_UNCHECKED = "prompts_unchecked"
     STEPLOG_NOT_COPIED = "steplog_not_copied"
+    # the run's (meta.json notes), added after the groups above
+    PREFIX_CACHE_RESET = "prefix_cache_reset"
 
 
 _NUMBER = (int, float)
@@ -138,6 +140,8 @@ KINDS: dict[NoteCode, NoteKind] = {
     NoteCode.PROMPTS_UNCHECKED: _kind(False, "a run resumed without prompt hashes to check"),
     NoteCode.STEPLOG_NOT_COPIED: _kind(True, "a Ray node's step log that was not copied back", folder=_TEXT,
                                        config=_TEXT, host=_TEXT, why=_TEXT, stays=(str, _NONE)),
+    NoteCode.PREFIX_CACHE_RESET: _kind(False, "load.prefix_cache reset: the server's prefix cache emptied before each "
+                                              "timed pass"),
 }
 
 
