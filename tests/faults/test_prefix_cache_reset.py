@@ -93,3 +93,16 @@ async def test_an_answer_that_says_neither_is_not_taken_for_a_reset(tmp_path, pr
     assert server.resets == 1 and server.requests == 0
     message = check_run_dir(out)[3]["failed_configs"]["baseline"]
     assert said in message and "\n" not in message
+
+
+async def test_an_engine_without_a_reset_endpoint_is_refused_before_any_server(tmp_path, prompts_file, scripted,
+                                                                               launchers, capsys):
+    server, url = await scripted(reset="vllm")
+    (launchers / "reader.yaml").write_text("adapter: vllm\nready: {health: /health, models: /v1/models}\n")
+    suite = write_fault_suite(tmp_path / "suite.yaml", prompts_file, [{"name": "baseline", "url": url}],
+                              engine="reader", prefix_cache="reset")
+    assert await asyncio.to_thread(cli, str(suite), "-o", str(tmp_path / "run")) == 2
+    assert server.events == [], "nothing is sent"
+    err = flat(capsys.readouterr().err)
+    assert (f"load.prefix_cache: reset: config 'baseline''s engine reader has no reset endpoint (its launcher "
+            f"{launchers / 'reader.yaml'} has no prefix_cache_reset.path); use keep") in err
