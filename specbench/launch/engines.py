@@ -18,7 +18,7 @@ import yaml
 
 from ..errors import LaunchError, SuiteError
 from ..util.redact import redact_argv
-from .launcher import Launcher
+from .launcher import Launcher, PrefixCacheReset
 from .setup_cpu import cache_dir
 
 BUILTIN_LAUNCHERS = Path(__file__).resolve().parents[1] / "launchers"
@@ -126,6 +126,11 @@ class Engine:
     @property
     def env(self) -> dict[str, str]:
         return dict(self.launcher.env)
+
+    @property
+    def prefix_cache_reset(self) -> PrefixCacheReset:
+        """The endpoint ``load.prefix_cache: reset`` POSTs before each timed pass, and the env it needs."""
+        return self.launcher.prefix_cache_reset
 
     @property
     def secret_flags(self) -> list[str]:

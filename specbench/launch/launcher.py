@@ -82,6 +82,28 @@ class Metrics:
     server_info_key: str | None = None  # SGLang's cumulative average in the version endpoint's JSON
 
 
+#: how a prefix-cache reset's answer says it worked: ``success`` (vLLM: HTTP 200 with {"success": true|false}, false
+#: while blocks are held) or ``status`` (SGLang: HTTP 200 flushed, 400 while requests run or wait)
+RESET_ANSWERS = ("success", "status")
+
+
+@dataclass(frozen=True)
+class PrefixCacheReset:
+    """``prefix_cache_reset:``: the endpoint ``load.prefix_cache: reset`` POSTs before each timed pass
+    (``run/prefix_reset.py``), how its answer reads, and the env a launched server needs to have it."""
+
+    path: str | None = None  # None: the engine has none (the suite's reset is refused when a server is reached)
+    answer: str = "success"
+    env: Mapping[str, str] = field(default_factory=dict)  # vLLM mounts it only with VLLM_SERVER_DEV_MODE=1
+
+    @classmethod
+    def of(cls, block: _Block) -> PrefixCacheReset:
+        answer = block.string("answer", "success")
+        if answer not in RESET_ANSWERS:
+            raise block.wrong("answer", " or ".join(RESET_ANSWERS))
+        return cls(block.text("path"), answer, {str(k): str(v) for k, v in block.mapping("env").items()})
+
+
 @dataclass(frozen=True)
 class Launcher:
     """One engine's launcher, merged and checked."""
@@ -106,6 +128,7 @@ class Launcher:
     speculative: Speculative = field(default_factory=Speculative)
     metrics: Metrics = field(default_factory=Metrics)
     request_extra: Mapping[str, object] = field(default_factory=dict)  # JSON merged into every request body
+    prefix_cache_reset: PrefixCacheReset = field(default_factory=PrefixCacheReset)
 
     @classmethod
     def of(cls, data: Mapping[str, object], name: str, adapter: str, path: Path | None) -> Launcher:
@@ -141,4 +164,5 @@ class Launcher:
                             acceptance_source=metrics.string("acceptance_source", ""),
                             server_info_key=metrics.block("server_info").text("key") if "server_info" in metrics.data else None),
             request_extra=top.mapping("request_extra"),
+            prefix_cache_reset=PrefixCacheReset.of(top.block("prefix_cache_reset")),
         )

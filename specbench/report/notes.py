@@ -174,6 +174,10 @@ WORDING: dict[NoteCode, Callable[[Values], str]] = {
         "hashes, so a prompt file edited since the run began cannot be told apart"),
     NoteCode.STEPLOG_NOT_COPIED: _steplog,
     NoteCode.SERVER_BATCH: _server_batch,
+    NoteCode.PREFIX_CACHE_RESET: lambda v: (
+        "prefix cache emptied after each warm-up, right before each timed pass (load.prefix_cache reset; per pass: "
+        "phases.jsonl prefix_cache_reset): no prompt is served from a cache an earlier pass or the warm-up filled, only "
+        "what a pass shares within itself (a shared prefix, a conversation's earlier turns)."),
 }
 
 

@@ -25,6 +25,7 @@ from ..schemas.slo_search import SloProbe
 from ..suite import Suite
 from ..util.redact import redact_url
 from .o200k_file import find_o200k
+from .prefix_reset import reset_prefix_cache
 from .rate_search import search_server
 from .recorder import Recorder
 from .refusal import refusal
@@ -68,6 +69,10 @@ class Phases:
             if refused is not None:
                 raise RequestsRefused(f"config {cfg.name!r}: all {len(warm_records)} warm-up requests got {refused}; "
                                       "its remaining cells were skipped (every request would get the same answer)")
+            reset = None  # load.prefix_cache reset: after the warm-up (it warmed compiles, not the pass's prompts)
+            if self.suite.load.prefix_cache == "reset" and not self.stop.is_set():
+                await reset_prefix_cache(self.session, server, spec.secrets)
+                reset = True
             self.progress("phase", config=cfg.name, dataset=dataset, point=point.label,
                           total=sum(len(p.turns) for p in prompts), warmup=False)
             before = await scrape(self.session, server.url)
@@ -106,7 +111,7 @@ class Phases:
                           server_start=server.info.get("start"),
 
                           scraped_before=scraped_before, scraped_after=scraped_after, steplog=server.info.get("steplog"),
-                          warmup_one_time=one_time, prefix_cache=prefix_cache)
+                          warmup_one_time=one_time, prefix_cache=prefix_cache, prefix_cache_reset=reset)
         recorder.store_phase(phase, warm_records + result.records)
 
     async def search_rate(self, server: Server, spec: RequestSpec, prompts: list[Prompt], dataset: str,

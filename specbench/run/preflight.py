@@ -44,6 +44,9 @@ def preflight(suite: Suite) -> dict[str, list[Prompt]]:
     """Everything that can fail before a server starts: engines, engine binaries, prompt sets."""
     for config in suite.configs:
         engine = read_engine(config.engine or suite.engine)
+        if suite.load.prefix_cache == "reset" and engine.prefix_cache_reset.path is None:
+            raise SuiteError(f"{suite.path}: load.prefix_cache: reset: config {config.name!r}'s engine {engine.name} has no "
+                             f"reset endpoint (its launcher {engine.path} has no prefix_cache_reset.path); use keep")
         if config.launched:
             engine.load_format_args(config)  # an engine that cannot load dummy weights refuses before any server starts
             engine.steplog_flags(config)  # so does an engine without a step hook asked for a step log

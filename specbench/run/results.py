@@ -148,4 +148,5 @@ def run_notes(suite: Suite, clocks: dict[str, str] | None = None) -> list[Note]:
         Note.of(NoteCode.ACCEPTANCE_DEFINED),
         Note.of(NoteCode.SAMPLING, temperature=suite.load.temperature, max_tokens=suite.load.max_tokens,
                 warmup=suite.load.warmup),
-    ] + ([arrival] if arrival else []) + suite_notes(suite)
+    ] + ([Note.of(NoteCode.PREFIX_CACHE_RESET)] if suite.load.prefix_cache == "reset" else []) \
+        + ([arrival] if arrival else []) + suite_notes(suite)

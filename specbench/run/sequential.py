@@ -22,6 +22,7 @@ from ..schemas.row import ResultRow
 from ..suite import ServerConfig, Suite
 from .interrupts import Interrupts
 from .phases import Phases
+from .prefix_reset import reset_prefix_cache
 from .preflight import load_points, preflight
 from .recorder import Recorder
 from .rounds import run_order, visits
@@ -143,6 +144,8 @@ class SequentialRun:
                 server.info["version_error"] = found.error
             self.recorder.server_ready(config.name, ServerMeta.from_dict(server.info, f"server of config {config.name}"))
             spec = request_spec(self.suite, server)
+            if load.prefix_cache == "reset" and todo:  # a server without the endpoint fails before any warm-up
+                await reset_prefix_cache(phases.session, server, spec.secrets)
             for dataset, point, rep in todo:
                 if self.stop.is_set():
                     return

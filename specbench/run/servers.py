@@ -187,7 +187,10 @@ async def open_server(suite: Suite, config: ServerConfig, book: ServerBook, sess
     port = config.port or free_port(host)
     argv = engine.argv(config=config, model=suite.model, model_path=suite.server.model_path, host=host, port=port,
                        python=suite.server.python, extra=suite.server.args)
-    env = {**engine.env, **suite.server.env, **config.env}
+    # load.prefix_cache reset: what the engine needs to mount its reset endpoint (vLLM's dev mode); the suite's own
+    # env still wins, so a server it starts without the endpoint fails before any pass, naming it
+    reset_env = engine.prefix_cache_reset.env if suite.load.prefix_cache == "reset" else {}
+    env = {**engine.env, **reset_env, **suite.server.env, **config.env}
     if config.gpus is not None and engine.gpu_env:
         env[engine.gpu_env] = config.gpus
     start = book.next_start(config.name)

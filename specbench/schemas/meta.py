@@ -101,6 +101,7 @@ class Comparability(Record):
     engine: str | None = key("the suite's engine")
     model_path: str | None = key('server.model_path')
     load_format: str | None = key('server.load_format, only when not auto (dummy: random weights)')
+    prefix_cache: str | None = key('load.prefix_cache, only when reset (the prefix cache emptied before each timed pass)')
     datasets: dict[str, str] | None = key('per data set: a hash of its entry in the suite')
     configs: dict[str, str] | None = key('per config: a hash of its entry, secrets masked')
 

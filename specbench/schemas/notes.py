@@ -57,6 +57,8 @@ class NoteCode(StrEnum):
     STEPLOG_NOT_COPIED = "steplog_not_copied"
     # a cell's own, from its step log (run/steplog.py; measure/server_batch.py)
     SERVER_BATCH = "server_batch"
+    # the run's (meta.json notes), added after the groups above
+    PREFIX_CACHE_RESET = "prefix_cache_reset"
 
 
 _NUMBER = (int, float)
@@ -144,6 +146,8 @@ KINDS: dict[NoteCode, NoteKind] = {
                                        "the rest (the step log's running and waiting)", concurrency=_COUNT,
                                  running_p50=_NUMBER, running_max=_COUNT, waiting_share=_NUMBER,
                                  kv_peak=(int, float, _NONE)),
+    NoteCode.PREFIX_CACHE_RESET: _kind(False, "load.prefix_cache reset: the server's prefix cache emptied before each "
+                                              "timed pass"),
 }
 
 

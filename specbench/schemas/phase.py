@@ -50,6 +50,9 @@ class PhaseInfo(Record):
     prefix_cache: dict[str, Any] | None = key("the engine's prefix-cache counters over the window, in tokens: queries "
                                               "and hits, or why they cannot be trusted (measure/engine_counters.py)",
                                               omit_none=True)
+    prefix_cache_reset: bool | None = key("load.prefix_cache reset: the server confirmed its prefix cache emptied after "
+                                          "this pass's warm-up, right before its timed window (run/prefix_reset.py); "
+                                          "absent: the cache was kept", omit_none=True)
 
     @property
     def complete(self) -> bool:

@@ -33,7 +33,7 @@ LOAD_KEYS: dict[str, type | tuple[type, ...]] = {
     "repeats": int, "timeout_s": (int, float), "seed": int, "extra_body": dict, "workload": (str, dict),
     "client_processes": (int, str), "client": str, "slo": dict, "max_rate_at_slo": (str, int, float, dict),
     "grade": (bool, list), "tiktoken_file": str, "restart": bool, "target_ci": (int, float, str), "max_repeats": int,
-    "warmup_max_passes": int, "arrival": (str, dict),
+    "warmup_max_passes": int, "arrival": (str, dict), "prefix_cache": str,
 }
 
 class TopBlock(TypedDict, total=False):
@@ -101,6 +101,7 @@ class LoadBlock(TypedDict, total=False):
     max_repeats: int
     warmup_max_passes: int
     arrival: str | dict[Any, Any]
+    prefix_cache: str
 
 
 class ServerBlock(TypedDict, total=False):
@@ -222,6 +223,9 @@ def check_load_format(value: Any, where: str, problems: list[str]) -> None:
         problems.append(f"{where}: expected one of {', '.join(LOAD_FORMATS)}, got {value!r}")
 
 
+#: ``load.prefix_cache``: ``keep`` the server's prefix cache across passes, or ``reset`` it after each warm-up,
+#: right before each timed pass (run/prefix_reset.py)
+PREFIX_CACHE_MODES = ("keep", "reset")
 WARMUP_MODES = ("pass", "steady")
 MAX_WARMUP_PASSES = 50
 

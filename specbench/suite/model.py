@@ -100,6 +100,9 @@ class LoadSpec:
     grade: tuple[str, ...] = ()  # data sets whose answers are graded (grade/)
     tiktoken_file: str | None = None  # o200k_base.tiktoken for the tokenizer-independent lengths (measure/o200k.py)
     arrival: Arrival = Arrival()  # open loop: when requests are due (suite/arrival.py)
+    #: "keep": the server's prefix cache as the passes leave it; "reset": emptied after each warm-up, right before
+    #: each timed pass, so no prompt an earlier pass (or the warm-up) sent is served from it (run/prefix_reset.py)
+    prefix_cache: str = "keep"
 
     @property
     def first_stage(self) -> int:
@@ -188,6 +191,8 @@ class Suite:
             **({"load_format": self.server.load_format} if self.server.load_format != "auto" else {}),
             # only when not Poisson: runs from before the key stay comparable with Poisson runs
             **({"arrival": self.load.arrival.fingerprint()} if self.load.arrival.kind != "poisson" else {}),
+            # only when reset: runs from before the key kept the cache, as keep does
+            **({"prefix_cache": self.load.prefix_cache} if self.load.prefix_cache != "keep" else {}),
             "datasets": {d.name: _fingerprint(self.raw_dataset(d.name)) for d in self.datasets},
             "configs": {c.name: _fingerprint(redact_mapping(self.raw_config(c.name))) for c in self.configs},
         }, f"{self.path}: comparability")

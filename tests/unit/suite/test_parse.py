@@ -444,3 +444,28 @@ def test_bad_workload_is_one_line_naming_the_key(tmp_path, prompts, workload, ex
     data["load"]["workload"] = workload
     with pytest.raises(SuiteError, match=re.escape("suite.yaml: " + expect)):
         read_suite(write(tmp_path, data))
+
+
+def test_prefix_cache_keep_by_default_reset_when_asked_and_in_comparability_only_then(tmp_path, prompts):
+    data = valid(prompts)
+    kept = read_suite(write(tmp_path, data))
+    assert kept.load.prefix_cache == "keep"
+    assert "prefix_cache" not in kept.comparability().to_dict()  # runs from before the key kept the cache too
+    data["load"]["prefix_cache"] = "keep"
+    assert read_suite(write(tmp_path, data)).comparability() == kept.comparability()
+    data["load"]["prefix_cache"] = "reset"
+    reset = read_suite(write(tmp_path, data))
+    assert reset.load.prefix_cache == "reset" and reset.comparability().prefix_cache == "reset"
+    assert comparability_problems(RunMeta(comparability=reset.comparability()), RunMeta(comparability=kept.comparability())) == [
+        "comparability differs in prefix_cache ('reset' vs missing)"]
+
+
+@pytest.mark.parametrize("value, expect", [("flush", "got 'flush'"), (True, "expected a string, got True"),
+                                           ("Reset", "got 'Reset'")])
+def test_bad_prefix_cache_is_one_line_naming_the_key(tmp_path, prompts, value, expect):
+    data = valid(prompts)
+    data["load"]["prefix_cache"] = value
+    lines = problems(tmp_path, data)
+    assert len(lines) == 1 and "load.prefix_cache" in lines[0] and expect in lines[0], lines
+    if isinstance(value, str):
+        assert "expected one of keep, reset" in lines[0]
