@@ -163,11 +163,8 @@ class Engine:
         return base + list(extra) + list(config.args) + ADAPTERS[self.adapter].spec_args(self, config)
 
     def measure_flags(self, *suite_args: tuple[str, ...]) -> list[str]:
-        """The launcher's ``measure_flags`` (SGLang: ``--enable-cache-report``, without which its usage has no
-        ``cached_tokens`` and the cached-vs-cold split is empty) that the suite's server or config args do not
-        already pass: each flag once."""
-        given = {a for args in suite_args for a in args}
-        return [f for f in self.launcher.measure_flags if f not in given]
+        """The launcher's ``measure_flags`` (SGLang's ``--enable-cache-report``: else no ``cached_tokens``) not passed yet."""
+        return [f for f in self.launcher.measure_flags if all(f not in args for args in suite_args)]
 
     def load_format_args(self, config) -> list[str]:
         """``[flag, format]`` for a config whose weights are not the model folder's (``load_format: dummy``),
