@@ -1,6 +1,7 @@
 """Issue 39's tables from a run directory with the step log on (``suites/gpu_stalls_8b.yaml``): per config and
 server start, the timed pass's throughput, stalls and their causes, and where the time between starts went — the
-decode-only steps against the steps that carried a prefill — with how much of the between-start variance of the
+decode-only steps against the steps that carried a prefill, whose excess is over the pass's stall basis (the
+decode-only steps' median, ``measure.stalls``) — with how much of the between-start variance of the
 pass time each part holds.
 
     python benchmarks/gpu/stall_table.py RUN_DIR            # markdown on stdout
@@ -55,11 +56,12 @@ def main() -> None:
         tps = tokens.get((p.config, p.dataset, p.concurrency, p.repeat), 0) / p.wall_s if p.wall_s else float("nan")
         rows.append(f"| {p.cell} | s{p.server_start} | {tps:,.0f} | {len(steps)} | {np.nanmedian(d):.2f} | "
                     f"{np.nanmean(d[ok & ~pre]):.2f} | {int(pre.sum())} / {sum(s.sched.prefill_tokens for s in steps):,} | "
-                    f"{pre_ms - np.nanmedian(d) * int((ok & pre).sum()):.0f} | {1000 * p.wall_s - dec_ms - pre_ms:.0f} | "
+                    f"{pre_ms - st.median_ms * int((ok & pre).sum()):.0f} | {1000 * p.wall_s - dec_ms - pre_ms:.0f} | "
+                    f"{st.median_ms:.2f} ({st.basis}) | "
                     f"{len(st.stalls)} / {st.stall_ms:.0f} / {100 * (st.share or 0):.1f}% | {causes} | {st.one_time_events} |")
     print("| Cell | Start | tok/s | Steps | Median step ms | Decode-only step ms | Prefill steps / tokens | "
-          "Prefill steps' excess ms | Idle ms | Stalls n / ms / share | Stall causes (ms) | One-time events |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+          "Prefill steps' excess ms | Idle ms | Stall basis ms | Stalls n / ms / share | Stall causes (ms) | One-time events |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     print("\n".join(rows))
     print("\nShare of the between-start variance of the pass's step time (decode-only steps | prefill-carrying steps):\n")
     for config, values in parts.items():

@@ -132,14 +132,18 @@ class TokenLogStats(MetricGroup):
 @dataclass
 class StallStats(MetricGroup):
     """The stalls of the cell's timed passes: steps of at least 5× their pass's median step or 50 ms (a step's
-    time: its start to the next one's), and what caused them (docs/steplog.md)."""
+    time: its start to the next one's; the median of the decode-only steps where a pass has ≥ 5, else of all its
+    steps), and what caused them (docs/steplog.md)."""
 
     steplog_stalls: int | None = key(
         "steps of the timed passes that took ≥ 5× their pass's median step or ≥ 50 ms (a step's time: its start to "
-        "the next one's), how many; steplog_stall_ms the ms they took beyond the median, steplog_stall_share that "
-        "share of the passes' wall time; per pass with its longest stalls in steplog_stall_passes (docs/steplog.md)",
+        "the next one's; the median of the pass's decode-only steps, those without a prefill chunk, where it has ≥ 5, "
+        "else of all its steps), how many; steplog_stall_ms the ms they took beyond the median, steplog_stall_share "
+        "that share of the passes' wall time; per pass with its longest stalls and the median's basis in "
+        "steplog_stall_passes (docs/steplog.md)",
         unit="steps")
-    steplog_stall_ms: float | None = key("Σ the stalls' excess over their pass's median step", unit="ms")
+    steplog_stall_ms: float | None = key("Σ the stalls' excess over their pass's median step (decode-only, or all "
+                                         "steps: steplog_stall_passes' basis)", unit="ms")
     steplog_stall_share: float | None = key("steplog_stall_ms ÷ Σ wall time of the passes", unit="share")
     steplog_stall_causes: dict[str, float] | None = key(
         "what the stalls' excess ms went to, by cause: the events that overlapped a stall (gc, compile, graph_capture, "
@@ -151,8 +155,10 @@ class StallStats(MetricGroup):
     steplog_one_time_events: int | None = key("one-time events anywhere in the timed passes' windows: warm-up left "
                                               "undone", unit="events")
     steplog_stall_passes: list[dict[str, Any]] | None = key(
-        "per timed pass: repeat, server_start, stalls, stall_ms, share, one_time_events, and its 5 longest stalls "
-        "(step, at_s into the pass, ms, excess_ms, where, causes)")
+        "per timed pass: repeat, server_start, stalls, stall_ms, share, one_time_events, median_ms (the median step "
+        "its stalls were judged against) and basis (whose median: \"decode-only\" steps, or \"all steps\" where "
+        "the pass had fewer than 5 decode-only ones), and its 5 longest stalls (step, at_s into the pass, ms, "
+        "excess_ms, where, causes)")
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """Stalls named (issue 39) on hand-made steps and events: which steps are stalls, what overlapped them, what is
 left unknown, and what they cost the pass."""
 
-from specbench.measure.stalls import STALL_MS, UNKNOWN, pass_stalls, stall_stats
+from specbench.measure.stalls import ALL_STEPS, BASIS_MIN, DECODE_ONLY, STALL_MS, UNKNOWN, pass_stalls, stall_stats
 from specbench.measure.steplog import Step
 from specbench.schemas.steplog import EventRow, GpuRow, SchedRow
 from tests.support.steplog import WALL0, gpu_row, sched_row
@@ -104,3 +104,29 @@ def test_a_prefill_is_named_where_most_steps_carry_one():
     p = pass_stalls(steps, [], wall_s=sum(ms) / 1000)
     assert len(p.stalls) == 7 and all(st.causes[0].startswith("prefill: 8192 tokens") for st in p.stalls)
     assert p.unknown_ms == 0
+
+
+def test_where_the_median_step_is_a_prefill_the_prefill_steps_cost_their_excess_over_the_decode_only_median():
+    """Long prompts at C=64 (the H200 run at 16k tokens): most steps carry a prefill chunk, so the median step is
+    one; judged against it a prefill step cost nothing (DSpark's stalls 7 % of the pass, the baseline's 81 %).
+    Against the decode-only steps' median both the threshold and the excess see it."""
+    ms = [15.0] * 3 + [250.0] * 12 + [15.0] * 4
+    p = pass_stalls(timeline(ms, tokens=[None] * 3 + [8192] * 12 + [None] * 4), [], wall_s=sum(ms) / 1000)
+    assert [st.step for st in p.stalls] == list(range(4, 16)) and {st.excess_ms for st in p.stalls} == {235.0}
+    assert p.stall_ms == 12 * 235.0 and abs(p.share - 12 * 235.0 / sum(ms)) < 1e-6
+    assert p.causes_ms == {"prefill": 12 * 235.0} and (p.basis, p.median_ms) == (DECODE_ONLY, 15.0)
+    # under STALL_MS but ≥ 5× the decode-only median: a stall too, though the median over all steps is a prefill
+    ms = [6.0] * 3 + [40.0] * 12 + [6.0] * 4
+    p = pass_stalls(timeline(ms, tokens=[None] * 3 + [8192] * 12 + [None] * 4), [], wall_s=sum(ms) / 1000)
+    assert len(p.stalls) == 12 and p.stall_ms == 12 * 34.0
+
+
+def test_with_fewer_decode_only_steps_than_the_minimum_the_basis_is_all_steps_and_says_so():
+    ms = [250.0] * 8 + [20.0] * (BASIS_MIN - 1) + [250.0] * 2
+    few = pass_stalls(timeline(ms, tokens=[8192] * 8 + [None] * (BASIS_MIN - 1) + [8192] * 2), [], sum(ms) / 1000)
+    assert (few.basis, few.median_ms, few.stall_ms) == (ALL_STEPS, 250.0, 0.0)
+    ms = [250.0] * 8 + [20.0] * BASIS_MIN + [250.0] * 2
+    enough = pass_stalls(timeline(ms, tokens=[8192] * 8 + [None] * BASIS_MIN + [8192] * 2), [], sum(ms) / 1000)
+    assert (enough.basis, enough.median_ms) == (DECODE_ONLY, 20.0) and enough.stall_ms == 9 * 230.0 + 180.0  # the last step: its own 200 ms end mark
+    stats = stall_stats([few, enough], [1.0, 1.0])
+    assert [(q["basis"], q["median_ms"]) for q in stats.steplog_stall_passes] == [(ALL_STEPS, 250.0), (DECODE_ONLY, 20.0)]
