@@ -33,16 +33,22 @@ class DrainEngine(FakeEngine):
         return super().schedule(min(max_tokens, _LENGTH.get()))
 
 
-async def test_steady_window_speedup_is_the_batch_of_c_and_the_whole_pass_leans_to_the_drain(tmp_path, scripted):
-    prompts = tmp_path / "p.jsonl"
-    prompts.write_text("".join(json.dumps({"prompt": f"question {i}"}) + "\n" for i in range(len(LENGTHS))))
+async def _run_drain(tmp_path, scripted, prompts: int, name: str) -> None:
+    """The baseline (one token a step) and speculation (TOKENS_PER_STEP a step, each draft costing PER_DRAFT) at C
+    over ``prompts`` questions, warm-up off; the run in tmp_path/out."""
+    path = tmp_path / "p.jsonl"
+    path.write_text("".join(json.dumps({"prompt": f"question {i}"}) + "\n" for i in range(prompts)))
     base = await scripted.serve(DrainEngine(Script(pattern=[1], ttft_s=GAP, gap_s=GAP, paced=True), PER_DRAFT, None))
     spec = await scripted.serve(DrainEngine(Script(pattern=[TOKENS_PER_STEP], k=K, ttft_s=GAP, gap_s=GAP, paced=True),
                                             PER_DRAFT, None))
-    suite = write_suite(tmp_path, baseline_and_spec(base, spec, k=K), name="drain", endpoint="chat", prompts=prompts,
+    suite = write_suite(tmp_path, baseline_and_spec(base, spec, k=K), name=name, endpoint="chat", prompts=path,
                         load={"concurrency": C, "max_tokens": 100, "warmup": 0, "temperature": 0})
     outcome = await run_suite(read_suite(suite), tmp_path / "out")
     assert outcome.exit_code == 0
+
+
+async def test_steady_window_speedup_is_the_batch_of_c_and_the_whole_pass_leans_to_the_drain(tmp_path, scripted):
+    await _run_drain(tmp_path, scripted, len(LENGTHS), "drain")
     rows = {r["run"]: r for r in json.loads((tmp_path / "out" / "results.json").read_text())}
     b, s = rows["baseline"], rows["spec"]
     # the known answers at a batch of C: the baseline 4 tokens per 10 ms, speculation 4 × 3 per 10 + 2.5 × 3 × 4 ms
@@ -66,15 +72,7 @@ async def test_one_wave_has_no_steady_window_in_results_or_the_report(tmp_path, 
     """The first wave alone (4 prompts at C=4, warm-up off): no request replaces one that ends, so there is no steady
     state; every steady key is null (never 0) in results.json, and the reason is in steady_note and under the
     tables."""
-    prompts = tmp_path / "p.jsonl"
-    prompts.write_text("".join(json.dumps({"prompt": f"question {i}"}) + "\n" for i in range(C)))
-    base = await scripted.serve(DrainEngine(Script(pattern=[1], ttft_s=GAP, gap_s=GAP, paced=True), PER_DRAFT, None))
-    spec = await scripted.serve(DrainEngine(Script(pattern=[TOKENS_PER_STEP], k=K, ttft_s=GAP, gap_s=GAP, paced=True),
-                                            PER_DRAFT, None))
-    suite = write_suite(tmp_path, baseline_and_spec(base, spec, k=K), name="wave", endpoint="chat", prompts=prompts,
-                        load={"concurrency": C, "max_tokens": 100, "warmup": 0, "temperature": 0})
-    outcome = await run_suite(read_suite(suite), tmp_path / "out")
-    assert outcome.exit_code == 0
+    await _run_drain(tmp_path, scripted, C, "wave")
     rows = json.loads((tmp_path / "out" / "results.json").read_text())
     why = (f"no steady window: one wave: {C} requests at C={C}; no request was sent as a replacement, so there is no "
            "steady state")
