@@ -13,6 +13,7 @@ numpy only).
 from __future__ import annotations
 
 import copy
+import html
 import json
 import re
 import shutil
@@ -34,7 +35,7 @@ from specbench.report.html import (
     render_html,
     write_html,
 )
-from specbench.report.markdown import COLUMNS
+from specbench.report.markdown import COLUMNS, markdown
 from specbench.run.readback import read_requests, read_run
 from specbench.schemas.meta import baseline_name
 from specbench.schemas.row_read import rows_from
@@ -249,6 +250,37 @@ def test_html_escaping(run):
             r["run"] = "<script>alert(1)</script>"
     page = render_html(rows_from(evil), None, meta)
     assert "<script>" not in page and "&lt;script&gt;" in page
+
+
+def notes_of(page: str) -> list[tuple[str, str]]:
+    """The page's Notes list as (class, text as shown) per item."""
+    section = re.search(r'<section id="sec-notes"><h2>Notes</h2><ul class="notes">(.*?)</ul></section>', page, re.S)
+    assert section, "no Notes section"
+    return [(cls, html.unescape(text)) for cls, text in re.findall(r'<li(?: class="(\w+)")?>(.*?)</li>', section.group(1))]
+
+
+def test_row_notes_on_the_page_as_under_the_markdown_tables(run):
+    """The cells' notes and warnings (a ⚠ one naming both cells it applies to) reach the page: the markdown's
+    lines, in its order and grouping, escaped (a ``<script>`` in a server's error stays text), the ⚠ ones marked.
+    The page used to show meta.json's notes only: a cell's ⚠ never reached it."""
+    records, _, meta = run
+    noted = copy.deepcopy(records)
+    for r in noted:
+        if r["run"] == "ngram_k3" and r["concurrency"] == 8:
+            r["notes"] = [{"code": "acceptance_not_measured", "values": {"error": "server said <script>alert(1)</script>"}},
+                          "C=8: a note an earlier specbench stored as its sentence"]
+    rows = rows_from(noted)
+    page = render_html(rows, None, meta)
+    under_md = [line.removeprefix("- ") for line in markdown(rows, meta).splitlines() if line.startswith("- ")]
+    assert [text for _, text in notes_of(page)] == under_md
+    warned = [text for cls, text in notes_of(page) if cls == "warning"]
+    assert ("⚠ ngram_k3 / gsm8k / C=8, ngram_k3 / mtbench / C=8: acceptance not measured: server said "
+            "<script>alert(1)</script>") in warned
+    assert [cls == "warning" for cls, _ in notes_of(page)] == [t.startswith("⚠") for t in under_md]
+    assert len(warned) == 2 and ("", "ngram_k3 / gsm8k / C=8, ngram_k3 / mtbench / C=8: C=8: a note an earlier specbench "
+                                 "stored as its sentence") in notes_of(page)
+    assert "<script>" not in page and "server said &lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert '<a href="#sec-notes">Notes</a>' in page
 
 
 # ---------------------------------------------------------------------------------------------

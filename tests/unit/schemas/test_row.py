@@ -112,8 +112,11 @@ def test_every_key_the_golden_rows_carry_is_a_field_or_a_run_time_position():
 #: 95% CI ("Speedup 95% CI" gone) and Output tok/s its ± σ over repeats, each to the digits its spread leaves
 #: meaningful: only the comparison table's header and cells moved; the notes (stored as codes since, item 3) did not;
 #: then the one-wave rule (GOLDEN above): the five one-wave C=8 cells' Steady state cells went to —, the markdown
-#: gained their reason under the tables (the page shows no row notes); nothing else moved
-PAGE_SHA256 = "26d82caa4c353318f8088250d6a40d4a5cf9668fb7480306df92c9237ac3874c"
+#: gained their reason under the tables (the page showed no row notes); nothing else moved; then the page's Notes: the
+#: markdown's lines under the tables (report/notes.py ``lines``: the failed cell's ⚠, the grouped steady-window and
+#: accuracy notes) as a Notes section at the end, ⚠ items class "warning" (one CSS rule), with a Notes link in the
+#: nav; no table cell or plot moved
+PAGE_SHA256 = "8be321c08fd45bb5a41c3f707ce252cc855bc916d72fce28bdbdca2592ed5ac5"
 
 
 def test_report_pages_render_byte_identical_from_typed_rows(tmp_path):
