@@ -45,7 +45,7 @@ def main() -> None:
     rows = {(r["run"], r["dataset"]): r for r in json.loads((a.run / RESULTS).read_text())}
     print("| Config | Start | Pass | Speedup (this start) | Steps | Step ms mean/p50/p95 | Fwd | LM head | Verify "
           "| Drafter | Gap | Drafter Σ ms | Longest drafter calls ms (s into the pass) |")
-    print("| --- " * 12 + "|")
+    print("| --- " * 13 + "|")  # one per header cell, or the markdown is no table
     for ph in sorted(phases, key=lambda q: (q.config, q.server_start or 0, q.dataset)):
         if not ph.steplog or not ph.complete or (a.config and ph.config not in a.config):
             continue

@@ -1,6 +1,7 @@
 """Damage done to copies of committed runs after they were written, as a disk, a copy or a hand can do it:
 files cut in the middle of a line, files copied in from another launch or run, lines recorded twice, a gzip
-stream cut or corrupt (for tests/faults/test_damaged_runs.py)."""
+stream cut or corrupt (for tests/faults/test_damaged_runs.py; tests/integration/benchmarks/test_gpu_scripts.py reads
+an undamaged copy)."""
 
 from __future__ import annotations
 
