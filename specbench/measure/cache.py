@@ -12,17 +12,25 @@ requests; the ratios are of the means over the pairs.
 Where no request carries the count, the engine's prefix-cache counters over the timed passes' /metrics windows
 (``PhaseInfo.prefix_cache``: vLLM's ``vllm:prefix_cache_hits`` ÷ ``vllm:prefix_cache_queries``) give a hit rate
 for the cell as a whole, with no split.
+
+Re-sent prompts (``resent_prompts``): with ``load.prefix_cache: keep`` the cache outlives a pass, so a timed request
+whose prompt (and turn) an earlier timed pass or warm-up of the same server start already sent may be served from it;
+where the server says it was (cached ``cached_tokens``), the cell gets a note naming the remedy.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
+from ..schemas.cell import Cell
+from ..schemas.notes import Note, NoteCode
 from ..schemas.phase import PhaseInfo
 from ..schemas.request import RequestRecord
+from ..schemas.row import ResultRow
 from ..schemas.row_cache import CACHED_SHARE, CacheSplit
 from ..util.numbers import is_number
 from .latency import token_itl
@@ -105,3 +113,80 @@ def cache_split(phases: Sequence[PhaseInfo], records: Sequence[RequestRecord], s
         cache_paired_ttft_ratio=_ratio(_mean([a for a, _ in t_pairs]), _mean([b for _, b in t_pairs])),
         cache_paired_itl_ratio=_ratio(_mean([a for a, _ in i_pairs]), _mean([b for _, b in i_pairs])),
         cache_paired_acceptance_delta=_mean(a_pairs))
+
+
+@dataclass(frozen=True)
+class ResentPrompts:
+    """A cell's timed requests (answered ones, over its passes judged) and those that re-sent a prompt an earlier
+    pass or warm-up of their server start had sent: how many, how many of them cached, and the share of their prompt
+    tokens the server served from its cache (over those that report it; None: none does)."""
+
+    requests: int
+    resent: int
+    cached: int
+    cached_share: float | None
+
+
+def _pass_of(r: RequestRecord) -> tuple[Cell, int, str]:
+    return Cell.of_record(r), r.repeat, r.phase
+
+
+def _blocks(records: Sequence[RequestRecord]) -> list[tuple[list[RequestRecord], list[RequestRecord]]]:
+    """Each pass's records, its warm-up's and its timed (or set-aside) ones, as requests.jsonl holds them: a pass's
+    records are written together, its warm-up's first, a config's passes in the order they ran (one server at a
+    time per config), so a warm-up record after a timed one, or a timed one of another pass, begins the next."""
+    current: dict[str, tuple[list[RequestRecord], list[RequestRecord]]] = {}
+    blocks = []
+    for r in records:
+        block, timed = current.get(r.config), r.phase != "warmup"
+        if block is None or (block[1] and (not timed or _pass_of(block[1][0]) != _pass_of(r))):
+            block = current[r.config] = ([], [])
+            blocks.append(block)
+        block[1 if timed else 0].append(r)
+    return blocks
+
+
+def _sent(rs: Sequence[RequestRecord]) -> set[tuple[str, str, int]]:
+    """The prompts (data set, id, turn) the server prefilled: a request it answered with at least one chunk."""
+    return {(r.dataset, r.prompt_id, r.turn) for r in rs if r.chunk_times}
+
+
+def resent_prompts(phases: Sequence[PhaseInfo], records: Sequence[RequestRecord]) -> dict[Cell, ResentPrompts]:
+    """Per cell, its timed requests whose prompt and turn an earlier timed pass or warm-up (its own included) of the
+    same server start had sent; ``records`` in requests.jsonl's order. A pass's server start is its phase's
+    (``server_start``, per config; a server given by URL: one); a pass without a phase (cut, set aside) is left out,
+    as a pass and as history, and a pass after a reset (``prefix_cache_reset``) finds no history. What a pass shares
+    within itself (a shared-prefix group, a conversation's turns, a prompt sent twice) is not counted."""
+    by_pass = {(p.cell, p.repeat): p for p in phases}
+    history: dict[tuple[str, int | None], set[tuple[str, str, int]]] = defaultdict(set)
+    found: dict[Cell, list[tuple[RequestRecord, bool]]] = defaultdict(list)
+    for warm, timed in _blocks(records):
+        phase = by_pass.get((Cell.of_record(timed[0]), timed[0].repeat)) if timed and timed[0].phase == "measure" else None
+        if phase is None:
+            continue
+        sent = history[(phase.config, phase.server_start)]
+        if phase.prefix_cache_reset:  # emptied after the warm-up: the pass finds nothing sent before it
+            sent.clear()
+        else:
+            before = sent | _sent(warm)
+            found[phase.cell] += [(r, (r.dataset, r.prompt_id, r.turn) in before) for r in timed if r.ok]
+        sent |= _sent(warm) | _sent(timed)
+    out = {}
+    for cell, judged in found.items():
+        resent = [r for r, again in judged if again]
+        reported = [r for r in resent if is_cached(r) is not None]
+        prompt = sum(r.prompt_tokens or 0 for r in reported)
+        out[cell] = ResentPrompts(len(judged), len(resent), sum(1 for r in reported if is_cached(r)),
+                                  sum(r.cached_tokens or 0 for r in reported) / prompt if prompt else None)
+    return out
+
+
+def add_resent_notes(rows: Sequence[ResultRow], phases: Sequence[PhaseInfo], records: Sequence[RequestRecord]) -> None:
+    """A cell's ⚠ note where a re-sent prompt was served from the cache (at least ``CACHED_SHARE`` of it): its TTFT
+    is a cached prompt's. Where the server reports no ``cached_tokens`` nothing is said: it cannot be told."""
+    found = resent_prompts(phases, records)
+    for row in rows:
+        r = found.get(Cell.of_row(row))
+        if r is not None and r.cached and r.cached_share is not None:  # a new list: LiveRows' copies share the old
+            row.notes = [*(row.notes or []), Note.of(NoteCode.RESENT_PROMPTS, resent=r.resent, requests=r.requests,
+                                                     cached_share=r.cached_share)]

@@ -178,6 +178,10 @@ WORDING: dict[NoteCode, Callable[[Values], str]] = {
         "prefix cache emptied after each warm-up, right before each timed pass (load.prefix_cache reset; per pass: "
         "phases.jsonl prefix_cache_reset): no prompt is served from a cache an earlier pass or the warm-up filled, only "
         "what a pass shares within itself (a shared prefix, a conversation's earlier turns)."),
+    NoteCode.RESENT_PROMPTS: lambda v: (
+        f"{v['resent']} of the {v['requests']} timed requests re-sent a prompt an earlier pass or warm-up on the same "
+        f"server start had sent, and the server served {v['cached_share']:.0%} of their prompt tokens from its prefix "
+        "cache (load.prefix_cache keep): their TTFT is a cached prompt's; load.prefix_cache: reset for cold prompts"),
 }
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..measure.accepted import from_steplog
+from ..measure.cache import add_resent_notes
 from ..measure.quality import add_quality, mark_dummy_weights, suite_notes, weights_notes
 from ..measure.repeat_spread import RepeatPlan, add_spread
 from ..measure.steplog import steplog_decomposition
@@ -25,9 +26,10 @@ from .steplog import CellStepLog, steplog_results
 
 def build_rows(suite: Suite, phases: list[PhaseInfo], records: list[RequestRecord],
                run_dir: Path | None = None) -> list[ResultRow]:
-    """Results rows for every cell measured so far, in suite order (data set, then config); with
-    ``run_dir``, the step log of every cell that ran with one."""
+    """Results rows for every cell measured so far, in suite order (data set, then config), with the notes on prompts
+    an earlier pass sent (across load points); with ``run_dir``, the step log of every cell that ran with one."""
     rows = measured_rows(suite, phases, records)
+    add_resent_notes(rows, phases, records)
     if run_dir is not None:
         add_steplog(rows, steplog_results(run_dir, phases), suite.baseline.name if suite.baseline else None)
     return rows
@@ -101,6 +103,7 @@ class LiveRows:
         keys."""
         order = [group_of(Cell.at("", spec.name, point)) for spec in self.suite.datasets for point in load_points(self.suite)]
         rows = [r.copy() for key in dict.fromkeys(order) for r in self.built.get(key, [])]
+        add_resent_notes(rows, self.phases, self.records)  # across load points: a pass's history is its server start's
         add_steplog(rows, steplog_results(self.run_dir, self.phases), self.suite.baseline.name if self.suite.baseline else None)
         return rows
 

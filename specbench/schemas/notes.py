@@ -59,6 +59,8 @@ class NoteCode(StrEnum):
     SERVER_BATCH = "server_batch"
     # the run's (meta.json notes), added after the groups above
     PREFIX_CACHE_RESET = "prefix_cache_reset"
+    # a cell's own, from its records across passes (measure/cache.py)
+    RESENT_PROMPTS = "resent_prompts"
 
 
 _NUMBER = (int, float)
@@ -148,6 +150,10 @@ KINDS: dict[NoteCode, NoteKind] = {
                                  kv_peak=(int, float, _NONE)),
     NoteCode.PREFIX_CACHE_RESET: _kind(False, "load.prefix_cache reset: the server's prefix cache emptied before each "
                                               "timed pass"),
+    NoteCode.RESENT_PROMPTS: _kind(True, "load.prefix_cache keep: timed requests that re-sent a prompt an earlier timed "
+                                         "pass or warm-up of the same server start had sent, which the server served "
+                                         "from its prefix cache (cached_tokens)", resent=_COUNT, requests=_COUNT,
+                                   cached_share=_NUMBER),
 }
 
 

@@ -4,9 +4,12 @@ shared-prefix group), and the engine's prefix-cache counters as the fallback hit
 
 import pytest
 
-from specbench.measure.cache import cache_split, counter_hit_rate, is_cached
+from specbench.measure.cache import ResentPrompts, add_resent_notes, cache_split, counter_hit_rate, is_cached, resent_prompts
+from specbench.schemas.cell import Cell
+from specbench.schemas.notes import Note, NoteCode
 from specbench.schemas.phase import PhaseInfo
 from specbench.schemas.request import RequestRecord
+from specbench.schemas.row_read import rows_from
 
 
 def rec(pid: str, cached: int | None, ttft: float, gap: float = 0.01, repeat: int = 0, group: str | None = None,
@@ -85,3 +88,66 @@ def test_an_untrusted_or_missing_counter_window_gives_no_hit_rate():
     got = cache_split([phase(cache={"error": "/metrics vllm:prefix_cache_hits_total went down"})], [rec("a", None, 0.1)],
                       spec=False)
     assert got is not None and got.prefix_cache_hit_rate is None  # the window was read: the cell says it has no rate
+
+
+def sent(pid: str, cached: int | None, conc: int, phase: str = "measure", turn: int = 0, repeat: int = 0,
+         answered: bool = True) -> RequestRecord:
+    """A request of config c on data set d at C=``conc`` (a warm-up's: its C as the warm-up records it)."""
+    return RequestRecord(prompt_id=pid, dataset="d", config="c", turn=turn, phase=phase, concurrency=conc,
+                         repeat=repeat, send_time=1.0, chunk_times=[1.1, 1.2] if answered else [],
+                         chunk_tokens=[1, 1] if answered else [], prompt_tokens=100, cached_tokens=cached,
+                         error=None if answered else "HTTP 500")
+
+
+def at(conc: int, start: int | None = 0, repeat: int = 0, reset: bool | None = None) -> PhaseInfo:
+    return PhaseInfo(config="c", dataset="d", concurrency=conc, request_rate=None, repeat=repeat, wall_s=1.0,
+                     server_start=start, prefix_cache_reset=reset)
+
+
+def cell(conc: int) -> Cell:
+    return Cell("c", "d", conc, None)
+
+
+def test_a_pass_counts_the_prompts_an_earlier_pass_or_a_warm_up_of_its_server_start_sent():
+    records = [
+        # C=1: its warm-up sent p0; within the pass p1 twice and a conversation's two turns: shared within itself
+        sent("p0", 0, 1, "warmup"), sent("p0", 96, 1), sent("p1", 16, 1), sent("p1", 96, 1),
+        sent("m", 16, 1), sent("m", 90, 1, turn=1), sent("p9", 0, 1, answered=False),  # p9: never prefilled
+        # C=2, same server start: every prompt the first pass (or the warm-up) sent is found again; p9 and p3 are new
+        sent("p0", 0, 2, "warmup"), sent("p0", 96, 2), sent("p1", 96, 2), sent("m", 96, 2), sent("m", 98, 2, turn=1),
+        sent("p9", 0, 2), sent("p3", 16, 2),
+        # C=4 on the config's next server start: nothing sent before it there
+        sent("p0", 16, 4), sent("p1", 16, 4),
+    ]
+    got = resent_prompts([at(1), at(2), at(4, start=1)], records)
+    assert got[cell(1)] == ResentPrompts(requests=5, resent=1, cached=1, cached_share=0.96)
+    assert got[cell(2)] == ResentPrompts(requests=6, resent=4, cached=4, cached_share=pytest.approx((96 * 3 + 98) / 400))
+    assert got[cell(4)] == ResentPrompts(requests=2, resent=0, cached=0, cached_share=None)
+
+
+def test_a_repeat_re_sends_its_cells_prompts_and_a_pass_without_a_phase_is_no_history():
+    records = [sent("p0", 0, 1), sent("p1", 0, 1, phase="superseded"),  # a cut pass, set aside: no server start known
+               sent("p0", 90, 1, repeat=1), sent("p1", 90, 1, repeat=1)]
+    got = resent_prompts([at(1), at(1, repeat=1)], records)
+    assert got[cell(1)] == ResentPrompts(requests=3, resent=1, cached=1, cached_share=0.9)
+
+
+def test_after_a_reset_a_pass_finds_nothing_sent_before_it_and_missing_counts_say_nothing():
+    records = [sent("p0", 0, 1, "warmup"), sent("p0", 0, 1), sent("p0", 0, 2, "warmup"), sent("p0", 16, 2)]
+    assert resent_prompts([at(1, reset=True), at(2, reset=True)], records) == {}
+    unreported = [sent("p0", None, 1), sent("p0", None, 2)]
+    got = resent_prompts([at(1, start=None), at(2, start=None)], unreported)  # a server at a URL: one start
+    assert got[cell(2)] == ResentPrompts(requests=1, resent=1, cached=0, cached_share=None)
+    rows = rows_from([{"run": "c", "dataset": "d", "concurrency": 2}])
+    add_resent_notes(rows, [at(1, start=None), at(2, start=None)], unreported)
+    assert rows[0].notes is None  # the server did not say: no guess
+
+
+def test_the_note_goes_to_the_cell_whose_re_sent_prompts_were_cached():
+    rows = rows_from([{"run": "c", "dataset": "d", "concurrency": c} for c in (1, 2)])
+    records = [sent("p0", 0, 1), sent("p1", 0, 1), sent("p0", 96, 2), sent("p1", 20, 2), sent("p2", 0, 2)]
+    add_resent_notes(rows, [at(1), at(2)], records)
+    assert rows[0].notes is None
+    [note] = rows[1].notes
+    assert isinstance(note, Note) and note.code == NoteCode.RESENT_PROMPTS
+    assert note.values == {"resent": 2, "requests": 3, "cached_share": pytest.approx((96 + 20) / 200)}
