@@ -328,13 +328,19 @@ def test_steplog_on_sglang_is_refused_in_one_line_naming_engine_and_config():
     assert read_engine("sglang").steplog_flags(ServerConfig(name="sg")) == []
 
 
-def test_launcher_value_of_the_wrong_type_is_one_line_naming_file_and_key(tmp_path, monkeypatch):
-    (tmp_path / "odd.yaml").write_text("extends: vllm\nspeculative: {flag: [not, a, string]}\n")
+def odd_launcher_error(tmp_path, monkeypatch, text: str) -> str:
+    """The one-line error reading launcher ``odd.yaml`` (``text``) gives; it names the file."""
+    (tmp_path / "odd.yaml").write_text(text)
     monkeypatch.setenv("SPECBENCH_LAUNCHERS", str(tmp_path))
     with pytest.raises(SuiteError) as err:
         read_engine("odd")
     assert "\n" not in str(err.value) and str(tmp_path / "odd.yaml") in str(err.value)
-    assert "speculative.flag: expected a string" in str(err.value)
+    return str(err.value)
+
+
+def test_launcher_value_of_the_wrong_type_is_one_line_naming_file_and_key(tmp_path, monkeypatch):
+    assert "speculative.flag: expected a string" in odd_launcher_error(
+        tmp_path, monkeypatch, "extends: vllm\nspeculative: {flag: [not, a, string]}\n")
 
 
 def test_launcher_without_command_refuses_to_launch_in_one_line(tmp_path, monkeypatch):
@@ -360,9 +366,5 @@ def test_prefix_cache_reset_endpoints_of_vllm_its_cpu_child_and_sglang():
 
 
 def test_prefix_cache_reset_answer_rule_not_known_is_one_line_naming_file_and_key(tmp_path, monkeypatch):
-    (tmp_path / "odd.yaml").write_text("extends: vllm\nprefix_cache_reset: {path: /r, answer: maybe}\n")
-    monkeypatch.setenv("SPECBENCH_LAUNCHERS", str(tmp_path))
-    with pytest.raises(SuiteError) as err:
-        read_engine("odd")
-    assert "\n" not in str(err.value) and str(tmp_path / "odd.yaml") in str(err.value)
-    assert "prefix_cache_reset.answer: expected success or status, got 'maybe'" in str(err.value)
+    assert "prefix_cache_reset.answer: expected success or status, got 'maybe'" in odd_launcher_error(
+        tmp_path, monkeypatch, "extends: vllm\nprefix_cache_reset: {path: /r, answer: maybe}\n")
