@@ -37,6 +37,7 @@ import argparse
 import json
 import os
 import shlex
+import shutil
 import signal
 import socket
 import statistics
@@ -80,18 +81,30 @@ def start_server(a: argparse.Namespace, model: str, port: int, work: Path) -> tu
     with open(work / "server.log", "wb") as log:
         proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        wait_healthy(proc, port, a.startup_timeout, work / "server.log")
-    except BaseException:  # Ctrl-C or no /health: leave no server behind
+        wait_healthy(proc, port, a.startup_timeout)
+    except SystemExit as failed:  # no /health: the work folder goes, so its log is kept beside the results
+        stop(proc)
+        raise SystemExit(f"{failed.code}: {kept_log(work / 'server.log', a.out)}") from None
+    except BaseException:  # Ctrl-C: leave no server behind
         stop(proc)
         raise
     return proc, logs
 
 
-def wait_healthy(proc: subprocess.Popen[bytes], port: int, timeout: float, log: Path) -> None:
+def kept_log(log: Path, out: Path) -> str:
+    """The server log's last line and where a copy of it now lies (``out``), for a one-line failure."""
+    lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()] if log.exists() else []
+    out.mkdir(parents=True, exist_ok=True)
+    kept = out / f"steplog_overhead-{time.strftime('%Y%m%d-%H%M%S')}-server.log"
+    shutil.copyfile(log, kept) if log.exists() else kept.write_text("")
+    return f"{lines[-1][:300] if lines else '(the server wrote nothing)'!r} (log: {kept})"
+
+
+def wait_healthy(proc: subprocess.Popen[bytes], port: int, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise SystemExit(f"server exited with {proc.returncode} before /health: see {log}")
+            raise SystemExit(f"server exited with {proc.returncode} before /health")
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
                 if r.status == 200:
@@ -99,7 +112,7 @@ def wait_healthy(proc: subprocess.Popen[bytes], port: int, timeout: float, log: 
         except OSError:
             pass
         time.sleep(1)
-    raise SystemExit(f"no /health from http://127.0.0.1:{port} in {timeout} s: see {log}")
+    raise SystemExit(f"no /health from http://127.0.0.1:{port} in {timeout} s")
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:

@@ -163,12 +163,13 @@ def test_steplog_overhead_starts_its_server_with_the_step_log_at_timing(tmp_path
     the script must have asked for the recorder at ``timing``, with the plugin folder on PYTHONPATH and a control
     file, then stop with one line naming the exit (no table written: nothing was measured)."""
     fake = tmp_path / "engine-python"
-    fake.write_text('#!/bin/sh\necho "$@" > "$(dirname "$0")/argv"\nenv > "$(dirname "$0")/env"\nexit 3\n')
+    fake.write_text('#!/bin/sh\necho "$@" > "$(dirname "$0")/argv"\nenv > "$(dirname "$0")/env"\n'
+                    'echo "RuntimeError: no CUDA device"\nexit 3\n')
     fake.chmod(0o755)
     done = script("steplog_overhead.py", "--python", str(fake), "--model", "/models/smol", "--args", "--max-model-len 64",
                   "--env", "VLLM_X=1", "--concurrency", "1", "--rounds", "1", "--out", str(tmp_path / "out"))
     assert done.returncode == 1
-    assert "server exited with 3 before /health" in done.stderr
+    assert "server exited with 3 before /health: 'RuntimeError: no CUDA device' (log: " in done.stderr
     argv = (tmp_path / "argv").read_text().split()
     assert argv[:4] == ["-m", "vllm.entrypoints.openai.api_server", "--model", "/models/smol"]
     assert argv[-2:] == ["--max-model-len", "64"]
@@ -176,6 +177,8 @@ def test_steplog_overhead_starts_its_server_with_the_step_log_at_timing(tmp_path
     assert (env["SPECBENCH_STEPLOG"], env["VLLM_X"]) == ("timing", "1")
     assert env["SPECBENCH_STEPLOG_CONTROL"].endswith("control") and env["SPECBENCH_STEPLOG_DIR"].endswith("steplog")
     assert env["PYTHONPATH"].split(os.pathsep)[-1] == str(ROOT)
-    assert not (tmp_path / "out").exists()
+    # nothing was measured, so no table; the server's log outlives the work folder, beside where the table goes
+    kept = list((tmp_path / "out").iterdir())
+    assert [p.name.endswith("-server.log") for p in kept] == [True] and "no CUDA device" in kept[0].read_text()
     bad = script("steplog_overhead.py", "--model", "m", "--env", "NOPE")
     assert bad.returncode == 2 and "--env 'NOPE': expected KEY=VALUE" in bad.stderr
