@@ -164,19 +164,20 @@ def resent_prompts(phases: Sequence[PhaseInfo], records: Sequence[RequestRecord]
         phase = by_pass.get((Cell.of_record(timed[0]), timed[0].repeat)) if timed and timed[0].phase == "measure" else None
         if phase is None:
             continue
-        sent = history[(phase.config, phase.server_start)]
+        sent, warm_sent = history[(phase.config, phase.server_start)], _sent(warm)
         if phase.prefix_cache_reset:  # emptied after the warm-up: the pass finds nothing sent before it
             sent.clear()
         else:
-            before = sent | _sent(warm)
+            before = sent | warm_sent
             found[phase.cell] += [(r, (r.dataset, r.prompt_id, r.turn) in before) for r in timed if r.ok]
-        sent |= _sent(warm) | _sent(timed)
+        sent |= warm_sent | _sent(timed)
     out = {}
     for cell, judged in found.items():
         resent = [r for r, again in judged if again]
-        reported = [r for r in resent if is_cached(r) is not None]
+        said = [(r, is_cached(r)) for r in resent]
+        reported = [r for r, cached in said if cached is not None]
         prompt = sum(r.prompt_tokens or 0 for r in reported)
-        out[cell] = ResentPrompts(len(judged), len(resent), sum(1 for r in reported if is_cached(r)),
+        out[cell] = ResentPrompts(len(judged), len(resent), sum(1 for _, cached in said if cached),
                                   sum(r.cached_tokens or 0 for r in reported) / prompt if prompt else None)
     return out
 
